@@ -1,0 +1,284 @@
+//! The engine: job and processor state, and one scheduling pass per instant.
+//!
+//! `Engine::handle(now, input, &mut effects)` is the whole contract. Submissions and
+//! completions only update state; jobs start only in an [`Input::Pass`], so a driver
+//! that delivers every completion and arrival of an instant before the pass gets
+//! exactly the semantics in `docs/semantics.md`.
+
+use crate::job::{JobIdx, JobSpec, JobState};
+use crate::pending::PendingReason;
+use crate::policy::PolicyKind;
+use crate::profile::{footprint, Profile};
+use crate::queue::Queue;
+use crate::running::{Running, RunningJob};
+use crate::Time;
+
+/// What a driver tells the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A job enters the queue now. Drivers submit in (submit time, job id) order;
+    /// the n-th submitted job gets `JobIdx(n)`.
+    Submit(JobSpec),
+    /// A running job has ended now (finished, failed or killed at its limit).
+    Complete(JobIdx),
+    /// Run one scheduling pass now.
+    Pass,
+}
+
+/// What the engine asks the driver to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Start `job` now on `procs` processors. The driver must report its
+    /// completion no later than `now + estimate`.
+    Start { job: JobIdx, procs: u32 },
+}
+
+#[derive(Debug, Clone)]
+struct JobEntry {
+    spec: JobSpec,
+    state: JobState,
+    /// Queue position while pending.
+    queue_pos: u32,
+}
+
+/// The scheduling engine for one pool of identical processors.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    policy: PolicyKind,
+    capacity: u32,
+    free: u32,
+    jobs: Vec<JobEntry>,
+    queue: Queue,
+    running: Running,
+    /// Scratch space for conservative backfilling, kept to avoid allocating per pass.
+    profile: Profile,
+    starts: Vec<(u32, JobIdx)>,
+}
+
+impl Engine {
+    pub fn new(policy: PolicyKind, capacity: u32) -> Self {
+        Engine {
+            policy,
+            capacity,
+            free: capacity,
+            jobs: Vec::new(),
+            queue: Queue::new(),
+            running: Running::default(),
+            profile: Profile::default(),
+            starts: Vec::new(),
+        }
+    }
+
+    pub fn policy(&self) -> PolicyKind {
+        self.policy
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    pub fn free(&self) -> u32 {
+        self.free
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
+        let e = &self.jobs[job.index()];
+        (&e.spec, e.state)
+    }
+
+    /// Pending jobs in queue order.
+    pub fn queue(&self) -> impl Iterator<Item = JobIdx> + '_ {
+        self.queue.iter().map(|(_, j)| j)
+    }
+
+    /// The one entry point. `now` must not go backwards between calls.
+    pub fn handle(&mut self, now: Time, input: Input, out: &mut Vec<Effect>) {
+        match input {
+            Input::Submit(spec) => self.submit(now, spec),
+            Input::Complete(job) => self.complete(now, job),
+            Input::Pass => match self.policy {
+                PolicyKind::Fcfs => {
+                    self.start_from_head(now, out);
+                }
+                PolicyKind::Easy => self.pass_easy(now, out),
+                PolicyKind::Conservative => self.pass_conservative(now, out),
+            },
+        }
+        #[cfg(debug_assertions)]
+        self.sanity_check();
+    }
+
+    fn submit(&mut self, now: Time, spec: JobSpec) {
+        assert!(spec.procs >= 1 && spec.procs <= self.capacity, "job {:?} does not fit the machine", spec.id);
+        assert!(spec.estimate >= 0, "job {:?} has a negative estimate", spec.id);
+        let idx = JobIdx(self.jobs.len() as u32);
+        let queue_pos = self.queue.push(idx, spec.procs, spec.estimate);
+        self.jobs.push(JobEntry { spec, state: JobState::Pending { submit: now }, queue_pos });
+    }
+
+    fn complete(&mut self, now: Time, job: JobIdx) {
+        let e = &mut self.jobs[job.index()];
+        let JobState::Running { submit, start } = e.state else {
+            panic!("completion of job {:?}, which is not running", e.spec.id);
+        };
+        e.state = JobState::Done { submit, start, end: now };
+        let r = self.running.remove(start + e.spec.estimate, job);
+        self.free += r.procs;
+    }
+
+    fn start(&mut self, now: Time, pos: u32, job: JobIdx, out: &mut Vec<Effect>) {
+        let e = &mut self.jobs[job.index()];
+        let JobState::Pending { submit } = e.state else { unreachable!("starting a job that is not pending") };
+        debug_assert_eq!(e.queue_pos, pos);
+        e.state = JobState::Running { submit, start: now };
+        let procs = e.spec.procs;
+        self.queue.remove(pos);
+        self.free -= procs;
+        self.running.insert(RunningJob { expected_end: now + e.spec.estimate, job, procs });
+        out.push(Effect::Start { job, procs });
+    }
+
+    /// Start jobs from the head of the queue while they fit. Returns the blocked
+    /// head, if any.
+    fn start_from_head(&mut self, now: Time, out: &mut Vec<Effect>) -> Option<(u32, JobIdx)> {
+        while let Some((pos, job)) = self.queue.head() {
+            if self.jobs[job.index()].spec.procs > self.free {
+                return Some((pos, job));
+            }
+            self.start(now, pos, job, out);
+        }
+        None
+    }
+
+    /// EASY backfilling (see `docs/semantics.md` for the exact rule).
+    fn pass_easy(&mut self, now: Time, out: &mut Vec<Effect>) {
+        let Some((head_pos, head)) = self.start_from_head(now, out) else { return };
+        let mut free = self.free;
+        // Cheap exit before computing the shadow: nothing after the head fits now.
+        let Some(mut pos) = self.queue.find_first(head_pos + 1, |p, _| p <= free, |p, _| p <= free) else {
+            return;
+        };
+        let head_procs = self.jobs[head.index()].spec.procs;
+        let (shadow, released) =
+            self.running.shadow(head_procs - free).expect("a job no larger than the machine always gets a shadow time");
+        let mut extra = (free + released) - head_procs;
+        loop {
+            let slack = shadow - now;
+            let (f, x) = (free, extra);
+            let found = self.queue.find_first(
+                pos,
+                |p, e| p <= f && (p <= x || e <= slack),
+                |p, e| p <= f && (e <= slack || p <= x),
+            );
+            let Some(p) = found else { break };
+            let job = self.queue.job_at(p);
+            let spec = self.jobs[job.index()].spec;
+            if spec.estimate > slack {
+                extra -= spec.procs;
+            }
+            self.start(now, p, job, out);
+            free = self.free;
+            if free == 0 {
+                break;
+            }
+            pos = p + 1;
+        }
+    }
+
+    /// Conservative backfilling: rebuild the profile from the running jobs, then give
+    /// every queued job, in queue order, the earliest start at which its processors
+    /// are free for its whole estimate; those whose start is now start.
+    fn pass_conservative(&mut self, now: Time, out: &mut Vec<Effect>) {
+        if self.queue.len() == 0 || self.free == 0 {
+            return;
+        }
+        self.profile.rebuild(now, self.free, self.running.as_slice());
+        self.starts.clear();
+        let mut free_now = self.free as i64;
+        for (pos, job) in self.queue.iter() {
+            let spec = &self.jobs[job.index()].spec;
+            let dur = footprint(spec.estimate);
+            let (start, seg) = self.profile.earliest_fit(spec.procs, dur);
+            self.profile.reserve(seg, dur, spec.procs);
+            if start == now {
+                self.starts.push((pos, job));
+                free_now -= spec.procs as i64;
+                if free_now == 0 {
+                    // Nothing later can start now; later reservations would be
+                    // recomputed at the next pass anyway.
+                    break;
+                }
+            }
+        }
+        let mut starts = std::mem::take(&mut self.starts);
+        for &(pos, job) in &starts {
+            self.start(now, pos, job, out);
+        }
+        starts.clear();
+        self.starts = starts;
+    }
+
+    /// Why a pending job has not started, as of the last pass at `now`.
+    pub fn pending_reason(&self, now: Time, job: JobIdx) -> Option<PendingReason> {
+        let e = &self.jobs[job.index()];
+        if !matches!(e.state, JobState::Pending { .. }) {
+            return None;
+        }
+        let (head_pos, _) = self.queue.head()?;
+        let head = e.queue_pos == head_pos;
+        Some(match self.policy {
+            PolicyKind::Fcfs | PolicyKind::Easy if head => {
+                PendingReason::Resources { needed: e.spec.procs, free: self.free }
+            }
+            PolicyKind::Fcfs | PolicyKind::Easy => PendingReason::Priority,
+            PolicyKind::Conservative => {
+                let mut profile = Profile::default();
+                profile.rebuild(now, self.free, self.running.as_slice());
+                let mut reason = PendingReason::Priority;
+                for (_, j) in self.queue.iter() {
+                    let spec = &self.jobs[j.index()].spec;
+                    let dur = footprint(spec.estimate);
+                    let (start, seg) = profile.earliest_fit(spec.procs, dur);
+                    profile.reserve(seg, dur, spec.procs);
+                    if j == job {
+                        reason = if start == now && head {
+                            PendingReason::Resources { needed: spec.procs, free: self.free }
+                        } else {
+                            PendingReason::ReservedFor { start }
+                        };
+                        break;
+                    }
+                }
+                reason
+            }
+        })
+    }
+
+    /// Assert the engine's invariants: processors are conserved (free + running =
+    /// capacity), no job is both queued and running, and the running list is sorted.
+    pub fn sanity_check(&self) {
+        let used: u64 = self.running.as_slice().iter().map(|r| r.procs as u64).sum();
+        assert_eq!(used + self.free as u64, self.capacity as u64, "processors are not conserved");
+        let rs = self.running.as_slice();
+        assert!(rs.windows(2).all(|w| (w[0].expected_end, w[0].job) < (w[1].expected_end, w[1].job)));
+        for r in rs {
+            assert!(matches!(self.jobs[r.job.index()].state, JobState::Running { .. }));
+        }
+        let mut queued = 0;
+        for (pos, j) in self.queue.iter() {
+            let e = &self.jobs[j.index()];
+            assert!(matches!(e.state, JobState::Pending { .. }), "queued job {:?} is not pending", e.spec.id);
+            assert_eq!(e.queue_pos, pos);
+            queued += 1;
+        }
+        assert_eq!(queued, self.queue.len());
+    }
+}

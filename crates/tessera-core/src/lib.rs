@@ -1,0 +1,29 @@
+//! `tessera-core` is Tessera's scheduling engine.
+//!
+//! It is pure: it does no I/O, never reads a clock and never awaits. Time is an
+//! integer number of seconds passed to every call, so the same engine is driven by
+//! the trace-driven simulator (virtual clock) and by the live controller (wall clock),
+//! and what the simulator predicts is what the live system does.
+//!
+//! The contract is [`Engine::handle`]: an [`Input`] goes in, [`Effect`]s come out.
+//! Drivers feed, at each distinct instant, first every completion, then every arrival
+//! (in queue order), then one [`Input::Pass`]; see `ARCHITECTURE.md`.
+
+pub mod cluster;
+pub mod engine;
+pub mod hostlist;
+pub mod job;
+pub mod pending;
+pub mod policy;
+mod profile;
+mod queue;
+mod running;
+
+pub use cluster::{Cluster, ClusterError, Node, Partition};
+pub use engine::{Effect, Engine, Input};
+pub use job::{JobId, JobIdx, JobSpec, JobState};
+pub use pending::PendingReason;
+pub use policy::{PolicyKind, UnknownPolicy};
+
+/// Time in whole seconds. Traces, estimates and every engine call use it.
+pub type Time = i64;

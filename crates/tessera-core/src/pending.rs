@@ -1,0 +1,29 @@
+//! Why a job is not running: a typed reason, never an error.
+
+use crate::Time;
+use std::fmt;
+
+/// Why a pending job has not started. Reported by [`crate::Engine::pending_reason`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "reason")]
+pub enum PendingReason {
+    /// The job is first in the queue and not enough processors are free.
+    Resources { needed: u32, free: u32 },
+    /// Jobs ahead of it in the queue come first, and it cannot be backfilled
+    /// without delaying them.
+    Priority,
+    /// Conservative backfilling holds a reservation for it from `start`.
+    ReservedFor { start: Time },
+}
+
+impl fmt::Display for PendingReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PendingReason::Resources { needed, free } => {
+                write!(f, "Resources (needs {needed} processors, {free} free)")
+            }
+            PendingReason::Priority => write!(f, "Priority"),
+            PendingReason::ReservedFor { start } => write!(f, "ReservedFor (start at {start})"),
+        }
+    }
+}

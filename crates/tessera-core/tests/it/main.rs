@@ -1,0 +1,4 @@
+//! Integration tests of the engine, through a small `TestEnv`.
+mod env;
+mod purity;
+mod schedules;
