@@ -1,14 +1,18 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! `tessera-workload`: job streams for Tessera.
+//!
+//! * [`swf`]: the Standard Workload Format of the Parallel Workloads Archive
+//!   (Feitelson, Tsafrir, Krakov 2014): all 18 fields, header comments kept, plain
+//!   or gzip input detected by content, read as a stream.
+//! * [`jobs`]: how a simulator reads an SWF record as a job (the documented job
+//!   semantics: processors, estimate, skip reasons).
+//! * [`lublin`]: the Lublin & Feitelson (2003) model of rigid parallel jobs,
+//!   seeded, which generates Tessera's embedded default workload.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod jobs;
+pub mod lublin;
+pub mod swf;
+mod special;
+pub mod traces;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use jobs::{SkipReason, TraceJob};
+pub use swf::{SwfError, SwfHeader, SwfReader, SwfRecord, SwfWriter};

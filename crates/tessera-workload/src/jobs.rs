@@ -1,0 +1,95 @@
+//! How an SWF record becomes a job to simulate. These rules are Tessera's documented
+//! job semantics (`docs/semantics.md`); the simulator follows them exactly.
+
+use crate::swf::SwfRecord;
+
+/// A job as the simulator replays it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceJob {
+    /// SWF field 1.
+    pub id: i64,
+    /// SWF field 2, seconds.
+    pub submit: i64,
+    /// Field 8 (requested processors) if > 0, else field 5 (allocated processors).
+    pub procs: u32,
+    /// Field 9 (requested time) if > 0, else the runtime.
+    pub estimate: i64,
+    /// Field 4: how long the job ran in the trace (>= 0).
+    pub runtime: i64,
+}
+
+impl TraceJob {
+    /// How long the job runs when replayed: it is killed at its limit.
+    pub fn effective_runtime(&self) -> i64 {
+        self.runtime.min(self.estimate)
+    }
+}
+
+/// Why a record is not simulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Neither field 8 nor field 5 is > 0.
+    NoProcessorCount,
+    /// Field 4 is < 0 (unknown).
+    NegativeRuntime,
+    /// It asks for more processors than the simulated machine has.
+    LargerThanMachine,
+}
+
+impl SkipReason {
+    pub const ALL: [SkipReason; 3] =
+        [SkipReason::NoProcessorCount, SkipReason::NegativeRuntime, SkipReason::LargerThanMachine];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            SkipReason::NoProcessorCount => "no_processor_count",
+            SkipReason::NegativeRuntime => "negative_runtime",
+            SkipReason::LargerThanMachine => "larger_than_machine",
+        }
+    }
+}
+
+/// Apply the job semantics to one record. A record with neither a processor count
+/// nor a runtime is counted under the first rule it breaks (processors first).
+pub fn job_from_record(r: &SwfRecord) -> Result<TraceJob, SkipReason> {
+    let procs = if r.requested_procs > 0 { r.requested_procs } else { r.allocated_procs };
+    if procs <= 0 {
+        return Err(SkipReason::NoProcessorCount);
+    }
+    if r.run_time < 0 {
+        return Err(SkipReason::NegativeRuntime);
+    }
+    let procs = u32::try_from(procs).map_err(|_| SkipReason::LargerThanMachine)?;
+    let estimate = if r.requested_time > 0 { r.requested_time } else { r.run_time };
+    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(alloc: i64, req: i64, run: i64, req_time: i64) -> SwfRecord {
+        SwfRecord {
+            allocated_procs: alloc,
+            requested_procs: req,
+            run_time: run,
+            requested_time: req_time,
+            submit_time: 5,
+            ..SwfRecord::unknown(9)
+        }
+    }
+
+    #[test]
+    fn semantics() {
+        let j = job_from_record(&rec(4, 8, 100, 50)).unwrap();
+        assert_eq!((j.procs, j.estimate, j.runtime, j.effective_runtime()), (8, 50, 100, 50));
+        let j = job_from_record(&rec(4, -1, 100, -1)).unwrap();
+        assert_eq!((j.procs, j.estimate, j.effective_runtime()), (4, 100, 100));
+        let j = job_from_record(&rec(4, 0, 0, 0)).unwrap();
+        assert_eq!((j.procs, j.estimate, j.effective_runtime()), (4, 0, 0));
+        assert_eq!(job_from_record(&rec(-1, 0, 100, 10)), Err(SkipReason::NoProcessorCount));
+        assert_eq!(job_from_record(&rec(-1, -1, -1, 10)), Err(SkipReason::NoProcessorCount));
+        assert_eq!(job_from_record(&rec(2, -1, -1, 10)), Err(SkipReason::NegativeRuntime));
+    }
+}

@@ -1,0 +1,3 @@
+//! Integration tests of the workload crate.
+mod swf_files;
+mod swf_roundtrip;
