@@ -1,14 +1,19 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! `tessera-sim`: the trace-driven simulator.
+//!
+//! It drives [`tessera_core::Engine`] with a virtual clock: at each distinct instant
+//! it delivers every completion, then every arrival in queue order, then one
+//! scheduling pass, and turns each `Start` effect into a future completion event at
+//! `start + min(runtime, estimate)` (a job is killed at its limit). A job that runs
+//! for zero seconds completes at the instant it starts, in a further round of the
+//! same instant (completions, then one more pass). Events are ordered by
+//! (time, job index), so runs are deterministic.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod metrics;
+pub mod output;
+pub mod reference;
+pub mod run;
+pub mod workload;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use metrics::Summary;
+pub use run::{simulate, SimOutcome};
+pub use workload::{prepare, Workload, WorkloadError};

@@ -1,3 +1,46 @@
-fn main() {
-    println!("Hello, world!");
+//! `tessera`: the one binary users type. Noun-first subcommands:
+//! `tessera sim run|bench`, `tessera workload generate|info`, `tessera cluster show`.
+//!
+//! Exit codes: 0 success; 1 an error (bad input, I/O), printed once as a chain;
+//! 2 a usage error (unknown flag or value), printed by the argument parser.
+
+mod cli;
+mod cluster_cmd;
+mod sim_cmd;
+mod workload_cmd;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: cli::Cli) -> anyhow::Result<()> {
+    match args.command {
+        cli::Command::Sim { command } => match command {
+            cli::SimCommand::Run(a) => sim_cmd::run(a),
+            cli::SimCommand::Bench(a) => sim_cmd::bench(a),
+        },
+        cli::Command::Workload { command } => match command {
+            cli::WorkloadCommand::Generate(a) => workload_cmd::generate(a),
+            cli::WorkloadCommand::Info(a) => workload_cmd::info(a),
+        },
+        cli::Command::Cluster { command } => match command {
+            cli::ClusterCommand::Show(a) => cluster_cmd::show(a),
+        },
+    }
 }

@@ -1,0 +1,153 @@
+//! Command-line interface (clap derive).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "tessera", version, about = "Batch scheduling for heterogeneous, power-constrained HPC clusters")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Trace-driven simulation.
+    Sim {
+        #[command(subcommand)]
+        command: SimCommand,
+    },
+    /// Workloads: generate synthetic ones, inspect traces.
+    Workload {
+        #[command(subcommand)]
+        command: WorkloadCommand,
+    },
+    /// Cluster files.
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum SimCommand {
+    /// Replay a trace (or, with no --trace, the embedded default workload) under a policy.
+    Run(SimRunArgs),
+    /// Time parsing and every policy on traces; compare with the naive reference.
+    Bench(SimBenchArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Args)]
+pub struct SimRunArgs {
+    /// SWF trace (.swf or .swf.gz). Without it: the embedded default workload
+    /// (Lublin-Feitelson model, seed 1) on the embedded default cluster.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Machine size in processors (default: MaxProcs, else MaxNodes, from the trace header).
+    #[arg(long, conflicts_with = "cluster")]
+    pub capacity: Option<u64>,
+    /// Cluster file (TOML); the machine is its total number of cores.
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Scheduling policy: fcfs, easy or conservative.
+    #[arg(long, default_value = "easy")]
+    pub policy: String,
+    /// Write one CSV row per job (job_id,submit,start,end,procs,estimate,wait,killed).
+    #[arg(long)]
+    pub jobs_out: Option<PathBuf>,
+    /// Write the simulated schedule as SWF (wait and run time filled).
+    #[arg(long)]
+    pub swf_out: Option<PathBuf>,
+    /// Write the summary as JSON.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// How to print the summary on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Skip malformed trace lines (and report them) instead of failing.
+    #[arg(long)]
+    pub lenient: bool,
+}
+
+#[derive(Args)]
+pub struct SimBenchArgs {
+    /// Traces to time (default: HPC2N, CEA-Curie and RICC from the shared traces directory).
+    #[arg(long = "trace")]
+    pub traces: Vec<PathBuf>,
+    /// Policies to time (default: all).
+    #[arg(long = "policy")]
+    pub policies: Vec<String>,
+    /// Timed repetitions per measurement (the minimum and median are reported).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Also time the naive reference simulator (rescans the queue at every pass);
+    /// skipped for traces with more jobs than this.
+    #[arg(long, default_value_t = 250_000)]
+    pub naive_max_jobs: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Subcommand)]
+pub enum WorkloadCommand {
+    /// Generate a synthetic workload as SWF.
+    Generate(GenerateArgs),
+    /// Read a trace and print its header and job counts.
+    Info(InfoArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Model {
+    /// Lublin & Feitelson (2003), rigid parallel jobs.
+    Lublin,
+}
+
+#[derive(Args)]
+pub struct GenerateArgs {
+    #[arg(long, value_enum, default_value = "lublin")]
+    pub model: Model,
+    /// Machine size in processors.
+    #[arg(long, default_value_t = 256)]
+    pub procs: u32,
+    /// Number of jobs.
+    #[arg(long, default_value_t = 10_000)]
+    pub jobs: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Multiply every inter-arrival time (below 1 raises the load).
+    #[arg(long, default_value_t = 1.0)]
+    pub arrival_factor: f64,
+    /// Output file (default: stdout).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct InfoArgs {
+    #[arg(long)]
+    pub trace: PathBuf,
+    #[arg(long)]
+    pub lenient: bool,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Subcommand)]
+pub enum ClusterCommand {
+    /// Validate a cluster file and print its node types and partitions.
+    Show(ShowArgs),
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// Cluster file (default: the embedded default cluster).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+}

@@ -1,0 +1,183 @@
+//! `tessera sim run` and `tessera sim bench`.
+
+use crate::cli::{Format, SimBenchArgs, SimRunArgs};
+use anyhow::{bail, Context, Result};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tessera_core::{Cluster, PolicyKind};
+use tessera_sim::output::{write_jobs_csv, write_swf};
+use tessera_sim::reference::simulate_reference;
+use tessera_sim::workload::{default_capacity, prepare};
+use tessera_sim::{simulate, Summary};
+use tessera_workload::lublin::{generate, LublinParams};
+use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord};
+
+/// The embedded default cluster (also at examples/clusters/default.toml).
+pub const DEFAULT_CLUSTER: &str = include_str!("../../../examples/clusters/default.toml");
+/// Jobs and seed of the embedded default workload.
+pub const DEFAULT_JOBS: usize = 10_000;
+pub const DEFAULT_SEED: u64 = 1;
+
+pub fn load_cluster(path: &Path) -> Result<Cluster> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading cluster file {}", path.display()))?;
+    Ok(Cluster::from_toml(&text, &path.display().to_string())?)
+}
+
+pub fn default_cluster() -> Cluster {
+    Cluster::from_toml(DEFAULT_CLUSTER, "examples/clusters/default.toml").expect("the embedded default cluster is valid")
+}
+
+fn read_trace(path: &Path, lenient: bool) -> Result<(SwfHeader, Vec<SwfRecord>)> {
+    let (header, records, report) = SwfReader::read_file(path, lenient)?;
+    if report.skipped > 0 {
+        eprintln!("{}: {report}", path.display());
+    }
+    Ok((header, records))
+}
+
+pub fn run(a: SimRunArgs) -> Result<()> {
+    let t0 = Instant::now();
+    let policy: PolicyKind = a.policy.parse()?;
+    let cluster = match &a.cluster {
+        Some(p) => Some(load_cluster(p)?),
+        None if a.trace.is_none() => Some(default_cluster()),
+        None => None,
+    };
+    let cluster_cores = match &cluster {
+        Some(c) => Some(u32::try_from(c.total_cores()).context("the cluster has more than 2^32 cores")?),
+        None => None,
+    };
+    let (label, header, records) = match &a.trace {
+        Some(path) => {
+            let (h, r) = read_trace(path, a.lenient)?;
+            (path.display().to_string(), h, r)
+        }
+        None => {
+            let procs = cluster_cores.expect("default cluster");
+            let (h, r) = generate(&LublinParams::new(procs, DEFAULT_JOBS, DEFAULT_SEED));
+            (format!("default (Lublin-Feitelson 2003 model, {DEFAULT_JOBS} jobs, seed {DEFAULT_SEED}, {procs} processors)"), h, r)
+        }
+    };
+    let parse_time = t0.elapsed().as_secs_f64();
+    let capacity = match (a.capacity, cluster_cores) {
+        (Some(c), _) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
+        (None, Some(c)) => c,
+        (None, None) => default_capacity(&header, &label)?,
+    };
+    let w = prepare(&records, capacity);
+    let t1 = Instant::now();
+    let outcome = {
+        let _span = tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();
+        simulate(&w, policy)
+    };
+    let sim_time = t1.elapsed().as_secs_f64();
+    let mut summary = Summary::compute(&label, &w, &outcome);
+    summary.policy = policy.name().to_string();
+    summary.parse_wall_time_s = parse_time;
+    summary.sim_wall_time_s = sim_time;
+    if let Some(p) = &a.jobs_out {
+        let f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
+        write_jobs_csv(f, &w, &outcome).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &a.swf_out {
+        let f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
+        let note = format!("simulated by tessera {} with policy {} on {capacity} processors", env!("CARGO_PKG_VERSION"), policy.name());
+        write_swf(f, &header, &note, &records, &w, &outcome).with_context(|| format!("writing {}", p.display()))?;
+    }
+    summary.wall_time_s = t0.elapsed().as_secs_f64();
+    let json = serde_json::to_string_pretty(&summary)?;
+    if let Some(p) = &a.summary {
+        std::fs::write(p, format!("{json}\n")).with_context(|| format!("writing {}", p.display()))?;
+    }
+    match a.format {
+        Format::Json => println!("{json}"),
+        Format::Table => print!("{}", summary.table()),
+    }
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct BenchRow {
+    trace: String,
+    jobs: usize,
+    policy: String,
+    parse_s: f64,
+    sim_s: f64,
+    sim_median_s: f64,
+    sim_over_parse: f64,
+    naive_s: Option<f64>,
+    naive_over_sim: Option<f64>,
+    max_queue: usize,
+}
+
+fn time_min_median<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, f64, T) {
+    let mut times = Vec::with_capacity(repeat);
+    let mut last = None;
+    for _ in 0..repeat.max(1) {
+        let t = Instant::now();
+        let out = f();
+        times.push(t.elapsed().as_secs_f64());
+        last = Some(out);
+    }
+    times.sort_by(f64::total_cmp);
+    (times[0], times[times.len() / 2], last.unwrap())
+}
+
+pub fn bench(a: SimBenchArgs) -> Result<()> {
+    let traces: Vec<PathBuf> = if a.traces.is_empty() {
+        let dir = tessera_workload::traces::shared_dir()
+            .context("no --trace given and the shared traces directory was not found (set TESSERA_TRACES)")?;
+        ["HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz", "RICC-2010-2.swf.gz"].iter().map(|f| dir.join(f)).collect()
+    } else {
+        a.traces.clone()
+    };
+    let policies: Vec<PolicyKind> = if a.policies.is_empty() {
+        vec![PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative]
+    } else {
+        a.policies.iter().map(|p| p.parse()).collect::<Result<_, _>>()?
+    };
+    let mut rows = Vec::new();
+    for path in &traces {
+        if !path.is_file() {
+            bail!("{}: no such trace", path.display());
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?").trim_end_matches(".gz").trim_end_matches(".swf").to_string();
+        let (parse_s, _, (header, records, _)) =
+            time_min_median(a.repeat, || SwfReader::read_file(path, false).expect("trace parses"));
+        let w = prepare(&records, default_capacity(&header, &name)?);
+        for &policy in &policies {
+            let (sim_s, sim_median_s, outcome) = time_min_median(a.repeat, || simulate(&w, policy));
+            let naive_s = (w.jobs.len() <= a.naive_max_jobs).then(|| {
+                let (t, _, reference) = time_min_median(1, || simulate_reference(&w, policy));
+                assert!(reference.start == outcome.start, "{name} {policy}: the engine and the naive reference disagree");
+                t
+            });
+            rows.push(BenchRow {
+                trace: name.clone(),
+                jobs: w.jobs.len(),
+                policy: policy.name().to_string(),
+                parse_s,
+                sim_s,
+                sim_median_s,
+                sim_over_parse: sim_s / parse_s,
+                naive_s,
+                naive_over_sim: naive_s.map(|n| n / sim_s),
+                max_queue: outcome.max_queue,
+            });
+            if a.format == Format::Table {
+                let r = rows.last().unwrap();
+                println!(
+                    "{:<28} {:>7} jobs  {:<12} parse {:>7.3} s  sim {:>7.3} s (median {:>7.3})  sim/parse {:>5.2}  naive {}  max queue {}",
+                    r.trace, r.jobs, r.policy, r.parse_s, r.sim_s, r.sim_median_s, r.sim_over_parse,
+                    r.naive_s.map_or("-".to_string(), |n| format!("{n:.3} s ({:.0}x slower)", n / r.sim_s)),
+                    r.max_queue
+                );
+            }
+        }
+    }
+    if a.format == Format::Json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    }
+    Ok(())
+}
