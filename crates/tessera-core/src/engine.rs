@@ -8,7 +8,7 @@
 use crate::job::{JobIdx, JobSpec, JobState};
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
-use crate::profile::{footprint, Profile};
+use crate::profile::{footprint, Doomed, Profile};
 use crate::queue::Queue;
 use crate::running::{Running, RunningJob};
 use crate::Time;
@@ -53,6 +53,7 @@ pub struct Engine {
     /// Scratch space for conservative backfilling, kept to avoid allocating per pass.
     profile: Profile,
     starts: Vec<(u32, JobIdx)>,
+    doomed: Doomed,
 }
 
 impl Engine {
@@ -66,6 +67,7 @@ impl Engine {
             running: Running::default(),
             profile: Profile::default(),
             starts: Vec::new(),
+            doomed: Doomed::default(),
         }
     }
 
@@ -163,7 +165,7 @@ impl Engine {
         let Some((head_pos, head)) = self.start_from_head(now, out) else { return };
         let mut free = self.free;
         // Cheap exit before computing the shadow: nothing after the head fits now.
-        let Some(mut pos) = self.queue.find_first(head_pos + 1, |p, _| p <= free, |p, _| p <= free) else {
+        let Some(mut pos) = self.queue.find_first(head_pos + 1, |p, _| p <= free) else {
             return;
         };
         let head_procs = self.jobs[head.index()].spec.procs;
@@ -173,11 +175,7 @@ impl Engine {
         loop {
             let slack = shadow - now;
             let (f, x) = (free, extra);
-            let found = self.queue.find_first(
-                pos,
-                |p, e| p <= f && (p <= x || e <= slack),
-                |p, e| p <= f && (e <= slack || p <= x),
-            );
+            let found = self.queue.find_first(pos, |p, e| p <= f && (e <= slack || p <= x));
             let Some(p) = found else { break };
             let job = self.queue.job_at(p);
             let spec = self.jobs[job.index()].spec;
@@ -196,27 +194,68 @@ impl Engine {
     /// Conservative backfilling: rebuild the profile from the running jobs, then give
     /// every queued job, in queue order, the earliest start at which its processors
     /// are free for its whole estimate; those whose start is now start.
+    ///
+    /// Only the jobs that start now matter (every reservation is recomputed at the
+    /// next pass), and that allows two exact shortcuts (`docs/semantics.md`):
+    ///
+    /// * Let `full_at` be the first instant at which fewer processors are free than
+    ///   the smallest queued job needs. No window can contain it, so every
+    ///   reservation that starts before it also ends by it, and reservations that
+    ///   start after it never change the profile before it. The pass therefore only
+    ///   places jobs whose window fits before `full_at` (`p <= most free before
+    ///   full_at`, `estimate <= full_at - now`), found through the queue index
+    ///   without visiting the others; `full_at` only moves earlier.
+    /// * It stops as soon as no later job can start now: none asks for at most the
+    ///   processors still free now with a window that ends by `full_at`.
     fn pass_conservative(&mut self, now: Time, out: &mut Vec<Effect>) {
-        if self.queue.len() == 0 || self.free == 0 {
+        let Some((head_pos, _)) = self.queue.head() else { return };
+        let p_min = self.queue.min_procs() as i64;
+        if (self.free as i64) < p_min {
             return;
         }
         self.profile.rebuild(now, self.free, self.running.as_slice());
         self.starts.clear();
-        let mut free_now = self.free as i64;
-        for (pos, job) in self.queue.iter() {
-            let spec = &self.jobs[job.index()].spec;
-            let dur = footprint(spec.estimate);
-            let (start, seg) = self.profile.earliest_fit(spec.procs, dur);
-            self.profile.reserve(seg, dur, spec.procs);
-            if start == now {
-                self.starts.push((pos, job));
-                free_now -= spec.procs as i64;
-                if free_now == 0 {
-                    // Nothing later can start now; later reservations would be
-                    // recomputed at the next pass anyway.
+        let mut full_at = self.profile.first_below(p_min);
+        self.profile.truncate_after(full_at);
+        let most = self.profile.max_free_before(full_at);
+        self.doomed.clear();
+        // a job at or after `pos` that could still start now (None: look again)
+        let mut could_start: Option<u32> = None;
+        let mut pos = head_pos;
+        loop {
+            let lim = full_at.saturating_sub(now);
+            if could_start.is_none_or(|c| c < pos) {
+                let free_now = self.profile.free_now();
+                let can_start_now = |p: u32, e: Time| (p as i64) <= free_now && e.max(1) <= lim;
+                could_start = self.queue.find_first(pos, can_start_now);
+                if could_start.is_none() {
                     break;
                 }
             }
+            let doomed = &self.doomed;
+            let can_fit_early =
+                |p: u32, e: Time| (p as i64) <= most && e.max(1) <= lim && !doomed.dominates(p, e.max(1));
+            let Some(p) = self.queue.find_first(pos, can_fit_early) else { break };
+            let job = self.queue.job_at(p);
+            let spec = &self.jobs[job.index()].spec;
+            let dur = footprint(spec.estimate);
+            if let Some((start, seg)) = self.profile.earliest_fit_before(spec.procs, dur, full_at) {
+                if let Some(t) = self.profile.reserve(seg, dur, spec.procs, p_min) {
+                    if t < full_at {
+                        full_at = t;
+                        self.profile.truncate_after(full_at);
+                    }
+                }
+                if start == now {
+                    self.starts.push((p, job));
+                }
+                could_start = None;
+            } else {
+                // free processors only go down during a pass, so no job at least
+                // as large and as long will fit either
+                self.doomed.insert(spec.procs, dur);
+            }
+            pos = p + 1;
         }
         let mut starts = std::mem::take(&mut self.starts);
         for &(pos, job) in &starts {
@@ -247,7 +286,7 @@ impl Engine {
                     let spec = &self.jobs[j.index()].spec;
                     let dur = footprint(spec.estimate);
                     let (start, seg) = profile.earliest_fit(spec.procs, dur);
-                    profile.reserve(seg, dur, spec.procs);
+                    profile.reserve(seg, dur, spec.procs, 0);
                     if j == job {
                         reason = if start == now && head {
                             PendingReason::Resources { needed: spec.procs, free: self.free }

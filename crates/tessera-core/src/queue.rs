@@ -12,14 +12,28 @@ use crate::Time;
 const EMPTY_PROCS: u32 = u32::MAX;
 const EMPTY_EST: Time = Time::MAX;
 
+/// Per tree node: the fewest processors and the shortest estimate below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mins {
+    procs: u32,
+    est: Time,
+}
+
+const EMPTY: Mins = Mins { procs: EMPTY_PROCS, est: EMPTY_EST };
+
+impl Mins {
+    #[inline]
+    fn min(self, o: Mins) -> Mins {
+        Mins { procs: self.procs.min(o.procs), est: self.est.min(o.est) }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Queue {
     /// Number of leaves (a power of two).
     size: usize,
-    /// Min processors per tree node (1-based heap layout; leaves at `size..2*size`).
-    procs: Vec<u32>,
-    /// Min estimate per tree node.
-    est: Vec<Time>,
+    /// 1-based heap layout; leaves at `size..2*size`.
+    tree: Vec<Mins>,
     /// Job at each physical position.
     jobs: Vec<JobIdx>,
     /// Logical position of physical leaf 0. Positions handed out are logical and
@@ -35,16 +49,7 @@ pub(crate) struct Queue {
 impl Queue {
     pub fn new() -> Self {
         let size = 64;
-        Queue {
-            size,
-            procs: vec![EMPTY_PROCS; 2 * size],
-            est: vec![EMPTY_EST; 2 * size],
-            jobs: Vec::with_capacity(size),
-            base: 0,
-            head: 0,
-            tail: 0,
-            len: 0,
-        }
+        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -66,21 +71,26 @@ impl Queue {
         self.tail += 1;
         self.jobs.push(job);
         self.len += 1;
-        self.set(p, procs, est);
+        self.set(p, Mins { procs, est });
         self.base + p as u32
     }
 
     /// Remove the job at `pos`.
     pub fn remove(&mut self, pos: u32) {
         let p = self.phys(pos);
-        debug_assert!(self.procs[self.size + p] != EMPTY_PROCS, "removing an empty position");
+        debug_assert!(self.tree[self.size + p] != EMPTY, "removing an empty position");
         self.len -= 1;
-        self.set(p, EMPTY_PROCS, EMPTY_EST);
+        self.set(p, EMPTY);
         if p == self.head {
-            while self.head < self.tail && self.procs[self.size + self.head] == EMPTY_PROCS {
+            while self.head < self.tail && self.tree[self.size + self.head] == EMPTY {
                 self.head += 1;
             }
         }
+    }
+
+    /// The fewest processors any queued job asks for (`u32::MAX` when empty).
+    pub fn min_procs(&self) -> u32 {
+        self.tree[1].procs
     }
 
     /// Position and job at the head of the queue.
@@ -95,63 +105,53 @@ impl Queue {
     /// Occupied positions in queue order, starting at the head.
     pub fn iter(&self) -> impl Iterator<Item = (u32, JobIdx)> + '_ {
         (self.head..self.tail)
-            .filter(move |&p| self.procs[self.size + p] != EMPTY_PROCS)
+            .filter(move |&p| self.tree[self.size + p] != EMPTY)
             .map(move |p| (self.base + p as u32, self.jobs[p]))
     }
 
-    /// First occupied position >= `from` whose (procs, estimate) satisfies `leaf`.
+    /// First occupied position >= `from` whose (processors, estimate) satisfies `ok`.
     ///
-    /// `node` is called with the minimum processors and minimum estimate of a whole
-    /// subtree and must return true whenever some leaf below could satisfy `leaf`
-    /// (a necessary condition); subtrees for which it is false are skipped.
-    pub fn find_first(
-        &self,
-        from: u32,
-        node: impl Fn(u32, Time) -> bool,
-        leaf: impl Fn(u32, Time) -> bool,
-    ) -> Option<u32> {
+    /// `ok` must be monotone: if it holds for some job, it holds for any pair of
+    /// values no larger than that job's. It is then also a valid test on the
+    /// minimum processors and minimum estimate of a subtree, and subtrees that fail
+    /// it are skipped whole. The walk goes right from `from`, so a nearby answer
+    /// costs O(log distance).
+    pub fn find_first(&self, from: u32, ok: impl Fn(u32, Time) -> bool) -> Option<u32> {
         let from = (from.max(self.base) - self.base) as usize;
         if from >= self.tail {
             return None;
         }
-        self.find_rec(1, 0, self.size, from, &node, &leaf).map(|p| self.base + p as u32)
+        let mut i = self.size + from;
+        loop {
+            let m = self.tree[i];
+            if m.procs != EMPTY_PROCS && ok(m.procs, m.est) {
+                if i >= self.size {
+                    return Some(self.base + (i - self.size) as u32);
+                }
+                i *= 2;
+                continue;
+            }
+            // next subtree to the right: climb while a right child, then step over
+            while i & 1 == 1 {
+                i >>= 1;
+            }
+            if i == 0 {
+                return None;
+            }
+            i += 1;
+        }
     }
 
-    fn find_rec(
-        &self,
-        n: usize,
-        lo: usize,
-        hi: usize,
-        from: usize,
-        node: &impl Fn(u32, Time) -> bool,
-        leaf: &impl Fn(u32, Time) -> bool,
-    ) -> Option<usize> {
-        if hi <= from || lo >= self.tail || !node(self.procs[n], self.est[n]) {
-            return None;
-        }
-        if hi - lo == 1 {
-            let (p, e) = (self.procs[n], self.est[n]);
-            return (p != EMPTY_PROCS && leaf(p, e)).then_some(lo);
-        }
-        let mid = (lo + hi) / 2;
-        self.find_rec(2 * n, lo, mid, from, node, leaf)
-            .or_else(|| self.find_rec(2 * n + 1, mid, hi, from, node, leaf))
-    }
-
-    fn set(&mut self, p: usize, procs: u32, est: Time) {
+    fn set(&mut self, p: usize, v: Mins) {
         let mut n = self.size + p;
-        self.procs[n] = procs;
-        self.est[n] = est;
+        self.tree[n] = v;
         while n > 1 {
             n /= 2;
-            let (l, r) = (2 * n, 2 * n + 1);
-            let mp = self.procs[l].min(self.procs[r]);
-            let me = self.est[l].min(self.est[r]);
-            if self.procs[n] == mp && self.est[n] == me {
+            let m = self.tree[2 * n].min(self.tree[2 * n + 1]);
+            if self.tree[n] == m {
                 break;
             }
-            self.procs[n] = mp;
-            self.est[n] = me;
+            self.tree[n] = m;
         }
     }
 
@@ -162,16 +162,12 @@ impl Queue {
         let live = self.tail - shift;
         let size = if live * 2 <= self.size { self.size } else { self.size * 2 };
         let old_size = self.size;
-        let old_procs = std::mem::take(&mut self.procs);
-        let old_est = std::mem::take(&mut self.est);
+        let old = std::mem::take(&mut self.tree);
         self.size = size;
-        self.procs = vec![EMPTY_PROCS; 2 * size];
-        self.est = vec![EMPTY_EST; 2 * size];
-        self.procs[size..size + live].copy_from_slice(&old_procs[old_size + shift..old_size + self.tail]);
-        self.est[size..size + live].copy_from_slice(&old_est[old_size + shift..old_size + self.tail]);
+        self.tree = vec![EMPTY; 2 * size];
+        self.tree[size..size + live].copy_from_slice(&old[old_size + shift..old_size + self.tail]);
         for n in (1..size).rev() {
-            self.procs[n] = self.procs[2 * n].min(self.procs[2 * n + 1]);
-            self.est[n] = self.est[2 * n].min(self.est[2 * n + 1]);
+            self.tree[n] = self.tree[2 * n].min(self.tree[2 * n + 1]);
         }
         self.jobs.drain(..shift);
         self.base += shift as u32;
@@ -191,6 +187,7 @@ mod tests {
         for i in 0..1000u32 {
             let pos = q.push(JobIdx(i), 1 + i % 7, i as Time);
             live.push((pos, i));
+            assert_eq!(q.find_first(0, |_, _| true).map(|p| q.job_at(p)), q.head().map(|h| h.1));
             // remove every job but the multiples of 10 soon after it arrives
             if i >= 3 && (i - 3) % 10 != 0 {
                 let (p, j) = live.remove(live.len() - 4);
@@ -211,12 +208,14 @@ mod tests {
         let sizes = [5, 3, 8, 1, 4, 1];
         let pos: Vec<u32> = sizes.iter().enumerate().map(|(i, &s)| q.push(JobIdx(i as u32), s, 10 * i as Time)).collect();
         let fits = |f: u32| move |p: u32, _e: Time| p <= f;
-        assert_eq!(q.find_first(pos[0], fits(3), fits(3)), Some(pos[1]));
-        assert_eq!(q.find_first(pos[2], fits(3), fits(3)), Some(pos[3]));
+        assert_eq!(q.find_first(pos[0], fits(3)), Some(pos[1]));
+        assert_eq!(q.find_first(pos[2], fits(3)), Some(pos[3]));
         q.remove(pos[3]);
-        assert_eq!(q.find_first(pos[2], fits(3), fits(3)), Some(pos[5]));
-        // estimate predicate
-        assert_eq!(q.find_first(pos[0], |_, e| e >= 40, |_, e| e >= 40), None, "node min prunes");
-        assert_eq!(q.find_first(pos[0], |_, _| true, |_, e| e >= 40), Some(pos[4]));
+        assert_eq!(q.find_first(pos[2], fits(3)), Some(pos[5]));
+        assert_eq!(q.find_first(pos[5] + 1, fits(3)), None);
+        // two-dimensional: a node may pass on mins of different jobs
+        assert_eq!(q.find_first(pos[0], |p, e| p <= 3 && e <= 10), Some(pos[1]));
+        assert_eq!(q.find_first(pos[2], |p, e| p <= 4 && e <= 40), Some(pos[4]));
+        assert_eq!(q.find_first(pos[2], |p, e| p <= 1 && e <= 40), None);
     }
 }
