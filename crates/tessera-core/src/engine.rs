@@ -213,11 +213,12 @@ impl Engine {
         if (self.free as i64) < p_min {
             return;
         }
-        self.profile.rebuild(now, self.free, self.running.as_slice());
+        let running = self.running.as_slice();
+        self.profile.rebuild(now, self.free);
         self.starts.clear();
-        let mut full_at = self.profile.first_below(p_min);
-        self.profile.truncate_after(full_at);
-        let most = self.profile.max_free_before(full_at);
+        // the running jobs alone never leave fewer than `free_now >= p_min` free
+        let mut full_at = Time::MAX;
+        let mut most = self.capacity as i64;
         self.doomed.clear();
         // a job at or after `pos` that could still start now (None: look again)
         let mut could_start: Option<u32> = None;
@@ -239,11 +240,12 @@ impl Engine {
             let job = self.queue.job_at(p);
             let spec = &self.jobs[job.index()].spec;
             let dur = footprint(spec.estimate);
-            if let Some((start, seg)) = self.profile.earliest_fit_before(spec.procs, dur, full_at) {
-                if let Some(t) = self.profile.reserve(seg, dur, spec.procs, p_min) {
+            if let Some((start, seg)) = self.profile.earliest_fit_before(spec.procs, dur, full_at, running) {
+                if let Some(t) = self.profile.reserve(seg, dur, spec.procs, p_min, running) {
                     if t < full_at {
                         full_at = t;
-                        self.profile.truncate_after(full_at);
+                        self.profile.truncate_after(full_at, running);
+                        most = self.profile.max_free_before(full_at);
                     }
                 }
                 if start == now {
@@ -280,13 +282,14 @@ impl Engine {
             PolicyKind::Fcfs | PolicyKind::Easy => PendingReason::Priority,
             PolicyKind::Conservative => {
                 let mut profile = Profile::default();
-                profile.rebuild(now, self.free, self.running.as_slice());
+                let running = self.running.as_slice();
+                profile.rebuild(now, self.free);
                 let mut reason = PendingReason::Priority;
                 for (_, j) in self.queue.iter() {
                     let spec = &self.jobs[j.index()].spec;
                     let dur = footprint(spec.estimate);
-                    let (start, seg) = profile.earliest_fit(spec.procs, dur);
-                    profile.reserve(seg, dur, spec.procs, 0);
+                    let (start, seg) = profile.earliest_fit(spec.procs, dur, running);
+                    profile.reserve(seg, dur, spec.procs, 0, running);
                     if j == job {
                         reason = if start == now && head {
                             PendingReason::Resources { needed: spec.procs, free: self.free }

@@ -4,12 +4,53 @@
 use crate::running::RunningJob;
 use crate::Time;
 
-/// Free processors over time: segment `i` covers `[times[i], times[i+1])` (the last
-/// one runs forever) with `free[i]` processors free.
+/// Entries per block when a profile is built; blocks split at [`BLOCK_CAP`].
+const BLOCK_FILL: usize = 32;
+const BLOCK_CAP: usize = 64;
+
+/// A run of consecutive segments with the minimum and maximum of their free
+/// counts, and a pending amount added to all of them (a lazy range update).
+#[derive(Debug, Clone, Default)]
+struct Block {
+    times: Vec<Time>,
+    /// Free processors, not counting `lazy`.
+    free: Vec<i64>,
+    lazy: i64,
+    min: i64,
+    max: i64,
+}
+
+impl Block {
+    fn refresh(&mut self) {
+        self.min = self.free.iter().copied().min().unwrap_or(i64::MAX);
+        self.max = self.free.iter().copied().max().unwrap_or(i64::MIN);
+    }
+    #[inline]
+    fn get(&self, i: usize) -> i64 {
+        self.free[i] + self.lazy
+    }
+}
+
+/// A segment: block index and index inside the block.
+pub(crate) type Pos = (usize, usize);
+
+/// Free processors over time as a step function: each segment covers
+/// `[time, next segment's time)` (the last one runs forever).
+///
+/// Segments are kept in blocks of up to 64 with their minimum and maximum, so a
+/// search skips whole blocks that cannot hold a window start (`max < p`) or that
+/// cannot end one (`min >= p`), and a reservation updates whole blocks lazily:
+/// O(S/B + B) per operation on S segments instead of O(S).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Profile {
-    times: Vec<Time>,
-    free: Vec<i64>,
+    blocks: Vec<Block>,
+    /// Emptied blocks kept for reuse, so that passes do not allocate.
+    spare: Vec<Block>,
+    now: Time,
+    /// Next running job (by expected end) whose end is not yet a segment.
+    cursor: usize,
+    /// Free processors once every running job up to `cursor` has ended.
+    base_free: i64,
 }
 
 /// A job occupies its processors at least for the instant it starts: a job with a
@@ -20,113 +61,315 @@ pub(crate) fn footprint(estimate: Time) -> Time {
 }
 
 impl Profile {
-    /// Rebuild from the running jobs (sorted by expected end): `free_now` free at
-    /// `now`, and each job's processors back at its expected end.
-    pub fn rebuild(&mut self, now: Time, free_now: u32, running: &[RunningJob]) {
-        self.times.clear();
-        self.free.clear();
-        self.times.push(now);
-        self.free.push(free_now as i64);
-        let mut free = free_now as i64;
-        for r in running {
-            let end = r.expected_end.max(now + 1);
-            free += r.procs as i64;
-            if *self.times.last().unwrap() == end {
-                *self.free.last_mut().unwrap() = free;
-            } else {
-                self.times.push(end);
-                self.free.push(free);
-            }
+    fn recycle(&mut self, mut b: Block) {
+        b.times.clear();
+        b.free.clear();
+        b.lazy = 0;
+        self.spare.push(b);
+    }
+
+    fn new_block(&mut self) -> Block {
+        self.spare.pop().unwrap_or_else(|| Block {
+            times: Vec::with_capacity(BLOCK_CAP + 1),
+            free: Vec::with_capacity(BLOCK_CAP + 1),
+            ..Block::default()
+        })
+    }
+
+    fn push_back(&mut self, t: Time, f: i64) {
+        if self.blocks.last().is_none_or(|b| b.times.len() >= BLOCK_FILL) {
+            let mut b = self.new_block();
+            b.min = i64::MAX;
+            b.max = i64::MIN;
+            self.blocks.push(b);
         }
+        let b = self.blocks.last_mut().unwrap();
+        let v = f - b.lazy;
+        b.times.push(t);
+        b.free.push(v);
+        b.min = b.min.min(v);
+        b.max = b.max.max(v);
+    }
+
+    /// Start a profile at `now` with `free_now` processors free. The running jobs'
+    /// ends (the slice every later call passes, sorted by expected end) are added
+    /// lazily, as far as calls look: a pass that stops early never pays for the
+    /// thousands of running jobs ending later.
+    pub fn rebuild(&mut self, now: Time, free_now: u32) {
+        while let Some(b) = self.blocks.pop() {
+            self.recycle(b);
+        }
+        self.now = now;
+        self.cursor = 0;
+        self.base_free = free_now as i64;
+        self.push_back(now, free_now as i64);
+    }
+
+    /// Add the next running-job end as a segment; false when there is none left.
+    /// Past the last segment no reservation exists, so a new segment's free count
+    /// is that of the running jobs alone.
+    fn grow(&mut self, running: &[RunningJob]) -> bool {
+        let Some(first) = running.get(self.cursor) else { return false };
+        let end = first.expected_end.max(self.now + 1);
+        while let Some(r) = running.get(self.cursor).filter(|r| r.expected_end.max(self.now + 1) == end) {
+            self.base_free += r.procs as i64;
+            self.cursor += 1;
+        }
+        // ends at or before `now + 1` merge into the segment at `now + 1`
+        let last = self.blocks.last().unwrap();
+        if *last.times.last().unwrap() == end {
+            let b = self.blocks.last_mut().unwrap();
+            let i = b.times.len() - 1;
+            b.free[i] = self.base_free - b.lazy;
+            b.min = b.min.min(b.free[i]);
+            b.max = b.max.max(b.free[i]);
+        } else {
+            self.push_back(end, self.base_free);
+        }
+        true
+    }
+
+    /// Add segments until one starts at or after `t` (or none are left).
+    fn grow_until(&mut self, t: Time, running: &[RunningJob]) {
+        while *self.blocks.last().unwrap().times.last().unwrap() < t && self.grow(running) {}
+    }
+
+    /// Stop adding running-job ends: nothing past the current segments matters.
+    fn seal(&mut self, running: &[RunningJob]) {
+        self.cursor = running.len();
+    }
+
+    fn time(&self, (b, i): Pos) -> Time {
+        self.blocks[b].times[i]
     }
 
     /// Free processors at the profile's first instant (now).
     pub fn free_now(&self) -> i64 {
-        self.free[0]
+        self.blocks[0].get(0)
     }
 
-    /// The start of the first segment with fewer than `threshold` free processors
-    /// (`Time::MAX` if there is none).
-    pub fn first_below(&self, threshold: i64) -> Time {
-        self.free.iter().position(|&f| f < threshold).map_or(Time::MAX, |i| self.times[i])
-    }
-
-    /// The most processors free at any instant before `limit`.
+    /// The most processors free at any instant before `limit`, among the segments
+    /// built so far (every segment before `limit` once the profile is truncated).
     pub fn max_free_before(&self, limit: Time) -> i64 {
-        self.times.iter().zip(&self.free).take_while(|(t, _)| **t < limit).map(|(_, f)| *f).max().unwrap_or(0)
+        let mut most = 0;
+        for blk in &self.blocks {
+            if blk.times[0] >= limit {
+                break;
+            }
+            if *blk.times.last().unwrap() < limit {
+                most = most.max(blk.max + blk.lazy);
+            } else {
+                let n = blk.times.partition_point(|&t| t < limit);
+                most = most.max((0..n).map(|i| blk.get(i)).max().unwrap_or(0));
+            }
+        }
+        most
     }
 
     /// The earliest start at which `procs` are free for `dur` seconds, with the
-    /// whole window ending by `limit`, and the index of the segment it starts in.
-    pub fn earliest_fit_before(&self, procs: u32, dur: Time, limit: Time) -> Option<(Time, usize)> {
+    /// whole window ending by `limit`, and the segment it starts in.
+    pub fn earliest_fit_before(
+        &mut self,
+        procs: u32,
+        dur: Time,
+        limit: Time,
+        running: &[RunningJob],
+    ) -> Option<(Time, Pos)> {
         let p = procs as i64;
-        let n = self.times.len();
-        let mut i = 0;
-        'outer: while i < n {
-            let start = self.times[i];
+        let (mut b, mut i) = (0usize, 0usize);
+        'search: loop {
+            // the next segment at or after (b, i) with at least p free
+            loop {
+                if b == self.blocks.len() && !self.grow(running) {
+                    return None;
+                }
+                if b == self.blocks.len() {
+                    // the new segment was merged into the last one: look at it again
+                    b -= 1;
+                    i = i.min(self.blocks[b].times.len() - 1);
+                }
+                let blk = &self.blocks[b];
+                if blk.max + blk.lazy >= p {
+                    while i < blk.times.len() && blk.get(i) < p {
+                        i += 1;
+                    }
+                    if i < blk.times.len() {
+                        break;
+                    }
+                } else if blk.times[0].saturating_add(dur) > limit {
+                    return None;
+                }
+                b += 1;
+                i = 0;
+            }
+            let start = self.blocks[b].times[i];
             if start.saturating_add(dur) > limit {
                 return None;
             }
-            if self.free[i] < p {
-                i += 1;
-                continue;
-            }
             let end = start + dur;
-            let mut j = i + 1;
-            while j < n && self.times[j] < end {
-                if self.free[j] < p {
-                    i = j + 1;
-                    continue 'outer;
+            self.grow_until(end, running);
+            // the window holds unless a segment starting before `end` has < p free
+            let (mut cb, mut ci) = (b, i + 1);
+            loop {
+                if ci >= self.blocks[cb].times.len() {
+                    cb += 1;
+                    ci = 0;
+                    if cb == self.blocks.len() {
+                        return Some((start, (b, i)));
+                    }
                 }
-                j += 1;
+                let blk = &self.blocks[cb];
+                if blk.times[ci] >= end {
+                    return Some((start, (b, i)));
+                }
+                if ci == 0 && blk.min + blk.lazy >= p {
+                    ci = blk.times.len(); // the whole block is wide enough
+                    continue;
+                }
+                while ci < blk.times.len() && blk.times[ci] < end {
+                    if blk.get(ci) < p {
+                        // blocked: look for a start after the blocking segment
+                        b = cb;
+                        i = ci + 1;
+                        continue 'search;
+                    }
+                    ci += 1;
+                }
+                if ci < blk.times.len() {
+                    return Some((start, (b, i)));
+                }
             }
-            return Some((start, i));
         }
-        None
     }
 
     /// The earliest start at which `procs` are free for `dur` seconds.
-    pub fn earliest_fit(&self, procs: u32, dur: Time) -> (Time, usize) {
-        self.earliest_fit_before(procs, dur, Time::MAX)
+    pub fn earliest_fit(&mut self, procs: u32, dur: Time, running: &[RunningJob]) -> (Time, Pos) {
+        self.earliest_fit_before(procs, dur, Time::MAX, running)
             .expect("the last segment of a profile has every processor free")
     }
 
-    /// Take `procs` processors over `[times[i], times[i] + dur)`. Returns the start
-    /// of the first segment this leaves with fewer than `threshold` free
-    /// processors, if there is one.
-    pub fn reserve(&mut self, i: usize, dur: Time, procs: u32, threshold: i64) -> Option<Time> {
-        let end = self.times[i] + dur;
-        let mut j = i;
-        while j < self.times.len() && self.times[j] < end {
-            j += 1;
+    /// The first segment starting at or after `t`, looking from block `from` on
+    /// (reservations are short next to the profile, so a forward walk beats a
+    /// binary search), or None if all start before it.
+    fn locate(&self, t: Time, from: usize) -> Option<Pos> {
+        let mut b = from;
+        while b < self.blocks.len() && *self.blocks[b].times.last().unwrap() < t {
+            b += 1;
         }
-        // split the segment that contains `end`, unless `end` is a boundary
-        if j == self.times.len() || self.times[j] != end {
-            self.times.insert(j, end);
-            self.free.insert(j, self.free[j - 1]);
+        if b == self.blocks.len() {
+            return None;
         }
-        let mut below = None;
-        for k in i..j {
-            self.free[k] -= procs as i64;
-            if below.is_none() && self.free[k] < threshold {
-                below = Some(self.times[k]);
+        let i = self.blocks[b].times.partition_point(|&x| x < t);
+        Some((b, i))
+    }
+
+    /// Insert a segment boundary at `t` (inside the segment that contains it), and
+    /// return where the segment at `keep` is afterwards (a split may move it).
+    fn split_at(&mut self, t: Time, keep: Pos, running: &[RunningJob]) -> Pos {
+        self.grow_until(t, running);
+        let (b, i) = match self.locate(t, keep.0) {
+            Some(pos) if self.time(pos) == t => return keep,
+            Some(pos) => pos,
+            None => (self.blocks.len() - 1, self.blocks.last().unwrap().times.len()),
+        };
+        // the free count of the segment that contained `t`
+        let prev = if i > 0 { self.blocks[b].get(i - 1) } else { self.blocks[b - 1].get(self.blocks[b - 1].times.len() - 1) };
+        let blk = &mut self.blocks[b];
+        let v = prev - blk.lazy;
+        blk.times.insert(i, t);
+        blk.free.insert(i, v);
+        blk.min = blk.min.min(v);
+        blk.max = blk.max.max(v);
+        let mut keep = keep;
+        if keep.0 == b && keep.1 >= i {
+            keep.1 += 1;
+        }
+        if blk.times.len() > BLOCK_CAP {
+            let mut right = self.new_block();
+            let blk = &mut self.blocks[b];
+            let half = blk.times.len() / 2;
+            right.times.extend(blk.times.drain(half..));
+            right.free.extend(blk.free.drain(half..));
+            right.lazy = blk.lazy;
+            blk.refresh();
+            right.refresh();
+            self.blocks.insert(b + 1, right);
+            if keep.0 == b && keep.1 >= half {
+                keep = (b + 1, keep.1 - half);
+            } else if keep.0 > b {
+                keep.0 += 1;
             }
+        }
+        keep
+    }
+
+    /// Take `procs` processors over `[start, start + dur)`, where `start` is the time
+    /// of segment `pos`. Returns the start of the first segment this leaves with
+    /// fewer than `threshold` free processors, if there is one.
+    ///
+    /// Block maxima are left as upper bounds (free counts only go down during a
+    /// pass); minima stay exact.
+    pub fn reserve(&mut self, pos: Pos, dur: Time, procs: u32, threshold: i64, running: &[RunningJob]) -> Option<Time> {
+        let end = self.time(pos) + dur;
+        let (b0, i0) = self.split_at(end, pos, running);
+        let p = procs as i64;
+        let mut below: Option<Time> = None;
+        let mut b = b0;
+        while b < self.blocks.len() {
+            let blk = &mut self.blocks[b];
+            if blk.times[0] >= end {
+                break;
+            }
+            let from = if b == b0 { i0 } else { 0 };
+            let last = *blk.times.last().unwrap();
+            if from == 0 && last < end {
+                blk.lazy -= p;
+            } else {
+                let mut to = from;
+                let mut min = blk.min;
+                while to < blk.times.len() && blk.times[to] < end {
+                    blk.free[to] -= p;
+                    min = min.min(blk.free[to]);
+                    to += 1;
+                }
+                blk.min = min;
+                if below.is_none() && blk.min + blk.lazy < threshold {
+                    below = (from..to).find(|&i| blk.get(i) < threshold).map(|i| blk.times[i]);
+                }
+                b += 1;
+                continue;
+            }
+            if below.is_none() && blk.min + blk.lazy < threshold {
+                below = blk.times.iter().zip(&blk.free).find(|(_, f)| **f + blk.lazy < threshold).map(|(t, _)| *t);
+            }
+            b += 1;
         }
         below
     }
 
-    /// Forget everything from the first segment that starts after `t` on: a pass
-    /// that never looks past `t` then keeps a short profile.
-    pub fn truncate_after(&mut self, t: Time) {
-        let keep = self.times.partition_point(|&x| x <= t);
-        self.times.truncate(keep.max(1));
-        self.free.truncate(keep.max(1));
+    /// Forget every segment that starts after `t`: a pass that never looks past
+    /// `t` then keeps a short profile.
+    pub fn truncate_after(&mut self, t: Time, running: &[RunningJob]) {
+        self.seal(running);
+        let b = self.blocks.partition_point(|blk| blk.times[0] <= t).max(1);
+        while self.blocks.len() > b {
+            let blk = self.blocks.pop().unwrap();
+            self.recycle(blk);
+        }
+        let blk = self.blocks.last_mut().unwrap();
+        let keep = blk.times.partition_point(|&x| x <= t).max(1);
+        if keep < blk.times.len() {
+            blk.times.truncate(keep);
+            blk.free.truncate(keep);
+            blk.refresh();
+        }
     }
 
-    /// Segments as (start, free), for tests and explanations.
+    /// Segments as (start, free), for tests: every running job's end added.
     #[cfg(test)]
-    pub fn segments(&self) -> Vec<(Time, i64)> {
-        self.times.iter().copied().zip(self.free.iter().copied()).collect()
+    pub fn segments(&mut self, running: &[RunningJob]) -> Vec<(Time, i64)> {
+        while self.grow(running) {}
+        self.blocks.iter().flat_map(|b| (0..b.times.len()).map(move |i| (b.times[i], b.get(i)))).collect()
     }
 }
 
@@ -165,6 +408,127 @@ impl Doomed {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::job::JobIdx;
+
+    fn rj(end: Time, procs: u32) -> RunningJob {
+        RunningJob { expected_end: end, job: JobIdx(0), procs }
+    }
+
+    #[test]
+    fn fit_and_reserve_split_segments() {
+        let run = [rj(20, 3), rj(50, 5)];
+        let mut p = Profile::default();
+        // 10 processors: 2 free now, 3 back at 20, 5 back at 50
+        p.rebuild(0, 2);
+        assert_eq!(p.earliest_fit(2, 100, &run), (0, (0, 0)));
+        assert_eq!(p.earliest_fit(4, 10, &run), (20, (0, 1)));
+        assert_eq!(p.earliest_fit(6, 1, &run), (50, (0, 2)));
+        assert_eq!(p.clone().segments(&run), vec![(0, 2), (20, 5), (50, 10)]);
+        let (t, i) = p.earliest_fit(4, 10, &run);
+        assert_eq!(p.reserve(i, 10, 4, 2, &run), Some(20), "[20,30) is left with 1 < 2 free");
+        assert_eq!(t, 20);
+        assert_eq!(p.clone().segments(&run), vec![(0, 2), (20, 1), (30, 5), (50, 10)]);
+        // a 2-processor job for 25 s no longer fits at 0 (window hits [20,30) with 1)
+        assert_eq!(p.earliest_fit(2, 25, &run).0, 30);
+        assert_eq!(p.earliest_fit(2, 20, &run).0, 0);
+        assert_eq!(p.max_free_before(30), 2);
+        assert_eq!(p.max_free_before(31), 5);
+    }
+
+    #[test]
+    fn fits_are_bounded_by_a_limit() {
+        let run = [rj(100, 9)];
+        let mut p = Profile::default();
+        p.rebuild(0, 1);
+        assert_eq!(p.earliest_fit_before(1, 50, 60, &run), Some((0, (0, 0))));
+        assert_eq!(p.earliest_fit_before(1, 50, 49, &run), None);
+        assert_eq!(p.earliest_fit_before(5, 10, 200, &run), Some((100, (0, 1))));
+        assert_eq!(p.earliest_fit_before(5, 10, 109, &run), None);
+    }
+
+    #[test]
+    fn zero_length_jobs_hold_the_instant() {
+        let run = [rj(7, 4)];
+        let mut p = Profile::default();
+        p.rebuild(7, 0);
+        assert_eq!(p.earliest_fit(1, footprint(0), &run).0, 8);
+        assert_eq!(p.segments(&run), vec![(7, 0), (8, 4)]);
+    }
+
+    /// The blocked, lazily built profile against a flat vector, over random
+    /// reservations on many running jobs (several blocks, splits, truncation).
+    #[test]
+    fn blocked_profile_matches_a_flat_one() {
+        let mut seed = 0x9e3779b97f4a7c15u64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..20 {
+            let now = 1000;
+            let mut run: Vec<RunningJob> = (0..(20 + rnd(300)))
+                .map(|_| rj(now + rnd(5000) as Time - 5, 1 + rnd(4) as u32))
+                .collect();
+            run.sort();
+            let capacity: i64 = 50 + run.iter().map(|r| r.procs as i64).sum::<i64>();
+            let free_now = (capacity - run.iter().map(|r| r.procs as i64).sum::<i64>()) as u32;
+            // flat reference: free at each integer instant up to a horizon
+            let horizon = (now + 100_000) as usize;
+            let mut released = vec![0i64; horizon];
+            for r in &run {
+                released[r.expected_end.max(now + 1) as usize] += r.procs as i64;
+            }
+            let mut flat = vec![0i64; horizon];
+            let mut free = free_now as i64;
+            for t in now as usize..horizon {
+                free += released[t];
+                flat[t] = free;
+            }
+            let mut p = Profile::default();
+            p.rebuild(now, free_now);
+            let mut limit = Time::MAX;
+            for _ in 0..60 {
+                let procs = 1 + rnd(60) as u32;
+                let dur = 1 + rnd(1500) as Time;
+                // first run of `dur` instants with enough free processors
+                let mut run_len = 0;
+                let mut want = None;
+                for t in now as usize..horizon {
+                    run_len = if flat[t] >= procs as i64 { run_len + 1 } else { 0 };
+                    if run_len == dur as usize {
+                        want = Some((t + 1 - dur as usize) as Time);
+                        break;
+                    }
+                }
+                let want = want.filter(|&s| s.saturating_add(dur) <= limit);
+                let got = p.earliest_fit_before(procs, dur, limit, &run);
+                assert_eq!(got.map(|g| g.0), want, "round {round}: fit of {procs} x {dur}");
+                if let Some((s, pos)) = got {
+                    let below = p.reserve(pos, dur, procs, 3, &run);
+                    for f in &mut flat[s as usize..(s + dur) as usize] {
+                        *f -= procs as i64;
+                    }
+                    let want_below = (s as usize..(s + dur) as usize).find(|&t| flat[t] < 3).map(|t| t as Time);
+                    assert_eq!(below, want_below, "round {round}: first instant below 3");
+                    if round % 2 == 0 {
+                        if let Some(b) = below.filter(|&b| b < limit) {
+                            limit = b;
+                            p.truncate_after(b, &run);
+                        }
+                    }
+                }
+            }
+            for (t, f) in p.segments(&run) {
+                if (t as usize) < horizon && t <= limit {
+                    assert_eq!(flat[t as usize], f, "round {round}: segment at {t}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn doomed_shapes_form_a_staircase() {
         let mut d = Doomed::default();
@@ -179,51 +543,5 @@ mod tests {
         assert_eq!(d.steps, vec![(2, 50)]);
         d.insert(3, 60); // already dominated
         assert_eq!(d.steps, vec![(2, 50)]);
-    }
-
-    use super::*;
-    use crate::job::JobIdx;
-
-    fn rj(end: Time, procs: u32) -> RunningJob {
-        RunningJob { expected_end: end, job: JobIdx(0), procs }
-    }
-
-    #[test]
-    fn fit_and_reserve_split_segments() {
-        let mut p = Profile::default();
-        // 10 processors: 2 free now, 3 back at 20, 5 back at 50
-        p.rebuild(0, 2, &[rj(20, 3), rj(50, 5)]);
-        assert_eq!(p.segments(), vec![(0, 2), (20, 5), (50, 10)]);
-        assert_eq!(p.earliest_fit(2, 100), (0, 0));
-        assert_eq!(p.earliest_fit(4, 10), (20, 1));
-        assert_eq!(p.earliest_fit(6, 1), (50, 2));
-        let (t, i) = p.earliest_fit(4, 10);
-        assert_eq!(p.reserve(i, 10, 4, 2), Some(20), "[20,30) is left with 1 < 2 free");
-        assert_eq!(t, 20);
-        assert_eq!(p.segments(), vec![(0, 2), (20, 1), (30, 5), (50, 10)]);
-        // a 2-processor job for 25 s no longer fits at 0 (window hits [20,30) with 1)
-        assert_eq!(p.earliest_fit(2, 25), (30, 2));
-        assert_eq!(p.earliest_fit(2, 20), (0, 0));
-        assert_eq!(p.first_below(2), 20);
-        assert_eq!(p.max_free_before(30), 2);
-        assert_eq!(p.max_free_before(31), 5);
-    }
-
-    #[test]
-    fn fits_are_bounded_by_a_limit() {
-        let mut p = Profile::default();
-        p.rebuild(0, 1, &[rj(100, 9)]);
-        assert_eq!(p.earliest_fit_before(1, 50, 60), Some((0, 0)));
-        assert_eq!(p.earliest_fit_before(1, 50, 49), None);
-        assert_eq!(p.earliest_fit_before(5, 10, 200), Some((100, 1)));
-        assert_eq!(p.earliest_fit_before(5, 10, 109), None);
-    }
-
-    #[test]
-    fn zero_length_jobs_hold_the_instant() {
-        let mut p = Profile::default();
-        p.rebuild(7, 0, &[rj(7, 4)]);
-        assert_eq!(p.segments(), vec![(7, 0), (8, 4)]);
-        assert_eq!(p.earliest_fit(1, footprint(0)), (8, 1));
     }
 }
