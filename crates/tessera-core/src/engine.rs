@@ -267,6 +267,18 @@ impl Engine {
         self.starts = starts;
     }
 
+    /// The job at the head of the queue and the time by which enough processors
+    /// are expected to be free for it (the shadow time of EASY backfilling), when
+    /// it cannot start now.
+    pub fn head_reservation(&self) -> Option<(JobIdx, Time)> {
+        let (_, head) = self.queue.head()?;
+        let procs = self.jobs[head.index()].spec.procs;
+        if procs <= self.free {
+            return None;
+        }
+        self.running.shadow(procs - self.free).map(|(t, _)| (head, t))
+    }
+
     /// Why a pending job has not started, as of the last pass at `now`.
     pub fn pending_reason(&self, now: Time, job: JobIdx) -> Option<PendingReason> {
         let e = &self.jobs[job.index()];

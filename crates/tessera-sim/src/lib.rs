@@ -15,5 +15,5 @@ pub mod run;
 pub mod workload;
 
 pub use metrics::Summary;
-pub use run::{simulate, SimOutcome};
+pub use run::{simulate, simulate_observed, SimOutcome};
 pub use workload::{prepare, Workload, WorkloadError};

@@ -18,6 +18,12 @@ pub struct SimOutcome {
 
 /// Replay `w` under `policy`.
 pub fn simulate(w: &Workload, policy: PolicyKind) -> SimOutcome {
+    simulate_observed(w, policy, |_, _| {})
+}
+
+/// Replay `w` under `policy`, calling `observe(engine, now)` after every pass (tests
+/// use it to check invariants and reservations as the schedule unfolds).
+pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnMut(&Engine, Time)) -> SimOutcome {
     let n = w.jobs.len();
     let mut engine = Engine::new(policy, w.capacity);
     let mut start = vec![Time::MIN; n];
@@ -46,6 +52,7 @@ pub fn simulate(w: &Workload, policy: PolicyKind) -> SimOutcome {
             max_queue = max_queue.max(engine.queued());
             engine.handle(now, Input::Pass, &mut effects);
             passes += 1;
+            observe(&engine, now);
             for e in effects.drain(..) {
                 match e {
                     Effect::Start { job, .. } => {

@@ -1,1 +1,7 @@
-//! Integration tests of the simulator.
+//! Integration tests of the simulator: hand-worked schedules, properties over random
+//! traces, determinism, and the shared real traces.
+mod common;
+mod determinism;
+mod properties;
+mod schedules;
+mod traces;
