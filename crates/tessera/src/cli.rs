@@ -86,10 +86,14 @@ pub struct SimBenchArgs {
     /// Timed repetitions per measurement (the minimum and median are reported).
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
-    /// Also time the naive reference simulator (rescans the queue at every pass);
-    /// skipped for traces with more jobs than this.
-    #[arg(long, default_value_t = 250_000)]
+    /// Also time the naive reference simulator (rescans the queue at every pass)
+    /// with FCFS and EASY on traces with at most this many jobs.
+    #[arg(long, default_value_t = 1_000_000)]
     pub naive_max_jobs: usize,
+    /// ... and with conservative backfilling (quadratic in the queue length per
+    /// pass) on traces with at most this many jobs.
+    #[arg(long, default_value_t = 60_000)]
+    pub naive_conservative_max_jobs: usize,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,

@@ -148,7 +148,11 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
         let w = prepare(&records, default_capacity(&header, &name)?);
         for &policy in &policies {
             let (sim_s, sim_median_s, outcome) = time_min_median(a.repeat, || simulate(&w, policy));
-            let naive_s = (w.jobs.len() <= a.naive_max_jobs).then(|| {
+            let naive_limit = match policy {
+                PolicyKind::Conservative => a.naive_conservative_max_jobs,
+                _ => a.naive_max_jobs,
+            };
+            let naive_s = (w.jobs.len() <= naive_limit).then(|| {
                 let (t, _, reference) = time_min_median(1, || simulate_reference(&w, policy));
                 assert!(reference.start == outcome.start, "{name} {policy}: the engine and the naive reference disagree");
                 t
@@ -173,6 +177,8 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
                     r.naive_s.map_or("-".to_string(), |n| format!("{n:.3} s ({:.0}x slower)", n / r.sim_s)),
                     r.max_queue
                 );
+                use std::io::Write;
+                std::io::stdout().flush().ok();
             }
         }
     }

@@ -14,7 +14,7 @@ use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SwfError {
-    #[error("{file}: {source}")]
+    #[error("reading {file}")]
     Io {
         file: String,
         #[source]

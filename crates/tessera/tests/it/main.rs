@@ -1,1 +1,2 @@
-
+//! End-to-end tests of the `tessera` binary: real process, files in a temp dir.
+mod cli;

@@ -1,0 +1,155 @@
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera")).args(args).output().expect("run tessera")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The summary table without the wall-time line (the only part that varies).
+fn stable(table: &str) -> String {
+    table.lines().filter(|l| !l.starts_with("wall time")).collect::<Vec<_>>().join("\n")
+}
+
+const TRACE: &str = "\
+; Version: 2.2
+; MaxProcs: 8
+1 0 -1 100 4 -1 -1 4 100 -1 1 1 1 -1 1 -1 -1 -1
+2 5 -1 50 8 -1 -1 8 60 -1 1 2 1 -1 1 -1 -1 -1
+3 6 -1 20 2 -1 -1 2 30 -1 1 3 1 -1 1 -1 -1 -1
+4 7 -1 0 16 -1 -1 16 10 -1 1 3 1 -1 1 -1 -1 -1
+";
+
+#[test]
+fn default_run_simulates_the_embedded_workload() {
+    let out = tessera(&["sim", "run"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    insta::assert_snapshot!("default_run_table", stable(&text(&out.stdout)));
+    let out = tessera(&["sim", "run", "--format", "json", "--policy", "conservative"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs_simulated"], 10000);
+    assert_eq!(v["capacity"], 256);
+    assert_eq!(v["policy"], "conservative");
+    for key in [
+        "mean_wait", "median_wait", "p95_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown",
+        "area_weighted_slowdown", "utilization", "makespan", "wall_time_s", "jobs_skipped",
+    ] {
+        assert!(v.get(key).is_some(), "summary lacks {key}");
+    }
+}
+
+#[test]
+fn run_on_a_trace_writes_jobs_swf_and_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("t.swf"), TRACE).unwrap();
+    let p = |f: &str| d.join(f).display().to_string();
+    let out = tessera(&[
+        "sim", "run", "--trace", &p("t.swf"), "--policy", "easy", "--jobs-out", &p("jobs.csv"), "--swf-out",
+        &p("out.swf"), "--summary", &p("summary.json"), "--format", "json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let csv = std::fs::read_to_string(d.join("jobs.csv")).unwrap();
+    assert_eq!(
+        csv,
+        "job_id,submit,start,end,procs,estimate,wait,killed\n1,0,0,100,4,100,0,0\n2,5,100,150,8,60,95,0\n3,6,6,26,2,30,0,0\n"
+    );
+    let swf = std::fs::read_to_string(d.join("out.swf")).unwrap();
+    assert!(swf.starts_with("; Version: 2.2\n; MaxProcs: 8\n; Note: simulated by tessera"));
+    assert!(swf.contains("\n2 5 95 50 8 "), "{swf}");
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["jobs_simulated"], 3);
+    assert_eq!(s["jobs_skipped"]["larger_than_machine"], 1);
+    assert_eq!(s["makespan"], 150);
+    let stdout: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stdout["mean_wait"], s["mean_wait"]);
+}
+
+#[test]
+fn malformed_trace_is_an_error_naming_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.swf");
+    std::fs::write(&path, TRACE.replace("3 6 -1 20", "3 6 -1 2O")).unwrap();
+    let path = path.display().to_string();
+    let out = tessera(&["sim", "run", "--trace", &path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr).replace(&path, "bad.swf"),
+        "error: bad.swf:5: field 4 (run time) is `2O`: expected an integer (-1 if unknown)\n"
+    );
+    let out = tessera(&["sim", "run", "--trace", &path, "--lenient", "--format", "json"]);
+    assert!(out.status.success());
+    assert!(text(&out.stderr).contains("1 malformed line(s) skipped"), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs_simulated"], 2);
+}
+
+#[test]
+fn usage_errors_and_unknown_names() {
+    let out = tessera(&["sim", "run", "--policy", "sjf"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), "error: unknown policy `sjf`; known policies: fcfs, easy, conservative\n");
+    let out = tessera(&["sim", "run", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = tessera(&["sim", "run", "--trace", "/nonexistent/trace.swf"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("error: reading /nonexistent/trace.swf: "));
+}
+
+#[test]
+fn a_trace_without_machine_size_needs_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noheader.swf");
+    std::fs::write(&path, "1 0 -1 10 2 -1 -1 2 10 -1 1 1 1 -1 1 -1 -1 -1\n").unwrap();
+    let path = path.display().to_string();
+    let out = tessera(&["sim", "run", "--trace", &path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("neither MaxProcs nor MaxNodes"), "{}", text(&out.stderr));
+    let out = tessera(&["sim", "run", "--trace", &path, "--capacity", "4", "--format", "json"]);
+    assert!(out.status.success());
+}
+
+#[test]
+fn workload_generate_is_seeded_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.swf");
+    let b = dir.path().join("b.swf");
+    for f in [&a, &b] {
+        let out = tessera(&["workload", "generate", "--procs", "64", "--jobs", "500", "--seed", "9", "-o", f.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let out = tessera(&["workload", "info", "--trace", a.to_str().unwrap(), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["records"], 500);
+    assert_eq!(v["max_procs"], 64);
+    let out = tessera(&["sim", "run", "--trace", a.to_str().unwrap(), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs_simulated"], 500);
+}
+
+#[test]
+fn cluster_files_are_validated_and_used() {
+    let out = tessera(&["cluster", "show"]);
+    assert!(out.status.success());
+    insta::assert_snapshot!("default_cluster", text(&out.stdout));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.toml");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/default.toml");
+    let good = std::fs::read_to_string(example).unwrap();
+    std::fs::write(&path, good.replace("cores_per_socket = 4", "cores_per_socket = 0")).unwrap();
+    let p = path.display().to_string();
+    let out = tessera(&["sim", "run", "--cluster", &p]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr).replace(&p, "c.toml"),
+        "error: c.toml:9: `nodetype[0].cores_per_socket`: expected an integer >= 1, found 0\n"
+    );
+    std::fs::write(&path, good.replace("sockets = 2", "sockets = 1")).unwrap();
+    let out = tessera(&["sim", "run", "--cluster", &p, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["capacity"], 128, "the embedded workload on a 32 x 4-core cluster");
+}
