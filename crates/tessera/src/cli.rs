@@ -94,6 +94,9 @@ pub struct SimBenchArgs {
     /// pass) on traces with at most this many jobs.
     #[arg(long, default_value_t = 60_000)]
     pub naive_conservative_max_jobs: usize,
+    /// Use only the first N jobs of each trace (0: all).
+    #[arg(long, default_value_t = 0)]
+    pub max_jobs: usize,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
