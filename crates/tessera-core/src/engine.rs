@@ -1,23 +1,28 @@
-//! The engine: job and processor state, and one scheduling pass per instant.
+//! The engine: `Engine::handle(now, input, &mut effects)` is the whole contract.
 //!
-//! `Engine::handle(now, input, &mut effects)` is the whole contract. Submissions and
-//! completions only update state; jobs start only in an [`Input::Pass`], so a driver
-//! that delivers every completion and arrival of an instant before the pass gets
-//! exactly the semantics in `docs/semantics.md`.
+//! Submissions and completions only update state; jobs start only in an
+//! [`Input::Pass`], so a driver that delivers every completion and arrival of an
+//! instant before the pass gets exactly the semantics in `docs/semantics.md`.
+//!
+//! Two machines sit behind the same contract: a pool of identical processors (the
+//! fast path for `--capacity` replays) and a cluster of nodes (node types, scaling
+//! factors, memory, node sets). Both run the same three policies.
 
-use crate::job::{JobIdx, JobSpec, JobState};
+use crate::cluster::Cluster;
+use crate::job::{JobIdx, JobSpec, JobState, NodeSetId};
+use crate::nodes::{Allocation, NodeEngine};
+use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
-use crate::profile::{footprint, Doomed, Profile};
-use crate::queue::Queue;
-use crate::running::{Running, RunningJob};
+use crate::pool::PoolEngine;
 use crate::Time;
 
 /// What a driver tells the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Input {
     /// A job enters the queue now. Drivers submit in (submit time, job id) order;
-    /// the n-th submitted job gets `JobIdx(n)`.
+    /// the n-th submitted job gets `JobIdx(n)`. The job must be able to run
+    /// ([`Engine::can_run`]).
     Submit(JobSpec),
     /// A running job has ended now (finished, failed or killed at its limit).
     Complete(JobIdx),
@@ -28,311 +33,135 @@ pub enum Input {
 /// What the engine asks the driver to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Effect {
-    /// Start `job` now on `procs` processors. The driver must report its
-    /// completion no later than `now + estimate`.
+    /// Start `job` now with `procs` processors, on the nodes of
+    /// [`Engine::allocation`] for a cluster. The driver must report its completion
+    /// no later than `now + ceil(estimate / factor)`.
     Start { job: JobIdx, procs: u32 },
 }
 
+/// The scheduling engine.
 #[derive(Debug, Clone)]
-struct JobEntry {
-    spec: JobSpec,
-    state: JobState,
-    /// Queue position while pending.
-    queue_pos: u32,
+pub enum Engine {
+    Pool(PoolEngine),
+    Nodes(Box<NodeEngine>),
 }
 
-/// The scheduling engine for one pool of identical processors.
-#[derive(Debug, Clone)]
-pub struct Engine {
-    policy: PolicyKind,
-    capacity: u32,
-    free: u32,
-    jobs: Vec<JobEntry>,
-    queue: Queue,
-    running: Running,
-    /// Scratch space for conservative backfilling, kept to avoid allocating per pass.
-    profile: Profile,
-    starts: Vec<(u32, JobIdx)>,
-    doomed: Doomed,
+macro_rules! both {
+    ($self:expr, $e:ident => $body:expr) => {
+        match $self {
+            Engine::Pool($e) => $body,
+            Engine::Nodes($e) => $body,
+        }
+    };
 }
 
 impl Engine {
+    /// One pool of `capacity` identical processors.
     pub fn new(policy: PolicyKind, capacity: u32) -> Self {
-        Engine {
-            policy,
-            capacity,
-            free: capacity,
-            jobs: Vec::new(),
-            queue: Queue::new(),
-            running: Running::default(),
-            profile: Profile::default(),
-            starts: Vec::new(),
-            doomed: Doomed::default(),
-        }
+        Engine::Pool(PoolEngine::new(policy, capacity))
     }
 
-    pub fn policy(&self) -> PolicyKind {
-        self.policy
-    }
-
-    pub fn capacity(&self) -> u32 {
-        self.capacity
-    }
-
-    pub fn free(&self) -> u32 {
-        self.free
-    }
-
-    pub fn queued(&self) -> usize {
-        self.queue.len()
-    }
-
-    pub fn running(&self) -> usize {
-        self.running.len()
-    }
-
-    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
-        let e = &self.jobs[job.index()];
-        (&e.spec, e.state)
-    }
-
-    /// Pending jobs in queue order.
-    pub fn queue(&self) -> impl Iterator<Item = JobIdx> + '_ {
-        self.queue.iter().map(|(_, j)| j)
+    /// The nodes of a cluster.
+    pub fn with_cluster(policy: PolicyKind, cluster: &Cluster) -> Self {
+        Engine::Nodes(Box::new(NodeEngine::new(policy, cluster)))
     }
 
     /// The one entry point. `now` must not go backwards between calls.
     pub fn handle(&mut self, now: Time, input: Input, out: &mut Vec<Effect>) {
         match input {
-            Input::Submit(spec) => self.submit(now, spec),
-            Input::Complete(job) => self.complete(now, job),
-            Input::Pass => match self.policy {
-                PolicyKind::Fcfs => {
-                    self.start_from_head(now, out);
-                }
-                PolicyKind::Easy => self.pass_easy(now, out),
-                PolicyKind::Conservative => self.pass_conservative(now, out),
-            },
+            Input::Submit(spec) => both!(self, e => e.submit(now, spec)),
+            Input::Complete(job) => both!(self, e => e.complete(now, job)),
+            Input::Pass => both!(self, e => e.pass(now, out)),
         }
         #[cfg(debug_assertions)]
         self.sanity_check();
     }
 
-    fn submit(&mut self, now: Time, spec: JobSpec) {
-        assert!(spec.procs >= 1 && spec.procs <= self.capacity, "job {:?} does not fit the machine", spec.id);
-        assert!(spec.estimate >= 0, "job {:?} has a negative estimate", spec.id);
-        let idx = JobIdx(self.jobs.len() as u32);
-        let queue_pos = self.queue.push(idx, spec.procs, spec.estimate);
-        self.jobs.push(JobEntry { spec, state: JobState::Pending { submit: now }, queue_pos });
+    pub fn policy(&self) -> PolicyKind {
+        both!(self, e => e.policy())
     }
 
-    fn complete(&mut self, now: Time, job: JobIdx) {
-        let e = &mut self.jobs[job.index()];
-        let JobState::Running { submit, start } = e.state else {
-            panic!("completion of job {:?}, which is not running", e.spec.id);
-        };
-        e.state = JobState::Done { submit, start, end: now };
-        let r = self.running.remove(start + e.spec.estimate, job);
-        self.free += r.procs;
-    }
-
-    fn start(&mut self, now: Time, pos: u32, job: JobIdx, out: &mut Vec<Effect>) {
-        let e = &mut self.jobs[job.index()];
-        let JobState::Pending { submit } = e.state else { unreachable!("starting a job that is not pending") };
-        debug_assert_eq!(e.queue_pos, pos);
-        e.state = JobState::Running { submit, start: now };
-        let procs = e.spec.procs;
-        self.queue.remove(pos);
-        self.free -= procs;
-        self.running.insert(RunningJob { expected_end: now + e.spec.estimate, job, procs });
-        out.push(Effect::Start { job, procs });
-    }
-
-    /// Start jobs from the head of the queue while they fit. Returns the blocked
-    /// head, if any.
-    fn start_from_head(&mut self, now: Time, out: &mut Vec<Effect>) -> Option<(u32, JobIdx)> {
-        while let Some((pos, job)) = self.queue.head() {
-            if self.jobs[job.index()].spec.procs > self.free {
-                return Some((pos, job));
-            }
-            self.start(now, pos, job, out);
-        }
-        None
-    }
-
-    /// EASY backfilling (see `docs/semantics.md` for the exact rule).
-    fn pass_easy(&mut self, now: Time, out: &mut Vec<Effect>) {
-        let Some((head_pos, head)) = self.start_from_head(now, out) else { return };
-        let mut free = self.free;
-        // Cheap exit before computing the shadow: nothing after the head fits now.
-        let Some(mut pos) = self.queue.find_first(head_pos + 1, |p, _| p <= free) else {
-            return;
-        };
-        let head_procs = self.jobs[head.index()].spec.procs;
-        let (shadow, released) =
-            self.running.shadow(head_procs - free).expect("a job no larger than the machine always gets a shadow time");
-        let mut extra = (free + released) - head_procs;
-        loop {
-            let slack = shadow - now;
-            let (f, x) = (free, extra);
-            let found = self.queue.find_first(pos, |p, e| p <= f && (e <= slack || p <= x));
-            let Some(p) = found else { break };
-            let job = self.queue.job_at(p);
-            let spec = self.jobs[job.index()].spec;
-            if spec.estimate > slack {
-                extra -= spec.procs;
-            }
-            self.start(now, p, job, out);
-            free = self.free;
-            if free == 0 {
-                break;
-            }
-            pos = p + 1;
+    /// Processors (cores) of the machine.
+    pub fn capacity(&self) -> u64 {
+        match self {
+            Engine::Pool(e) => e.capacity() as u64,
+            Engine::Nodes(e) => e.capacity(),
         }
     }
 
-    /// Conservative backfilling: rebuild the profile from the running jobs, then give
-    /// every queued job, in queue order, the earliest start at which its processors
-    /// are free for its whole estimate; those whose start is now start.
-    ///
-    /// Only the jobs that start now matter (every reservation is recomputed at the
-    /// next pass), and that allows two exact shortcuts (`docs/semantics.md`):
-    ///
-    /// * Let `full_at` be the first instant at which fewer processors are free than
-    ///   the smallest queued job needs. No window can contain it, so every
-    ///   reservation that starts before it also ends by it, and reservations that
-    ///   start after it never change the profile before it. The pass therefore only
-    ///   places jobs whose window fits before `full_at` (`p <= most free before
-    ///   full_at`, `estimate <= full_at - now`), found through the queue index
-    ///   without visiting the others; `full_at` only moves earlier.
-    /// * It stops as soon as no later job can start now: none asks for at most the
-    ///   processors still free now with a window that ends by `full_at`.
-    fn pass_conservative(&mut self, now: Time, out: &mut Vec<Effect>) {
-        let Some((head_pos, _)) = self.queue.head() else { return };
-        let p_min = self.queue.min_procs() as i64;
-        if (self.free as i64) < p_min {
-            return;
+    /// Processors free now.
+    pub fn free(&self) -> u64 {
+        match self {
+            Engine::Pool(e) => e.free() as u64,
+            Engine::Nodes(e) => e.free(),
         }
-        let running = self.running.as_slice();
-        self.profile.rebuild(now, self.free);
-        self.starts.clear();
-        // the running jobs alone never leave fewer than `free_now >= p_min` free
-        let mut full_at = Time::MAX;
-        let mut most = self.capacity as i64;
-        self.doomed.clear();
-        // a job at or after `pos` that could still start now (None: look again)
-        let mut could_start: Option<u32> = None;
-        let mut pos = head_pos;
-        loop {
-            let lim = full_at.saturating_sub(now);
-            if could_start.is_none_or(|c| c < pos) {
-                let free_now = self.profile.free_now();
-                let can_start_now = |p: u32, e: Time| (p as i64) <= free_now && e.max(1) <= lim;
-                could_start = self.queue.find_first(pos, can_start_now);
-                if could_start.is_none() {
-                    break;
-                }
-            }
-            let doomed = &self.doomed;
-            let can_fit_early =
-                |p: u32, e: Time| (p as i64) <= most && e.max(1) <= lim && !doomed.dominates(p, e.max(1));
-            let Some(p) = self.queue.find_first(pos, can_fit_early) else { break };
-            let job = self.queue.job_at(p);
-            let spec = &self.jobs[job.index()].spec;
-            let dur = footprint(spec.estimate);
-            if let Some((start, seg)) = self.profile.earliest_fit_before(spec.procs, dur, full_at, running) {
-                if let Some(t) = self.profile.reserve(seg, dur, spec.procs, p_min, running) {
-                    if t < full_at {
-                        full_at = t;
-                        self.profile.truncate_after(full_at, running);
-                        most = self.profile.max_free_before(full_at);
-                    }
-                }
-                if start == now {
-                    self.starts.push((p, job));
-                }
-                could_start = None;
-            } else {
-                // free processors only go down during a pass, so no job at least
-                // as large and as long will fit either
-                self.doomed.insert(spec.procs, dur);
-            }
-            pos = p + 1;
-        }
-        let mut starts = std::mem::take(&mut self.starts);
-        for &(pos, job) in &starts {
-            self.start(now, pos, job, out);
-        }
-        starts.clear();
-        self.starts = starts;
     }
 
-    /// The job at the head of the queue and the time by which enough processors
-    /// are expected to be free for it (the shadow time of EASY backfilling), when
-    /// it cannot start now.
-    pub fn head_reservation(&self) -> Option<(JobIdx, Time)> {
-        let (_, head) = self.queue.head()?;
-        let procs = self.jobs[head.index()].spec.procs;
-        if procs <= self.free {
-            return None;
+    pub fn queued(&self) -> usize {
+        both!(self, e => e.queued())
+    }
+
+    pub fn running(&self) -> usize {
+        both!(self, e => e.running())
+    }
+
+    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
+        both!(self, e => e.job(job))
+    }
+
+    /// Pending jobs in queue order.
+    pub fn queue(&self) -> Box<dyn Iterator<Item = JobIdx> + '_> {
+        both!(self, e => Box::new(e.queue()))
+    }
+
+    /// Whether a job can ever run here (processors, partition, memory). Drivers
+    /// must not submit jobs that cannot.
+    pub fn can_run(&mut self, spec: &JobSpec) -> bool {
+        both!(self, e => e.can_run(spec))
+    }
+
+    /// Register a per-job node-set request (cluster engines; a pool ignores it).
+    pub fn register_nodeset(&mut self, spec: NodeSetSpec) -> NodeSetId {
+        match self {
+            Engine::Pool(_) => NodeSetId(0),
+            Engine::Nodes(e) => e.register_nodeset(spec),
         }
-        self.running.shadow(procs - self.free).map(|(t, _)| (head, t))
+    }
+
+    /// Where a job runs (cluster engines), once started.
+    pub fn allocation(&self, job: JobIdx) -> Option<&Allocation> {
+        match self {
+            Engine::Pool(_) => None,
+            Engine::Nodes(e) => e.allocation(job),
+        }
+    }
+
+    /// The pace of a started job: the scaling factor of its slowest node (1 in a pool).
+    pub fn factor(&self, job: JobIdx) -> f64 {
+        self.allocation(job).map_or(1.0, |a| a.factor)
+    }
+
+    /// Jobs whose node set no set could ever satisfy, which therefore ran anywhere.
+    pub fn dropped_nodesets(&self) -> u64 {
+        match self {
+            Engine::Pool(_) => 0,
+            Engine::Nodes(e) => e.dropped_nodesets(),
+        }
+    }
+
+    /// The blocked head of the queue and its shadow time (EASY's reservation).
+    pub fn head_reservation(&mut self) -> Option<(JobIdx, Time)> {
+        both!(self, e => e.head_reservation())
     }
 
     /// Why a pending job has not started, as of the last pass at `now`.
     pub fn pending_reason(&self, now: Time, job: JobIdx) -> Option<PendingReason> {
-        let e = &self.jobs[job.index()];
-        if !matches!(e.state, JobState::Pending { .. }) {
-            return None;
-        }
-        let (head_pos, _) = self.queue.head()?;
-        let head = e.queue_pos == head_pos;
-        Some(match self.policy {
-            PolicyKind::Fcfs | PolicyKind::Easy if head => {
-                PendingReason::Resources { needed: e.spec.procs, free: self.free }
-            }
-            PolicyKind::Fcfs | PolicyKind::Easy => PendingReason::Priority,
-            PolicyKind::Conservative => {
-                let mut profile = Profile::default();
-                let running = self.running.as_slice();
-                profile.rebuild(now, self.free);
-                let mut reason = PendingReason::Priority;
-                for (_, j) in self.queue.iter() {
-                    let spec = &self.jobs[j.index()].spec;
-                    let dur = footprint(spec.estimate);
-                    let (start, seg) = profile.earliest_fit(spec.procs, dur, running);
-                    profile.reserve(seg, dur, spec.procs, 0, running);
-                    if j == job {
-                        reason = if start == now && head {
-                            PendingReason::Resources { needed: spec.procs, free: self.free }
-                        } else {
-                            PendingReason::ReservedFor { start }
-                        };
-                        break;
-                    }
-                }
-                reason
-            }
-        })
+        both!(self, e => e.pending_reason(now, job))
     }
 
-    /// Assert the engine's invariants: processors are conserved (free + running =
-    /// capacity), no job is both queued and running, and the running list is sorted.
+    /// Assert the engine's invariants (resources conserved, a job is queued xor
+    /// running, the running list ordered). Debug builds run it after every call.
     pub fn sanity_check(&self) {
-        let used: u64 = self.running.as_slice().iter().map(|r| r.procs as u64).sum();
-        assert_eq!(used + self.free as u64, self.capacity as u64, "processors are not conserved");
-        let rs = self.running.as_slice();
-        assert!(rs.windows(2).all(|w| (w[0].expected_end, w[0].job) < (w[1].expected_end, w[1].job)));
-        for r in rs {
-            assert!(matches!(self.jobs[r.job.index()].state, JobState::Running { .. }));
-        }
-        let mut queued = 0;
-        for (pos, j) in self.queue.iter() {
-            let e = &self.jobs[j.index()];
-            assert!(matches!(e.state, JobState::Pending { .. }), "queued job {:?} is not pending", e.spec.id);
-            assert_eq!(e.queue_pos, pos);
-            queued += 1;
-        }
-        assert_eq!(queued, self.queue.len());
+        both!(self, e => e.sanity_check())
     }
 }

@@ -13,15 +13,21 @@ pub mod cluster;
 pub mod engine;
 pub mod hostlist;
 pub mod job;
+mod nodes;
+pub mod nodeset;
 pub mod pending;
 pub mod policy;
+mod pool;
 mod profile;
 mod queue;
 mod running;
+mod table;
 
-pub use cluster::{Cluster, ClusterError, Node, Partition};
+pub use cluster::{BenchmarkKind, Cluster, ClusterError, Node, NodeType, Partition, Reference};
+pub use nodeset::{NodeSetError, NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 pub use engine::{Effect, Engine, Input};
-pub use job::{JobId, JobIdx, JobSpec, JobState};
+pub use job::{scaled, JobId, JobIdx, JobSpec, JobState, NodeSetId};
+pub use nodes::{AllocPart, Allocation};
 pub use pending::PendingReason;
 pub use policy::{PolicyKind, UnknownPolicy};
 

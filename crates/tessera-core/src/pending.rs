@@ -1,5 +1,6 @@
 //! Why a job is not running: a typed reason, never an error.
 
+use crate::nodeset::{SetAttribute, SetPolicy};
 use crate::Time;
 use std::fmt;
 
@@ -14,6 +15,8 @@ pub enum PendingReason {
     Priority,
     /// Conservative backfilling holds a reservation for it from `start`.
     ReservedFor { start: Time },
+    /// Enough resources are free, but not within a node set as the job requires.
+    NodeSet { policy: SetPolicy, attribute: SetAttribute },
 }
 
 impl fmt::Display for PendingReason {
@@ -24,6 +27,7 @@ impl fmt::Display for PendingReason {
             }
             PendingReason::Priority => write!(f, "Priority"),
             PendingReason::ReservedFor { start } => write!(f, "ReservedFor (start at {start})"),
+            PendingReason::NodeSet { policy, attribute } => write!(f, "NodeSet (waiting for a complete {policy}:{attribute} set)"),
         }
     }
 }

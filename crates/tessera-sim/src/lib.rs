@@ -16,4 +16,4 @@ pub mod workload;
 
 pub use metrics::Summary;
 pub use run::{simulate, simulate_observed, SimOutcome};
-pub use workload::{prepare, Workload, WorkloadError};
+pub use workload::{prepare, prepare_on, Machine, Workload, WorkloadError};

@@ -1,8 +1,20 @@
-//! Turning SWF records into the job list the simulator replays.
+//! Turning SWF records into the job list the simulator replays, for a machine.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use tessera_core::{Cluster, Engine, JobId, JobSpec, NodeSetSpec, PolicyKind};
 use tessera_workload::jobs::{job_from_record, SkipReason, TraceJob};
 use tessera_workload::swf::{SwfHeader, SwfRecord};
+
+/// The machine a workload is replayed on.
+#[derive(Clone, Debug)]
+pub enum Machine {
+    /// One pool of identical processors.
+    Pool(u32),
+    /// The nodes of a cluster; jobs go to `partition` (None: the default), with an
+    /// optional node-set request applied to every job.
+    Cluster { cluster: Arc<Cluster>, partition: Option<u16>, nodeset: Option<NodeSetSpec> },
+}
 
 /// Jobs to simulate, in queue order (submit time, job id, then file order), with
 /// the records that were skipped counted by reason.
@@ -12,8 +24,9 @@ pub struct Workload {
     /// For each job, the index of its record in the input.
     pub record_index: Vec<u32>,
     pub skipped: BTreeMap<SkipReason, u64>,
-    /// Processors of the simulated machine.
+    /// Processors (cores) of the simulated machine.
     pub capacity: u32,
+    pub machine: Machine,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,18 +43,56 @@ pub fn default_capacity(header: &SwfHeader, trace: &str) -> Result<u32, Workload
     u32::try_from(size).ok().filter(|&c| c > 0).ok_or(WorkloadError::BadCapacity(size))
 }
 
-/// Apply the job semantics to every record for a machine of `capacity` processors.
+/// The engine's view of a trace job (partition and node set are the driver's).
+pub(crate) fn spec_of(j: &TraceJob) -> JobSpec {
+    JobSpec { mem_per_proc_mb: j.mem_per_proc_mb, ..JobSpec::new(JobId(j.id as u64), j.procs, j.estimate) }
+}
+
+/// Apply the job semantics to every record for a pool of `capacity` processors.
 pub fn prepare(records: &[SwfRecord], capacity: u32) -> Workload {
+    prepare_on(records, Machine::Pool(capacity))
+}
+
+/// Apply the job semantics to every record for `machine`.
+pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     let mut skipped = BTreeMap::new();
     let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.len());
+    let (capacity, mut probe, partition_cores) = match &machine {
+        Machine::Pool(c) => (*c, None, *c as u64),
+        Machine::Cluster { cluster, partition, .. } => {
+            let p = &cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)];
+            // processors a job may ask for: whole nodes x cores per node, or all cores
+            let cores: u64 = if p.exclusive {
+                p.nodes.len() as u64 * p.cores_per_node as u64
+            } else {
+                p.nodes.iter().map(|&n| cluster.nodes[n].cores as u64).sum()
+            };
+            (cluster.total_cores().min(u32::MAX as u64) as u32, Some(Engine::with_cluster(PolicyKind::Fcfs, cluster)), cores)
+        }
+    };
+    let partition = match &machine {
+        Machine::Cluster { partition, .. } => *partition,
+        Machine::Pool(_) => None,
+    };
     for (i, r) in records.iter().enumerate() {
-        match job_from_record(r) {
-            Ok(j) if j.procs > capacity => *skipped.entry(SkipReason::LargerThanMachine).or_insert(0) += 1,
-            Ok(j) => keyed.push((j, i as u32)),
-            Err(reason) => *skipped.entry(reason).or_insert(0) += 1,
+        let reason = match job_from_record(r) {
+            Err(reason) => Some(reason),
+            Ok(j) if j.procs as u64 > partition_cores => Some(SkipReason::LargerThanMachine),
+            Ok(j) => {
+                let fits = probe.as_mut().is_none_or(|e| e.can_run(&JobSpec { partition, ..spec_of(&j) }));
+                if fits {
+                    keyed.push((j, i as u32));
+                    None
+                } else {
+                    Some(SkipReason::MemoryExceedsNodes)
+                }
+            }
+        };
+        if let Some(reason) = reason {
+            *skipped.entry(reason).or_insert(0) += 1;
         }
     }
     keyed.sort_by_key(|(j, i)| (j.submit, j.id, *i));
     let (jobs, record_index) = keyed.into_iter().unzip();
-    Workload { jobs, record_index, skipped, capacity }
+    Workload { jobs, record_index, skipped, capacity, machine }
 }

@@ -16,6 +16,8 @@ pub struct TraceJob {
     pub estimate: i64,
     /// Field 4: how long the job ran in the trace (>= 0).
     pub runtime: i64,
+    /// Field 10 (requested memory, KB per processor) in MiB, rounded up; 0 if unknown.
+    pub mem_per_proc_mb: u64,
 }
 
 impl TraceJob {
@@ -33,19 +35,26 @@ pub enum SkipReason {
     NoProcessorCount,
     /// Field 4 is < 0 (unknown).
     NegativeRuntime,
-    /// It asks for more processors than the simulated machine has.
+    /// It asks for more processors than the simulated machine (or its partition) has.
     LargerThanMachine,
+    /// It asks for more memory per processor than any node can give.
+    MemoryExceedsNodes,
 }
 
 impl SkipReason {
-    pub const ALL: [SkipReason; 3] =
-        [SkipReason::NoProcessorCount, SkipReason::NegativeRuntime, SkipReason::LargerThanMachine];
+    pub const ALL: [SkipReason; 4] = [
+        SkipReason::NoProcessorCount,
+        SkipReason::NegativeRuntime,
+        SkipReason::LargerThanMachine,
+        SkipReason::MemoryExceedsNodes,
+    ];
 
     pub fn key(self) -> &'static str {
         match self {
             SkipReason::NoProcessorCount => "no_processor_count",
             SkipReason::NegativeRuntime => "negative_runtime",
             SkipReason::LargerThanMachine => "larger_than_machine",
+            SkipReason::MemoryExceedsNodes => "memory_exceeds_nodes",
         }
     }
 }
@@ -62,7 +71,8 @@ pub fn job_from_record(r: &SwfRecord) -> Result<TraceJob, SkipReason> {
     }
     let procs = u32::try_from(procs).map_err(|_| SkipReason::LargerThanMachine)?;
     let estimate = if r.requested_time > 0 { r.requested_time } else { r.run_time };
-    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time })
+    let mem_per_proc_mb = if r.requested_memory > 0 { (r.requested_memory as u64).div_ceil(1024) } else { 0 };
+    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time, mem_per_proc_mb })
 }
 
 #[cfg(test)]

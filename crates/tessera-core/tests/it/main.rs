@@ -1,4 +1,6 @@
 //! Integration tests of the engine, through a small `TestEnv`.
 mod env;
+mod heterogeneous;
+mod nodesets;
 mod purity;
 mod schedules;

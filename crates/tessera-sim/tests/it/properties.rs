@@ -44,6 +44,20 @@ proptest! {
         }
     }
 
+    /// The node engine on a single node of `cap` cores schedules exactly like the
+    /// pool engine: the node-level rules reduce to the pool's.
+    #[test]
+    fn one_node_cluster_schedules_like_the_pool((cap, recs) in arb_trace(false)) {
+        let cluster = std::sync::Arc::new(tessera_core::Cluster::pool(cap));
+        for p in POLICIES {
+            let (_, pool) = run(&recs, cap, p);
+            let w = tessera_sim::prepare_on(&recs, tessera_sim::Machine::Cluster { cluster: cluster.clone(), partition: None, nodeset: None });
+            let nodes = tessera_sim::simulate(&w, p);
+            prop_assert_eq!(&pool.start, &nodes.start, "{} starts", p);
+            prop_assert_eq!(&pool.end, &nodes.end, "{} ends", p);
+        }
+    }
+
     /// No job starts before it is submitted, every job runs min(runtime, estimate),
     /// and the processors in use never exceed the machine.
     #[test]

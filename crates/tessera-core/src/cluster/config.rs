@@ -1,0 +1,554 @@
+//! Reading a cluster file: stage 1 is a raw serde struct that rejects unknown keys,
+//! stage 2 a validated [`Cluster`] with no `Option`s left where a default exists.
+//! Every error names the file, the line, the key and what was expected.
+
+use super::{BenchmarkKind, Cluster, Node, NodeType, Partition, Reference};
+use crate::hostlist;
+use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+
+/// A cluster file that could not be used: where, which key, and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ClusterError {
+    /// File name or other label of the source text.
+    pub source_name: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// Key path, such as `nodetype[2].cores`.
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.source_name)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": `{}`", self.key)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+// ---- stage 1: raw -------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCluster {
+    name: Option<String>,
+    nodeset_delay: Option<i64>,
+    reference: Option<toml::Spanned<RawReference>>,
+    nodeset: Option<toml::Spanned<RawNodeSet>>,
+    #[serde(default)]
+    nodetype: Vec<toml::Spanned<RawNodeType>>,
+    #[serde(default)]
+    partition: Vec<toml::Spanned<RawPartition>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReference {
+    nodetype: Option<String>,
+    hs06_per_core: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNodeSet {
+    policy: String,
+    attribute: String,
+    #[serde(default)]
+    list: Vec<RawValue>,
+    #[serde(default)]
+    optional: bool,
+    tolerance: Option<f64>,
+    priority: Option<String>,
+    plus: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawValue {
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl RawValue {
+    fn text(&self) -> String {
+        match self {
+            RawValue::Int(i) => i.to_string(),
+            RawValue::Float(f) => f.to_string(),
+            RawValue::Text(s) => s.clone(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNodeType {
+    name: String,
+    nodes: Option<String>,
+    count: Option<i64>,
+    cores: Option<i64>,
+    sockets: Option<i64>,
+    cores_per_socket: Option<i64>,
+    memory: Option<RawMemory>,
+    gpus: Option<i64>,
+    #[serde(default)]
+    features: Vec<String>,
+    network: Option<String>,
+    speed: Option<f64>,
+    hs06: Option<f64>,
+    hs06_per_core: Option<f64>,
+    hepscore23: Option<f64>,
+    hepscore23_per_core: Option<f64>,
+    affinity: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawMemory {
+    Mib(i64),
+    Text(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPartition {
+    name: String,
+    nodes: Option<String>,
+    nodetypes: Option<Vec<String>>,
+    #[serde(default)]
+    default: bool,
+    allocation: Option<String>,
+    cores_per_node: Option<i64>,
+    nodeset: Option<String>,
+}
+
+// ---- stage 2: validated ------------------------------------------------------
+
+/// Locating keys in the source text, for error lines.
+struct Source<'a> {
+    text: &'a str,
+    name: &'a str,
+}
+
+impl Source<'_> {
+    fn line_of(&self, span: Range<usize>) -> Option<usize> {
+        Some(self.text[..span.start.min(self.text.len())].matches('\n').count() + 1)
+    }
+
+    /// The line of `key = ...` inside a table, else the table's own line.
+    fn key_line(&self, span: Range<usize>, key: &str) -> Option<usize> {
+        let start = span.start.min(self.text.len());
+        let body = &self.text[start..span.end.min(self.text.len())];
+        let mut offset = start;
+        for l in body.split_inclusive('\n') {
+            let t = l.trim_start();
+            if t.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('=')) {
+                return self.line_of(offset..offset);
+            }
+            offset += l.len();
+        }
+        self.line_of(span)
+    }
+
+    fn err(&self, line: Option<usize>, key: impl Into<String>, message: impl Into<String>) -> ClusterError {
+        ClusterError { source_name: self.name.to_string(), line, key: key.into(), message: message.into() }
+    }
+}
+
+/// Apply a site's node-set options (ISOPTIONAL, TOLERANCE, PRIORITYTYPE, PLUS) to a
+/// request that named only policy, attribute and list.
+pub(crate) fn with_site_options(mut spec: NodeSetSpec, site: Option<&NodeSetSpec>) -> NodeSetSpec {
+    if let Some(site) = site {
+        spec.optional = site.optional;
+        spec.priority = site.priority;
+        spec.plus = site.plus;
+        if spec.attribute == SetAttribute::ProcSpeed {
+            spec.tolerance = site.tolerance;
+        }
+    }
+    spec
+}
+
+impl Cluster {
+    /// Parse and validate a cluster file's text. `source_name` labels errors.
+    pub fn from_toml(text: &str, source_name: &str) -> Result<Cluster, ClusterError> {
+        let src = Source { text, name: source_name };
+        let raw: RawCluster = toml::from_str(text).map_err(|e| {
+            let line = e.span().and_then(|s| src.line_of(s));
+            src.err(line, String::new(), e.message().trim().to_string())
+        })?;
+        if raw.nodetype.is_empty() {
+            return Err(src.err(None, "nodetype", "expected at least one [[nodetype]] table"));
+        }
+        let nodeset_delay = match raw.nodeset_delay {
+            None => 0,
+            Some(d) if d >= 0 => d,
+            Some(d) => return Err(src.err(src.key_line(0..text.len(), "nodeset_delay"), "nodeset_delay", format!("expected seconds >= 0, found {d}"))),
+        };
+        let site_nodeset = match &raw.nodeset {
+            None => None,
+            Some(sp) => Some(site_nodeset(&src, sp)?),
+        };
+        let mut node_types = Vec::new();
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+        let mut benchmarks: Vec<Option<(f64, BenchmarkKind)>> = Vec::new();
+        for (i, spanned) in raw.nodetype.iter().enumerate() {
+            let t = spanned.get_ref();
+            let key = |k: &str| format!("nodetype[{i}].{k}");
+            let at = |k: &str| src.key_line(spanned.span(), k);
+            let line = src.line_of(spanned.span());
+            let positive = |k: &str, v: i64| {
+                if v >= 1 && v <= u32::MAX as i64 {
+                    Ok(v as u32)
+                } else {
+                    Err(src.err(at(k), key(k), format!("expected an integer >= 1, found {v}")))
+                }
+            };
+            let positive_f = |k: &str, v: f64| {
+                if v.is_finite() && v > 0.0 {
+                    Ok(v)
+                } else {
+                    Err(src.err(at(k), key(k), format!("expected a number > 0, found {v}")))
+                }
+            };
+            if t.name.trim().is_empty() {
+                return Err(src.err(at("name"), key("name"), "expected a non-empty name"));
+            }
+            if node_types.iter().any(|nt: &NodeType| nt.name == t.name) {
+                return Err(src.err(at("name"), key("name"), format!("node type `{}` is defined twice", t.name)));
+            }
+            let (sockets, cores_per_socket) = match (t.cores, t.sockets, t.cores_per_socket) {
+                (Some(c), None, None) => (1, positive("cores", c)?),
+                (None, Some(s), Some(c)) => (positive("sockets", s)?, positive("cores_per_socket", c)?),
+                (Some(c), Some(s), Some(cps)) => {
+                    let (c, s, cps) = (positive("cores", c)?, positive("sockets", s)?, positive("cores_per_socket", cps)?);
+                    if c as u64 != s as u64 * cps as u64 {
+                        return Err(src.err(at("cores"), key("cores"), format!("cores = {c} but sockets x cores_per_socket = {}", s as u64 * cps as u64)));
+                    }
+                    (s, cps)
+                }
+                _ => return Err(src.err(line, key("cores"), "expected `cores`, or `sockets` and `cores_per_socket`")),
+            };
+            if (sockets as u64) * (cores_per_socket as u64) > u32::MAX as u64 {
+                return Err(src.err(at("cores"), key("cores"), "too many cores per node"));
+            }
+            let cores = sockets * cores_per_socket;
+            let memory_mb = match &t.memory {
+                None => 0,
+                Some(RawMemory::Mib(m)) if *m >= 0 => *m as u64,
+                Some(RawMemory::Mib(m)) => {
+                    return Err(src.err(at("memory"), key("memory"), format!("expected a size such as \"32G\" or MiB >= 0, found {m}")))
+                }
+                Some(RawMemory::Text(s)) => parse_memory_mb(s).ok_or_else(|| {
+                    src.err(at("memory"), key("memory"), format!("expected a size such as \"512M\", \"32G\" or \"1T\", found \"{s}\""))
+                })?,
+            };
+            let gpus = match t.gpus {
+                None => 0,
+                Some(g) if (0..=u32::MAX as i64).contains(&g) => g as u32,
+                Some(g) => return Err(src.err(at("gpus"), key("gpus"), format!("expected an integer >= 0, found {g}"))),
+            };
+            let names = match (&t.nodes, t.count) {
+                (Some(list), count) => {
+                    let names = hostlist::expand(list).map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?;
+                    if let Some(c) = count {
+                        if c != names.len() as i64 {
+                            return Err(src.err(at("count"), key("count"), format!("count = {c} but `nodes` names {} nodes", names.len())));
+                        }
+                    }
+                    names
+                }
+                (None, Some(c)) => {
+                    let c = positive("count", c)?;
+                    let width = c.to_string().len().max(2);
+                    (1..=c).map(|k| format!("{}{k:0width$}", t.name)).collect()
+                }
+                (None, None) => return Err(src.err(line, key("nodes"), "expected `nodes` (a hostlist such as node[001-128]) or `count`")),
+            };
+            let bench_keys = [("hs06", t.hs06), ("hs06_per_core", t.hs06_per_core), ("hepscore23", t.hepscore23), ("hepscore23_per_core", t.hepscore23_per_core)];
+            let given: Vec<(&str, f64)> = bench_keys.iter().filter_map(|(k, v)| v.map(|v| (*k, v))).collect();
+            let benchmark = match given.as_slice() {
+                [] => None,
+                [(k, v)] => {
+                    let v = positive_f(k, *v)?;
+                    let per_core = if k.ends_with("_per_core") { v } else { v / cores as f64 };
+                    let kind = if k.starts_with("hs06") { BenchmarkKind::Hs06 } else { BenchmarkKind::HepScore23 };
+                    Some((per_core, kind))
+                }
+                _ => {
+                    let ks: Vec<&str> = given.iter().map(|g| g.0).collect();
+                    return Err(src.err(at(ks[1]), key(ks[1]), format!("give one benchmark per node type, found {}", ks.join(" and "))));
+                }
+            };
+            benchmarks.push(benchmark);
+            let speed = match t.speed {
+                None => None,
+                Some(s) => Some(positive_f("speed", s)?),
+            };
+            let negative_affinity = match t.affinity.as_deref() {
+                None | Some("none") => false,
+                Some("negative") => true,
+                Some(other) => return Err(src.err(at("affinity"), key("affinity"), format!("expected \"negative\" or \"none\", found \"{other}\""))),
+            };
+            let ti = node_types.len();
+            node_types.push(NodeType {
+                name: t.name.clone(),
+                sockets,
+                cores_per_socket,
+                memory_mb,
+                gpus,
+                features: t.features.clone(),
+                network: t.network.clone(),
+                speed: speed.unwrap_or(f64::NAN),
+                benchmark_per_core: benchmark.map(|b| b.0),
+                benchmark_kind: benchmark.map(|b| b.1),
+                factor: 1.0,
+                negative_affinity,
+            });
+            for name in names {
+                if by_name.contains_key(&name) {
+                    return Err(src.err(at("nodes"), key("nodes"), format!("node `{name}` is listed twice")));
+                }
+                by_name.insert(name.clone(), nodes.len());
+                nodes.push(Node { name, node_type: ti, cores, memory_mb, gpus });
+            }
+        }
+        // scaling factors
+        let any_bench = benchmarks.iter().any(|b| b.is_some());
+        if any_bench {
+            if let Some(i) = benchmarks.iter().position(|b| b.is_none()) {
+                let line = src.line_of(raw.nodetype[i].span());
+                return Err(src.err(line, format!("nodetype[{i}]"), "expected a benchmark (hs06, hs06_per_core, hepscore23 or hepscore23_per_core), since other node types have one"));
+            }
+        }
+        let reference = match (&raw.reference, any_bench) {
+            (None, false) => Reference { name: "none".into(), hs06_per_core: 0.0 },
+            (None, true) => Reference { name: node_types[0].name.clone(), hs06_per_core: node_types[0].benchmark_per_core.unwrap() },
+            (Some(sp), _) => {
+                let r = sp.get_ref();
+                let at = |k: &str| src.key_line(sp.span(), k);
+                match (&r.nodetype, r.hs06_per_core) {
+                    (Some(name), None) => {
+                        let t = node_types.iter().find(|t| &t.name == name).ok_or_else(|| {
+                            let known: Vec<&str> = node_types.iter().map(|t| t.name.as_str()).collect();
+                            src.err(at("nodetype"), "reference.nodetype", format!("unknown node type `{name}`; known: {}", known.join(", ")))
+                        })?;
+                        let b = t.benchmark_per_core.ok_or_else(|| src.err(at("nodetype"), "reference.nodetype", format!("node type `{name}` has no benchmark")))?;
+                        Reference { name: name.clone(), hs06_per_core: b }
+                    }
+                    (None, Some(v)) if v.is_finite() && v > 0.0 => Reference { name: "abstract".into(), hs06_per_core: v },
+                    (None, Some(v)) => return Err(src.err(at("hs06_per_core"), "reference.hs06_per_core", format!("expected a number > 0, found {v}"))),
+                    _ => return Err(src.err(src.line_of(sp.span()), "reference", "expected exactly one of `nodetype` (a node type name) or `hs06_per_core` (a number)")),
+                }
+            }
+        };
+        if raw.reference.is_some() && !any_bench {
+            return Err(src.err(src.line_of(raw.reference.as_ref().unwrap().span()), "reference", "a reference needs node types with benchmarks"));
+        }
+        for t in &mut node_types {
+            if let Some(b) = t.benchmark_per_core {
+                t.factor = b / reference.hs06_per_core;
+            }
+            if t.speed.is_nan() {
+                t.speed = t.factor;
+            }
+        }
+        let mut partitions = Vec::new();
+        for (i, spanned) in raw.partition.iter().enumerate() {
+            let p = spanned.get_ref();
+            let key = |k: &str| format!("partition[{i}].{k}");
+            let at = |k: &str| src.key_line(spanned.span(), k);
+            if partitions.iter().any(|q: &Partition| q.name == p.name) {
+                return Err(src.err(at("name"), key("name"), format!("partition `{}` is defined twice", p.name)));
+            }
+            let members: Vec<usize> = match (&p.nodes, &p.nodetypes) {
+                (Some(list), None) => hostlist::expand(list)
+                    .map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?
+                    .iter()
+                    .map(|n| by_name.get(n).copied().ok_or_else(|| src.err(at("nodes"), key("nodes"), format!("node `{n}` is not defined by any [[nodetype]]"))))
+                    .collect::<Result<_, _>>()?,
+                (None, Some(types)) => {
+                    let mut v = Vec::new();
+                    for t in types {
+                        let ti = node_types.iter().position(|nt| &nt.name == t).ok_or_else(|| {
+                            let known: Vec<&str> = node_types.iter().map(|nt| nt.name.as_str()).collect();
+                            src.err(at("nodetypes"), key("nodetypes"), format!("unknown node type `{t}`; known: {}", known.join(", ")))
+                        })?;
+                        v.extend(nodes.iter().enumerate().filter(|(_, n)| n.node_type == ti).map(|(k, _)| k));
+                    }
+                    v
+                }
+                _ => return Err(src.err(at("nodes"), key("nodes"), "expected exactly one of `nodes` (a hostlist) or `nodetypes`")),
+            };
+            if members.is_empty() {
+                return Err(src.err(at("nodes"), key("nodes"), "a partition needs at least one node"));
+            }
+            let exclusive = match p.allocation.as_deref() {
+                None | Some("shared") => false,
+                Some("exclusive") => true,
+                Some(o) => return Err(src.err(at("allocation"), key("allocation"), format!("expected \"exclusive\" or \"shared\", found \"{o}\""))),
+            };
+            let min_cores = members.iter().map(|&n| nodes[n].cores).min().unwrap();
+            let cores_per_node = match p.cores_per_node {
+                None => min_cores,
+                Some(c) if c >= 1 && c <= min_cores as i64 => c as u32,
+                Some(c) => return Err(src.err(at("cores_per_node"), key("cores_per_node"), format!("expected 1..={min_cores} (the fewest cores of a node in the partition), found {c}"))),
+            };
+            let nodeset = match &p.nodeset {
+                None => None,
+                Some(s) => {
+                    let spec = NodeSetSpec::parse_job(s).map_err(|e| src.err(at("nodeset"), key("nodeset"), e.to_string()))?;
+                    let spec = with_site_options(spec, site_nodeset.as_ref());
+                    spec.validate().map_err(|m| src.err(at("nodeset"), key("nodeset"), m))?;
+                    Some(spec)
+                }
+            };
+            partitions.push(Partition { name: p.name.clone(), nodes: members, default: p.default, exclusive, cores_per_node, nodeset });
+        }
+        if partitions.iter().filter(|p| p.default).count() > 1 {
+            return Err(src.err(None, "partition.default", "at most one partition may be the default"));
+        }
+        if partitions.is_empty() {
+            let min_cores = nodes.iter().map(|n| n.cores).min().unwrap();
+            partitions.push(Partition { name: "all".into(), nodes: (0..nodes.len()).collect(), default: true, exclusive: false, cores_per_node: min_cores, nodeset: None });
+        } else if !partitions.iter().any(|p| p.default) {
+            partitions[0].default = true;
+        }
+        Ok(Cluster {
+            name: raw.name.unwrap_or_else(|| "cluster".into()),
+            node_types,
+            nodes,
+            partitions,
+            reference,
+            nodeset: site_nodeset,
+            nodeset_delay,
+        })
+    }
+}
+
+fn site_nodeset(src: &Source<'_>, sp: &toml::Spanned<RawNodeSet>) -> Result<NodeSetSpec, ClusterError> {
+    let r = sp.get_ref();
+    let at = |k: &str| src.key_line(sp.span(), k);
+    let key = |k: &str| format!("nodeset.{k}");
+    let policy: SetPolicy = r.policy.parse().map_err(|m: String| src.err(at("policy"), key("policy"), m))?;
+    let attribute: SetAttribute = r.attribute.parse().map_err(|m: String| src.err(at("attribute"), key("attribute"), m))?;
+    let list: Vec<String> = r.list.iter().map(RawValue::text).collect();
+    let mut spec = NodeSetSpec::new(policy, attribute, list);
+    spec.optional = r.optional;
+    spec.tolerance = r.tolerance;
+    if let Some(p) = &r.priority {
+        spec.priority = p.parse::<SetPriority>().map_err(|m| src.err(at("priority"), key("priority"), m))?;
+    }
+    if let Some(p) = &r.plus {
+        spec.plus = p.parse::<SetPlus>().map_err(|m| src.err(at("plus"), key("plus"), m))?;
+    }
+    spec.validate().map_err(|m| src.err(src.line_of(sp.span()), "nodeset", m))?;
+    // list values must be numbers for numeric attributes
+    NodeSetSpec::parse_moab(&spec.to_string()).map_err(|e| src.err(at("list"), key("list"), e.to_string()))?;
+    Ok(spec)
+}
+
+/// "512M", "32G", "1.5T", "64GB", "2048" (MiB) → MiB.
+fn parse_memory_mb(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let upper = s.to_ascii_uppercase();
+    let t = upper.trim_end_matches('B').trim_end_matches('I');
+    let (num, mult) = match t.chars().last()? {
+        'K' => (&t[..t.len() - 1], 1.0 / 1024.0),
+        'M' => (&t[..t.len() - 1], 1.0),
+        'G' => (&t[..t.len() - 1], 1024.0),
+        'T' => (&t[..t.len() - 1], 1024.0 * 1024.0),
+        c if c.is_ascii_digit() => (t, 1.0),
+        _ => return None,
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then(|| (v * mult).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"
+name = "mini"
+
+[[nodetype]]
+name = "std"
+nodes = "n[01-04]"
+sockets = 2
+cores_per_socket = 4
+memory = "32G"
+
+[[nodetype]]
+name = "gpu"
+nodes = "g[1-2]"
+cores = 16
+memory = 65536
+gpus = 4
+
+[[partition]]
+name = "batch"
+nodetypes = ["std"]
+default = true
+
+[[partition]]
+name = "all"
+nodes = "n[01-04],g[1-2]"
+"#;
+
+    #[test]
+    fn parses_node_types_partitions_and_hostlists() {
+        let c = Cluster::from_toml(EXAMPLE, "mini.toml").unwrap();
+        assert_eq!(c.nodes.len(), 6);
+        assert_eq!(c.total_cores(), 4 * 8 + 2 * 16);
+        assert_eq!(c.nodes[0].name, "n01");
+        assert_eq!(c.nodes[4].memory_mb, 65536);
+        assert_eq!(c.nodes[0].memory_mb, 32768);
+        assert_eq!(c.default_partition().name, "batch");
+        assert_eq!(c.partitions[1].nodes, vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn errors_name_file_line_key_and_expectation() {
+        let bad = EXAMPLE.replace("cores = 16", "cores = 0");
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
+        assert_eq!(e, "mini.toml:14: `nodetype[1].cores`: expected an integer >= 1, found 0");
+
+        let bad = EXAMPLE.replace("gpus = 4", "gpu = 4");
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
+        assert!(e.starts_with("mini.toml:16: unknown field `gpu`, expected one of"), "{e}");
+        assert!(e.contains("`gpus`"), "{e}");
+
+        let bad = EXAMPLE.replace("nodetypes = [\"std\"]", "nodetypes = [\"fat\"]");
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
+        assert!(e.contains("`partition[0].nodetypes`: unknown node type `fat`; known: std, gpu"), "{e}");
+
+        let bad = EXAMPLE.replace("memory = \"32G\"", "memory = \"lots\"");
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
+        assert!(e.contains("`nodetype[0].memory`: expected a size"), "{e}");
+
+        let bad = EXAMPLE.replace("n[01-04],g[1-2]", "n[01-05]");
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
+        assert!(e.contains("node `n05` is not defined"), "{e}");
+    }
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory_mb("512M"), Some(512));
+        assert_eq!(parse_memory_mb("32G"), Some(32768));
+        assert_eq!(parse_memory_mb("1.5T"), Some(1572864));
+        assert_eq!(parse_memory_mb("64GB"), Some(65536));
+        assert_eq!(parse_memory_mb("64GiB"), Some(65536));
+        assert_eq!(parse_memory_mb("x"), None);
+    }
+}

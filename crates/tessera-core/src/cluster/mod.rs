@@ -1,0 +1,168 @@
+//! The cluster model: nodes grouped by node type (a hardware generation) and into
+//! partitions, with the benchmark and scaling factor of every node type, node
+//! features for node sets, and site and partition defaults.
+//!
+//! Parsed from TOML by [`Cluster::from_toml`] (see `config.rs` and
+//! `docs/cluster-file.md`). Parsing is pure: text in, model out.
+
+mod config;
+
+use crate::nodeset::NodeSetSpec;
+use crate::Time;
+
+/// A validated cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub name: String,
+    pub node_types: Vec<NodeType>,
+    pub nodes: Vec<Node>,
+    pub partitions: Vec<Partition>,
+    /// What a scaling factor of 1 means.
+    pub reference: Reference,
+    /// Site default node set (Moab NODESETPOLICY, NODESETATTRIBUTE, …).
+    pub nodeset: Option<NodeSetSpec>,
+    /// NODESETDELAY: how long a job with NODESETPLUS DELAY waits for a single set.
+    pub nodeset_delay: Time,
+}
+
+/// The benchmark unit a node type was measured in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum BenchmarkKind {
+    /// HEP-SPEC06.
+    Hs06,
+    /// HEPscore23, normalised to HEP-SPEC06 on the reference machine, so used as
+    /// HS06-equivalent here.
+    HepScore23,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeType {
+    pub name: String,
+    /// Physical CPUs (sockets) per node.
+    pub sockets: u32,
+    pub cores_per_socket: u32,
+    pub memory_mb: u64,
+    pub gpus: u32,
+    pub features: Vec<String>,
+    pub network: Option<String>,
+    /// Processor speed (Moab PROCSPEED, e.g. MHz); defaults to the scaling factor.
+    pub speed: f64,
+    /// Benchmark per logical CPU (core), in HS06 (HEPscore23 counted 1:1), if known.
+    pub benchmark_per_core: Option<f64>,
+    pub benchmark_kind: Option<BenchmarkKind>,
+    /// Per-core benchmark / the reference's. 1 when the cluster has no benchmarks.
+    pub factor: f64,
+    /// The node type holds negative affinity (node sets with PRIORITYTYPE AFFINITY
+    /// avoid it; a stand-in for negative-affinity reservations).
+    pub negative_affinity: bool,
+}
+
+impl NodeType {
+    /// Logical CPUs per node (cores; Tessera counts one logical CPU per core).
+    pub fn cores(&self) -> u32 {
+        self.sockets * self.cores_per_socket
+    }
+
+    /// Benchmark of a whole node, in HS06.
+    pub fn benchmark_per_node(&self) -> Option<f64> {
+        self.benchmark_per_core.map(|b| b * self.cores() as f64)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub name: String,
+    /// Index into [`Cluster::node_types`].
+    pub node_type: usize,
+    pub cores: u32,
+    pub memory_mb: u64,
+    pub gpus: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partition {
+    pub name: String,
+    /// Indices into [`Cluster::nodes`], in hostlist order.
+    pub nodes: Vec<usize>,
+    pub default: bool,
+    /// Whole nodes per job (exclusive) or cores on shared nodes.
+    pub exclusive: bool,
+    /// Exclusive partitions: SWF processors per node when mapping a job to nodes.
+    pub cores_per_node: u32,
+    /// Default node set of the partition (Moab class DEFAULT.NODESET).
+    pub nodeset: Option<NodeSetSpec>,
+}
+
+/// What a scaling factor of 1 means: a named node type, or an abstract strength.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// The node type name, or `abstract`, or `none` (no benchmarks: every factor is 1).
+    pub name: String,
+    /// HS06 per core of the reference (0 when the cluster has no benchmarks).
+    pub hs06_per_core: f64,
+}
+
+pub use config::ClusterError;
+
+impl Cluster {
+    /// A single pool of `procs` processors: one node, one partition. This is the
+    /// machine when no cluster file is given.
+    pub fn pool(procs: u32) -> Cluster {
+        Cluster {
+            name: format!("pool-{procs}"),
+            node_types: vec![NodeType {
+                name: "pool".into(),
+                sockets: 1,
+                cores_per_socket: procs,
+                memory_mb: 0,
+                gpus: 0,
+                features: vec![],
+                network: None,
+                speed: 1.0,
+                benchmark_per_core: None,
+                benchmark_kind: None,
+                factor: 1.0,
+                negative_affinity: false,
+            }],
+            nodes: vec![Node { name: "pool".into(), node_type: 0, cores: procs, memory_mb: 0, gpus: 0 }],
+            partitions: vec![Partition {
+                name: "pool".into(),
+                nodes: vec![0],
+                default: true,
+                exclusive: false,
+                cores_per_node: procs,
+                nodeset: None,
+            }],
+            reference: Reference { name: "none".into(), hs06_per_core: 0.0 },
+            nodeset: None,
+            nodeset_delay: 0,
+        }
+    }
+
+    /// Total processors (cores) of the machine.
+    pub fn total_cores(&self) -> u64 {
+        self.nodes.iter().map(|n| n.cores as u64).sum()
+    }
+
+    pub fn default_partition_index(&self) -> usize {
+        self.partitions.iter().position(|p| p.default).unwrap_or(0)
+    }
+
+    pub fn default_partition(&self) -> &Partition {
+        &self.partitions[self.default_partition_index()]
+    }
+
+    pub fn partition_index(&self, name: &str) -> Option<usize> {
+        self.partitions.iter().position(|p| p.name == name)
+    }
+
+    /// The node type of node `n`.
+    pub fn type_of(&self, n: usize) -> &NodeType {
+        &self.node_types[self.nodes[n].node_type]
+    }
+
+    /// Whether every node runs at the same pace (all factors equal).
+    pub fn is_homogeneous(&self) -> bool {
+        self.node_types.windows(2).all(|w| w[0].factor == w[1].factor)
+    }
+}

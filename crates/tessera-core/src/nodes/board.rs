@@ -1,0 +1,462 @@
+//! The node-level machine: what every node has (static), what is free (a view),
+//! and how a job is placed on free nodes, node sets included.
+//!
+//! Placement is a pure function of a [`Free`] view, so the same code answers "can
+//! it start now", "where would it start at the shadow time" and "does it fit in
+//! this window of the profile".
+
+use crate::cluster::Cluster;
+use crate::job::JobSpec;
+use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
+use crate::Time;
+
+/// What one node has; factor and speed come from its node type.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeStatic {
+    pub cores: u32,
+    /// 0: memory is not tracked on this node.
+    pub mem: u64,
+    pub factor: f64,
+    pub speed: f64,
+    pub features: Vec<String>,
+    pub network: Option<String>,
+    pub negative_affinity: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct PartStatic {
+    pub nodes: Vec<u32>,
+    pub member: Vec<bool>,
+    pub exclusive: bool,
+    pub cpn: u32,
+    pub nodeset: Option<NodeSetSpec>,
+    /// Distinct scaling factors of the partition's nodes, fastest first (the
+    /// timeline walks them slowest first).
+    pub tiers: Vec<f64>,
+}
+
+/// Free cores and memory per node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Free {
+    pub cores: Vec<u32>,
+    pub mem: Vec<u64>,
+}
+
+impl Free {
+    pub fn copy_from(&mut self, o: &Free) {
+        self.cores.clear();
+        self.cores.extend_from_slice(&o.cores);
+        self.mem.clear();
+        self.mem.extend_from_slice(&o.mem);
+    }
+    pub fn take(&mut self, a: &Allocation) {
+        for p in &a.parts {
+            self.cores[p.node as usize] -= p.cores;
+            self.mem[p.node as usize] -= p.mem;
+        }
+    }
+    pub fn give(&mut self, a: &Allocation) {
+        for p in &a.parts {
+            self.cores[p.node as usize] += p.cores;
+            self.mem[p.node as usize] += p.mem;
+        }
+    }
+}
+
+/// Cores and memory a job holds on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocPart {
+    pub node: u32,
+    pub cores: u32,
+    pub mem: u64,
+}
+
+/// Where a job runs, and the pace it runs at: the scaling factor of its slowest node.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Allocation {
+    pub parts: Vec<AllocPart>,
+    pub factor: f64,
+    /// Processors (tasks) placed.
+    pub procs: u32,
+}
+
+/// Why a job cannot be placed on a view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Blocked {
+    /// Not enough free resources anywhere it may run.
+    Resources,
+    /// Enough resources, but not within a node set as the job requires.
+    NodeSet,
+}
+
+/// A job's demand on the board, fixed at submission.
+#[derive(Debug, Clone)]
+pub(crate) struct Demand {
+    pub part: u32,
+    pub procs: u32,
+    /// Exclusive partitions: nodes needed and tasks per node.
+    pub nodes: u32,
+    pub mem_per_proc: u64,
+    /// Index into [`Board::sets`]: the node sets the job must (or prefers to) use.
+    pub sets: Option<u32>,
+    pub submit: Time,
+}
+
+/// The node sets of one (partition, request) pair, built once.
+#[derive(Debug, Clone)]
+pub(crate) struct SetList {
+    pub part: u32,
+    pub spec: NodeSetSpec,
+    /// Each set's nodes, in partition order; sets in priority order.
+    pub sets: Vec<Vec<u32>>,
+    pub negative: Vec<bool>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Board {
+    pub nodes: Vec<NodeStatic>,
+    pub parts: Vec<PartStatic>,
+    pub default_part: usize,
+    pub site_nodeset: Option<NodeSetSpec>,
+    pub delay: Time,
+    /// Node-set requests registered by drivers (`NodeSetId` indexes this).
+    pub requests: Vec<NodeSetSpec>,
+    pub sets: Vec<SetList>,
+}
+
+impl Board {
+    pub fn new(c: &Cluster) -> Board {
+        let nodes: Vec<NodeStatic> = c
+            .nodes
+            .iter()
+            .map(|n| {
+                let t = &c.node_types[n.node_type];
+                NodeStatic {
+                    cores: n.cores,
+                    mem: n.memory_mb,
+                    factor: t.factor,
+                    speed: t.speed,
+                    features: t.features.clone(),
+                    network: t.network.clone(),
+                    negative_affinity: t.negative_affinity,
+                }
+            })
+            .collect();
+        let parts = c
+            .partitions
+            .iter()
+            .map(|p| {
+                let mut member = vec![false; nodes.len()];
+                for &n in &p.nodes {
+                    member[n] = true;
+                }
+                let mut tiers: Vec<f64> = p.nodes.iter().map(|&n| nodes[n].factor).collect();
+                tiers.sort_by(|a, b| b.total_cmp(a));
+                tiers.dedup();
+                PartStatic {
+                    nodes: p.nodes.iter().map(|&n| n as u32).collect(),
+                    member,
+                    exclusive: p.exclusive,
+                    cpn: p.cores_per_node,
+                    nodeset: p.nodeset.clone(),
+                    tiers,
+                }
+            })
+            .collect();
+        Board {
+            nodes,
+            parts,
+            default_part: c.default_partition_index(),
+            site_nodeset: c.nodeset.clone(),
+            delay: c.nodeset_delay,
+            requests: Vec::new(),
+            sets: Vec::new(),
+        }
+    }
+
+    pub fn full(&self) -> Free {
+        Free { cores: self.nodes.iter().map(|n| n.cores).collect(), mem: self.nodes.iter().map(|n| n.mem).collect() }
+    }
+
+    pub fn total_cores(&self) -> u64 {
+        self.nodes.iter().map(|n| n.cores as u64).sum()
+    }
+
+    /// The demand of a job, or None when it can never run here (too large for
+    /// its partition, or memory no node has). A node set that no set can ever
+    /// satisfy is dropped (`dropped_set` is set).
+    pub fn demand(&mut self, spec: &JobSpec, submit: Time) -> Result<(Demand, bool), Blocked> {
+        let part = spec.partition.map_or(self.default_part, |p| p as usize).min(self.parts.len() - 1);
+        let ps = &self.parts[part];
+        let nodes = if ps.exclusive { spec.procs.div_ceil(ps.cpn) } else { 0 };
+        let request = spec.nodeset.map(|id| self.requests[id.0 as usize].clone()).or_else(|| ps.nodeset.clone()).or_else(|| self.site_nodeset.clone());
+        let mut d = Demand { part: part as u32, procs: spec.procs, nodes, mem_per_proc: spec.mem_per_proc_mb, sets: None, submit };
+        let full = self.full();
+        // the machine alone, without node sets
+        if self.place(&d, &full, submit, &|_| true).is_err() {
+            return Err(Blocked::Resources);
+        }
+        let mut dropped = false;
+        if let Some(spec) = request {
+            d.sets = Some(self.set_list(part as u32, spec));
+            // with node sets, on an empty machine, after any NODESETDELAY
+            let never = matches!(self.place(&d, &full, Time::MAX / 2, &|_| true), Err(Blocked::NodeSet));
+            if never {
+                d.sets = None;
+                dropped = true;
+            }
+        }
+        Ok((d, dropped))
+    }
+
+    fn set_list(&mut self, part: u32, spec: NodeSetSpec) -> u32 {
+        if let Some(i) = self.sets.iter().position(|s| s.part == part && s.spec == spec) {
+            return i as u32;
+        }
+        let members = &self.parts[part as usize].nodes;
+        let value = |n: u32| -> Vec<String> {
+            let ns = &self.nodes[n as usize];
+            match spec.attribute {
+                SetAttribute::Feature => ns.features.clone(),
+                SetAttribute::Network => ns.network.iter().cloned().collect(),
+                SetAttribute::ProcSpeed => vec![fmt_num(ns.speed)],
+                SetAttribute::Memory => vec![ns.mem.to_string()],
+            }
+        };
+        let numeric = matches!(spec.attribute, SetAttribute::ProcSpeed | SetAttribute::Memory);
+        let num = |n: u32| -> f64 {
+            let ns = &self.nodes[n as usize];
+            if spec.attribute == SetAttribute::ProcSpeed { ns.speed } else { ns.mem as f64 }
+        };
+        let mut sets: Vec<Vec<u32>> = Vec::new();
+        if numeric && spec.list.is_empty() {
+            // one set per distinct value (ascending), or per tolerance window
+            let mut values: Vec<f64> = members.iter().map(|&n| num(n)).collect();
+            values.sort_by(f64::total_cmp);
+            values.dedup();
+            let tol = spec.tolerance.unwrap_or(0.0);
+            for &lo in &values {
+                let set: Vec<u32> = members.iter().copied().filter(|&n| num(n) >= lo && (num(n) - lo) / lo <= tol + 1e-12).collect();
+                if !sets.contains(&set) {
+                    sets.push(set);
+                }
+            }
+        } else if numeric {
+            for v in &spec.list {
+                let x: f64 = v.parse().unwrap_or(f64::NAN);
+                let tol = spec.tolerance.unwrap_or(0.0);
+                sets.push(members.iter().copied().filter(|&n| num(n) >= x && (num(n) - x) / x <= tol + 1e-12).collect());
+            }
+        } else {
+            let listed: Vec<String> = if spec.list.is_empty() {
+                let mut seen: Vec<String> = Vec::new();
+                for &n in members {
+                    for v in value(n) {
+                        if !seen.contains(&v) {
+                            seen.push(v);
+                        }
+                    }
+                }
+                seen
+            } else {
+                spec.list.clone()
+            };
+            for v in &listed {
+                sets.push(members.iter().copied().filter(|&n| value(n).contains(v)).collect());
+            }
+        }
+        let negative = sets.iter().map(|s| s.iter().any(|&n| self.nodes[n as usize].negative_affinity)).collect();
+        self.sets.push(SetList { part, spec, sets, negative });
+        (self.sets.len() - 1) as u32
+    }
+
+    /// Cores a node can give this job on view `free` (exclusive: all or nothing).
+    #[inline]
+    fn usable(&self, d: &Demand, free: &Free, n: u32) -> u32 {
+        let ns = &self.nodes[n as usize];
+        let (fc, fm) = (free.cores[n as usize], free.mem[n as usize]);
+        let ps = &self.parts[d.part as usize];
+        if ps.exclusive {
+            let tasks = ps.cpn.min(d.procs);
+            let mem_ok = d.mem_per_proc == 0 || ns.mem == 0 || (fm == ns.mem && ns.mem >= tasks as u64 * d.mem_per_proc);
+            if fc == ns.cores && mem_ok {
+                ns.cores
+            } else {
+                0
+            }
+        } else if d.mem_per_proc == 0 || ns.mem == 0 {
+            fc
+        } else {
+            fc.min((fm / d.mem_per_proc).min(u32::MAX as u64) as u32)
+        }
+    }
+
+    /// Place the job on `nodes` (in that order), taking what `free` allows.
+    fn pick(&self, d: &Demand, free: &Free, nodes: impl Iterator<Item = u32>, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+        let ps = &self.parts[d.part as usize];
+        let mut a = Allocation { parts: Vec::new(), factor: f64::INFINITY, procs: 0 };
+        let mut left = if ps.exclusive { d.nodes } else { d.procs };
+        let mut tasks_left = d.procs;
+        for n in nodes {
+            if left == 0 {
+                break;
+            }
+            if !eligible(n) {
+                continue;
+            }
+            let u = self.usable(d, free, n);
+            if u == 0 {
+                continue;
+            }
+            let ns = &self.nodes[n as usize];
+            let (cores, mem, tasks) = if ps.exclusive {
+                let t = ps.cpn.min(tasks_left);
+                (ns.cores, ns.mem, t)
+            } else {
+                let c = u.min(left);
+                (c, if ns.mem == 0 { 0 } else { c as u64 * d.mem_per_proc }, c)
+            };
+            a.parts.push(AllocPart { node: n, cores, mem });
+            a.factor = a.factor.min(ns.factor);
+            a.procs += tasks;
+            tasks_left -= tasks;
+            left -= if ps.exclusive { 1 } else { cores };
+        }
+        (left == 0).then_some(a)
+    }
+
+    /// Units (nodes or cores) of a set available to the job on `free`.
+    fn units(&self, d: &Demand, free: &Free, set: &[u32], eligible: &dyn Fn(u32) -> bool) -> u64 {
+        let exclusive = self.parts[d.part as usize].exclusive;
+        set.iter()
+            .filter(|&&n| eligible(n))
+            .map(|&n| {
+                let u = self.usable(d, free, n);
+                if exclusive {
+                    (u > 0) as u64
+                } else {
+                    u as u64
+                }
+            })
+            .sum()
+    }
+
+    /// Place a job on view `free` at time `now` (node sets, priorities, NODESETPLUS
+    /// and ISOPTIONAL included). `eligible` restricts the nodes considered.
+    pub fn place(&self, d: &Demand, free: &Free, now: Time, eligible: &dyn Fn(u32) -> bool) -> Result<Allocation, Blocked> {
+        let part_nodes = || self.parts[d.part as usize].nodes.iter().copied();
+        let Some(si) = d.sets else {
+            return self.pick(d, free, part_nodes(), eligible).ok_or(Blocked::Resources);
+        };
+        let sl = &self.sets[si as usize];
+        let spec = &sl.spec;
+        let found = match spec.policy {
+            SetPolicy::AnyOf => {
+                let mut in_any = vec![false; self.nodes.len()];
+                for s in &sl.sets {
+                    for &n in s {
+                        in_any[n as usize] = true;
+                    }
+                }
+                self.pick(d, free, part_nodes().filter(|&n| in_any[n as usize]), eligible)
+            }
+            SetPolicy::FirstOf => sl.sets.iter().find_map(|s| self.pick(d, free, s.iter().copied(), eligible)),
+            SetPolicy::OneOf => self.best_set(d, free, sl, eligible),
+        };
+        if let Some(a) = found {
+            return Ok(a);
+        }
+        let may_span = match spec.plus {
+            SetPlus::SpanEvenly => true,
+            SetPlus::Delay => now - d.submit >= self.delay,
+            SetPlus::None => false,
+        };
+        if may_span && spec.policy != SetPolicy::AnyOf {
+            if let Some(a) = self.span_evenly(d, free, sl, eligible) {
+                return Ok(a);
+            }
+        }
+        match self.pick(d, free, part_nodes(), eligible) {
+            Some(a) if spec.optional => Ok(a),
+            Some(_) => Err(Blocked::NodeSet),
+            None => Err(Blocked::Resources),
+        }
+    }
+
+    fn best_set(&self, d: &Demand, free: &Free, sl: &SetList, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+        let mut best: Option<(f64, f64, Allocation)> = None; // (key, tie, alloc); smaller is better
+        for (k, s) in sl.sets.iter().enumerate() {
+            let Some(a) = self.pick(d, free, s.iter().copied(), eligible) else { continue };
+            let (key, tie) = match sl.spec.priority {
+                SetPriority::FirstFit => return Some(a),
+                SetPriority::Affinity if !sl.negative[k] => return Some(a),
+                SetPriority::Affinity => (1.0, k as f64),
+                SetPriority::BestFit => (self.units(d, free, s, eligible) as f64, k as f64),
+                SetPriority::WorstFit => (-(self.units(d, free, s, eligible) as f64), k as f64),
+                SetPriority::BestResource => (-a.parts.iter().map(|p| self.nodes[p.node as usize].speed).fold(f64::INFINITY, f64::min), k as f64),
+                SetPriority::MinLoss => (self.loss(&a), -a.factor),
+            };
+            if best.as_ref().is_none_or(|b| (key, tie) < (b.0, b.1)) {
+                best = Some((key, tie, a));
+            }
+        }
+        best.map(|b| b.2)
+    }
+
+    /// Capacity wasted per reference second of the job because it runs at the pace
+    /// of its slowest node: Σ cores × (1/f_min − 1/f_node).
+    pub fn loss(&self, a: &Allocation) -> f64 {
+        a.parts.iter().map(|p| p.cores as f64 * (1.0 / a.factor - 1.0 / self.nodes[p.node as usize].factor)).sum()
+    }
+
+    /// Spread the job evenly over as few sets as possible (k = 2, 3, …), taking the
+    /// sets with the most free units first.
+    fn span_evenly(&self, d: &Demand, free: &Free, sl: &SetList, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+        let ps = &self.parts[d.part as usize];
+        let total = if ps.exclusive { d.nodes } else { d.procs };
+        let mut order: Vec<(u64, usize)> = sl.sets.iter().enumerate().map(|(k, s)| (self.units(d, free, s, eligible), k)).collect();
+        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut taken = vec![false; self.nodes.len()];
+        for k in 2..=order.len().min(total as usize) {
+            let base = total / k as u32;
+            let rem = total % k as u32;
+            taken.iter_mut().for_each(|t| *t = false);
+            let mut a = Allocation { parts: Vec::new(), factor: f64::INFINITY, procs: 0 };
+            let mut tasks_left = d.procs;
+            let mut ok = true;
+            for (j, &(_, si)) in order.iter().take(k).enumerate() {
+                let share = base + u32::from((j as u32) < rem);
+                let sub = if ps.exclusive {
+                    Demand { nodes: share, procs: (share * ps.cpn).min(tasks_left), ..d.clone() }
+                } else {
+                    Demand { procs: share, ..d.clone() }
+                };
+                let nodes = sl.sets[si].iter().copied().filter(|&n| !taken[n as usize]);
+                let Some(part) = self.pick(&sub, free, nodes, eligible) else {
+                    ok = false;
+                    break;
+                };
+                for p in &part.parts {
+                    taken[p.node as usize] = true;
+                }
+                a.factor = a.factor.min(part.factor);
+                a.procs += part.procs;
+                tasks_left -= part.procs;
+                a.parts.extend(part.parts);
+            }
+            if ok {
+                a.parts.sort_by_key(|p| p.node);
+                return Some(a);
+            }
+        }
+        None
+    }
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
