@@ -149,9 +149,13 @@ impl Engine {
         }
     }
 
-    /// The blocked head of the queue and its shadow time (EASY's reservation).
-    pub fn head_reservation(&mut self) -> Option<(JobIdx, Time)> {
-        both!(self, e => e.head_reservation())
+    /// The blocked head of the queue and its shadow time (EASY's reservation), as
+    /// of a pass at `now`.
+    pub fn head_reservation(&mut self, now: Time) -> Option<(JobIdx, Time)> {
+        match self {
+            Engine::Pool(e) => e.head_reservation(),
+            Engine::Nodes(e) => e.head_reservation(now),
+        }
     }
 
     /// Why a pending job has not started, as of the last pass at `now`.

@@ -176,6 +176,20 @@ impl NodeSetSpec {
         Ok(NodeSetSpec::new(policy, SetAttribute::Feature, list))
     }
 
+    /// Take the site's options (ISOPTIONAL, TOLERANCE, PRIORITYTYPE, NODESETPLUS) for
+    /// a request that named only policy, attribute and list.
+    pub fn with_site_options(mut self, site: Option<&NodeSetSpec>) -> Self {
+        if let Some(site) = site {
+            self.optional = site.optional;
+            self.priority = site.priority;
+            self.plus = site.plus;
+            if self.attribute == SetAttribute::ProcSpeed {
+                self.tolerance = site.tolerance;
+            }
+        }
+        self
+    }
+
     /// Check the combinations Moab rejects.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(t) = self.tolerance {

@@ -1,19 +1,32 @@
 //! Per-job outputs: a CSV table and an SWF file with the simulated waits.
 
 use crate::run::SimOutcome;
-use crate::workload::Workload;
+use crate::workload::{Machine, Workload};
+use tessera_core::hostlist;
 use std::io::{self, Write};
 use tessera_workload::swf::{SwfHeader, SwfRecord, SwfWriter};
 
 /// One row per simulated job, in queue order:
-/// `job_id,submit,start,end,procs,estimate,wait,killed` (integer seconds).
+/// `job_id,submit,start,end,procs,estimate,wait,killed,factor,raw_s,normalized_s,nodes`
+/// (integer seconds; `factor` is the pace of the job's slowest node, `raw_s` the
+/// seconds it ran, `normalized_s` = raw × factor in reference seconds, `nodes` the
+/// hostlist it ran on, empty without a cluster).
 pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
-    writeln!(out, "job_id,submit,start,end,procs,estimate,wait,killed")?;
+    writeln!(out, "job_id,submit,start,end,procs,estimate,wait,killed,factor,raw_s,normalized_s,nodes")?;
     for (i, j) in w.jobs.iter().enumerate() {
+        let raw = o.end[i] - o.start[i];
+        let f = o.factor.get(i).copied().unwrap_or(1.0);
+        let nodes = match (&w.machine, o.alloc.get(i).and_then(|a| a.as_ref())) {
+            (Machine::Cluster { cluster, .. }, Some(a)) => {
+                let names: Vec<&str> = a.parts.iter().map(|p| cluster.nodes[p.node as usize].name.as_str()).collect();
+                format!("\"{}\"", hostlist::compress(&names))
+            }
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             j.id,
             j.submit,
             o.start[i],
@@ -21,7 +34,11 @@ pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Res
             j.procs,
             j.estimate,
             o.start[i] - j.submit,
-            u8::from(j.runtime > j.estimate)
+            u8::from(j.runtime > j.estimate),
+            f,
+            raw,
+            (raw as f64 * f).round() as i64,
+            nodes
         )?;
     }
     out.flush()

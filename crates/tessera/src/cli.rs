@@ -52,9 +52,30 @@ pub struct SimRunArgs {
     /// Machine size in processors (default: MaxProcs, else MaxNodes, from the trace header).
     #[arg(long, conflicts_with = "cluster")]
     pub capacity: Option<u64>,
-    /// Cluster file (TOML); the machine is its total number of cores.
+    /// Cluster file (TOML): jobs are placed on its nodes (node types, scaling
+    /// factors, memory, node sets; see docs/cluster-file.md).
     #[arg(long)]
     pub cluster: Option<PathBuf>,
+    /// Partition of the cluster file the jobs go to (default: its default partition).
+    #[arg(long, requires = "cluster")]
+    pub partition: Option<String>,
+    /// Node set for every job: `ONEOF:FEATURE:switchA,switchB`, `nodeset=…` or a
+    /// Slurm constraint `[rack1|rack2]`. Other options come from the cluster's
+    /// [nodeset] table unless given below.
+    #[arg(long, requires = "cluster")]
+    pub nodeset: Option<String>,
+    /// ISOPTIONAL: run outside a set rather than wait for one.
+    #[arg(long, requires = "nodeset")]
+    pub nodeset_optional: bool,
+    /// TOLERANCE for PROCSPEED sets: (max - min) / min speed allowed in a set.
+    #[arg(long, requires = "nodeset")]
+    pub nodeset_tolerance: Option<f64>,
+    /// PRIORITYTYPE: firstfit, bestfit, worstfit, bestresource, minloss, affinity.
+    #[arg(long, requires = "nodeset")]
+    pub nodeset_priority: Option<String>,
+    /// NODESETPLUS: none, spanevenly, delay.
+    #[arg(long, requires = "nodeset")]
+    pub nodeset_plus: Option<String>,
     /// Scheduling policy: fcfs, easy or conservative.
     #[arg(long, default_value = "easy")]
     pub policy: String,

@@ -8,7 +8,9 @@ use std::time::Instant;
 use tessera_core::{Cluster, PolicyKind};
 use tessera_sim::output::{write_jobs_csv, write_swf};
 use tessera_sim::reference::simulate_reference;
-use tessera_sim::workload::{default_capacity, prepare};
+use std::sync::Arc;
+use tessera_core::NodeSetSpec;
+use tessera_sim::workload::{default_capacity, prepare, prepare_on, Machine};
 use tessera_sim::{simulate, Summary};
 use tessera_workload::lublin::{generate, LublinParams};
 use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord};
@@ -36,6 +38,27 @@ fn read_trace(path: &Path, lenient: bool) -> Result<(SwfHeader, Vec<SwfRecord>)>
     Ok((header, records))
 }
 
+/// The node set given on the command line, with the cluster's site options unless
+/// overridden by flags.
+fn nodeset_of(a: &SimRunArgs, cluster: &Cluster) -> Result<Option<NodeSetSpec>> {
+    let Some(text) = &a.nodeset else { return Ok(None) };
+    let mut spec = NodeSetSpec::parse_job(text)?.with_site_options(cluster.nodeset.as_ref());
+    if a.nodeset_optional {
+        spec.optional = true;
+    }
+    if let Some(t) = a.nodeset_tolerance {
+        spec.tolerance = Some(t);
+    }
+    if let Some(p) = &a.nodeset_priority {
+        spec.priority = p.parse().map_err(|m: String| anyhow::anyhow!("--nodeset-priority: {m}"))?;
+    }
+    if let Some(p) = &a.nodeset_plus {
+        spec.plus = p.parse().map_err(|m: String| anyhow::anyhow!("--nodeset-plus: {m}"))?;
+    }
+    spec.validate().map_err(|m| anyhow::anyhow!("--nodeset {text}: {m}"))?;
+    Ok(Some(spec))
+}
+
 pub fn run(a: SimRunArgs) -> Result<()> {
     let t0 = Instant::now();
     let policy: PolicyKind = a.policy.parse()?;
@@ -60,12 +83,27 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         }
     };
     let parse_time = t0.elapsed().as_secs_f64();
-    let capacity = match (a.capacity, cluster_cores) {
-        (Some(c), _) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
-        (None, Some(c)) => c,
-        (None, None) => default_capacity(&header, &label)?,
+    let w = match cluster {
+        Some(cluster) => {
+            let partition = match &a.partition {
+                None => None,
+                Some(name) => Some(cluster.partition_index(name).with_context(|| {
+                    let known: Vec<&str> = cluster.partitions.iter().map(|p| p.name.as_str()).collect();
+                    format!("--partition {name}: no such partition; known: {}", known.join(", "))
+                })? as u16),
+            };
+            let nodeset = nodeset_of(&a, &cluster)?;
+            prepare_on(&records, Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset })
+        }
+        None => {
+            let capacity = match a.capacity {
+                Some(c) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
+                None => default_capacity(&header, &label)?,
+            };
+            prepare(&records, capacity)
+        }
     };
-    let w = prepare(&records, capacity);
+    let capacity = w.capacity;
     let t1 = Instant::now();
     let outcome = {
         let _span = tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();

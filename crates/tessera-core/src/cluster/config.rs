@@ -164,20 +164,6 @@ impl Source<'_> {
     }
 }
 
-/// Apply a site's node-set options (ISOPTIONAL, TOLERANCE, PRIORITYTYPE, PLUS) to a
-/// request that named only policy, attribute and list.
-pub(crate) fn with_site_options(mut spec: NodeSetSpec, site: Option<&NodeSetSpec>) -> NodeSetSpec {
-    if let Some(site) = site {
-        spec.optional = site.optional;
-        spec.priority = site.priority;
-        spec.plus = site.plus;
-        if spec.attribute == SetAttribute::ProcSpeed {
-            spec.tolerance = site.tolerance;
-        }
-    }
-    spec
-}
-
 impl Cluster {
     /// Parse and validate a cluster file's text. `source_name` labels errors.
     pub fn from_toml(text: &str, source_name: &str) -> Result<Cluster, ClusterError> {
@@ -408,7 +394,7 @@ impl Cluster {
                 None => None,
                 Some(s) => {
                     let spec = NodeSetSpec::parse_job(s).map_err(|e| src.err(at("nodeset"), key("nodeset"), e.to_string()))?;
-                    let spec = with_site_options(spec, site_nodeset.as_ref());
+                    let spec = spec.with_site_options(site_nodeset.as_ref());
                     spec.validate().map_err(|m| src.err(at("nodeset"), key("nodeset"), m))?;
                     Some(spec)
                 }

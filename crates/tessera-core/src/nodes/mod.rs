@@ -293,9 +293,9 @@ impl NodeEngine {
         }
     }
 
-    pub fn head_reservation(&mut self) -> Option<(JobIdx, Time)> {
+    pub fn head_reservation(&mut self, now: Time) -> Option<(JobIdx, Time)> {
         let (_, head) = self.t.queue.head()?;
-        if self.board.place(&self.demand[head.index()], &self.free, Time::MAX / 4, &|_| true).is_ok() {
+        if self.board.place(&self.demand[head.index()], &self.free, now, &|_| true).is_ok() {
             return None;
         }
         Some((head, self.shadow(head).0))

@@ -59,7 +59,7 @@ fn backfilling_knows_fast_nodes_finish_sooner() {
         .submit(10, 4, 1, 190) // 95 s on f1: ends at 105 > 100, waits
         .submit(10, 5, 1, 150); // 75 s on f1: ends at 85 <= 100, starts
     assert_eq!(env.pass(10), vec![5]);
-    assert_eq!(env.engine.head_reservation().map(|h| h.1), Some(100));
+    assert_eq!(env.engine.head_reservation(10).map(|h| h.1), Some(100));
 }
 
 /// Conservative on nodes gives the same answer, and reserves the head.

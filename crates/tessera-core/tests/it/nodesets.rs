@@ -316,5 +316,5 @@ fn easy_backfills_around_a_head_waiting_for_a_set() {
     // the head waits for a whole switch: d1 (fast: 1000 reference s = 500 s) frees
     // switchB at 500, its shadow; job 2 ends long before, on a free node
     assert_eq!(env.pass(5), vec![2]);
-    assert_eq!(env.engine.head_reservation().map(|h| h.1), Some(500));
+    assert_eq!(env.engine.head_reservation(5).map(|h| h.1), Some(500));
 }

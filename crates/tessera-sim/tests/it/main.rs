@@ -3,5 +3,6 @@
 mod common;
 mod determinism;
 mod properties;
+mod properties_nodes;
 mod schedules;
 mod traces;

@@ -92,8 +92,8 @@ proptest! {
     fn easy_never_delays_the_head_beyond_its_reservation((cap, recs) in arb_trace(false)) {
         let w = tessera_sim::prepare(&recs, cap);
         let mut promised: BTreeMap<u32, i64> = BTreeMap::new();
-        let o = simulate_observed(&w, PolicyKind::Easy, |e, _| {
-            if let Some((head, shadow)) = e.head_reservation() {
+        let o = simulate_observed(&w, PolicyKind::Easy, |e, now| {
+            if let Some((head, shadow)) = e.head_reservation(now) {
                 let p = promised.entry(head.0).or_insert(shadow);
                 *p = (*p).min(shadow);
             }

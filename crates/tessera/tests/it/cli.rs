@@ -55,7 +55,8 @@ fn run_on_a_trace_writes_jobs_swf_and_summary() {
     let csv = std::fs::read_to_string(d.join("jobs.csv")).unwrap();
     assert_eq!(
         csv,
-        "job_id,submit,start,end,procs,estimate,wait,killed\n1,0,0,100,4,100,0,0\n2,5,100,150,8,60,95,0\n3,6,6,26,2,30,0,0\n"
+        "job_id,submit,start,end,procs,estimate,wait,killed,factor,raw_s,normalized_s,nodes\n\
+         1,0,0,100,4,100,0,0,1,100,100,\n2,5,100,150,8,60,95,0,1,50,50,\n3,6,6,26,2,30,0,0,1,20,20,\n"
     );
     let swf = std::fs::read_to_string(d.join("out.swf")).unwrap();
     assert!(swf.starts_with("; Version: 2.2\n; MaxProcs: 8\n; Note: simulated by tessera"));
