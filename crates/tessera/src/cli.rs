@@ -27,6 +27,30 @@ pub enum Command {
         #[command(subcommand)]
         command: ClusterCommand,
     },
+    /// Publish a cluster's installed capacity (PhysicalCPUs, LogicalCPUs, Cores,
+    /// Benchmark, SI00, CPUScalingReferenceSI00, scaling factors).
+    Publish(PublishArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PublishFormat {
+    Text,
+    Json,
+    /// GLUE 2.0 LDIF: ComputingManager, ExecutionEnvironments, Benchmarks.
+    Glue2,
+    /// GLUE 1.3 SubCluster and CE attributes (LDIF).
+    Glue13,
+    /// YAIM site-info.def variables.
+    Yaim,
+}
+
+#[derive(Args)]
+pub struct PublishArgs {
+    /// Cluster file (default: the embedded default cluster).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: PublishFormat,
 }
 
 #[derive(Subcommand)]

@@ -1,5 +1,6 @@
 //! `tessera`: the one binary users type. Noun-first subcommands:
-//! `tessera sim run|bench`, `tessera workload generate|info`, `tessera cluster show`.
+//! `tessera sim run|bench`, `tessera workload generate|info`, `tessera cluster show`,
+//! `tessera publish`.
 //!
 //! Exit codes: 0 success; 1 an error (bad input, I/O), printed once as a chain;
 //! 2 a usage error (unknown flag or value), printed by the argument parser.
@@ -42,5 +43,6 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Cluster { command } => match command {
             cli::ClusterCommand::Show(a) => cluster_cmd::show(a),
         },
+        cli::Command::Publish(a) => cluster_cmd::publish(a),
     }
 }

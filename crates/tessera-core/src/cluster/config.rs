@@ -528,6 +528,87 @@ nodes = "n[01-04],g[1-2]"
         assert!(e.contains("node `n05` is not defined"), "{e}");
     }
 
+    const HETERO: &str = r#"
+nodeset_delay = 600
+
+[reference]
+nodetype = "old"
+
+[nodeset]
+policy = "ONEOF"
+attribute = "PROCSPEED"
+tolerance = 0.5
+priority = "MINLOSS"
+optional = true
+
+[[nodetype]]
+name = "old"
+count = 3
+cores = 4
+hs06 = 40
+speed = 2000
+features = ["switchA"]
+network = "eth"
+
+[[nodetype]]
+name = "new"
+nodes = "new[1-2]"
+sockets = 2
+cores_per_socket = 4
+hepscore23_per_core = 20
+features = ["switchB", "ib"]
+affinity = "negative"
+
+[[partition]]
+name = "batch"
+nodetypes = ["old", "new"]
+allocation = "exclusive"
+cores_per_node = 4
+nodeset = "ONEOF:FEATURE:switchA,switchB"
+default = true
+"#;
+
+    #[test]
+    fn benchmarks_reference_and_node_sets() {
+        let c = Cluster::from_toml(HETERO, "h.toml").unwrap();
+        assert_eq!(c.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["old01", "old02", "old03", "new1", "new2"]);
+        assert_eq!(c.node_types[0].benchmark_per_core, Some(10.0), "40 HS06 per node over 4 cores");
+        assert_eq!(c.node_types[1].factor, 2.0, "HEPscore23 counts as HS06");
+        assert_eq!(c.node_types[1].speed, 2.0, "no speed given: the factor");
+        assert_eq!(c.reference.hs06_per_core, 10.0);
+        assert!(c.node_types[1].negative_affinity);
+        assert_eq!(c.nodeset_delay, 600);
+        let site = c.nodeset.as_ref().unwrap();
+        assert_eq!((site.tolerance, site.optional), (Some(0.5), true));
+        let p = &c.partitions[0];
+        assert!(p.exclusive && p.cores_per_node == 4);
+        let pn = p.nodeset.as_ref().unwrap();
+        assert_eq!(pn.to_string(), "ONEOF:FEATURE:switchA,switchB");
+        assert_eq!((pn.optional, pn.priority, pn.tolerance), (true, crate::SetPriority::MinLoss, None), "site options, no tolerance for FEATURE");
+    }
+
+    #[test]
+    fn heterogeneity_errors_name_key_and_allowed_values() {
+        let cases = [
+            ("hs06 = 40", "hs06 = 40\nhs06_per_core = 10", "`nodetype[0].hs06_per_core`: give one benchmark per node type, found hs06 and hs06_per_core"),
+            ("hepscore23_per_core = 20", "gpus = 0", "expected a benchmark (hs06, hs06_per_core, hepscore23 or hepscore23_per_core), since other node types have one"),
+            ("nodetype = \"old\"", "nodetype = \"ancient\"", "`reference.nodetype`: unknown node type `ancient`; known: old, new"),
+            ("priority = \"MINLOSS\"", "priority = \"CHEAPEST\"", "`nodeset.priority`: unknown node set priority type `CHEAPEST`; expected one of FIRSTFIT, BESTFIT, WORSTFIT, BESTRESOURCE, MINLOSS, AFFINITY"),
+            ("allocation = \"exclusive\"", "allocation = \"whole\"", "`partition[0].allocation`: expected \"exclusive\" or \"shared\", found \"whole\""),
+            ("cores_per_node = 4", "cores_per_node = 9", "`partition[0].cores_per_node`: expected 1..=4 (the fewest cores of a node in the partition), found 9"),
+            ("affinity = \"negative\"", "affinity = \"bad\"", "`nodetype[1].affinity`: expected \"negative\" or \"none\""),
+            ("count = 3", "count = 0", "`nodetype[0].count`: expected an integer >= 1, found 0"),
+            ("attribute = \"PROCSPEED\"", "attribute = \"FEATURE\"", "TOLERANCE applies to PROCSPEED node sets only"),
+            ("nodeset = \"ONEOF:FEATURE:switchA,switchB\"", "nodeset = \"ONEOF:SIZE\"", "`partition[0].nodeset`: node set `ONEOF:SIZE`: unknown node set attribute `SIZE`"),
+        ];
+        for (from, to, want) in cases {
+            assert!(HETERO.contains(from), "{from}");
+            let e = Cluster::from_toml(&HETERO.replace(from, to), "h.toml").unwrap_err().to_string();
+            assert!(e.contains(want), "{to}:\n got  {e}\n want {want}");
+            assert!(e.starts_with("h.toml:"), "{e}");
+        }
+    }
+
     #[test]
     fn memory_sizes() {
         assert_eq!(parse_memory_mb("512M"), Some(512));

@@ -1,0 +1,7 @@
+//! `tessera-accounting`: what a site reports about its capacity and its usage.
+//!
+//! * [`publish`]: installed capacity the way grid sites publish it (GLUE 2.0 LDIF,
+//!   GLUE 1.3 attributes, YAIM `site-info.def` variables), with the scaling
+//!   factors of every node type in both conventions (TORQUE and GLUE 2).
+
+pub mod publish;

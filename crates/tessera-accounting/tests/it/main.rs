@@ -1,0 +1,2 @@
+//! Integration tests of the accounting crate.
+mod publish;
