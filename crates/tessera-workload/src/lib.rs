@@ -13,6 +13,7 @@ pub mod lublin;
 pub mod swf;
 mod special;
 pub mod traces;
+pub mod transform;
 
 pub use jobs::{SkipReason, TraceJob};
 pub use swf::{SwfError, SwfHeader, SwfReader, SwfRecord, SwfWriter};

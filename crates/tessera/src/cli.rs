@@ -27,6 +27,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ClusterCommand,
     },
+    /// Reproducible experiments.
+    Experiment {
+        #[command(subcommand)]
+        command: ExperimentCommand,
+    },
     /// Publish a cluster's installed capacity (PhysicalCPUs, LogicalCPUs, Cores,
     /// Benchmark, SI00, CPUScalingReferenceSI00, scaling factors).
     Publish(PublishArgs),
@@ -118,6 +123,12 @@ pub struct SimRunArgs {
     /// Skip malformed trace lines (and report them) instead of failing.
     #[arg(long)]
     pub lenient: bool,
+    /// Replay only the first N jobs of the trace.
+    #[arg(long)]
+    pub max_jobs: Option<usize>,
+    /// Multiply inter-arrival times by this factor (< 1 raises the load).
+    #[arg(long)]
+    pub arrival_scale: Option<f64>,
 }
 
 #[derive(Args)]
@@ -202,4 +213,32 @@ pub struct ShowArgs {
     /// Cluster file (default: the embedded default cluster).
     #[arg(long)]
     pub cluster: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub enum ExperimentCommand {
+    /// Node sets on a heterogeneous cluster: no node sets, ONEOF:PROCSPEED,
+    /// tolerance 0.5, and tolerance 0.5 with MINLOSS, at one or more loads.
+    Nodesets(NodesetsArgs),
+}
+
+#[derive(Args)]
+pub struct NodesetsArgs {
+    /// SWF trace (default: SDSC-BLUE-2000 from the shared traces directory).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Cluster file (default: examples/clusters/sdsc-blue-3gen.toml).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Scheduling policy.
+    #[arg(long, default_value = "easy")]
+    pub policy: String,
+    /// Inter-arrival scale factors to run (repeatable; < 1 raises the load).
+    #[arg(long = "arrival-scale", default_values_t = vec![1.0, 0.5])]
+    pub arrival_scales: Vec<f64>,
+    /// Replay only the first N jobs.
+    #[arg(long)]
+    pub max_jobs: Option<usize>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }

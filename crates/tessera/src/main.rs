@@ -7,6 +7,7 @@
 
 mod cli;
 mod cluster_cmd;
+mod experiment_cmd;
 mod sim_cmd;
 mod workload_cmd;
 
@@ -44,5 +45,8 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::ClusterCommand::Show(a) => cluster_cmd::show(a),
         },
         cli::Command::Publish(a) => cluster_cmd::publish(a),
+        cli::Command::Experiment { command } => match command {
+            cli::ExperimentCommand::Nodesets(a) => experiment_cmd::nodesets(a),
+        },
     }
 }

@@ -71,7 +71,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         Some(c) => Some(u32::try_from(c.total_cores()).context("the cluster has more than 2^32 cores")?),
         None => None,
     };
-    let (label, header, records) = match &a.trace {
+    let (label, header, mut records) = match &a.trace {
         Some(path) => {
             let (h, r) = read_trace(path, a.lenient)?;
             (path.display().to_string(), h, r)
@@ -83,6 +83,13 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         }
     };
     let parse_time = t0.elapsed().as_secs_f64();
+    if let Some(n) = a.max_jobs {
+        tessera_workload::transform::first_jobs(&mut records, n);
+    }
+    if let Some(g) = a.arrival_scale {
+        anyhow::ensure!(g.is_finite() && g > 0.0, "--arrival-scale {g}: expected a number > 0");
+        tessera_workload::transform::scale_arrivals(&mut records, g);
+    }
     let w = match cluster {
         Some(cluster) => {
             let partition = match &a.partition {

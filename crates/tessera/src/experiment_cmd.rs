@@ -1,0 +1,125 @@
+//! `tessera experiment nodesets`: node sets on a heterogeneous cluster.
+
+use crate::cli::{Format, NodesetsArgs};
+use crate::sim_cmd::load_cluster;
+use anyhow::{Context, Result};
+use std::sync::Arc;
+use tessera_core::{Cluster, NodeSetSpec, PolicyKind, SetPriority};
+
+/// The experiment's default cluster (also at examples/clusters/sdsc-blue-3gen.toml).
+const SDSC_BLUE_3GEN: &str = include_str!("../../../examples/clusters/sdsc-blue-3gen.toml");
+use tessera_sim::{prepare_on, simulate, Machine, Summary};
+use tessera_workload::swf::SwfReader;
+use tessera_workload::transform;
+
+#[derive(serde::Serialize)]
+struct Row {
+    arrival_scale: f64,
+    config: String,
+    jobs: u64,
+    mean_wait_s: f64,
+    mean_bounded_slowdown: f64,
+    utilization: f64,
+    makespan_days: f64,
+    jobs_per_day: f64,
+    throughput_vs_none_pct: f64,
+    normalized_throughput: f64,
+    lost_core_hours: f64,
+    lost_pct: f64,
+    nodesets_dropped: u64,
+    sim_wall_s: f64,
+}
+
+fn configs() -> Vec<(&'static str, Option<NodeSetSpec>)> {
+    let speed = NodeSetSpec::parse_job("ONEOF:PROCSPEED").unwrap();
+    let tolerant = NodeSetSpec { tolerance: Some(0.5), ..speed.clone() };
+    let minloss = NodeSetSpec { priority: SetPriority::MinLoss, ..tolerant.clone() };
+    vec![
+        ("no node sets", None),
+        ("ONEOF:PROCSPEED", Some(speed)),
+        ("ONEOF:PROCSPEED, TOLERANCE 0.5", Some(tolerant)),
+        ("ONEOF:PROCSPEED, TOLERANCE 0.5, MINLOSS", Some(minloss)),
+    ]
+}
+
+pub fn nodesets(a: NodesetsArgs) -> Result<()> {
+    let trace = match &a.trace {
+        Some(t) => t.clone(),
+        None => tessera_workload::traces::shared_trace("SDSC-BLUE-2000-4.2-cln.swf.gz")
+            .context("no --trace given and SDSC-BLUE-2000-4.2-cln.swf.gz is not in the shared traces directory (set TESSERA_TRACES)")?,
+    };
+    let (cluster_label, cluster) = match &a.cluster {
+        Some(p) => (p.display().to_string(), load_cluster(p)?),
+        None => (
+            "examples/clusters/sdsc-blue-3gen.toml".to_string(),
+            Cluster::from_toml(SDSC_BLUE_3GEN, "examples/clusters/sdsc-blue-3gen.toml").expect("the embedded cluster is valid"),
+        ),
+    };
+    let cluster = Arc::new(cluster);
+    let policy: PolicyKind = a.policy.parse()?;
+    let (_, mut records, _) = SwfReader::read_file(&trace, false)?;
+    if let Some(n) = a.max_jobs {
+        transform::first_jobs(&mut records, n);
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    for &scale in &a.arrival_scales {
+        anyhow::ensure!(scale.is_finite() && scale > 0.0, "--arrival-scale {scale}: expected a number > 0");
+        let mut recs = records.clone();
+        transform::scale_arrivals(&mut recs, scale);
+        // the configurations are independent: run them on every core
+        let results: Vec<(String, Summary, f64)> = std::thread::scope(|s| {
+            let handles: Vec<_> = configs()
+                .into_iter()
+                .map(|(name, nodeset)| {
+                    let recs = &recs;
+                    let cluster = cluster.clone();
+                    s.spawn(move || {
+                        let w = prepare_on(recs, Machine::Cluster { cluster, partition: None, nodeset });
+                        let t = std::time::Instant::now();
+                        let o = simulate(&w, policy);
+                        let wall = t.elapsed().as_secs_f64();
+                        (name.to_string(), Summary::compute("", &w, &o), wall)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a simulation thread panicked")).collect()
+        });
+        let base = results[0].1.cluster.as_ref().map_or(1.0, |c| c.jobs_per_day);
+        for (name, s, wall) in results {
+            let c = s.cluster.as_ref().expect("cluster runs have cluster metrics");
+            rows.push(Row {
+                arrival_scale: scale,
+                config: name,
+                jobs: s.jobs_simulated,
+                mean_wait_s: s.mean_wait,
+                mean_bounded_slowdown: s.mean_bounded_slowdown,
+                utilization: s.utilization,
+                makespan_days: s.makespan as f64 / 86400.0,
+                jobs_per_day: c.jobs_per_day,
+                throughput_vs_none_pct: 100.0 * (c.jobs_per_day / base - 1.0),
+                normalized_throughput: c.normalized_throughput,
+                lost_core_hours: c.lost_core_seconds / 3600.0,
+                lost_pct: 100.0 * c.lost_fraction,
+                nodesets_dropped: c.nodeset_dropped,
+                sim_wall_s: wall,
+            });
+        }
+    }
+    match a.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Format::Table => {
+            println!("trace: {}  cluster: {}  policy: {}", trace.display(), cluster_label, policy);
+            println!();
+            println!("| arrival scale | configuration | jobs | mean wait (s) | mean bounded slowdown | utilization | makespan (days) | jobs/day | throughput vs none | reference core-s/s | lost core-hours (%) | node sets dropped |");
+            println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+            for r in &rows {
+                println!(
+                    "| {} | {} | {} | {:.0} | {:.2} | {:.3} | {:.1} | {:.1} | {:+.1}% | {:.1} | {:.0} ({:.2}%) | {} |",
+                    r.arrival_scale, r.config, r.jobs, r.mean_wait_s, r.mean_bounded_slowdown, r.utilization, r.makespan_days,
+                    r.jobs_per_day, r.throughput_vs_none_pct, r.normalized_throughput, r.lost_core_hours, r.lost_pct, r.nodesets_dropped
+                );
+            }
+        }
+    }
+    Ok(())
+}
