@@ -318,3 +318,36 @@ fn easy_backfills_around_a_head_waiting_for_a_set() {
     assert_eq!(env.pass(5), vec![2]);
     assert_eq!(env.engine.head_reservation(5).map(|h| h.1), Some(500));
 }
+
+#[test]
+fn memory_sets_and_partition_defaults() {
+    // two memory sizes; the partition's default node set keeps jobs on one size
+    let toml = r#"
+[[nodetype]]
+name = "small"
+nodes = "s[1-2]"
+cores = 1
+memory = "4G"
+
+[[nodetype]]
+name = "big"
+nodes = "b[1-2]"
+cores = 1
+memory = "16G"
+
+[[partition]]
+name = "p"
+nodes = "s1,b1,s2,b2"
+allocation = "exclusive"
+nodeset = "ONEOF:MEMORY"
+"#;
+    let c = Cluster::from_toml(toml, "t").unwrap();
+    let mut env = TestEnv::cluster(PolicyKind::Fcfs, toml);
+    env.submit(0, 1, 2, 100);
+    assert_eq!(env.pass(0), vec![1]);
+    assert_eq!(names(&env, &c, 1), vec!["s1", "s2"], "the 4 GiB set, not s1 + b1 in node order");
+    // a job's own request overrides the partition default
+    env.submit_with_nodeset(0, 2, 1, 100, "ANYOF:MEMORY:16384");
+    assert_eq!(env.pass(0), vec![2]);
+    assert_eq!(names(&env, &c, 2), vec!["b1"]);
+}

@@ -122,3 +122,28 @@ fn conservative_recomputation_can_push_a_later_reservation_back() {
         vec![(1, 0, 30), (2, 0, 60), (3, 60, 160), (4, 160, 200)]
     );
 }
+
+/// On a cluster: a job is placed on a slow and a fast node, runs at the slow
+/// node's pace, and is killed at its limit scaled by that pace; a one-node job on
+/// the fast node runs twice as fast. Jobs CSV carries raw and normalized seconds.
+#[test]
+fn mixed_speeds_in_the_simulator() {
+    let toml = "[[nodetype]]\nname = \"slow\"\nnodes = \"s1\"\ncores = 1\nhs06_per_core = 10\n\n\
+                [[nodetype]]\nname = \"fast\"\nnodes = \"f1\"\ncores = 1\nhs06_per_core = 20\n";
+    let cluster = std::sync::Arc::new(tessera_core::Cluster::from_toml(toml, "t").unwrap());
+    let recs = [
+        rec(1, 0, 100, 2, 200), // both nodes: pace 1, 100 s
+        rec(2, 100, 300, 1, 100), // s1 first: killed at 100 s
+        rec(3, 100, 300, 1, 100), // f1: pace 2, limit 50 s
+        rec(4, 150, 60, 1, 100),  // f1 frees at 150, s1 is busy: 30 s
+    ];
+    let w = tessera_sim::prepare_on(&recs, tessera_sim::Machine::Cluster { cluster, partition: None, nodeset: None });
+    let o = tessera_sim::simulate(&w, Fcfs);
+    let got: Vec<(i64, i64, f64)> = (0..4).map(|i| (o.start[i], o.end[i], o.factor[i])).collect();
+    assert_eq!(got, vec![(0, 100, 1.0), (100, 200, 1.0), (100, 150, 2.0), (150, 180, 2.0)]);
+    let mut csv = Vec::new();
+    tessera_sim::output::write_jobs_csv(&mut csv, &w, &o).unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    assert!(csv.contains("\n3,100,100,150,1,100,0,1,2,50,100,\"f1\"\n"), "{csv}");
+    assert!(csv.contains("\n1,0,0,100,2,200,0,0,1,100,100,\"s1,f1\"\n"), "{csv}");
+}

@@ -154,3 +154,20 @@ fn cluster_files_are_validated_and_used() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["capacity"], 128, "the embedded workload on a 32 x 4-core cluster");
 }
+
+#[test]
+fn publish_prints_the_liverpool_figures_in_every_format() {
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/liverpool-2010.toml");
+    let c = c.to_str().unwrap();
+    let run = |f: &str| {
+        let out = tessera(&["publish", "--cluster", c, "--format", f]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert!(run("text").contains("CPUScalingReferenceSI00   1330 (reference: typeC)"));
+    let v: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    assert_eq!((v["physical_cpus"].as_u64(), v["logical_cpus"].as_u64(), v["cores"].as_f64()), (Some(40), Some(60), Some(1.5)));
+    assert!(run("yaim").contains("CE_OTHERDESCR=\"Cores=1.5,Benchmark=6.85-HEP-SPEC06\"\n"));
+    assert!(run("glue13").contains("GlueCECapability: CPUScalingReferenceSI00=1330\n"));
+    assert!(run("glue2").contains("GLUE2ExecutionEnvironmentCPUTimeScalingFactor: 1.86\n"));
+}
