@@ -23,7 +23,7 @@ mod queue;
 mod running;
 mod table;
 
-pub use cluster::{BenchmarkKind, Cluster, ClusterError, Node, NodeType, Partition, Reference};
+pub use cluster::{BenchmarkKind, CanonicalUnit, Cluster, ClusterError, Node, NodeType, Partition, Reference};
 pub use nodeset::{NodeSetError, NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 pub use engine::{Effect, Engine, Input};
 pub use job::{scaled, JobId, JobIdx, JobSpec, JobState, NodeSetId};

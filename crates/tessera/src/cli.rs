@@ -32,6 +32,19 @@ pub enum Command {
         #[command(subcommand)]
         command: ExperimentCommand,
     },
+    /// Accounting: list jobs (sacct-like), or export APEL records.
+    #[command(args_conflicts_with_subcommands = true)]
+    Acct {
+        #[command(subcommand)]
+        command: Option<AcctCommand>,
+        #[command(flatten)]
+        list: AcctArgs,
+    },
+    /// Reports from the accounting store (sreport-like).
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
     /// Publish a cluster's installed capacity (PhysicalCPUs, LogicalCPUs, Cores,
     /// Benchmark, SI00, CPUScalingReferenceSI00, scaling factors).
     Publish(PublishArgs),
@@ -129,6 +142,12 @@ pub struct SimRunArgs {
     /// Multiply inter-arrival times by this factor (< 1 raises the load).
     #[arg(long)]
     pub arrival_scale: Option<f64>,
+    /// Record the run (jobs, per-node allocations, usage) in this accounting store.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Site name for accounting records (default: the cluster's name).
+    #[arg(long, requires = "db")]
+    pub site: Option<String>,
 }
 
 #[derive(Args)]
@@ -241,4 +260,127 @@ pub struct NodesetsArgs {
     pub max_jobs: Option<usize>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+}
+
+/// Where the accounting store is and which run to read.
+#[derive(Args, Clone)]
+pub struct DbArgs {
+    /// Accounting store (default: $TESSERA_DB, else ./tessera.db).
+    #[arg(long, env = "TESSERA_DB", default_value = "tessera.db")]
+    pub db: PathBuf,
+    /// Run to read (default: the newest complete run).
+    #[arg(long)]
+    pub run: Option<i64>,
+}
+
+#[derive(Args)]
+pub struct AcctArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Fields to print, comma-separated (sacct names: JobID, JobName, User, Group,
+    /// Account, Partition, AllocCPUS, AllocNodes, NodeList, State, ExitCode, Submit,
+    /// Start, End, Elapsed, ElapsedRaw, CPUTime, CPUTimeRAW, Timelimit, ReqCPUS,
+    /// ReqMem; and Factor, NormElapsed, CoreHours, NormCoreHours, HS06Hours, HS06PerCore).
+    #[arg(long = "format", short = 'o', default_value = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode")]
+    pub fields: String,
+    /// Parsable: `|` between fields and at the end of each line.
+    #[arg(short = 'p', long)]
+    pub parsable: bool,
+    /// Parsable2: `|` between fields, none at the end.
+    #[arg(short = 'P', long)]
+    pub parsable2: bool,
+    /// Only these users (comma-separated).
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+    /// Only these accounts (comma-separated).
+    #[arg(short = 'A', long)]
+    pub account: Option<String>,
+    /// Only these states (COMPLETED|CD, FAILED|F, CANCELLED|CA, TIMEOUT|TO).
+    #[arg(short = 's', long)]
+    pub state: Option<String>,
+    /// Only jobs running at or after this time (YYYY-MM-DD[THH:MM:SS] UTC, or Unix seconds).
+    #[arg(short = 'S', long)]
+    pub starttime: Option<String>,
+    /// Only jobs running at or before this time.
+    #[arg(short = 'E', long)]
+    pub endtime: Option<String>,
+}
+
+#[derive(Subcommand)]
+pub enum AcctCommand {
+    /// Export APEL records (individual jobs, summaries, normalised summaries, sync).
+    Apel(ApelArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum ApelKind {
+    Individual,
+    Summary,
+    Normalised,
+    Sync,
+}
+
+#[derive(Args)]
+pub struct ApelArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[arg(long = "type", value_enum, default_value = "individual")]
+    pub kind: ApelKind,
+    /// Message version: individual 0.3|0.4, summary 0.2|0.4, normalised 0.3|0.4, sync 0.1.
+    #[arg(long)]
+    pub version: Option<String>,
+    /// SubmitHost (default: the site name with `-ce`).
+    #[arg(long)]
+    pub submit_host: Option<String>,
+    /// Write to a file (default: stdout).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReportFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+}
+
+#[derive(Subcommand)]
+pub enum ReportCommand {
+    /// Allocated over available core-hours, per node type, partition and in total.
+    Utilization(ReportArgs),
+    /// Usage roll-up: raw and normalized wall, CPU and core hours, HS06-hours.
+    Usage {
+        #[command(flatten)]
+        args: ReportArgs,
+        /// user, group, account, partition, nodetype or month.
+        #[arg(long, default_value = "user")]
+        by: String,
+    },
+    /// True overhead in canonical units: unit-hours, histograms, flagged intervals.
+    Overhead {
+        #[command(flatten)]
+        args: ReportArgs,
+        /// Flagged intervals to list in table and CSV output (JSON lists all).
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+    },
+    /// Fair billing: per job and per account, rates per resource.
+    Bill {
+        #[command(flatten)]
+        args: ReportArgs,
+        #[arg(long, default_value_t = 0.0)]
+        price_core_hour: f64,
+        #[arg(long, default_value_t = 0.0)]
+        price_gb_hour: f64,
+        #[arg(long, default_value_t = 0.0)]
+        price_gpu_hour: f64,
+    },
 }

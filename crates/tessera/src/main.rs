@@ -1,13 +1,15 @@
 //! `tessera`: the one binary users type. Noun-first subcommands:
 //! `tessera sim run|bench`, `tessera workload generate|info`, `tessera cluster show`,
-//! `tessera publish`.
+//! `tessera publish`, `tessera acct [apel]`, `tessera report`, `tessera experiment`.
 //!
 //! Exit codes: 0 success; 1 an error (bad input, I/O), printed once as a chain;
 //! 2 a usage error (unknown flag or value), printed by the argument parser.
 
+mod acct_cmd;
 mod cli;
 mod cluster_cmd;
 mod experiment_cmd;
+mod record;
 mod sim_cmd;
 mod workload_cmd;
 
@@ -15,6 +17,11 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`tessera acct | head`), as Unix tools do.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -45,6 +52,9 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::ClusterCommand::Show(a) => cluster_cmd::show(a),
         },
         cli::Command::Publish(a) => cluster_cmd::publish(a),
+        cli::Command::Acct { command: Some(cli::AcctCommand::Apel(a)), .. } => acct_cmd::apel_export(a),
+        cli::Command::Acct { command: None, list } => acct_cmd::list_jobs(list),
+        cli::Command::Report { command } => acct_cmd::report(command),
         cli::Command::Experiment { command } => match command {
             cli::ExperimentCommand::Nodesets(a) => experiment_cmd::nodesets(a),
         },

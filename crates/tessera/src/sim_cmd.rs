@@ -130,6 +130,15 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         let note = format!("simulated by tessera {} with policy {} on {capacity} processors", env!("CARGO_PKG_VERSION"), policy.name());
         write_swf(f, &header, &note, &records, &w, &outcome).with_context(|| format!("writing {}", p.display()))?;
     }
+    if let Some(db) = &a.db {
+        let site = a.site.clone().unwrap_or_else(|| match &w.machine {
+            Machine::Cluster { cluster, .. } => cluster.name.clone(),
+            Machine::Pool(c) => format!("pool-{c}"),
+        });
+        let offset = header.unix_start_time.unwrap_or(0);
+        let run = crate::record::record(db, &site, &label, policy.name(), offset, &w, &outcome, &records)?;
+        eprintln!("recorded as run {run} in {}", db.display());
+    }
     summary.wall_time_s = t0.elapsed().as_secs_f64();
     let json = serde_json::to_string_pretty(&summary)?;
     if let Some(p) = &a.summary {

@@ -2,7 +2,7 @@
 //! stage 2 a validated [`Cluster`] with no `Option`s left where a default exists.
 //! Every error names the file, the line, the key and what was expected.
 
-use super::{BenchmarkKind, Cluster, Node, NodeType, Partition, Reference};
+use super::{BenchmarkKind, CanonicalUnit, Cluster, Node, NodeType, Partition, Reference};
 use crate::hostlist;
 use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use serde::Deserialize;
@@ -129,6 +129,15 @@ struct RawPartition {
     allocation: Option<String>,
     cores_per_node: Option<i64>,
     nodeset: Option<String>,
+    canonical_unit: Option<RawUnit>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUnit {
+    cores: Option<i64>,
+    memory: Option<RawMemory>,
+    gpus: Option<i64>,
 }
 
 // ---- stage 2: validated ------------------------------------------------------
@@ -399,14 +408,39 @@ impl Cluster {
                     Some(spec)
                 }
             };
-            partitions.push(Partition { name: p.name.clone(), nodes: members, default: p.default, exclusive, cores_per_node, nodeset });
+            let has_gpus = members.iter().any(|&n| nodes[n].gpus > 0);
+            let canonical_unit = match &p.canonical_unit {
+                None if has_gpus => CanonicalUnit::GPU,
+                None => CanonicalUnit::CPU,
+                Some(u) => {
+                    let bad = |m: String| src.err(at("canonical_unit"), key("canonical_unit"), m);
+                    let count = |v: Option<i64>, what: &str| match v {
+                        None => Ok(0u32),
+                        Some(x) if (0..=u32::MAX as i64).contains(&x) => Ok(x as u32),
+                        Some(x) => Err(bad(format!("{what}: expected an integer >= 0, found {x}"))),
+                    };
+                    let memory_mb = match &u.memory {
+                        None => 0,
+                        Some(RawMemory::Mib(m)) if *m >= 0 => *m as u64,
+                        Some(RawMemory::Mib(m)) => return Err(bad(format!("memory: expected a size such as \"2G\", found {m}"))),
+                        Some(RawMemory::Text(s)) => parse_memory_mb(s).ok_or_else(|| bad(format!("memory: expected a size such as \"2G\", found \"{s}\"")))?,
+                    };
+                    let unit = CanonicalUnit { cores: count(u.cores, "cores")?, memory_mb, gpus: count(u.gpus, "gpus")? };
+                    if unit == (CanonicalUnit { cores: 0, memory_mb: 0, gpus: 0 }) {
+                        return Err(bad("expected at least one threshold (cores, memory or gpus), e.g. { cores = 1, memory = \"2G\" }".into()));
+                    }
+                    unit
+                }
+            };
+            partitions.push(Partition { name: p.name.clone(), nodes: members, default: p.default, exclusive, cores_per_node, nodeset, canonical_unit });
         }
         if partitions.iter().filter(|p| p.default).count() > 1 {
             return Err(src.err(None, "partition.default", "at most one partition may be the default"));
         }
         if partitions.is_empty() {
             let min_cores = nodes.iter().map(|n| n.cores).min().unwrap();
-            partitions.push(Partition { name: "all".into(), nodes: (0..nodes.len()).collect(), default: true, exclusive: false, cores_per_node: min_cores, nodeset: None });
+            let canonical_unit = if nodes.iter().any(|n| n.gpus > 0) { CanonicalUnit::GPU } else { CanonicalUnit::CPU };
+            partitions.push(Partition { name: "all".into(), nodes: (0..nodes.len()).collect(), default: true, exclusive: false, cores_per_node: min_cores, nodeset: None, canonical_unit });
         } else if !partitions.iter().any(|p| p.default) {
             partitions[0].default = true;
         }

@@ -91,6 +91,87 @@ pub struct Partition {
     pub cores_per_node: u32,
     /// Default node set of the partition (Moab class DEFAULT.NODESET).
     pub nodeset: Option<NodeSetSpec>,
+    /// The canonical unit of accounting for the partition's nodes (Andrijauskas,
+    /// Sfiligoi, Würthwein: "1 core + 2 GB" for CPU nodes, "1 GPU" for GPU nodes).
+    pub canonical_unit: CanonicalUnit,
+}
+
+/// Thresholds of a canonical unit; 0 means the resource is not part of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CanonicalUnit {
+    pub cores: u32,
+    pub memory_mb: u64,
+    pub gpus: u32,
+}
+
+impl CanonicalUnit {
+    /// "1 core + 2 GB".
+    pub const CPU: CanonicalUnit = CanonicalUnit { cores: 1, memory_mb: 2048, gpus: 0 };
+    /// "1 GPU".
+    pub const GPU: CanonicalUnit = CanonicalUnit { cores: 0, memory_mb: 0, gpus: 1 };
+
+    /// The largest k such that k times every threshold fits in the free resources
+    /// (0 as soon as one thresholded resource is fully used). A threshold on a
+    /// resource the node does not track (capacity 0) is ignored.
+    pub fn units(&self, free: (u64, u64, u64), capacity: (u64, u64, u64)) -> u64 {
+        let mut k = u64::MAX;
+        for (thr, f, cap) in [(self.cores as u64, free.0, capacity.0), (self.memory_mb, free.1, capacity.1), (self.gpus as u64, free.2, capacity.2)] {
+            if thr > 0 && cap > 0 {
+                k = k.min(f / thr);
+            }
+        }
+        if k == u64::MAX { 0 } else { k }
+    }
+
+    /// Canonical units a request needs: the largest of request / threshold,
+    /// rounded up, over the thresholded resources.
+    pub fn need(&self, cores: u64, memory_mb: u64, gpus: u64) -> u64 {
+        let mut k = 0;
+        for (thr, r) in [(self.cores as u64, cores), (self.memory_mb, memory_mb), (self.gpus as u64, gpus)] {
+            if thr > 0 {
+                k = k.max(r.div_ceil(thr));
+            }
+        }
+        k
+    }
+}
+
+impl std::fmt::Display for CanonicalUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if self.cores > 0 {
+            parts.push(format!("{} core{}", self.cores, if self.cores == 1 { "" } else { "s" }));
+        }
+        if self.memory_mb > 0 {
+            parts.push(if self.memory_mb % 1024 == 0 { format!("{} GB", self.memory_mb / 1024) } else { format!("{} MB", self.memory_mb) });
+        }
+        if self.gpus > 0 {
+            parts.push(format!("{} GPU{}", self.gpus, if self.gpus == 1 { "" } else { "s" }));
+        }
+        f.write_str(&parts.join(" + "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paper's Figure 2 cases, thresholds 1 core + 2 GB.
+    #[test]
+    fn true_overhead_of_the_papers_examples() {
+        let cap = (10, 16 * 1024, 0);
+        let u = CanonicalUnit::CPU;
+        assert_eq!(u.units((3, 1024, 0), cap), 0);
+        assert_eq!(u.units((3, 4 * 1024, 0), cap), 2);
+        assert_eq!(u.units((3, 7 * 1024, 0), cap), 3);
+        assert_eq!(u.units((0, 7 * 1024, 0), cap), 0, "all cores allocated");
+        assert_eq!(u.units((5, 0, 0), cap), 0, "all memory allocated");
+        assert_eq!(u.units((3, 0, 0), (10, 0, 0)), 3, "memory not tracked on the node");
+        assert_eq!(CanonicalUnit::GPU.units((8, 64, 2), (8, 64, 4)), 2);
+        assert_eq!(u.need(2, 4096, 0), 2);
+        assert_eq!(u.need(1, 5000, 0), 3);
+        assert_eq!(u.to_string(), "1 core + 2 GB");
+    }
 }
 
 /// What a scaling factor of 1 means: a named node type, or an abstract strength.
@@ -132,6 +213,7 @@ impl Cluster {
                 exclusive: false,
                 cores_per_node: procs,
                 nodeset: None,
+                canonical_unit: CanonicalUnit::CPU,
             }],
             reference: Reference { name: "none".into(), hs06_per_core: 0.0 },
             nodeset: None,

@@ -1,2 +1,3 @@
 //! End-to-end tests of the `tessera` binary: real process, files in a temp dir.
+mod accounting;
 mod cli;

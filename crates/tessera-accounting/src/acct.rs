@@ -1,0 +1,280 @@
+//! Job listing, sacct-like: fields by Slurm name, filters by user, account, state
+//! and time window.
+
+use crate::store::{Store, StoreError};
+use crate::usage::month_of;
+use rusqlite::params;
+use std::collections::BTreeMap;
+use tessera_core::hostlist;
+
+/// One job as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcctJob {
+    pub job_id: i64,
+    pub name: String,
+    pub user: String,
+    pub group: String,
+    pub account: String,
+    pub partition: String,
+    pub submit: i64,
+    pub start: i64,
+    pub end: i64,
+    pub state: String,
+    pub exit_code: i64,
+    pub req_procs: i64,
+    pub req_mem_mb: i64,
+    pub time_limit: i64,
+    pub alloc_cores: i64,
+    pub alloc_nodes: i64,
+    pub node_list: String,
+    pub factor: f64,
+    pub wall_raw_s: i64,
+    pub wall_norm_s: f64,
+    pub cpu_raw_s: f64,
+    pub cpu_norm_s: f64,
+    pub core_hours: f64,
+    pub norm_core_hours: f64,
+    pub hs06_hours: Option<f64>,
+    pub hs06_per_core: Option<f64>,
+    /// Seconds to add to turn run times into Unix times.
+    pub epoch_offset: i64,
+}
+
+/// Filters; times are Unix seconds, states Slurm names or abbreviations.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub users: Vec<String>,
+    pub accounts: Vec<String>,
+    pub states: Vec<String>,
+    /// Jobs that ended at or after this time.
+    pub start_time: Option<i64>,
+    /// Jobs that started at or before this time.
+    pub end_time: Option<i64>,
+}
+
+/// Slurm state name for a name or abbreviation (`CD`, `F`, `CA`, `TO`).
+pub fn state_name(s: &str) -> Option<&'static str> {
+    Some(match s.to_ascii_uppercase().as_str() {
+        "CD" | "COMPLETED" => "COMPLETED",
+        "F" | "FAILED" => "FAILED",
+        "CA" | "CANCELLED" => "CANCELLED",
+        "TO" | "TIMEOUT" => "TIMEOUT",
+        _ => return None,
+    })
+}
+
+pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreError> {
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
+    let c = store.connection();
+    let offset: i64 = c.query_row("SELECT epoch_offset FROM runs WHERE id = ?1", params![run], |r| r.get(0)).map_err(e)?;
+    // node lists
+    let mut names: BTreeMap<i64, String> = BTreeMap::new();
+    {
+        let mut q = c.prepare("SELECT node_id, name FROM nodes WHERE run_id = ?1").map_err(e)?;
+        let rows = q.query_map(params![run], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))).map_err(e)?;
+        for r in rows {
+            let (k, v) = r.map_err(e)?;
+            names.insert(k, v);
+        }
+    }
+    let mut q = c
+        .prepare(
+            "SELECT j.id, j.job_id, j.name, j.user, j.grp, j.account, j.partition, j.submit_time, j.start_time, j.end_time, j.state, j.exit_code, j.req_procs, \
+             j.req_mem_mb, j.time_limit, j.alloc_cores, j.alloc_nodes, j.factor, j.wall_raw_s, j.wall_norm_s, j.cpu_raw_s, j.cpu_norm_s, j.core_hours, \
+             j.norm_core_hours, j.hs06_hours, j.hs06_per_core, (SELECT group_concat(node_id) FROM allocations a WHERE a.job = j.id) \
+             FROM jobs j WHERE j.run_id = ?1 ORDER BY j.id",
+        )
+        .map_err(e)?;
+    let states: Vec<&str> = f.states.iter().filter_map(|s| state_name(s)).collect();
+    let mut out = Vec::new();
+    let mut rows = q.query(params![run]).map_err(e)?;
+    while let Some(r) = rows.next().map_err(e)? {
+        let user: String = r.get(3).map_err(e)?;
+        let account: String = r.get(5).map_err(e)?;
+        let state: String = r.get(10).map_err(e)?;
+        let start: i64 = r.get(8).map_err(e)?;
+        let end: i64 = r.get(9).map_err(e)?;
+        if (!f.users.is_empty() && !f.users.contains(&user))
+            || (!f.accounts.is_empty() && !f.accounts.contains(&account))
+            || (!states.is_empty() && !states.contains(&state.as_str()))
+            || f.start_time.is_some_and(|t| end + offset < t)
+            || f.end_time.is_some_and(|t| start + offset > t)
+        {
+            continue;
+        }
+        let node_ids: Option<String> = r.get(26).map_err(e)?;
+        let node_names: Vec<&str> = node_ids
+            .iter()
+            .flat_map(|s| s.split(','))
+            .filter_map(|x| x.parse::<i64>().ok())
+            .filter_map(|id| names.get(&id).map(|n| n.as_str()))
+            .collect();
+        out.push(AcctJob {
+            job_id: r.get(1).map_err(e)?,
+            name: r.get(2).map_err(e)?,
+            user,
+            group: r.get(4).map_err(e)?,
+            account,
+            partition: r.get(6).map_err(e)?,
+            submit: r.get(7).map_err(e)?,
+            start,
+            end,
+            state,
+            exit_code: r.get(11).map_err(e)?,
+            req_procs: r.get(12).map_err(e)?,
+            req_mem_mb: r.get(13).map_err(e)?,
+            time_limit: r.get(14).map_err(e)?,
+            alloc_cores: r.get(15).map_err(e)?,
+            alloc_nodes: r.get(16).map_err(e)?,
+            node_list: hostlist::compress(&node_names),
+            factor: r.get(17).map_err(e)?,
+            wall_raw_s: r.get(18).map_err(e)?,
+            wall_norm_s: r.get(19).map_err(e)?,
+            cpu_raw_s: r.get(20).map_err(e)?,
+            cpu_norm_s: r.get(21).map_err(e)?,
+            core_hours: r.get(22).map_err(e)?,
+            norm_core_hours: r.get(23).map_err(e)?,
+            hs06_hours: r.get(24).map_err(e)?,
+            hs06_per_core: r.get(25).map_err(e)?,
+            epoch_offset: offset,
+        });
+    }
+    Ok(out)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` (UTC) of a Unix time, as sacct prints it.
+pub fn datetime(unix: i64) -> String {
+    let month = month_of(unix);
+    let secs = unix.rem_euclid(86400);
+    // day of month: days since the first of the month
+    let (y, m): (i64, i64) = (month[..4].parse().unwrap_or(1970), month[5..].parse().unwrap_or(1));
+    let first = days_from_civil(y, m, 1);
+    let day = unix.div_euclid(86400) - first + 1;
+    format!("{month}-{day:02}T{:02}:{:02}:{:02}", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Parse `YYYY-MM-DD[THH:MM[:SS]]` (UTC) or Unix seconds.
+pub fn parse_time(s: &str) -> Option<i64> {
+    if let Ok(x) = s.parse::<i64>() {
+        return Some(x);
+    }
+    let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
+    let d: Vec<i64> = date.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let t: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if d.len() != 3 || t.is_empty() || t.len() > 3 || !(1..=12).contains(&d[1]) || !(1..=31).contains(&d[2]) {
+        return None;
+    }
+    let secs = t[0] * 3600 + t.get(1).unwrap_or(&0) * 60 + t.get(2).unwrap_or(&0);
+    Some(days_from_civil(d[0], d[1], d[2]) * 86400 + secs)
+}
+
+/// `[D-]HH:MM:SS`, as sacct prints durations.
+pub fn duration(secs: i64) -> String {
+    let (d, r) = (secs / 86400, secs % 86400);
+    let hms = format!("{:02}:{:02}:{:02}", r / 3600, r % 3600 / 60, r % 60);
+    if d > 0 {
+        format!("{d}-{hms}")
+    } else {
+        hms
+    }
+}
+
+/// The sacct fields Tessera knows, with their column widths.
+pub const FIELDS: &[(&str, usize)] = &[
+    ("JobID", 12),
+    ("JobName", 10),
+    ("User", 9),
+    ("Group", 9),
+    ("Account", 10),
+    ("Partition", 10),
+    ("AllocCPUS", 10),
+    ("AllocNodes", 10),
+    ("NodeList", 16),
+    ("State", 10),
+    ("ExitCode", 8),
+    ("Submit", 19),
+    ("Start", 19),
+    ("End", 19),
+    ("Elapsed", 10),
+    ("ElapsedRaw", 10),
+    ("CPUTime", 10),
+    ("CPUTimeRAW", 10),
+    ("Timelimit", 10),
+    ("ReqCPUS", 8),
+    ("ReqMem", 10),
+    ("Factor", 8),
+    ("NormElapsed", 11),
+    ("CoreHours", 10),
+    ("NormCoreHours", 13),
+    ("HS06Hours", 10),
+    ("HS06PerCore", 11),
+];
+
+/// The canonical name of a field (case-insensitive), or None.
+pub fn field_name(s: &str) -> Option<&'static str> {
+    FIELDS.iter().find(|f| f.0.eq_ignore_ascii_case(s.trim())).map(|f| f.0)
+}
+
+impl AcctJob {
+    pub fn field(&self, name: &str) -> String {
+        let t = |x: i64| datetime(x + self.epoch_offset);
+        match name {
+            "JobID" => self.job_id.to_string(),
+            "JobName" => self.name.clone(),
+            "User" => self.user.clone(),
+            "Group" => self.group.clone(),
+            "Account" => self.account.clone(),
+            "Partition" => self.partition.clone(),
+            "AllocCPUS" => self.alloc_cores.to_string(),
+            "AllocNodes" => self.alloc_nodes.to_string(),
+            "NodeList" => self.node_list.clone(),
+            "State" => self.state.clone(),
+            "ExitCode" => format!("{}:0", self.exit_code),
+            "Submit" => t(self.submit),
+            "Start" => t(self.start),
+            "End" => t(self.end),
+            "Elapsed" => duration(self.wall_raw_s),
+            "ElapsedRaw" => self.wall_raw_s.to_string(),
+            "CPUTime" => duration(self.wall_raw_s * self.alloc_cores),
+            "CPUTimeRAW" => (self.wall_raw_s * self.alloc_cores).to_string(),
+            "Timelimit" => duration(self.time_limit),
+            "ReqCPUS" => self.req_procs.to_string(),
+            "ReqMem" => if self.req_mem_mb > 0 { format!("{}M", self.req_mem_mb) } else { "0".into() },
+            "Factor" => format!("{}", self.factor),
+            "NormElapsed" => format!("{:.0}", self.wall_norm_s),
+            "CoreHours" => format!("{:.2}", self.core_hours),
+            "NormCoreHours" => format!("{:.2}", self.norm_core_hours),
+            "HS06Hours" => self.hs06_hours.map_or(String::new(), |h| format!("{h:.2}")),
+            "HS06PerCore" => self.hs06_per_core.map_or(String::new(), |h| format!("{h:.2}")),
+            _ => String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_durations() {
+        assert_eq!(datetime(0), "1970-01-01T00:00:00");
+        assert_eq!(datetime(1027839845), "2002-07-28T07:04:05");
+        assert_eq!(parse_time("2002-07-28T07:04:05"), Some(1027839845));
+        assert_eq!(parse_time("2002-07-28"), Some(1027814400));
+        assert_eq!(parse_time("1027839845"), Some(1027839845));
+        assert_eq!(parse_time("2002-13-01"), None);
+        assert_eq!(duration(93784), "1-02:03:04");
+        assert_eq!(duration(59), "00:00:59");
+        assert_eq!(state_name("to"), Some("TIMEOUT"));
+    }
+}

@@ -1,0 +1,192 @@
+//! The accounting store: one SQLite file (bundled SQLite), numbered migrations,
+//! batched transactional writes.
+//!
+//! A job and its per-node allocations are written in the same transaction, and a
+//! run is marked complete in the transaction that writes its last batch, so a crash
+//! (or `kill -9`) at any point leaves whole jobs only, and readers can tell a run
+//! that was cut short. Schema: `migrations/*.sql`; `PRAGMA user_version` is the
+//! schema version.
+
+mod records;
+
+pub use records::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+
+/// Numbered migrations, applied in order; the index + 1 is the schema version.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/001_init.sql")];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Jobs per transaction when recording a run.
+pub const BATCH: usize = 5_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("accounting store {path}: {source}")]
+    Sqlite {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("accounting store {path} has schema version {found}; this build knows up to {known}")]
+    TooNew { path: String, found: i64, known: i64 },
+    #[error("accounting store {path} has no run {run}")]
+    NoRun { path: String, run: i64 },
+    #[error("accounting store {path} holds no complete run")]
+    Empty { path: String },
+}
+
+pub struct Store {
+    conn: Connection,
+    path: String,
+}
+
+impl Store {
+    /// Open (creating if needed) and migrate a store.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let p = path.display().to_string();
+        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite { path: p.clone(), source })?;
+        let mut s = Store { conn, path: p };
+        s.setup()?;
+        Ok(s)
+    }
+
+    /// A store in memory (tests).
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite { path: ":memory:".into(), source })?;
+        let mut s = Store { conn, path: ":memory:".into() };
+        s.setup()?;
+        Ok(s)
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite { path: self.path.clone(), source }
+    }
+
+    fn setup(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite { path: path.clone(), source };
+        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(e)?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(e)?;
+        self.conn.pragma_update(None, "foreign_keys", "ON").map_err(e)?;
+        let version: i64 = self.conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(e)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew { path, found: version, known: SCHEMA_VERSION });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = self.conn.transaction().map_err(e)?;
+            tx.execute_batch(sql).map_err(e)?;
+            tx.pragma_update(None, "user_version", i as i64 + 1).map_err(e)?;
+            tx.commit().map_err(e)?;
+        }
+        Ok(())
+    }
+
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(self.err())
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Record a run: its nodes, then its jobs in batches of [`BATCH`], each batch one
+    /// transaction; the last one also marks the run complete. Returns the run id.
+    pub fn record_run<I>(&mut self, run: &RunInfo, nodes: &[NodeRecord], jobs: I) -> Result<i64, StoreError>
+    where
+        I: IntoIterator<Item = JobRecord>,
+    {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(e)?;
+        tx.execute(
+            "INSERT INTO runs (kind, label, site, cluster, policy, epoch_offset, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![run.kind.as_str(), run.label, run.site, run.cluster, run.policy, run.epoch_offset, run.recorded_at],
+        )
+        .map_err(e)?;
+        let run_id = tx.last_insert_rowid();
+        {
+            let mut ins = tx
+                .prepare(
+                    "INSERT INTO nodes (run_id, node_id, name, node_type, partition, cores, memory_mb, gpus, hs06_per_core, factor, unit_cores, unit_memory_mb, unit_gpus) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                )
+                .map_err(e)?;
+            let mut cap = tx
+                .prepare("INSERT INTO node_capacity (run_id, node_id, valid_from, valid_to, cores, memory_mb, gpus) VALUES (?1, ?2, ?3, NULL, ?4, ?5, ?6)")
+                .map_err(e)?;
+            for (i, n) in nodes.iter().enumerate() {
+                ins.execute(params![
+                    run_id, i as i64, n.name, n.node_type, n.partition, n.cores, n.memory_mb as i64, n.gpus, n.hs06_per_core, n.factor,
+                    n.unit.cores, n.unit.memory_mb as i64, n.unit.gpus
+                ])
+                .map_err(e)?;
+                cap.execute(params![run_id, i as i64, n.valid_from, n.cores, n.memory_mb as i64, n.gpus]).map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)?;
+        let mut batch: Vec<JobRecord> = Vec::with_capacity(BATCH);
+        let mut jobs = jobs.into_iter().peekable();
+        while jobs.peek().is_some() {
+            batch.clear();
+            batch.extend(jobs.by_ref().take(BATCH));
+            let last = jobs.peek().is_none();
+            let tx = self.conn.transaction().map_err(e)?;
+            write_jobs(&tx, run_id, nodes, &batch).map_err(e)?;
+            if last {
+                tx.execute("UPDATE runs SET complete = 1 WHERE id = ?1", params![run_id]).map_err(e)?;
+            }
+            tx.commit().map_err(e)?;
+        }
+        // a run without jobs is complete at once
+        self.conn.execute("UPDATE runs SET complete = 1 WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE run_id = ?1)", params![run_id]).map_err(e)?;
+        Ok(run_id)
+    }
+
+    /// The newest complete run, or `run` if given (and present).
+    pub fn resolve_run(&self, run: Option<i64>) -> Result<i64, StoreError> {
+        match run {
+            Some(r) => {
+                let found: Option<i64> = self.conn.query_row("SELECT id FROM runs WHERE id = ?1", params![r], |x| x.get(0)).optional().map_err(self.err())?;
+                found.ok_or(StoreError::NoRun { path: self.path.clone(), run: r })
+            }
+            None => {
+                let found: Option<i64> = self
+                    .conn
+                    .query_row("SELECT id FROM runs WHERE complete = 1 ORDER BY id DESC LIMIT 1", [], |x| x.get(0))
+                    .optional()
+                    .map_err(self.err())?;
+                found.ok_or(StoreError::Empty { path: self.path.clone() })
+            }
+        }
+    }
+}
+
+fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord], jobs: &[JobRecord]) -> rusqlite::Result<()> {
+    let mut job = tx.prepare_cached(
+        "INSERT INTO jobs (run_id, job_id, name, user, grp, account, partition, submit_time, start_time, end_time, state, exit_code, req_procs, req_mem_mb, time_limit, \
+         alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours, hs06_hours, hs06_per_core, energy_j) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+    )?;
+    let mut alloc = tx.prepare_cached("INSERT INTO allocations (job, run_id, node_id, cores, memory_mb, gpus, start_time, end_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
+    for j in jobs {
+        let u = j.usage(nodes);
+        job.execute(params![
+            run_id, j.job_id, j.name, j.user, j.group, j.account, j.partition, j.submit, j.start, j.end, j.state.as_str(), j.exit_code,
+            j.req_procs, j.req_mem_mb as i64, j.time_limit, u.alloc_cores, j.allocations.len() as i64, j.factor, u.wall_raw_s, u.wall_norm_s,
+            u.cpu_raw_s, u.cpu_norm_s, u.core_hours, u.norm_core_hours, u.hs06_hours, u.hs06_per_core, j.energy_j
+        ])?;
+        let id = tx.last_insert_rowid();
+        for a in &j.allocations {
+            alloc.execute(params![id, run_id, a.node, a.cores, a.memory_mb as i64, a.gpus, j.start, j.end])?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! What a driver hands the store: runs, nodes, jobs with their allocations, and the
+//! usage derived from them.
+
+use tessera_core::CanonicalUnit;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunKind {
+    Simulation,
+    Live,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Simulation => "simulation",
+            RunKind::Live => "live",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    pub kind: RunKind,
+    /// The trace (simulation) or controller (live) the run came from.
+    pub label: String,
+    /// Site name (APEL `Site`).
+    pub site: String,
+    pub cluster: String,
+    pub policy: String,
+    /// Seconds to add to the run's times to get Unix time (SWF UnixStartTime).
+    pub epoch_offset: i64,
+    /// Unix time at which the run was recorded.
+    pub recorded_at: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeRecord {
+    pub name: String,
+    pub node_type: String,
+    pub partition: String,
+    pub cores: u32,
+    pub memory_mb: u64,
+    pub gpus: u32,
+    pub hs06_per_core: Option<f64>,
+    pub factor: f64,
+    pub unit: CanonicalUnit,
+    /// When the node's capacity takes effect (run time).
+    pub valid_from: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobStateTag {
+    Completed,
+    Failed,
+    Cancelled,
+    /// Killed at its time limit.
+    Timeout,
+}
+
+impl JobStateTag {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStateTag::Completed => "COMPLETED",
+            JobStateTag::Failed => "FAILED",
+            JobStateTag::Cancelled => "CANCELLED",
+            JobStateTag::Timeout => "TIMEOUT",
+        }
+    }
+}
+
+/// What a job held on one node (index into the run's nodes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocationRecord {
+    pub node: u32,
+    pub cores: u32,
+    pub memory_mb: u64,
+    pub gpus: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct JobRecord {
+    pub job_id: i64,
+    pub name: String,
+    pub user: String,
+    pub group: String,
+    pub account: String,
+    pub partition: String,
+    pub submit: i64,
+    pub start: i64,
+    pub end: i64,
+    pub state: JobStateTag,
+    pub exit_code: i32,
+    pub req_procs: u32,
+    /// Total memory requested, MiB (0: not stated).
+    pub req_mem_mb: u64,
+    /// Time limit, reference seconds.
+    pub time_limit: i64,
+    /// The pace of the job: the scaling factor of its slowest node.
+    pub factor: f64,
+    /// CPU seconds used, when known (else wall × cores is recorded).
+    pub cpu_s: Option<f64>,
+    pub energy_j: Option<f64>,
+    pub allocations: Vec<AllocationRecord>,
+}
+
+/// Usage derived from a job record and the nodes it ran on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Usage {
+    pub alloc_cores: u32,
+    pub wall_raw_s: i64,
+    /// Raw × factor: reference seconds.
+    pub wall_norm_s: f64,
+    pub cpu_raw_s: f64,
+    pub cpu_norm_s: f64,
+    pub core_hours: f64,
+    pub norm_core_hours: f64,
+    /// Σ over nodes of cores × HS06 per core × hours, when the nodes have benchmarks.
+    pub hs06_hours: Option<f64>,
+    /// HS06 per core of the cores the job held (the mean over its nodes).
+    pub hs06_per_core: Option<f64>,
+}
+
+impl JobRecord {
+    pub fn usage(&self, nodes: &[NodeRecord]) -> Usage {
+        let alloc_cores: u32 = self.allocations.iter().map(|a| a.cores).sum();
+        let wall = self.end - self.start;
+        let hours = wall as f64 / 3600.0;
+        let cpu = self.cpu_s.unwrap_or(wall as f64 * alloc_cores as f64);
+        let bench: Option<f64> = self
+            .allocations
+            .iter()
+            .map(|a| nodes[a.node as usize].hs06_per_core.map(|b| b * a.cores as f64))
+            .sum::<Option<f64>>();
+        Usage {
+            alloc_cores,
+            wall_raw_s: wall,
+            wall_norm_s: wall as f64 * self.factor,
+            cpu_raw_s: cpu,
+            cpu_norm_s: cpu * self.factor,
+            core_hours: alloc_cores as f64 * hours,
+            norm_core_hours: alloc_cores as f64 * hours * self.factor,
+            hs06_hours: bench.map(|b| b * hours),
+            hs06_per_core: bench.filter(|_| alloc_cores > 0).map(|b| b / alloc_cores as f64),
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Writing a simulation to the accounting store: nodes, and every job with what it
+//! held on each node.
+
+use anyhow::{Context, Result};
+use std::path::Path;
+use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind, Store};
+use tessera_core::{CanonicalUnit, Cluster};
+use tessera_sim::{Machine, SimOutcome, Workload};
+use tessera_workload::swf::SwfRecord;
+
+/// The nodes of the simulated machine: a cluster's nodes (each with its first
+/// partition's canonical unit), or one node holding a pool's processors.
+pub fn node_records(w: &Workload) -> Vec<NodeRecord> {
+    match &w.machine {
+        Machine::Pool(c) => vec![NodeRecord {
+            name: "pool".into(),
+            node_type: "pool".into(),
+            partition: "pool".into(),
+            cores: *c,
+            memory_mb: 0,
+            gpus: 0,
+            hs06_per_core: None,
+            factor: 1.0,
+            unit: CanonicalUnit::CPU,
+            valid_from: 0,
+        }],
+        Machine::Cluster { cluster, .. } => cluster_nodes(cluster),
+    }
+}
+
+fn cluster_nodes(c: &Cluster) -> Vec<NodeRecord> {
+    c.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let t = &c.node_types[n.node_type];
+            let p = c.partitions.iter().find(|p| p.nodes.contains(&i)).unwrap_or(c.default_partition());
+            NodeRecord {
+                name: n.name.clone(),
+                node_type: t.name.clone(),
+                partition: p.name.clone(),
+                cores: n.cores,
+                memory_mb: n.memory_mb,
+                gpus: n.gpus,
+                hs06_per_core: t.benchmark_per_core,
+                factor: t.factor,
+                unit: p.canonical_unit,
+                valid_from: 0,
+            }
+        })
+        .collect()
+}
+
+/// SWF has users and groups but no accounts: the group stands for the account.
+fn who(id: i64, prefix: &str) -> String {
+    if id >= 0 {
+        format!("{prefix}{id}")
+    } else {
+        "unknown".into()
+    }
+}
+
+pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfRecord]) -> impl Iterator<Item = JobRecord> + 'a {
+    let partition = match &w.machine {
+        Machine::Pool(_) => "pool".to_string(),
+        Machine::Cluster { cluster, partition, .. } => {
+            cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)].name.clone()
+        }
+    };
+    w.jobs.iter().enumerate().map(move |(i, j)| {
+        let r = &records[w.record_index[i] as usize];
+        let factor = o.factor.get(i).copied().unwrap_or(1.0);
+        let (state, exit_code) = if j.runtime > j.estimate {
+            (JobStateTag::Timeout, 0)
+        } else {
+            match r.status {
+                0 => (JobStateTag::Failed, 1),
+                5 => (JobStateTag::Cancelled, 0),
+                _ => (JobStateTag::Completed, 0),
+            }
+        };
+        let allocations = match o.alloc.get(i).and_then(|a| a.as_ref()) {
+            Some(a) => a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: 0 }).collect(),
+            None => vec![AllocationRecord { node: 0, cores: j.procs, memory_mb: 0, gpus: 0 }],
+        };
+        // SWF field 6 is CPU seconds per processor, measured at reference pace
+        let cpu_s = (r.avg_cpu_time >= 0.0).then(|| r.avg_cpu_time * j.procs as f64 / factor);
+        JobRecord {
+            job_id: j.id,
+            name: format!("job{}", j.id),
+            user: who(r.user_id, "user"),
+            group: who(r.group_id, "group"),
+            account: who(r.group_id, "group"),
+            partition: partition.clone(),
+            submit: j.submit,
+            start: o.start[i],
+            end: o.end[i],
+            state,
+            exit_code,
+            req_procs: j.procs,
+            req_mem_mb: j.mem_per_proc_mb * j.procs as u64,
+            time_limit: j.estimate,
+            factor,
+            cpu_s,
+            energy_j: None,
+            allocations,
+        }
+    })
+}
+
+/// Record a simulation in the store at `path`; returns the run id.
+pub fn record(path: &Path, site: &str, label: &str, policy: &str, epoch_offset: i64, w: &Workload, o: &SimOutcome, records: &[SwfRecord]) -> Result<i64> {
+    let mut store = Store::open(path)?;
+    let cluster = match &w.machine {
+        Machine::Pool(c) => format!("pool-{c}"),
+        Machine::Cluster { cluster, .. } => cluster.name.clone(),
+    };
+    let run = RunInfo {
+        kind: RunKind::Simulation,
+        label: label.to_string(),
+        site: site.to_string(),
+        cluster,
+        policy: policy.to_string(),
+        epoch_offset,
+        recorded_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64),
+    };
+    let nodes = node_records(w);
+    store.record_run(&run, &nodes, job_records(w, o, records)).with_context(|| format!("recording the run in {}", path.display()))
+}
