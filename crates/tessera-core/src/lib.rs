@@ -17,6 +17,7 @@ mod nodes;
 pub mod nodeset;
 pub mod pending;
 pub mod policy;
+pub mod power;
 mod pool;
 mod profile;
 mod queue;

@@ -1,0 +1,8 @@
+//! Power-aware scheduling: the PASS performance model, the node power model, and
+//! the knapsack the PARM scheduler solves at every trigger.
+
+pub mod knapsack;
+pub mod pass;
+
+pub use knapsack::{Group, Item, Problem, Solution, Solver, Status};
+pub use pass::{AppProfile, Downey, PowerJob, PRESETS};
