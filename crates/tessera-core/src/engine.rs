@@ -15,15 +15,19 @@ use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
 use crate::pool::PoolEngine;
+use crate::power::{ParmConfig, ParmEngine, PowerJob, PowerMachine};
 use crate::Time;
 
 /// What a driver tells the engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Input {
     /// A job enters the queue now. Drivers submit in (submit time, job id) order;
     /// the n-th submitted job gets `JobIdx(n)`. The job must be able to run
     /// ([`Engine::can_run`]).
     Submit(JobSpec),
+    /// A moldable or malleable job with its power profile enters the queue now
+    /// (PARM engines only).
+    SubmitPower(JobSpec, PowerJob),
     /// A running job has ended now (finished, failed or killed at its limit).
     Complete(JobIdx),
     /// Run one scheduling pass now.
@@ -31,12 +35,15 @@ pub enum Input {
 }
 
 /// What the engine asks the driver to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Effect {
     /// Start `job` now with `procs` processors, on the nodes of
     /// [`Engine::allocation`] for a cluster. The driver must report its completion
     /// no later than `now + ceil(estimate / factor)`.
     Start { job: JobIdx, procs: u32 },
+    /// Run `job` (started, or running) on `nodes` nodes with its CPUs capped at
+    /// `cap_w` watts (PARM). Its expected end changes: see [`Engine::expected_end`].
+    Configure { job: JobIdx, nodes: u32, cap_w: f64 },
 }
 
 /// The scheduling engine.
@@ -44,6 +51,8 @@ pub enum Effect {
 pub enum Engine {
     Pool(PoolEngine),
     Nodes(Box<NodeEngine>),
+    /// PARM on an overprovisioned machine under a power budget.
+    Parm(Box<ParmEngine>),
 }
 
 macro_rules! both {
@@ -51,6 +60,7 @@ macro_rules! both {
         match $self {
             Engine::Pool($e) => $body,
             Engine::Nodes($e) => $body,
+            Engine::Parm($e) => $body,
         }
     };
 }
@@ -66,10 +76,23 @@ impl Engine {
         Engine::Nodes(Box::new(NodeEngine::new(policy, cluster)))
     }
 
+    /// PARM on an overprovisioned machine.
+    pub fn parm(machine: PowerMachine, config: ParmConfig) -> Self {
+        Engine::Parm(Box::new(ParmEngine::new(machine, config)))
+    }
+
     /// The one entry point. `now` must not go backwards between calls.
     pub fn handle(&mut self, now: Time, input: Input, out: &mut Vec<Effect>) {
         match input {
-            Input::Submit(spec) => both!(self, e => e.submit(now, spec)),
+            Input::Submit(spec) => match self {
+                Engine::Pool(e) => e.submit(now, spec),
+                Engine::Nodes(e) => e.submit(now, spec),
+                Engine::Parm(_) => panic!("a PARM engine takes Input::SubmitPower"),
+            },
+            Input::SubmitPower(spec, pj) => match self {
+                Engine::Parm(e) => e.submit(now, spec, pj),
+                _ => panic!("Input::SubmitPower needs a PARM engine"),
+            },
             Input::Complete(job) => both!(self, e => e.complete(now, job)),
             Input::Pass => both!(self, e => e.pass(now, out)),
         }
@@ -81,11 +104,12 @@ impl Engine {
         both!(self, e => e.policy())
     }
 
-    /// Processors (cores) of the machine.
+    /// Processors (cores; nodes for PARM) of the machine.
     pub fn capacity(&self) -> u64 {
         match self {
             Engine::Pool(e) => e.capacity() as u64,
             Engine::Nodes(e) => e.capacity(),
+            Engine::Parm(e) => e.capacity(),
         }
     }
 
@@ -94,6 +118,32 @@ impl Engine {
         match self {
             Engine::Pool(e) => e.free() as u64,
             Engine::Nodes(e) => e.free(),
+            Engine::Parm(e) => e.free(),
+        }
+    }
+
+    /// When a running job is expected to end under its current configuration
+    /// (PARM), None for other engines (their drivers know the runtime).
+    pub fn expected_end(&self, job: JobIdx) -> Option<Time> {
+        match self {
+            Engine::Parm(e) => e.expected_end(job),
+            _ => None,
+        }
+    }
+
+    /// The PARM engine, for its power, usage and decision statistics.
+    pub fn as_parm(&self) -> Option<&ParmEngine> {
+        match self {
+            Engine::Parm(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Power drawn now (PARM).
+    pub fn power_w(&self) -> Option<f64> {
+        match self {
+            Engine::Parm(e) => Some(e.power_w()),
+            _ => None,
         }
     }
 
@@ -117,13 +167,17 @@ impl Engine {
     /// Whether a job can ever run here (processors, partition, memory). Drivers
     /// must not submit jobs that cannot.
     pub fn can_run(&mut self, spec: &JobSpec) -> bool {
-        both!(self, e => e.can_run(spec))
+        match self {
+            Engine::Pool(e) => e.can_run(spec),
+            Engine::Nodes(e) => e.can_run(spec),
+            Engine::Parm(_) => false,
+        }
     }
 
     /// Register a per-job node-set request (cluster engines; a pool ignores it).
     pub fn register_nodeset(&mut self, spec: NodeSetSpec) -> NodeSetId {
         match self {
-            Engine::Pool(_) => NodeSetId(0),
+            Engine::Pool(_) | Engine::Parm(_) => NodeSetId(0),
             Engine::Nodes(e) => e.register_nodeset(spec),
         }
     }
@@ -131,7 +185,7 @@ impl Engine {
     /// Where a job runs (cluster engines), once started.
     pub fn allocation(&self, job: JobIdx) -> Option<&Allocation> {
         match self {
-            Engine::Pool(_) => None,
+            Engine::Pool(_) | Engine::Parm(_) => None,
             Engine::Nodes(e) => e.allocation(job),
         }
     }
@@ -144,7 +198,7 @@ impl Engine {
     /// Jobs whose node set no set could ever satisfy, which therefore ran anywhere.
     pub fn dropped_nodesets(&self) -> u64 {
         match self {
-            Engine::Pool(_) => 0,
+            Engine::Pool(_) | Engine::Parm(_) => 0,
             Engine::Nodes(e) => e.dropped_nodesets(),
         }
     }
@@ -155,6 +209,7 @@ impl Engine {
         match self {
             Engine::Pool(e) => e.head_reservation(),
             Engine::Nodes(e) => e.head_reservation(now),
+            Engine::Parm(e) => e.head_reservation(),
         }
     }
 

@@ -24,7 +24,7 @@ mod queue;
 mod running;
 mod table;
 
-pub use cluster::{BenchmarkKind, CanonicalUnit, Cluster, ClusterError, Node, NodeType, Partition, Reference};
+pub use cluster::{BenchmarkKind, CanonicalUnit, Cluster, ClusterError, Node, NodePower, NodeType, Partition, PowerSetupInfo, Reference};
 pub use nodeset::{NodeSetError, NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 pub use engine::{Effect, Engine, Input};
 pub use job::{scaled, JobId, JobIdx, JobSpec, JobState, NodeSetId};

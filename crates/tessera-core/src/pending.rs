@@ -17,6 +17,8 @@ pub enum PendingReason {
     ReservedFor { start: Time },
     /// Enough resources are free, but not within a node set as the job requires.
     NodeSet { policy: SetPolicy, attribute: SetAttribute },
+    /// The power budget cannot feed even the job's smallest, lowest-cap shape now.
+    PowerBudget { needed_w: u64, free_w: u64 },
 }
 
 impl fmt::Display for PendingReason {
@@ -28,6 +30,7 @@ impl fmt::Display for PendingReason {
             PendingReason::Priority => write!(f, "Priority"),
             PendingReason::ReservedFor { start } => write!(f, "ReservedFor (start at {start})"),
             PendingReason::NodeSet { policy, attribute } => write!(f, "NodeSet (waiting for a complete {policy}:{attribute} set)"),
+            PendingReason::PowerBudget { needed_w, free_w } => write!(f, "PowerBudget (needs {needed_w} W, {free_w} W free)"),
         }
     }
 }

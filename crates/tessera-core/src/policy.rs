@@ -13,7 +13,13 @@ pub enum PolicyKind {
     /// Conservative backfilling: a reservation for every queued job, recomputed at
     /// every pass.
     Conservative,
+    /// PARM: power-aware choice of node count and CPU cap for every job, under a
+    /// power budget (needs a power-aware machine).
+    Parm,
 }
+
+/// Why a queue engine (pool or nodes) refuses [`PolicyKind::Parm`].
+pub(crate) const NOT_PARM: &str = "PARM needs a power-aware machine: build it with Engine::parm";
 
 /// The one registry: name, policy, one-line description.
 pub const POLICIES: &[(&str, PolicyKind, &str)] = &[
@@ -24,6 +30,7 @@ pub const POLICIES: &[(&str, PolicyKind, &str)] = &[
         PolicyKind::Conservative,
         "conservative backfilling: a reservation for every queued job",
     ),
+    ("parm", PolicyKind::Parm, "PARM: node counts and CPU power caps chosen under a power budget"),
 ];
 
 impl PolicyKind {
@@ -68,6 +75,6 @@ mod tests {
             assert_eq!(kind.name(), *name);
         }
         let err = "sjf".parse::<PolicyKind>().unwrap_err();
-        assert_eq!(err.to_string(), "unknown policy `sjf`; known policies: fcfs, easy, conservative");
+        assert_eq!(err.to_string(), "unknown policy `sjf`; known policies: fcfs, easy, conservative, parm");
     }
 }

@@ -5,7 +5,7 @@
 use crate::engine::Effect;
 use crate::job::{JobIdx, JobSpec, JobState};
 use crate::pending::PendingReason;
-use crate::policy::PolicyKind;
+use crate::policy::{PolicyKind, NOT_PARM};
 use crate::profile::{footprint, Doomed, Profile};
 use crate::running::{Running, RunningJob};
 use crate::table::JobTable;
@@ -27,6 +27,7 @@ pub struct PoolEngine {
 
 impl PoolEngine {
     pub fn new(policy: PolicyKind, capacity: u32) -> Self {
+        assert!(policy != PolicyKind::Parm, "{NOT_PARM}");
         PoolEngine {
             policy,
             capacity,
@@ -91,6 +92,7 @@ impl PoolEngine {
             }
             PolicyKind::Easy => self.pass_easy(now, out),
             PolicyKind::Conservative => self.pass_conservative(now, out),
+            PolicyKind::Parm => unreachable!("{NOT_PARM}"),
         }
     }
 
@@ -244,6 +246,7 @@ impl PoolEngine {
                 PendingReason::Resources { needed: e.spec.procs, free: self.free }
             }
             PolicyKind::Fcfs | PolicyKind::Easy => PendingReason::Priority,
+            PolicyKind::Parm => unreachable!("{NOT_PARM}"),
             PolicyKind::Conservative => {
                 let mut profile = Profile::default();
                 let running = self.running.as_slice();

@@ -10,10 +10,12 @@
 
 pub mod metrics;
 pub mod output;
+pub mod power;
 pub mod reference;
 pub mod run;
 pub mod workload;
 
 pub use metrics::Summary;
-pub use run::{simulate, simulate_observed, SimOutcome};
+pub use power::{prepare_power, PowerMode, PowerRule, PowerSetup};
+pub use run::{simulate, simulate_observed, PowerOutcome, SimOutcome};
 pub use workload::{prepare, prepare_on, Machine, Workload, WorkloadError};

@@ -9,7 +9,9 @@
 //! * makespan = last end - first submit;
 //! * median and p95 interpolate linearly between order statistics (the numpy default).
 
-use crate::run::SimOutcome;
+use crate::power::{PowerMode, PowerSetup};
+use crate::run::{PowerOutcome, SimOutcome};
+use tessera_core::power::ParmStats;
 use crate::workload::{Machine, Workload};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -40,6 +42,17 @@ pub struct Summary {
     pub makespan: i64,
     pub passes: u64,
     pub max_queue: usize,
+    /// Power-aware runs: the budget (W), the highest power drawn at any instant
+    /// (W) and the energy drawn from the first submission to the last end (J).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_budget_w: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_power_w: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// Power-aware runs: the machine, the mode and PARM's decisions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power: Option<PowerMetrics>,
     /// Node-level figures, for runs on a cluster file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterMetrics>,
@@ -49,6 +62,70 @@ pub struct Summary {
     pub sim_wall_time_s: f64,
     /// Seconds for the whole run (parse + simulation + metrics).
     pub wall_time_s: f64,
+}
+
+/// What a power-aware run adds to the summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PowerMetrics {
+    pub machine: String,
+    /// Nodes of the machine, and those the scheduler used (fixed cap: the ones
+    /// the budget powers at that cap).
+    pub machine_nodes: u32,
+    pub scheduled_nodes: u32,
+    /// `parm` or `fixed_cap`.
+    pub mode: String,
+    /// PARM variant and solver, or the fixed CPU cap (W).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solver: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cap_w: Option<f64>,
+    pub mean_power_w: f64,
+    /// max_power_w / budget.
+    pub peak_fraction_of_budget: f64,
+    pub energy_kwh: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<ParmStats>,
+    /// Seconds spent in PARM's decisions (all, and the longest one).
+    pub decision_wall_s: f64,
+    pub max_decision_wall_s: f64,
+}
+
+impl PowerMetrics {
+    fn new(setup: &PowerSetup, p: &PowerOutcome, _jobs: usize) -> Self {
+        let span = match (p.timeline.first(), p.timeline.last()) {
+            (Some(a), Some(b)) if b.0 > a.0 => (b.0 - a.0) as f64,
+            _ => 0.0,
+        };
+        let mean = if span > 0.0 {
+            p.timeline.windows(2).map(|w| w[0].1 * (w[1].0 - w[0].0) as f64).sum::<f64>() / span
+        } else {
+            0.0
+        };
+        let (mode, variant, solver, alpha, cap_w) = match &setup.mode {
+            PowerMode::Parm(c) => ("parm", Some(c.variant.to_string()), Some(c.solver.to_string()), Some(c.alpha), None),
+            PowerMode::FixedCap { cap_w } => ("fixed_cap", None, None, None, Some(*cap_w)),
+        };
+        PowerMetrics {
+            machine: setup.name.clone(),
+            machine_nodes: setup.info.machine.nodes,
+            scheduled_nodes: setup.nodes(),
+            mode: mode.into(),
+            variant,
+            solver,
+            alpha,
+            cap_w,
+            mean_power_w: mean,
+            peak_fraction_of_budget: p.max_power_w / p.budget_w,
+            energy_kwh: p.energy_j / 3.6e6,
+            decisions: p.parm,
+            decision_wall_s: p.decision_wall_s,
+            max_decision_wall_s: p.max_decision_wall_s,
+        }
+    }
 }
 
 /// What a run on the nodes of a cluster adds to the summary.
@@ -80,7 +157,7 @@ pub struct ClusterMetrics {
 fn node_factor(w: &Workload, node: usize) -> f64 {
     match &w.machine {
         Machine::Cluster { cluster, .. } => cluster.type_of(node).factor,
-        Machine::Pool(_) => 1.0,
+        Machine::Pool(_) | Machine::Power(_) => 1.0,
     }
 }
 
@@ -126,7 +203,8 @@ impl Summary {
                 }
                 None => j.procs as f64,
             };
-            let a = held * run as f64;
+            // power-aware runs: nodes held can change while a job runs (PARM)
+            let a = o.power.as_ref().map_or(held * run as f64, |p| p.job_node_s[i]);
             raw_cs += a;
             norm_cs += a * o.factor.get(i).copied().unwrap_or(1.0);
             area += a;
@@ -168,8 +246,15 @@ impl Summary {
             makespan,
             passes: o.passes,
             max_queue: o.max_queue,
+            power_budget_w: o.power.as_ref().map(|p| p.budget_w),
+            max_power_w: o.power.as_ref().map(|p| p.max_power_w),
+            energy_j: o.power.as_ref().map(|p| p.energy_j),
+            power: match (&w.machine, &o.power) {
+                (Machine::Power(setup), Some(p)) => Some(PowerMetrics::new(setup, p, n)),
+                _ => None,
+            },
             cluster: match &w.machine {
-                Machine::Pool(_) => None,
+                Machine::Pool(_) | Machine::Power(_) => None,
                 Machine::Cluster { cluster, nodeset, .. } => Some(ClusterMetrics {
                     name: cluster.name.clone(),
                     nodes: cluster.nodes.len(),
@@ -222,6 +307,26 @@ impl Summary {
             ("scheduling passes", self.passes.to_string()),
             ("longest queue", self.max_queue.to_string()),
         ]);
+        if let (Some(p), Some(b), Some(m), Some(e)) = (&self.power, self.power_budget_w, self.max_power_w, self.energy_j) {
+            let how = match (&p.variant, &p.solver, p.cap_w) {
+                (Some(v), Some(s), _) => format!("PARM {v}, {s} solver, alpha {}", p.alpha.unwrap_or(1.0)),
+                (_, _, Some(c)) => format!("every CPU at {c} W"),
+                _ => p.mode.clone(),
+            };
+            rows.extend([
+                ("power machine", format!("{} ({} nodes, {} scheduled; {how})", p.machine, p.machine_nodes, p.scheduled_nodes)),
+                ("power budget (W)", format!("{b:.0}")),
+                ("max power drawn (W)", format!("{m:.0} ({:.2}% of budget)", 100.0 * p.peak_fraction_of_budget)),
+                ("mean power drawn (W)", format!("{:.0}", p.mean_power_w)),
+                ("energy (kWh)", format!("{:.1}", e / 3.6e6)),
+            ]);
+            if let Some(d) = &p.decisions {
+                rows.extend([
+                    ("PARM decisions", format!("{} ({} resizes, {} cap changes, {} at a solver limit)", d.decisions, d.resizes, d.cap_changes, d.limited)),
+                    ("decision time (s)", format!("{:.3} total, {:.4} longest", p.decision_wall_s, p.max_decision_wall_s)),
+                ]);
+            }
+        }
         if let Some(c) = &self.cluster {
             rows.extend([
                 ("cluster", format!("{} ({} nodes, reference {})", c.name, c.nodes, c.reference)),

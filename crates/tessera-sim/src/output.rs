@@ -11,9 +11,16 @@ use tessera_workload::swf::{SwfHeader, SwfRecord, SwfWriter};
 /// (integer seconds; `factor` is the pace of the job's slowest node, `raw_s` the
 /// seconds it ran, `normalized_s` = raw × factor in reference seconds, `nodes` the
 /// hostlist it ran on, empty without a cluster).
+///
+/// Power-aware runs size jobs in nodes (`procs` is the trace size in nodes) and
+/// add `app,n_min,start_nodes,node_s,energy_j`: the job's application profile,
+/// its minimum size, the nodes it started on, the node-seconds it held (nodes can
+/// change while a malleable job runs) and the energy its nodes drew (J).
 pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
-    writeln!(out, "job_id,submit,start,end,procs,estimate,wait,killed,factor,raw_s,normalized_s,nodes")?;
+    let power = o.power.as_ref().filter(|_| !w.power_jobs.is_empty());
+    write!(out, "job_id,submit,start,end,procs,estimate,wait,killed,factor,raw_s,normalized_s,nodes")?;
+    writeln!(out, "{}", if power.is_some() { ",app,n_min,start_nodes,node_s,energy_j" } else { "" })?;
     for (i, j) in w.jobs.iter().enumerate() {
         let raw = o.end[i] - o.start[i];
         let f = o.factor.get(i).copied().unwrap_or(1.0);
@@ -24,7 +31,7 @@ pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Res
             }
             _ => String::new(),
         };
-        writeln!(
+        write!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{}",
             j.id,
@@ -40,6 +47,11 @@ pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Res
             (raw as f64 * f).round() as i64,
             nodes
         )?;
+        if let Some(p) = power {
+            let pj = &w.power_jobs[i];
+            write!(out, ",{},{},{},{:.0},{:.0}", pj.app.name, pj.n_min, p.start_nodes[i], p.job_node_s[i], p.job_energy_j[i])?;
+        }
+        writeln!(out)?;
     }
     out.flush()
 }
@@ -62,7 +74,10 @@ pub fn write_swf<W: Write>(
         let mut r = records[w.record_index[i] as usize];
         r.wait_time = o.start[i] - j.submit;
         r.run_time = o.end[i] - o.start[i];
-        r.allocated_procs = j.procs as i64;
+        r.allocated_procs = match (&w.machine, &o.power) {
+            (Machine::Power(s), Some(p)) => p.start_nodes[i] as i64 * s.info.cores_per_node as i64,
+            _ => j.procs as i64,
+        };
         writer.write_record(&r)?;
     }
     writer.into_inner().flush()

@@ -18,7 +18,10 @@ struct Run {
 }
 
 /// Replay `w` under `policy` with the naive algorithms.
+///
+/// Queue policies only: PARM is checked against its MILP formulation instead.
 pub fn simulate_reference(w: &Workload, policy: PolicyKind) -> SimOutcome {
+    assert!(policy != PolicyKind::Parm, "the reference simulator has no PARM");
     let n = w.jobs.len();
     let mut start = vec![Time::MIN; n];
     let mut end = vec![Time::MIN; n];
@@ -47,6 +50,7 @@ pub fn simulate_reference(w: &Workload, policy: PolicyKind) -> SimOutcome {
                 PolicyKind::Fcfs => pass_fcfs(w, &mut queue, free),
                 PolicyKind::Easy => pass_easy(now, w, &mut queue, &running, free),
                 PolicyKind::Conservative => pass_conservative(now, w, &mut queue, &running, free),
+                PolicyKind::Parm => unreachable!("checked on entry"),
             };
             for j in started {
                 let job = &w.jobs[j];
@@ -65,7 +69,7 @@ pub fn simulate_reference(w: &Workload, policy: PolicyKind) -> SimOutcome {
             }
         }
     }
-    SimOutcome { start, end, factor: vec![1.0; n], alloc: Vec::new(), dropped_nodesets: 0, passes, max_queue }
+    SimOutcome { start, end, factor: vec![1.0; n], alloc: Vec::new(), dropped_nodesets: 0, passes, max_queue, power: None }
 }
 
 fn complete(now: Time, running: &mut Vec<Run>, free: &mut u32, end: &mut [Time]) -> bool {

@@ -1,8 +1,10 @@
 //! The event loop.
 
+use crate::power::{PowerMode, PowerSetup};
 use crate::workload::{spec_of, Machine, Workload};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use tessera_core::power::ParmStats;
 use tessera_core::{scaled, Allocation, Effect, Engine, Input, JobIdx, JobSpec, PolicyKind, Time};
 
 /// Start and end of every job of a [`Workload`], by index, plus loop statistics.
@@ -20,6 +22,8 @@ pub struct SimOutcome {
     pub passes: u64,
     /// Longest queue seen at a pass.
     pub max_queue: usize,
+    /// Power-aware machines: power and energy.
+    pub power: Option<PowerOutcome>,
 }
 
 /// Replay `w` under `policy`.
@@ -27,24 +31,62 @@ pub fn simulate(w: &Workload, policy: PolicyKind) -> SimOutcome {
     simulate_observed(w, policy, |_, _| {})
 }
 
+/// What a power-aware run adds: power drawn over time, energy, usage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PowerOutcome {
+    pub budget_w: f64,
+    /// The highest power drawn at any instant.
+    pub max_power_w: f64,
+    /// ∫ power dt from the first submission to the last end (J).
+    pub energy_j: f64,
+    /// Energy drawn by each job's nodes, by index (J).
+    pub job_energy_j: Vec<f64>,
+    /// Σ nodes × seconds held, by index.
+    pub job_node_s: Vec<f64>,
+    /// Nodes each job started on.
+    pub start_nodes: Vec<u32>,
+    /// (instant, power drawn from then on, busy nodes): one row per change.
+    pub timeline: Vec<(Time, f64, u32)>,
+    /// PARM only: decision statistics and the wall time spent deciding.
+    pub parm: Option<ParmStats>,
+    pub decision_wall_s: f64,
+    pub max_decision_wall_s: f64,
+}
+
 /// Replay `w` under `policy`, calling `observe(engine, now)` after every pass (tests
 /// use it to check invariants and reservations as the schedule unfolds).
+///
+/// On a power-aware machine ([`Machine::Power`]) `policy` must be
+/// [`PolicyKind::Parm`] exactly when the machine's mode is PARM.
 pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnMut(&mut Engine, Time)) -> SimOutcome {
     let n = w.jobs.len();
     let (mut engine, partition) = match &w.machine {
         Machine::Pool(c) => (Engine::new(policy, *c), None),
         Machine::Cluster { cluster, partition, .. } => (Engine::with_cluster(policy, cluster), *partition),
+        Machine::Power(setup) => match (&setup.mode, policy) {
+            (PowerMode::Parm(cfg), PolicyKind::Parm) => (Engine::parm(setup.info.machine.clone(), cfg.clone()), None),
+            (PowerMode::FixedCap { .. }, p) if p != PolicyKind::Parm => (Engine::new(policy, setup.nodes()), None),
+            (mode, p) => panic!("policy {p} cannot run a power-aware machine in mode {mode:?}"),
+        },
     };
     let nodeset = match &w.machine {
         Machine::Cluster { nodeset: Some(spec), .. } => Some(engine.register_nodeset(spec.clone())),
         _ => None,
     };
     let clustered = matches!(w.machine, Machine::Cluster { .. });
+    let parm = matches!(engine, Engine::Parm(_));
+    let mut meter = match &w.machine {
+        Machine::Power(setup) => Some(Meter::new(setup, n)),
+        _ => None,
+    };
     let mut start = vec![Time::MIN; n];
     let mut end = vec![Time::MIN; n];
     let mut factor = vec![1.0; n];
     let mut alloc: Vec<Option<Allocation>> = if clustered { vec![None; n] } else { Vec::new() };
-    let mut completions: BinaryHeap<Reverse<(Time, u32)>> = BinaryHeap::with_capacity(1024);
+    // (end, job, version): a PARM reconfiguration moves a job's end, so earlier
+    // entries of that job go stale
+    let mut completions: BinaryHeap<Reverse<(Time, u32, u32)>> = BinaryHeap::with_capacity(1024);
+    let mut version = vec![0u32; if parm { n } else { 0 }];
     let mut effects: Vec<Effect> = Vec::with_capacity(64);
     let mut next = 0usize;
     let mut passes = 0u64;
@@ -58,20 +100,28 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             (None, Some(c)) => c,
             (Some(a), Some(c)) => a.min(c),
         };
-        complete_due(now, &mut completions, &mut engine, &mut end, &mut effects);
+        let mut due = Due { completions: &mut completions, version: &version, end: &mut end };
+        due.deliver(now, &mut engine, &mut effects, meter.as_mut());
         while let Some(j) = w.jobs.get(next).filter(|j| j.submit == now) {
             let spec = JobSpec { partition, nodeset, ..spec_of(j) };
-            engine.handle(now, Input::Submit(spec), &mut effects);
+            let input = if parm { Input::SubmitPower(spec, w.power_jobs[next]) } else { Input::Submit(spec) };
+            engine.handle(now, input, &mut effects);
             next += 1;
         }
         loop {
             max_queue = max_queue.max(engine.queued());
+            let t0 = parm.then(std::time::Instant::now);
             engine.handle(now, Input::Pass, &mut effects);
+            if let (Some(t0), Some(m)) = (t0, meter.as_mut()) {
+                let dt = t0.elapsed().as_secs_f64();
+                m.decision_wall_s += dt;
+                m.max_decision_wall_s = m.max_decision_wall_s.max(dt);
+            }
             passes += 1;
             observe(&mut engine, now);
             for e in effects.drain(..) {
                 match e {
-                    Effect::Start { job, .. } => {
+                    Effect::Start { job, procs } => {
                         let i = job.index();
                         start[i] = now;
                         let f = engine.factor(job);
@@ -79,39 +129,166 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
                         if clustered {
                             alloc[i] = engine.allocation(job).cloned();
                         }
-                        // reference seconds run at the pace of the slowest node
-                        completions.push(Reverse((now + scaled(w.jobs[i].effective_runtime(), f), job.0)));
+                        let runtime = scaled(w.jobs[i].effective_runtime(), f);
+                        if let Some(m) = meter.as_mut() {
+                            m.started(i, procs, runtime);
+                        }
+                        if !parm {
+                            // reference seconds run at the pace of the slowest node
+                            completions.push(Reverse((now + runtime, job.0, 0)));
+                        }
+                    }
+                    Effect::Configure { job, .. } => {
+                        let i = job.index();
+                        version[i] += 1;
+                        let at = engine.expected_end(job).expect("a configured job is running");
+                        completions.push(Reverse((at, job.0, version[i])));
                     }
                 }
             }
             // zero-length jobs end at this same instant: one more round
-            if !complete_due(now, &mut completions, &mut engine, &mut end, &mut effects) {
+            let mut due = Due { completions: &mut completions, version: &version, end: &mut end };
+            if !due.deliver(now, &mut engine, &mut effects, meter.as_mut()) {
                 break;
             }
+        }
+        if let Some(m) = meter.as_mut() {
+            m.sample(now, &engine);
         }
     }
     debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
     let dropped_nodesets = engine.dropped_nodesets();
-    SimOutcome { start, end, factor, alloc, dropped_nodesets, passes, max_queue }
+    let power = meter.map(|m| m.finish(&engine, w, &end));
+    SimOutcome { start, end, factor, alloc, dropped_nodesets, passes, max_queue, power }
 }
 
-/// Deliver every completion due at `now`; returns whether there was any.
-fn complete_due(
-    now: Time,
-    completions: &mut BinaryHeap<Reverse<(Time, u32)>>,
-    engine: &mut Engine,
-    end: &mut [Time],
-    effects: &mut Vec<Effect>,
-) -> bool {
-    let mut any = false;
-    while let Some(&Reverse((t, j))) = completions.peek() {
-        if t != now {
-            break;
+/// The completions still to deliver.
+struct Due<'a> {
+    completions: &'a mut BinaryHeap<Reverse<(Time, u32, u32)>>,
+    /// Current version of each job's end (PARM), empty otherwise.
+    version: &'a [u32],
+    end: &'a mut [Time],
+}
+
+impl Due<'_> {
+    /// Deliver every completion due at `now`; returns whether there was any.
+    fn deliver(&mut self, now: Time, engine: &mut Engine, effects: &mut Vec<Effect>, mut meter: Option<&mut Meter>) -> bool {
+        let mut any = false;
+        while let Some(&Reverse((t, j, v))) = self.completions.peek() {
+            if t != now {
+                break;
+            }
+            self.completions.pop();
+            if self.version.get(j as usize).is_some_and(|&cur| cur != v) {
+                continue;
+            }
+            if let Some(m) = meter.as_deref_mut() {
+                m.ended(j as usize, engine);
+            }
+            engine.handle(now, Input::Complete(JobIdx(j)), effects);
+            self.end[j as usize] = now;
+            any = true;
         }
-        completions.pop();
-        engine.handle(now, Input::Complete(JobIdx(j)), effects);
-        end[j as usize] = now;
-        any = true;
+        any
     }
-    any
+}
+
+/// Power drawn and energy used, sampled after every instant.
+struct Meter {
+    budget_w: f64,
+    /// Fixed-cap runs: busy and idle node power, and nodes busy now.
+    busy_w: f64,
+    idle_w: f64,
+    nodes: u32,
+    busy: u32,
+    job_energy_j: Vec<f64>,
+    job_node_s: Vec<f64>,
+    start_nodes: Vec<u32>,
+    timeline: Vec<(Time, f64, u32)>,
+    max_power_w: f64,
+    decision_wall_s: f64,
+    max_decision_wall_s: f64,
+}
+
+impl Meter {
+    fn new(setup: &PowerSetup, n: usize) -> Self {
+        let cap = match setup.mode {
+            PowerMode::FixedCap { cap_w } => cap_w,
+            PowerMode::Parm(_) => setup.info.cpu_max_w,
+        };
+        Meter {
+            budget_w: setup.info.machine.budget_w,
+            busy_w: setup.busy_w(cap),
+            idle_w: setup.info.machine.idle_w,
+            nodes: setup.nodes(),
+            busy: 0,
+            job_energy_j: vec![0.0; n],
+            job_node_s: vec![0.0; n],
+            start_nodes: vec![0; n],
+            timeline: Vec::new(),
+            max_power_w: 0.0,
+            decision_wall_s: 0.0,
+            max_decision_wall_s: 0.0,
+        }
+    }
+
+    fn started(&mut self, i: usize, nodes: u32, runtime: Time) {
+        self.start_nodes[i] = nodes;
+        self.busy += nodes;
+        self.job_node_s[i] = nodes as f64 * runtime as f64;
+        self.job_energy_j[i] = self.job_node_s[i] * self.busy_w;
+    }
+
+    fn ended(&mut self, i: usize, engine: &Engine) {
+        if engine.as_parm().is_none() {
+            self.busy -= self.start_nodes[i];
+        }
+    }
+
+    /// Power drawn now; panics if it exceeds the budget (the power invariant).
+    fn sample(&mut self, now: Time, engine: &Engine) {
+        let (w, busy) = match engine.as_parm() {
+            Some(p) => (p.power_w(), p.used_nodes()),
+            None => (self.busy as f64 * self.busy_w + (self.nodes - self.busy) as f64 * self.idle_w, self.busy),
+        };
+        assert!(w <= self.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn at t={now}: {w} W exceeds the budget {} W", self.budget_w);
+        self.max_power_w = self.max_power_w.max(w);
+        match self.timeline.last_mut() {
+            Some(last) if last.0 == now => *last = (now, w, busy),
+            Some(last) if last.1 == w && last.2 == busy => {}
+            _ => self.timeline.push((now, w, busy)),
+        }
+    }
+
+    fn finish(mut self, engine: &Engine, w: &Workload, end: &[Time]) -> PowerOutcome {
+        let parm = engine.as_parm();
+        if let Some(p) = parm {
+            for i in 0..w.jobs.len() {
+                let u = p.usage(JobIdx(i as u32));
+                self.job_energy_j[i] = u.energy_j;
+                self.job_node_s[i] = u.node_s;
+            }
+        }
+        let first = w.jobs.first().map_or(0, |j| j.submit);
+        let last = end.iter().copied().max().unwrap_or(first).max(first);
+        let mut energy_j = 0.0;
+        let mut idle_from = (first, self.nodes as f64 * self.idle_w);
+        for &(t, p, _) in &self.timeline {
+            energy_j += (t - idle_from.0) as f64 * idle_from.1;
+            idle_from = (t, p);
+        }
+        energy_j += (last - idle_from.0) as f64 * idle_from.1;
+        PowerOutcome {
+            budget_w: self.budget_w,
+            max_power_w: self.max_power_w,
+            energy_j,
+            job_energy_j: self.job_energy_j,
+            job_node_s: self.job_node_s,
+            start_nodes: self.start_nodes,
+            timeline: self.timeline,
+            parm: parm.map(|p| p.stats()),
+            decision_wall_s: self.decision_wall_s,
+            max_decision_wall_s: self.max_decision_wall_s,
+        }
+    }
 }

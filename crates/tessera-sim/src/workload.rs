@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use crate::power::PowerSetup;
+use tessera_core::power::PowerJob;
 use tessera_core::{Cluster, Engine, JobId, JobSpec, NodeSetSpec, PolicyKind};
 use tessera_workload::jobs::{job_from_record, SkipReason, TraceJob};
 use tessera_workload::swf::{SwfHeader, SwfRecord};
@@ -14,6 +16,9 @@ pub enum Machine {
     /// The nodes of a cluster; jobs go to `partition` (None: the default), with an
     /// optional node-set request applied to every job.
     Cluster { cluster: Arc<Cluster>, partition: Option<u16>, nodeset: Option<NodeSetSpec> },
+    /// An overprovisioned machine under a power budget; jobs are sized in nodes
+    /// (see [`crate::power`]).
+    Power(Arc<PowerSetup>),
 }
 
 /// Jobs to simulate, in queue order (submit time, job id, then file order), with
@@ -27,6 +32,8 @@ pub struct Workload {
     /// Processors (cores) of the simulated machine.
     pub capacity: u32,
     pub machine: Machine,
+    /// Power-aware machines: each job's PASS model, by index (empty otherwise).
+    pub power_jobs: Vec<PowerJob>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +66,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.len());
     let (capacity, mut probe, partition_cores) = match &machine {
         Machine::Pool(c) => (*c, None, *c as u64),
+        Machine::Power(setup) => return crate::power::prepare_power(records, setup.clone()),
         Machine::Cluster { cluster, partition, .. } => {
             let p = &cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)];
             // processors a job may ask for: whole nodes x cores per node, or all cores
@@ -72,7 +80,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     };
     let partition = match &machine {
         Machine::Cluster { partition, .. } => *partition,
-        Machine::Pool(_) => None,
+        Machine::Pool(_) | Machine::Power(_) => None,
     };
     for (i, r) in records.iter().enumerate() {
         let reason = match job_from_record(r) {
@@ -94,5 +102,5 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     }
     keyed.sort_by_key(|(j, i)| (j.submit, j.id, *i));
     let (jobs, record_index) = keyed.into_iter().unzip();
-    Workload { jobs, record_index, skipped, capacity, machine }
+    Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new() }
 }

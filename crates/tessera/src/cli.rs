@@ -118,9 +118,12 @@ pub struct SimRunArgs {
     /// NODESETPLUS: none, spanevenly, delay.
     #[arg(long, requires = "nodeset")]
     pub nodeset_plus: Option<String>,
-    /// Scheduling policy: fcfs, easy or conservative.
+    /// Scheduling policy: fcfs, easy, conservative, or parm (power-aware; needs a
+    /// cluster file with power_budget_w).
     #[arg(long, default_value = "easy")]
     pub policy: String,
+    #[command(flatten)]
+    pub power: PowerArgs,
     /// Write one CSV row per job (job_id,submit,start,end,procs,estimate,wait,killed).
     #[arg(long)]
     pub jobs_out: Option<PathBuf>,
@@ -148,6 +151,43 @@ pub struct SimRunArgs {
     /// Site name for accounting records (default: the cluster's name).
     #[arg(long, requires = "db")]
     pub site: Option<String>,
+}
+
+/// Power-aware runs: on a cluster file with `power_budget_w` (docs/power.md).
+#[derive(Args, Clone, Debug, Default)]
+pub struct PowerArgs {
+    /// PARM variant: noMM (sizes fixed at the minimum), noSE (moldable) or wSE
+    /// (malleable) [default: wSE].
+    #[arg(long, help_heading = "Power")]
+    pub parm_variant: Option<String>,
+    /// PARM's solver: structured (Tessera's knapsack method) or milp (microlp
+    /// branch and bound) [default: structured].
+    #[arg(long, help_heading = "Power")]
+    pub solver: Option<String>,
+    /// Branch-and-bound node limit of the MILP solver; at the limit the best
+    /// feasible answer is used [default: 20000].
+    #[arg(long, help_heading = "Power")]
+    pub milp_node_limit: Option<u64>,
+    /// Fairness exponent α of PARM's job weights (t_rem + waited)^α [default: 1].
+    #[arg(long, help_heading = "Power")]
+    pub alpha: Option<f64>,
+    /// Seconds a malleable job waits between two resizes (f_se) [default: 500].
+    #[arg(long, help_heading = "Power")]
+    pub fse: Option<i64>,
+    /// Queue policies on a power-budgeted cluster: every CPU capped at this many
+    /// watts, on as many nodes as the budget then powers (naive overprovisioning)
+    /// [default: the CPU's maximum, the power-unaware baseline].
+    #[arg(long, help_heading = "Power")]
+    pub cap: Option<f64>,
+    /// Seed of the rule that gives trace jobs a power profile [default: 1].
+    #[arg(long, help_heading = "Power")]
+    pub power_seed: Option<u64>,
+    /// Range of θ, the minimum size as a fraction of the trace size [default: 0.2,0.6].
+    #[arg(long, help_heading = "Power")]
+    pub theta: Option<String>,
+    /// Write the power drawn over time as CSV (time,power_w,budget_w,busy_nodes).
+    #[arg(long, help_heading = "Power")]
+    pub power_out: Option<PathBuf>,
 }
 
 #[derive(Args)]

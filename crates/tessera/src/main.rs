@@ -9,6 +9,7 @@ mod acct_cmd;
 mod cli;
 mod cluster_cmd;
 mod experiment_cmd;
+mod power_cmd;
 mod record;
 mod sim_cmd;
 mod workload_cmd;

@@ -25,6 +25,19 @@ pub fn node_records(w: &Workload) -> Vec<NodeRecord> {
             valid_from: 0,
         }],
         Machine::Cluster { cluster, .. } => cluster_nodes(cluster),
+        // jobs are sized in whole nodes: one record holds them as its "cores"
+        Machine::Power(s) => vec![NodeRecord {
+            name: s.name.clone(),
+            node_type: "power-machine".into(),
+            partition: s.name.clone(),
+            cores: s.nodes(),
+            memory_mb: 0,
+            gpus: 0,
+            hs06_per_core: None,
+            factor: 1.0,
+            unit: CanonicalUnit::CPU,
+            valid_from: 0,
+        }],
     }
 }
 
@@ -63,6 +76,7 @@ fn who(id: i64, prefix: &str) -> String {
 pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfRecord]) -> impl Iterator<Item = JobRecord> + 'a {
     let partition = match &w.machine {
         Machine::Pool(_) => "pool".to_string(),
+        Machine::Power(s) => s.name.clone(),
         Machine::Cluster { cluster, partition, .. } => {
             cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)].name.clone()
         }
@@ -81,7 +95,10 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
         };
         let allocations = match o.alloc.get(i).and_then(|a| a.as_ref()) {
             Some(a) => a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: 0 }).collect(),
-            None => vec![AllocationRecord { node: 0, cores: j.procs, memory_mb: 0, gpus: 0 }],
+            None => {
+                let held = o.power.as_ref().map_or(j.procs, |p| p.start_nodes[i]);
+                vec![AllocationRecord { node: 0, cores: held, memory_mb: 0, gpus: 0 }]
+            }
         };
         // SWF field 6 is CPU seconds per processor, measured at reference pace
         let cpu_s = (r.avg_cpu_time >= 0.0).then(|| r.avg_cpu_time * j.procs as f64 / factor);
@@ -102,7 +119,7 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             time_limit: j.estimate,
             factor,
             cpu_s,
-            energy_j: None,
+            energy_j: o.power.as_ref().map(|p| p.job_energy_j[i]),
             allocations,
         }
     })
@@ -114,6 +131,7 @@ pub fn record(path: &Path, site: &str, label: &str, policy: &str, epoch_offset: 
     let cluster = match &w.machine {
         Machine::Pool(c) => format!("pool-{c}"),
         Machine::Cluster { cluster, .. } => cluster.name.clone(),
+        Machine::Power(s) => s.name.clone(),
     };
     let run = RunInfo {
         kind: RunKind::Simulation,

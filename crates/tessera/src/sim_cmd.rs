@@ -100,8 +100,17 @@ pub fn run(a: SimRunArgs) -> Result<()> {
                 })? as u16),
             };
             let nodeset = nodeset_of(&a, &cluster)?;
-            prepare_on(&records, Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset })
+            match crate::power_cmd::setup(&cluster, policy, &a.power)? {
+                Some(setup) => {
+                    if partition.is_some() || nodeset.is_some() {
+                        bail!("--partition and --nodeset do not apply to a power-budgeted cluster (its default partition is one machine)");
+                    }
+                    prepare_on(&records, Machine::Power(Arc::new(setup)))
+                }
+                None => prepare_on(&records, Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset }),
+            }
         }
+        None if policy == PolicyKind::Parm => bail!("policy parm needs --cluster with a power budget (e.g. examples/clusters/theta-overprovisioned.toml)"),
         None => {
             let capacity = match a.capacity {
                 Some(c) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
@@ -121,6 +130,9 @@ pub fn run(a: SimRunArgs) -> Result<()> {
     summary.policy = policy.name().to_string();
     summary.parse_wall_time_s = parse_time;
     summary.sim_wall_time_s = sim_time;
+    if let (Some(p), Some(po)) = (&a.power.power_out, &outcome.power) {
+        crate::power_cmd::write_power_csv(p, po)?;
+    }
     if let Some(p) = &a.jobs_out {
         let f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
         write_jobs_csv(f, &w, &outcome).with_context(|| format!("writing {}", p.display()))?;
@@ -134,6 +146,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         let site = a.site.clone().unwrap_or_else(|| match &w.machine {
             Machine::Cluster { cluster, .. } => cluster.name.clone(),
             Machine::Pool(c) => format!("pool-{c}"),
+            Machine::Power(s) => s.name.clone(),
         });
         let offset = header.unix_start_time.unwrap_or(0);
         let run = crate::record::record(db, &site, &label, policy.name(), offset, &w, &outcome, &records)?;

@@ -2,7 +2,7 @@
 //! stage 2 a validated [`Cluster`] with no `Option`s left where a default exists.
 //! Every error names the file, the line, the key and what was expected.
 
-use super::{BenchmarkKind, CanonicalUnit, Cluster, Node, NodeType, Partition, Reference};
+use super::{BenchmarkKind, CanonicalUnit, Cluster, Node, NodePower, NodeType, Partition, Reference};
 use crate::hostlist;
 use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use serde::Deserialize;
@@ -42,6 +42,7 @@ impl fmt::Display for ClusterError {
 struct RawCluster {
     name: Option<String>,
     nodeset_delay: Option<i64>,
+    power_budget_w: Option<f64>,
     reference: Option<toml::Spanned<RawReference>>,
     nodeset: Option<toml::Spanned<RawNodeSet>>,
     #[serde(default)]
@@ -109,6 +110,11 @@ struct RawNodeType {
     hepscore23: Option<f64>,
     hepscore23_per_core: Option<f64>,
     affinity: Option<String>,
+    base_power_w: Option<f64>,
+    memory_power_w: Option<f64>,
+    cpu_max_power_w: Option<f64>,
+    cpu_cap_levels_w: Option<Vec<f64>>,
+    idle_power_w: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -295,6 +301,33 @@ impl Cluster {
                 Some("negative") => true,
                 Some(other) => return Err(src.err(at("affinity"), key("affinity"), format!("expected \"negative\" or \"none\", found \"{other}\""))),
             };
+            let power_keys = [t.base_power_w, t.memory_power_w, t.cpu_max_power_w];
+            let power = if power_keys.iter().all(|k| k.is_none()) && t.cpu_cap_levels_w.is_none() && t.idle_power_w.is_none() {
+                None
+            } else {
+                let need = |k: &str, v: Option<f64>| match v {
+                    Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
+                    Some(x) => Err(src.err(at(k), key(k), format!("expected watts >= 0, found {x}"))),
+                    None => Err(src.err(line, key(k), "a power model needs base_power_w, memory_power_w, cpu_max_power_w and cpu_cap_levels_w")),
+                };
+                let cpu_max_w = need("cpu_max_power_w", t.cpu_max_power_w)?;
+                let mut levels = t.cpu_cap_levels_w.clone().ok_or_else(|| src.err(line, key("cpu_cap_levels_w"), "a power model needs cpu_cap_levels_w, e.g. [30, 33, 36, 44, 50, 60]"))?;
+                if levels.is_empty() || levels.iter().any(|&l| !(l.is_finite() && l > 0.0 && l <= cpu_max_w)) {
+                    return Err(src.err(at("cpu_cap_levels_w"), key("cpu_cap_levels_w"), format!("expected caps in (0, cpu_max_power_w = {cpu_max_w}] W")));
+                }
+                levels.sort_by(f64::total_cmp);
+                levels.dedup();
+                Some(NodePower {
+                    base_w: need("base_power_w", t.base_power_w)?,
+                    memory_w: need("memory_power_w", t.memory_power_w)?,
+                    cap_levels_w: levels,
+                    cpu_max_w,
+                    idle_w: match t.idle_power_w {
+                        None => 0.0,
+                        v => need("idle_power_w", v)?,
+                    },
+                })
+            };
             let ti = node_types.len();
             node_types.push(NodeType {
                 name: t.name.clone(),
@@ -309,6 +342,7 @@ impl Cluster {
                 benchmark_kind: benchmark.map(|b| b.1),
                 factor: 1.0,
                 negative_affinity,
+                power,
             });
             for name in names {
                 if by_name.contains_key(&name) {
@@ -444,7 +478,18 @@ impl Cluster {
         } else if !partitions.iter().any(|p| p.default) {
             partitions[0].default = true;
         }
+        let power_budget_w = match raw.power_budget_w {
+            None => None,
+            Some(w) if w.is_finite() && w > 0.0 => {
+                if node_types.iter().any(|t| t.power.is_none()) {
+                    return Err(src.err(src.key_line(0..text.len(), "power_budget_w"), "power_budget_w", "a power budget needs a power model (base_power_w, memory_power_w, cpu_max_power_w, cpu_cap_levels_w) on every node type"));
+                }
+                Some(w)
+            }
+            Some(w) => return Err(src.err(src.key_line(0..text.len(), "power_budget_w"), "power_budget_w", format!("expected watts > 0, found {w}"))),
+        };
         Ok(Cluster {
+            power_budget_w,
             name: raw.name.unwrap_or_else(|| "cluster".into()),
             node_types,
             nodes,

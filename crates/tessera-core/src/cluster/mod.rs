@@ -23,6 +23,46 @@ pub struct Cluster {
     pub nodeset: Option<NodeSetSpec>,
     /// NODESETDELAY: how long a job with NODESETPLUS DELAY waits for a single set.
     pub nodeset_delay: Time,
+    /// The machine room's power budget (W), for power-aware scheduling.
+    pub power_budget_w: Option<f64>,
+}
+
+/// What [`Cluster::power_machine`] finds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerSetupInfo {
+    pub machine: crate::power::PowerMachine,
+    /// The CPU's maximum power (W): what a power-unaware scheduler runs at.
+    pub cpu_max_w: f64,
+    /// Trace processors per node: a job of `procs` processors needs
+    /// `ceil(procs / cores_per_node)` nodes.
+    pub cores_per_node: u32,
+}
+
+/// How a node type draws power (PARM's model: base + memory + CPU package).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NodePower {
+    /// Everything but CPU and memory (W).
+    pub base_w: f64,
+    /// Memory, capped at a fixed value (W).
+    pub memory_w: f64,
+    /// CPU package power caps the node supports (W), ascending.
+    pub cap_levels_w: Vec<f64>,
+    /// The CPU's maximum (uncapped) power (W).
+    pub cpu_max_w: f64,
+    /// Power an idle node draws (W); the paper counts none.
+    pub idle_w: f64,
+}
+
+impl NodePower {
+    /// A busy node's power under CPU cap `p`: p + memory + base.
+    pub fn busy_w(&self, cap: f64) -> f64 {
+        cap + self.memory_w + self.base_w
+    }
+
+    /// A busy node at full CPU power.
+    pub fn max_w(&self) -> f64 {
+        self.busy_w(self.cpu_max_w)
+    }
 }
 
 /// The benchmark unit a node type was measured in.
@@ -55,6 +95,8 @@ pub struct NodeType {
     /// The node type holds negative affinity (node sets with PRIORITYTYPE AFFINITY
     /// avoid it; a stand-in for negative-affinity reservations).
     pub negative_affinity: bool,
+    /// How the node draws power, when the cluster is power-aware.
+    pub power: Option<NodePower>,
 }
 
 impl NodeType {
@@ -186,6 +228,37 @@ pub struct Reference {
 pub use config::ClusterError;
 
 impl Cluster {
+    /// The default partition as one overprovisioned machine under the power budget
+    /// (PARM's model): its node count, the power model its nodes share, and the
+    /// trace processors per node (jobs are sized in whole nodes).
+    pub fn power_machine(&self) -> Result<PowerSetupInfo, String> {
+        let budget_w = self.power_budget_w.ok_or_else(|| format!("cluster `{}` has no power_budget_w; power-aware scheduling needs one", self.name))?;
+        let part = &self.partitions[self.default_partition_index()];
+        let first = &self.nodes[part.nodes[0]];
+        let power = self.node_types[first.node_type].power.clone().expect("a budget implies a power model on every node type");
+        for &n in &part.nodes {
+            let t = &self.node_types[self.nodes[n].node_type];
+            if t.power.as_ref() != Some(&power) || (!part.exclusive && self.nodes[n].cores != first.cores) {
+                return Err(format!(
+                    "partition `{}`: power-aware scheduling models identical nodes, but node types `{}` and `{}` differ in power model or cores",
+                    part.name, self.node_types[first.node_type].name, t.name
+                ));
+            }
+        }
+        let cores_per_node = if part.exclusive { part.cores_per_node } else { first.cores };
+        Ok(PowerSetupInfo {
+            machine: crate::power::PowerMachine {
+                nodes: part.nodes.len() as u32,
+                budget_w,
+                node_base_w: power.base_w + power.memory_w,
+                idle_w: power.idle_w,
+                cap_levels_w: power.cap_levels_w.clone(),
+            },
+            cpu_max_w: power.cpu_max_w,
+            cores_per_node: cores_per_node.max(1),
+        })
+    }
+
     /// A single pool of `procs` processors: one node, one partition. This is the
     /// machine when no cluster file is given.
     pub fn pool(procs: u32) -> Cluster {
@@ -204,6 +277,7 @@ impl Cluster {
                 benchmark_kind: None,
                 factor: 1.0,
                 negative_affinity: false,
+                power: None,
             }],
             nodes: vec![Node { name: "pool".into(), node_type: 0, cores: procs, memory_mb: 0, gpus: 0 }],
             partitions: vec![Partition {
@@ -218,6 +292,7 @@ impl Cluster {
             reference: Reference { name: "none".into(), hs06_per_core: 0.0 },
             nodeset: None,
             nodeset_delay: 0,
+            power_budget_w: None,
         }
     }
 

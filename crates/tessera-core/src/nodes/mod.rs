@@ -22,7 +22,7 @@ use crate::engine::Effect;
 use crate::job::{scaled, JobIdx, JobSpec, JobState, NodeSetId};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
-use crate::policy::PolicyKind;
+use crate::policy::{PolicyKind, NOT_PARM};
 use crate::profile::footprint;
 use crate::running::{Running, RunningJob};
 use crate::table::JobTable;
@@ -49,6 +49,7 @@ pub struct NodeEngine {
 
 impl NodeEngine {
     pub fn new(policy: PolicyKind, cluster: &Cluster) -> Self {
+        assert!(policy != PolicyKind::Parm, "{NOT_PARM}");
         let board = Board::new(cluster);
         let free = board.full();
         let free_cores = board.total_cores();
@@ -152,6 +153,7 @@ impl NodeEngine {
             }
             PolicyKind::Easy => self.pass_easy(now, out),
             PolicyKind::Conservative => self.pass_conservative(now, out),
+            PolicyKind::Parm => unreachable!("{NOT_PARM}"),
         }
     }
 
@@ -318,6 +320,7 @@ impl NodeEngine {
         Some(match self.policy {
             PolicyKind::Fcfs | PolicyKind::Easy if head => blocked(),
             PolicyKind::Fcfs | PolicyKind::Easy => PendingReason::Priority,
+            PolicyKind::Parm => unreachable!("{NOT_PARM}"),
             PolicyKind::Conservative => {
                 let start = self.plan_conservative(now, Some(job), &mut Vec::new()).expect("a queued job gets a reservation");
                 if start == now && head {

@@ -63,6 +63,15 @@ pub enum Solver {
     Milp { node_limit: u64 },
 }
 
+impl std::fmt::Display for Solver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Solver::Structured => f.write_str("structured"),
+            Solver::Milp { node_limit } => write!(f, "milp (node limit {node_limit})"),
+        }
+    }
+}
+
 const EPS: f64 = 1e-9;
 
 impl Problem {

@@ -2,7 +2,9 @@
 //! the knapsack the PARM scheduler solves at every trigger.
 
 pub mod knapsack;
+pub mod parm;
 pub mod pass;
 
 pub use knapsack::{Group, Item, Problem, Solution, Solver, Status};
+pub use parm::{ParmConfig, ParmEngine, ParmStats, ParmVariant, PowerMachine, Usage};
 pub use pass::{AppProfile, Downey, PowerJob, PRESETS};

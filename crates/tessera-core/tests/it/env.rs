@@ -56,8 +56,9 @@ impl TestEnv {
         self.engine.sanity_check();
         self.effects
             .drain(..)
-            .map(|e| match e {
-                Effect::Start { job, .. } => self.id_of[job.index()],
+            .filter_map(|e| match e {
+                Effect::Start { job, .. } => Some(self.id_of[job.index()]),
+                Effect::Configure { .. } => panic!("a queue engine reconfigured a job"),
             })
             .collect()
     }

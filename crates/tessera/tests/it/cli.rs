@@ -92,7 +92,7 @@ fn malformed_trace_is_an_error_naming_file_line_and_field() {
 fn usage_errors_and_unknown_names() {
     let out = tessera(&["sim", "run", "--policy", "sjf"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(text(&out.stderr), "error: unknown policy `sjf`; known policies: fcfs, easy, conservative\n");
+    assert_eq!(text(&out.stderr), "error: unknown policy `sjf`; known policies: fcfs, easy, conservative, parm\n");
     let out = tessera(&["sim", "run", "--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
     let out = tessera(&["sim", "run", "--trace", "/nonexistent/trace.swf"]);

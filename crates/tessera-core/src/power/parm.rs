@@ -1,0 +1,410 @@
+//! PARM, the power-aware resource manager of Sarood et al. (SC 2014): at every
+//! trigger (an arrival or a completion) choose, for every running and pending job,
+//! a node count and a CPU power cap that maximize Σ w_j · s_{j,n,p} under the node
+//! count and the power budget (see [`super::knapsack`]).
+//!
+//! Variants (the paper's Table II): `noMM` (every job on its fewest nodes, only the
+//! caps chosen), `noSE` (moldable: the size is chosen at start, then only the cap
+//! changes), `wSE` (malleable: running jobs also shrink and expand, at most once
+//! per `fse` seconds, paying the paper's cost, Eqs. 20–21).
+//!
+//! Power: a job on n nodes at cap p draws n (p + memory + base); idle nodes draw
+//! `idle_w` each (0 in the paper). The invariant "power drawn ≤ budget" is checked
+//! after every step by [`ParmEngine::sanity_check`].
+
+use super::knapsack::{Group, Item, Problem, Solver};
+use super::pass::PowerJob;
+use crate::engine::Effect;
+use crate::job::{JobIdx, JobSpec, JobState};
+use crate::pending::PendingReason;
+use crate::policy::PolicyKind;
+use crate::table::JobTable;
+use crate::Time;
+
+/// Which PARM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum ParmVariant {
+    NoMM,
+    NoSE,
+    WSE,
+}
+
+impl std::str::FromStr for ParmVariant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "nomm" => Ok(ParmVariant::NoMM),
+            "nose" => Ok(ParmVariant::NoSE),
+            "wse" => Ok(ParmVariant::WSE),
+            _ => Err(format!("unknown PARM variant `{s}`; known: noMM, noSE, wSE")),
+        }
+    }
+}
+
+impl std::fmt::Display for ParmVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ParmVariant::NoMM => "noMM",
+            ParmVariant::NoSE => "noSE",
+            ParmVariant::WSE => "wSE",
+        })
+    }
+}
+
+/// The overprovisioned machine.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PowerMachine {
+    pub nodes: u32,
+    pub budget_w: f64,
+    /// Power of a busy node besides its CPU: memory + base (W).
+    pub node_base_w: f64,
+    pub idle_w: f64,
+    /// CPU caps (W), ascending.
+    pub cap_levels_w: Vec<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ParmConfig {
+    pub variant: ParmVariant,
+    /// Fairness exponent of the weight w_j = (t_rem + waited)^α.
+    pub alpha: f64,
+    /// Minimum seconds between two resizes of a job (wSE).
+    pub fse: Time,
+    /// Node counts offered per job (the paper: 8).
+    pub node_levels: u32,
+    pub solver: Solver,
+    /// Per-link bandwidth for redistributing a resized job's data (MB/s).
+    pub link_mb_s: f64,
+}
+
+impl ParmConfig {
+    pub fn new(variant: ParmVariant) -> Self {
+        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0 }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Run {
+    n: u32,
+    p: f64,
+    /// Fraction of the job's work done.
+    done: f64,
+    /// Time (s) up to which `done` and energy are accounted.
+    at: f64,
+    /// Resize overhead (s) still to serve before work resumes.
+    overhead: f64,
+    last_resize: Time,
+    expected_end: Time,
+}
+
+/// What a job has used so far, running or done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Usage {
+    /// Energy drawn by the job's nodes (J).
+    pub energy_j: f64,
+    /// Σ nodes held × seconds.
+    pub node_s: f64,
+}
+
+/// Statistics of the decisions taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ParmStats {
+    pub decisions: u64,
+    pub resizes: u64,
+    pub cap_changes: u64,
+    /// Decisions where the solver stopped at a limit (a feasible answer was used).
+    pub limited: u64,
+    /// Largest relative gap to the solver's bound, when it had one.
+    pub max_gap: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct ParmEngine {
+    machine: PowerMachine,
+    cfg: ParmConfig,
+    t: JobTable,
+    pj: Vec<PowerJob>,
+    runs: Vec<Option<Run>>,
+    /// Running jobs, ascending index.
+    running: Vec<JobIdx>,
+    usage: Vec<Usage>,
+    stats: ParmStats,
+}
+
+impl ParmEngine {
+    pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
+        ParmEngine { machine, cfg, t: JobTable::new(), pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default() }
+    }
+
+    pub fn policy(&self) -> PolicyKind {
+        PolicyKind::Parm
+    }
+    pub fn machine(&self) -> &PowerMachine {
+        &self.machine
+    }
+    pub fn config(&self) -> &ParmConfig {
+        &self.cfg
+    }
+    pub fn stats(&self) -> ParmStats {
+        self.stats
+    }
+    pub fn capacity(&self) -> u64 {
+        self.machine.nodes as u64
+    }
+    pub fn used_nodes(&self) -> u32 {
+        self.running.iter().map(|j| self.runs[j.index()].as_ref().unwrap().n).sum()
+    }
+    pub fn free(&self) -> u64 {
+        (self.machine.nodes - self.used_nodes()) as u64
+    }
+    pub fn queued(&self) -> usize {
+        self.t.queue.len()
+    }
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
+        let e = &self.t.jobs[job.index()];
+        (&e.spec, e.state)
+    }
+    pub fn queue(&self) -> impl Iterator<Item = JobIdx> + '_ {
+        self.t.queue.iter().map(|(_, j)| j)
+    }
+
+    /// Power drawn now: busy nodes at their caps plus idle nodes.
+    pub fn power_w(&self) -> f64 {
+        let busy: f64 = self.running.iter().map(|j| {
+            let r = self.runs[j.index()].as_ref().unwrap();
+            r.n as f64 * (r.p + self.machine.node_base_w)
+        }).sum();
+        busy + (self.machine.nodes - self.used_nodes()) as f64 * self.machine.idle_w
+    }
+
+    /// Current (nodes, cap) of a running job.
+    pub fn config_of(&self, job: JobIdx) -> Option<(u32, f64)> {
+        self.runs.get(job.index()).and_then(|r| r.as_ref()).map(|r| (r.n, r.p))
+    }
+
+    /// When a running job will end under its current configuration (whole seconds,
+    /// rounded up): resize overhead still due, then the rest of its work.
+    pub fn expected_end(&self, job: JobIdx) -> Option<Time> {
+        self.runs.get(job.index()).and_then(|r| r.as_ref()).map(|r| r.expected_end)
+    }
+
+    /// What a job has used, up to the last step that accounted it (every pass and
+    /// its completion).
+    pub fn usage(&self, job: JobIdx) -> Usage {
+        self.usage[job.index()]
+    }
+
+    pub fn can_run(&self, pj: &PowerJob) -> bool {
+        let lowest = self.caps(pj).first().copied();
+        pj.n_min >= 1
+            && pj.n_min <= pj.n_max
+            && pj.n_min <= self.machine.nodes
+            && lowest.is_some_and(|p| pj.n_min as f64 * (p + self.machine.node_base_w - self.machine.idle_w) <= self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w + 1e-9)
+    }
+
+    pub fn submit(&mut self, now: Time, spec: JobSpec, pj: PowerJob) {
+        assert!(self.can_run(&pj), "job {:?} can never run under the power budget", spec.id);
+        self.t.submit(now, spec);
+        self.pj.push(pj);
+        self.runs.push(None);
+        self.usage.push(Usage::default());
+    }
+
+    /// The caps a job may run at: the machine's levels at or above the job's p_l
+    /// (the PASS model is defined from p_l up), else the highest level.
+    fn caps(&self, pj: &PowerJob) -> Vec<f64> {
+        let v: Vec<f64> = self.machine.cap_levels_w.iter().copied().filter(|&p| p >= pj.app.p_l - 1e-9).collect();
+        if v.is_empty() {
+            self.machine.cap_levels_w.last().copied().into_iter().collect()
+        } else {
+            v
+        }
+    }
+
+    fn advance(&mut self, job: JobIdx, now: f64) {
+        let pj = self.pj[job.index()];
+        let base = self.machine.node_base_w;
+        let r = self.runs[job.index()].as_mut().unwrap();
+        let dt = (now - r.at).max(0.0);
+        let u = &mut self.usage[job.index()];
+        u.energy_j += dt * r.n as f64 * (r.p + base);
+        u.node_s += dt * r.n as f64;
+        let served = r.overhead.min(dt);
+        r.overhead -= served;
+        r.done = (r.done + (dt - served) / pj.time(r.n, r.p)).min(1.0);
+        r.at = now;
+    }
+
+    fn reschedule(&mut self, job: JobIdx) {
+        let pj = self.pj[job.index()];
+        let r = self.runs[job.index()].as_mut().unwrap();
+        let left = r.overhead + (1.0 - r.done) * pj.time(r.n, r.p);
+        r.expected_end = (r.at + left - 1e-9).ceil().max(r.at.ceil()) as Time;
+    }
+
+    pub fn complete(&mut self, now: Time, job: JobIdx) {
+        self.advance(job, now as f64);
+        self.t.finish(now, job);
+        self.runs[job.index()].take().expect("a completing job is running");
+        self.running.retain(|&j| j != job);
+    }
+
+    /// Cost (s) of resizing a job from `from` to `to` nodes: redistributing its data
+    /// over a 3-D torus cuboid (Eq. 20) plus, when expanding, booting the new nodes
+    /// (Eq. 21, Intrepid's boot times).
+    pub fn resize_cost(&self, pj: &PowerJob, from: u32, to: u32) -> f64 {
+        let (nf, nt) = (from as f64, to as f64);
+        let m = pj.mem_mb;
+        let b = self.cfg.link_mb_s;
+        if to > from {
+            let tc = (m / nf - m / nt) * nf / (2.0 * b * nf.powf(2.0 / 3.0));
+            let tb = (nt - nf) * 0.01904 + 72.73;
+            tc + tb
+        } else {
+            // the data of the n_f - n_t released nodes spread over the n_t that stay
+            (m / nf) * (nf - nt) / (2.0 * b * nt.powf(2.0 / 3.0))
+        }
+    }
+
+    /// Options of one job: (nodes, cap) pairs, as the variant allows.
+    fn options(&self, job: JobIdx, now: Time) -> Vec<(u32, f64)> {
+        let pj = &self.pj[job.index()];
+        let caps = self.caps(pj);
+        let sizes: Vec<u32> = match (self.cfg.variant, &self.runs[job.index()]) {
+            (ParmVariant::NoMM, _) => vec![pj.n_min],
+            (ParmVariant::NoSE, Some(r)) => vec![r.n],
+            (ParmVariant::WSE, Some(r)) if now - r.last_resize < self.cfg.fse => vec![r.n],
+            _ => pj.node_levels(self.cfg.node_levels),
+        };
+        let mut v = Vec::with_capacity(sizes.len() * caps.len());
+        for &n in &sizes {
+            for &p in &caps {
+                v.push((n, p));
+            }
+        }
+        v
+    }
+
+    pub fn pass(&mut self, now: Time, out: &mut Vec<Effect>) {
+        let nowf = now as f64;
+        for j in self.running.clone() {
+            self.advance(j, nowf);
+        }
+        if self.t.queue.len() == 0 && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
+            return;
+        }
+        // jobs: running first (ascending index), then pending in queue order
+        let jobs: Vec<JobIdx> = self.running.iter().copied().chain(self.t.queue.iter().map(|(_, j)| j)).collect();
+        let mut groups = Vec::with_capacity(jobs.len());
+        let mut shapes = Vec::with_capacity(jobs.len());
+        let mut incumbent = Vec::with_capacity(jobs.len());
+        let extra_w = self.machine.node_base_w - self.machine.idle_w;
+        for &j in &jobs {
+            let pj = self.pj[j.index()];
+            let run = &self.runs[j.index()];
+            let p_min = self.caps(&pj)[0];
+            let t_min = pj.time(pj.n_min, p_min);
+            let done = run.as_ref().map_or(0.0, |r| r.done);
+            let submit = self.t.jobs[j.index()].state.submit();
+            let w = ((1.0 - done) * t_min + (now - submit) as f64).max(1.0).powf(self.cfg.alpha);
+            let opts = self.options(j, now);
+            let items: Vec<Item> = opts
+                .iter()
+                .map(|&(n, p)| Item { value: w * t_min / pj.time(n, p), nodes: n, power: n as f64 * (p + extra_w) })
+                .collect();
+            incumbent.push(run.as_ref().map(|r| opts.iter().position(|&(n, p)| n == r.n && p == r.p).expect("the current configuration is an option") as u32));
+            groups.push(Group { forced: run.is_some(), items });
+            shapes.push(opts);
+        }
+        let problem = Problem { groups, nodes: self.machine.nodes, power: self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w };
+        let sol = problem.solve(self.cfg.solver, Some(&incumbent));
+        debug_assert!(problem.usage(&sol.choice).2, "the solver returned an infeasible choice");
+        self.stats.decisions += 1;
+        if sol.status == super::knapsack::Status::Feasible && sol.bound.is_none() {
+            self.stats.limited += 1;
+        }
+        if let Some(b) = sol.bound {
+            self.stats.max_gap = self.stats.max_gap.max((b - sol.objective) / b.abs().max(1e-12));
+        }
+        // resizes first: they all pay twice the largest resize cost of the decision
+        let mut t_se_max: f64 = 0.0;
+        for (k, &j) in jobs.iter().enumerate() {
+            let (Some(r), Some(c)) = (&self.runs[j.index()], sol.choice[k]) else { continue };
+            let (n, _) = shapes[k][c as usize];
+            if n != r.n {
+                t_se_max = t_se_max.max(self.resize_cost(&self.pj[j.index()], r.n, n));
+            }
+        }
+        for (k, &j) in jobs.iter().enumerate() {
+            let Some(c) = sol.choice[k] else { continue };
+            let (n, p) = shapes[k][c as usize];
+            match self.runs[j.index()].as_mut() {
+                Some(r) => {
+                    if r.n == n && r.p == p {
+                        continue;
+                    }
+                    if r.n != n {
+                        r.overhead += 2.0 * t_se_max;
+                        r.last_resize = now;
+                        self.stats.resizes += 1;
+                    } else {
+                        self.stats.cap_changes += 1;
+                    }
+                    r.n = n;
+                    r.p = p;
+                    self.reschedule(j);
+                    out.push(Effect::Configure { job: j, nodes: n, cap_w: p });
+                }
+                None => {
+                    let pos = self.t.jobs[j.index()].queue_pos;
+                    self.t.begin(now, pos, j);
+                    self.runs[j.index()] = Some(Run { n, p, done: 0.0, at: nowf, overhead: 0.0, last_resize: now, expected_end: now });
+                    self.reschedule(j);
+                    let at = self.running.partition_point(|&x| x < j);
+                    self.running.insert(at, j);
+                    out.push(Effect::Start { job: j, procs: n });
+                    out.push(Effect::Configure { job: j, nodes: n, cap_w: p });
+                }
+            }
+        }
+    }
+
+    pub fn head_reservation(&mut self) -> Option<(JobIdx, Time)> {
+        None
+    }
+
+    pub fn pending_reason(&self, _now: Time, job: JobIdx) -> Option<PendingReason> {
+        let e = &self.t.jobs[job.index()];
+        if !matches!(e.state, JobState::Pending { .. }) {
+            return None;
+        }
+        let pj = &self.pj[job.index()];
+        let p_min = self.caps(pj)[0];
+        let free_nodes = self.machine.nodes - self.used_nodes();
+        let free_w = self.machine.budget_w - self.power_w();
+        let need_w = pj.n_min as f64 * (p_min + self.machine.node_base_w - self.machine.idle_w);
+        Some(if pj.n_min > free_nodes {
+            PendingReason::Resources { needed: pj.n_min, free: free_nodes }
+        } else if need_w > free_w + 1e-9 {
+            PendingReason::PowerBudget { needed_w: need_w.ceil() as u64, free_w: free_w.max(0.0).floor() as u64 }
+        } else {
+            PendingReason::Priority
+        })
+    }
+
+    /// Nodes and power within the machine (the power invariant), and the queue and
+    /// the states agree.
+    pub fn sanity_check(&self) {
+        let used = self.used_nodes();
+        assert!(used <= self.machine.nodes, "{used} nodes in use of {}", self.machine.nodes);
+        let w = self.power_w();
+        assert!(w <= self.machine.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn {w} W exceeds the budget {} W", self.machine.budget_w);
+        for j in &self.running {
+            assert!(matches!(self.t.jobs[j.index()].state, JobState::Running { .. }));
+        }
+        self.t.sanity_check();
+    }
+}
