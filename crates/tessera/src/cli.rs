@@ -174,6 +174,11 @@ pub struct PowerArgs {
     /// Seconds a malleable job waits between two resizes (f_se) [default: 500].
     #[arg(long, help_heading = "Power")]
     pub fse: Option<i64>,
+    /// wSE: discount the value of resizing a running job by the resize's cost
+    /// spread over the job's remaining run (Tessera's extension; the paper's
+    /// objective ignores the cost, which is the default).
+    #[arg(long, help_heading = "Power")]
+    pub amortize_resizes: bool,
     /// Queue policies on a power-budgeted cluster: every CPU capped at this many
     /// watts, on as many nodes as the budget then powers (naive overprovisioning)
     /// [default: the CPU's maximum, the power-unaware baseline].
@@ -279,6 +284,60 @@ pub enum ExperimentCommand {
     /// Node sets on a heterogeneous cluster: no node sets, ONEOF:PROCSPEED,
     /// tolerance 0.5, and tolerance 0.5 with MINLOSS, at one or more loads.
     Nodesets(NodesetsArgs),
+    /// The PARM paper's large-scale experiment: sets of consecutive jobs at
+    /// several arrival rates, the power-unaware baseline vs PARM noSE and wSE, the
+    /// α trade-off, and naive overprovisioning (docs/power.md).
+    Parm(ParmExperimentArgs),
+}
+
+#[derive(Args)]
+pub struct ParmExperimentArgs {
+    /// SWF trace (default: ALCF-Theta-2022 from the shared traces directory).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Power-budgeted cluster file (default: examples/clusters/theta-overprovisioned.toml).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Jobs per set.
+    #[arg(long, default_value_t = 1000)]
+    pub jobs: usize,
+    /// First job (1-based position in the trace) of each set, repeatable [default:
+    /// the paper's starts 1, 10500 and 27000 of Intrepid's 68,936 jobs, scaled to
+    /// the trace's length].
+    #[arg(long = "set-start")]
+    pub set_starts: Vec<usize>,
+    /// Arrival-time scale factors γ (repeatable).
+    #[arg(long = "gamma", default_values_t = vec![0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2])]
+    pub gammas: Vec<f64>,
+    /// PARM variants compared with the baseline (repeatable).
+    #[arg(long = "variant", default_values_t = vec!["noSE".to_string(), "wSE".to_string()])]
+    pub variants: Vec<String>,
+    /// α values of the fairness trade-off curve (wSE, first set, --curve-gamma).
+    #[arg(long = "alpha", default_values_t = vec![0.0, 0.28, 0.98, 1.28, 1.48, 2.0, 3.0])]
+    pub alphas: Vec<f64>,
+    /// CPU caps of the naive-overprovisioning comparison (first set, --curve-gamma).
+    #[arg(long = "naive-cap", default_values_t = vec![30.0, 33.0, 36.0, 44.0, 50.0, 60.0])]
+    pub naive_caps: Vec<f64>,
+    /// γ of the α curve and the naive comparison.
+    #[arg(long, default_value_t = 0.5)]
+    pub curve_gamma: f64,
+    /// Solver: structured or milp.
+    #[arg(long, default_value = "structured")]
+    pub solver: String,
+    /// Branch-and-bound node limit of the MILP solver.
+    #[arg(long, default_value_t = 20_000)]
+    pub milp_node_limit: u64,
+    /// Seed of the power-profile rule.
+    #[arg(long, default_value_t = 1)]
+    pub power_seed: u64,
+    /// wSE discounts resizes by their cost (see `sim run --amortize-resizes`).
+    #[arg(long)]
+    pub amortize_resizes: bool,
+    /// Simulations run at once [default: the number of CPUs].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Args)]

@@ -58,6 +58,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Report { command } => acct_cmd::report(command),
         cli::Command::Experiment { command } => match command {
             cli::ExperimentCommand::Nodesets(a) => experiment_cmd::nodesets(a),
+            cli::ExperimentCommand::Parm(a) => power_cmd::experiment(a),
         },
     }
 }

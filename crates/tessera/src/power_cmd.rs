@@ -30,7 +30,7 @@ fn range(flag: &str, text: &str) -> Result<(f64, f64)> {
 /// The power-aware setup of a run: None when the cluster has no power budget
 /// (then no power flag may be given).
 pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Option<PowerSetup>> {
-    let parm_flags = a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.alpha.is_some() || a.fse.is_some();
+    let parm_flags = a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.alpha.is_some() || a.fse.is_some() || a.amortize_resizes;
     if cluster.power_budget_w.is_none() {
         if policy == PolicyKind::Parm {
             bail!("policy parm needs a cluster file with power_budget_w and a power model (e.g. examples/clusters/theta-overprovisioned.toml); cluster `{}` has none", cluster.name);
@@ -67,10 +67,11 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
             }
             cfg.fse = f;
         }
+        cfg.amortize_resizes = a.amortize_resizes;
         PowerMode::Parm(cfg)
     } else {
         if parm_flags {
-            bail!("--parm-variant, --solver, --milp-node-limit, --alpha and --fse apply to --policy parm only");
+            bail!("--parm-variant, --solver, --milp-node-limit, --alpha, --fse and --amortize-resizes apply to --policy parm only");
         }
         let cap_w = a.cap.unwrap_or(info.cpu_max_w);
         if !(cap_w > 0.0 && cap_w <= info.cpu_max_w) {
@@ -89,4 +90,235 @@ pub fn write_power_csv(path: &Path, p: &PowerOutcome) -> Result<()> {
         writeln!(f, "{t},{w:.3},{:.3},{busy}", p.budget_w)?;
     }
     f.flush().with_context(|| format!("writing {}", path.display()))
+}
+
+/// The experiment's default cluster (also at examples/clusters/theta-overprovisioned.toml).
+const THETA: &str = include_str!("../../../examples/clusters/theta-overprovisioned.toml");
+
+/// How one run of the experiment schedules.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scheme {
+    /// Power-unaware EASY at full power on the nodes the budget powers.
+    Baseline,
+    /// Power-unaware EASY with every CPU at this cap, on as many nodes as the budget powers.
+    Naive(f64),
+    Parm(ParmVariant, f64),
+}
+
+impl Scheme {
+    fn label(&self) -> String {
+        match self {
+            Scheme::Baseline => "baseline".into(),
+            Scheme::Naive(c) => format!("naive {c} W"),
+            Scheme::Parm(v, a) => format!("{v} α={a}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Case {
+    set: usize,
+    gamma: f64,
+    scheme: Scheme,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+struct Row {
+    set: usize,
+    first_job: usize,
+    gamma: f64,
+    scheme: String,
+    jobs: u64,
+    nodes: u32,
+    avg_completion_min: f64,
+    max_completion_min: f64,
+    avg_response_min: f64,
+    budget_w: f64,
+    max_power_w: f64,
+    energy_kwh: f64,
+    resizes: u64,
+    decisions: u64,
+    max_decision_s: f64,
+    sim_wall_s: f64,
+}
+
+fn run_case(records: &[tessera_workload::swf::SwfRecord], case: &Case, info: &tessera_core::PowerSetupInfo, name: &str, rule: &PowerRule, solver: Solver, amortize: bool) -> (tessera_sim::Summary, f64) {
+    let mut recs = records.to_vec();
+    tessera_workload::transform::scale_arrivals(&mut recs, case.gamma);
+    let (mode, policy) = match case.scheme {
+        Scheme::Baseline => (PowerMode::FixedCap { cap_w: info.cpu_max_w }, PolicyKind::Easy),
+        Scheme::Naive(cap_w) => (PowerMode::FixedCap { cap_w }, PolicyKind::Easy),
+        Scheme::Parm(v, alpha) => {
+            let mut cfg = ParmConfig::new(v);
+            cfg.alpha = alpha;
+            cfg.solver = solver;
+            cfg.amortize_resizes = amortize;
+            (PowerMode::Parm(cfg), PolicyKind::Parm)
+        }
+    };
+    let setup = PowerSetup { name: name.to_string(), info: info.clone(), rule: rule.clone(), mode };
+    let w = tessera_sim::prepare_power(&recs, std::sync::Arc::new(setup));
+    let t = std::time::Instant::now();
+    let o = tessera_sim::simulate(&w, policy);
+    let wall = t.elapsed().as_secs_f64();
+    let mut s = tessera_sim::Summary::compute("", &w, &o);
+    s.sim_wall_time_s = wall;
+    let max_completion = w.jobs.iter().enumerate().map(|(i, j)| o.end[i] - j.submit).max().unwrap_or(0);
+    (s, max_completion as f64)
+}
+
+pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
+    let trace = match &a.trace {
+        Some(t) => t.clone(),
+        None => tessera_workload::traces::shared_trace("ALCF-Theta-2022-cqsimplus.swf.gz")
+            .context("no --trace given and ALCF-Theta-2022-cqsimplus.swf.gz is not in the shared traces directory (set TESSERA_TRACES)")?,
+    };
+    let (cluster_label, cluster) = match &a.cluster {
+        Some(p) => (p.display().to_string(), crate::sim_cmd::load_cluster(p)?),
+        None => ("examples/clusters/theta-overprovisioned.toml".to_string(), Cluster::from_toml(THETA, "examples/clusters/theta-overprovisioned.toml").expect("the embedded cluster is valid")),
+    };
+    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| cluster_label.clone())?;
+    let solver = solver(&a.solver, a.milp_node_limit)?;
+    let rule = PowerRule { seed: a.power_seed, ..PowerRule::default() };
+    let variants: Vec<ParmVariant> = a.variants.iter().map(|v| v.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;
+    for &g in a.gammas.iter().chain([&a.curve_gamma]) {
+        anyhow::ensure!(g.is_finite() && g > 0.0, "--gamma {g}: expected a number > 0");
+    }
+    let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
+    let n = records.len();
+    // the paper's sets start at jobs 1, 10500 and 27000 of Intrepid's 68,936
+    let starts: Vec<usize> = if a.set_starts.is_empty() {
+        [0.0, 10499.0, 26999.0].iter().map(|f: &f64| (f * n as f64 / 68936.0).round() as usize + 1).collect()
+    } else {
+        a.set_starts.clone()
+    };
+    for &s in &starts {
+        anyhow::ensure!(s >= 1 && s <= n, "--set-start {s}: the trace has {n} jobs");
+    }
+    let sets: Vec<&[tessera_workload::swf::SwfRecord]> = starts.iter().map(|&s| &records[s - 1..(s - 1 + a.jobs).min(n)]).collect();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut add = |c: Case| {
+        if !cases.contains(&c) {
+            cases.push(c);
+        }
+    };
+    for set in 0..sets.len() {
+        for &gamma in &a.gammas {
+            add(Case { set, gamma, scheme: Scheme::Baseline });
+            for &v in &variants {
+                add(Case { set, gamma, scheme: Scheme::Parm(v, 1.0) });
+            }
+        }
+    }
+    for &alpha in &a.alphas {
+        add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Parm(ParmVariant::WSE, alpha) });
+    }
+    add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Parm(ParmVariant::WSE, 1.0) });
+    add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Baseline });
+    for &cap in &a.naive_caps {
+        anyhow::ensure!(cap > 0.0 && cap <= info.cpu_max_w, "--naive-cap {cap}: expected watts in (0, {}]", info.cpu_max_w);
+        add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Naive(cap) });
+    }
+    // the slowest runs (PARM at high load) first, then spread over the threads
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    order.sort_by(|&x, &y| {
+        let key = |c: &Case| (matches!(c.scheme, Scheme::Parm(..)), -c.gamma);
+        key(&cases[y]).partial_cmp(&key(&cases[x])).unwrap()
+    });
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get())).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Row>>> = std::sync::Mutex::new(vec![None; cases.len()]);
+    let t0 = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&i) = order.get(k) else { break };
+                let c = cases[i];
+                let (sum, max_completion) = run_case(sets[c.set], &c, &info, &cluster.name, &rule, solver, a.amortize_resizes);
+                let p = sum.power.as_ref().expect("power-aware runs report power");
+                let d = p.decisions;
+                let row = Row {
+                    set: c.set + 1,
+                    first_job: starts[c.set],
+                    gamma: c.gamma,
+                    scheme: c.scheme.label(),
+                    jobs: sum.jobs_simulated,
+                    nodes: p.scheduled_nodes,
+                    avg_completion_min: sum.mean_response / 60.0,
+                    max_completion_min: max_completion / 60.0,
+                    avg_response_min: sum.mean_wait / 60.0,
+                    budget_w: sum.power_budget_w.unwrap_or(0.0),
+                    max_power_w: sum.max_power_w.unwrap_or(0.0),
+                    energy_kwh: p.energy_kwh,
+                    resizes: d.map_or(0, |d| d.resizes),
+                    decisions: d.map_or(0, |d| d.decisions),
+                    max_decision_s: p.max_decision_wall_s,
+                    sim_wall_s: sum.sim_wall_time_s,
+                };
+                eprintln!("set {} γ={} {:<14} avg completion {:>8.1} min  ({:.1} s)", row.set, row.gamma, row.scheme, row.avg_completion_min, row.sim_wall_s);
+                results.lock().unwrap()[i] = Some(row);
+            });
+        }
+    });
+    let rows: Vec<Row> = results.into_inner().unwrap().into_iter().map(|r| r.expect("every case ran")).collect();
+    for r in &rows {
+        anyhow::ensure!(r.max_power_w <= r.budget_w * (1.0 + 1e-9), "set {} γ={} {}: power {} W over the budget {} W", r.set, r.gamma, r.scheme, r.max_power_w, r.budget_w);
+    }
+    let find = |set: usize, gamma: f64, scheme: Scheme| rows.iter().zip(&cases).find(|(_, c)| c.set == set && c.gamma == gamma && c.scheme == scheme).map(|(r, _)| r);
+    if a.format == crate::cli::Format::Json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!("trace: {}  ({} jobs; sets of {} jobs starting at {:?})", trace.display(), n, a.jobs, starts);
+    let base_nodes = rows.iter().find(|r| r.scheme == Scheme::Baseline.label()).map_or(0, |r| r.nodes);
+    println!("cluster: {cluster_label}: {} nodes, budget {:.0} W; the baseline powers {base_nodes} of them at full power", info.machine.nodes, info.machine.budget_w);
+    let amortized = if a.amortize_resizes { "; wSE resizes amortized" } else { "" };
+    println!("solver: {solver}; power-profile seed {}{amortized}; wall time {:.1} s on {threads} thread(s)", a.power_seed, t0.elapsed().as_secs_f64());
+    println!();
+    println!("Average completion time (minutes) and speedup over the baseline (α = 1):");
+    println!();
+    let mut head = "| set | γ | baseline |".to_string();
+    let mut rule_line = "|---|---|---|".to_string();
+    for v in &variants {
+        head += &format!(" {v} | speedup |");
+        rule_line += "---|---|";
+    }
+    println!("{head}");
+    println!("{rule_line}");
+    for set in 0..sets.len() {
+        for &gamma in &a.gammas {
+            let base = find(set, gamma, Scheme::Baseline).unwrap();
+            let mut line = format!("| {} ({}) | {gamma} | {:.1} |", set + 1, starts[set], base.avg_completion_min);
+            for &v in &variants {
+                let r = find(set, gamma, Scheme::Parm(v, 1.0)).unwrap();
+                line += &format!(" {:.1} | {:.2}× |", r.avg_completion_min, base.avg_completion_min / r.avg_completion_min);
+            }
+            println!("{line}");
+        }
+    }
+    println!();
+    println!("Fairness trade-off, wSE, set 1, γ = {}: average and maximum completion time (minutes):", a.curve_gamma);
+    println!();
+    println!("| α | average | maximum |");
+    println!("|---|---|---|");
+    for &alpha in &a.alphas {
+        let r = find(0, a.curve_gamma, Scheme::Parm(ParmVariant::WSE, alpha)).unwrap();
+        println!("| {alpha} | {:.1} | {:.1} |", r.avg_completion_min, r.max_completion_min);
+    }
+    println!();
+    println!("Naive overprovisioning (EASY, every CPU at one cap), set 1, γ = {}: speedup of wSE over it:", a.curve_gamma);
+    println!();
+    println!("| CPU cap (W) | nodes | average completion (min) | wSE speedup |");
+    println!("|---|---|---|---|");
+    let wse = find(0, a.curve_gamma, Scheme::Parm(ParmVariant::WSE, 1.0)).unwrap();
+    for &cap in &a.naive_caps {
+        let r = find(0, a.curve_gamma, Scheme::Naive(cap)).unwrap();
+        println!("| {cap} | {} | {:.1} | {:.2}× |", r.nodes, r.avg_completion_min, r.avg_completion_min / wse.avg_completion_min);
+    }
+    let worst = rows.iter().map(|r| r.max_power_w / r.budget_w).fold(0.0, f64::max);
+    let slowest = rows.iter().map(|r| r.max_decision_s).fold(0.0, f64::max);
+    println!();
+    println!("Every run stayed within the budget (highest draw {:.2}% of it); longest PARM decision {:.1} ms.", 100.0 * worst, slowest * 1e3);
+    Ok(())
 }

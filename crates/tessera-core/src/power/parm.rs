@@ -75,11 +75,14 @@ pub struct ParmConfig {
     pub solver: Solver,
     /// Per-link bandwidth for redistributing a resized job's data (MB/s).
     pub link_mb_s: f64,
+    /// wSE: discount a resize's value by its cost over the job's remaining run
+    /// (Tessera's extension; the paper's objective ignores the cost).
+    pub amortize_resizes: bool,
 }
 
 impl ParmConfig {
     pub fn new(variant: ParmVariant) -> Self {
-        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0 }
+        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false }
     }
 }
 
@@ -313,7 +316,18 @@ impl ParmEngine {
             let opts = self.options(j, now);
             let items: Vec<Item> = opts
                 .iter()
-                .map(|&(n, p)| Item { value: w * t_min / pj.time(n, p), nodes: n, power: n as f64 * (p + extra_w) })
+                .map(|&(n, p)| {
+                    let t = pj.time(n, p);
+                    let mut value = w * t_min / t;
+                    if let (Some(r), true) = (run, self.cfg.amortize_resizes) {
+                        if r.n != n {
+                            // the resize's cost spread over the rest of the run
+                            let rest = (1.0 - r.done) * t;
+                            value *= rest / (rest + 2.0 * self.resize_cost(&pj, r.n, n));
+                        }
+                    }
+                    Item { value, nodes: n, power: n as f64 * (p + extra_w) }
+                })
                 .collect();
             incumbent.push(run.as_ref().map(|r| opts.iter().position(|&(n, p)| n == r.n && p == r.p).expect("the current configuration is an option") as u32));
             groups.push(Group { forced: run.is_some(), items });
