@@ -18,4 +18,4 @@ pub mod workload;
 pub use metrics::Summary;
 pub use power::{prepare_power, PowerMode, PowerRule, PowerSetup};
 pub use run::{simulate, simulate_observed, PowerOutcome, SimOutcome};
-pub use workload::{prepare, prepare_on, Machine, Workload, WorkloadError};
+pub use workload::{prepare, prepare_on, spec_of, Machine, Workload, WorkloadError};

@@ -51,7 +51,7 @@ pub fn default_capacity(header: &SwfHeader, trace: &str) -> Result<u32, Workload
 }
 
 /// The engine's view of a trace job (partition and node set are the driver's).
-pub(crate) fn spec_of(j: &TraceJob) -> JobSpec {
+pub fn spec_of(j: &TraceJob) -> JobSpec {
     JobSpec { mem_per_proc_mb: j.mem_per_proc_mb, ..JobSpec::new(JobId(j.id as u64), j.procs, j.estimate) }
 }
 

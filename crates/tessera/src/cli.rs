@@ -45,6 +45,16 @@ pub enum Command {
         #[command(subcommand)]
         command: ReportCommand,
     },
+    /// Power-aware scheduling tools: time PARM's decisions.
+    Power {
+        #[command(subcommand)]
+        command: PowerCommand,
+    },
+    /// Node-side controls, run on the node itself (CPU power caps).
+    Node {
+        #[command(subcommand)]
+        command: NodeCommand,
+    },
     /// Publish a cluster's installed capacity (PhysicalCPUs, LogicalCPUs, Cores,
     /// Benchmark, SI00, CPUScalingReferenceSI00, scaling factors).
     Publish(PublishArgs),
@@ -168,6 +178,11 @@ pub struct PowerArgs {
     /// feasible answer is used [default: 20000].
     #[arg(long, help_heading = "Power")]
     pub milp_node_limit: Option<u64>,
+    /// Wall-clock limit of each MILP decision in seconds; at the limit the best
+    /// feasible answer is used (decisions then depend on the machine's speed)
+    /// [default: none].
+    #[arg(long, help_heading = "Power")]
+    pub milp_time_limit: Option<f64>,
     /// Fairness exponent α of PARM's job weights (t_rem + waited)^α [default: 1].
     #[arg(long, help_heading = "Power")]
     pub alpha: Option<f64>,
@@ -193,6 +208,49 @@ pub struct PowerArgs {
     /// Write the power drawn over time as CSV (time,power_w,budget_w,busy_nodes).
     #[arg(long, help_heading = "Power")]
     pub power_out: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub enum NodeCommand {
+    /// CPU power caps through the Linux powercap sysfs interface (RAPL).
+    Powercap(crate::node_cmd::PowercapArgs),
+}
+
+#[derive(Subcommand)]
+pub enum PowerCommand {
+    /// Time PARM's decision (one knapsack) with the structured solver and the
+    /// MILP, on decisions built from a trace.
+    Bench(PowerBenchArgs),
+}
+
+#[derive(Args)]
+pub struct PowerBenchArgs {
+    /// SWF trace the jobs come from (default: ALCF-Theta-2022 from the shared traces directory).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Power-budgeted cluster file (default: examples/clusters/theta-overprovisioned.toml).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Jobs in the system at the decision (repeatable).
+    #[arg(long = "jobs", default_values_t = vec![50, 200, 1000])]
+    pub jobs: Vec<usize>,
+    /// Decisions per size, from jobs spread over the trace.
+    #[arg(long, default_value_t = 3)]
+    pub instances: usize,
+    /// Timed runs of the structured solver per decision (min and median reported).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// PARM variant (wSE: running jobs may resize, so every job has all its options).
+    #[arg(long, default_value = "wSE")]
+    pub variant: String,
+    /// MILP branch-and-bound node limit.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub milp_node_limit: u64,
+    /// MILP wall-clock limit per decision (seconds).
+    #[arg(long, default_value_t = 60.0)]
+    pub milp_time_limit: f64,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Args)]
@@ -327,6 +385,9 @@ pub struct ParmExperimentArgs {
     /// Branch-and-bound node limit of the MILP solver.
     #[arg(long, default_value_t = 20_000)]
     pub milp_node_limit: u64,
+    /// Wall-clock limit of each MILP decision (seconds).
+    #[arg(long)]
+    pub milp_time_limit: Option<f64>,
     /// Seed of the power-profile rule.
     #[arg(long, default_value_t = 1)]
     pub power_seed: u64,

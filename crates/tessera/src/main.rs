@@ -1,6 +1,7 @@
 //! `tessera`: the one binary users type. Noun-first subcommands:
 //! `tessera sim run|bench`, `tessera workload generate|info`, `tessera cluster show`,
-//! `tessera publish`, `tessera acct [apel]`, `tessera report`, `tessera experiment`.
+//! `tessera publish`, `tessera acct [apel]`, `tessera report`, `tessera experiment`,
+//! `tessera power bench`, `tessera node powercap show|set`.
 //!
 //! Exit codes: 0 success; 1 an error (bad input, I/O), printed once as a chain;
 //! 2 a usage error (unknown flag or value), printed by the argument parser.
@@ -9,6 +10,7 @@ mod acct_cmd;
 mod cli;
 mod cluster_cmd;
 mod experiment_cmd;
+mod node_cmd;
 mod power_cmd;
 mod record;
 mod sim_cmd;
@@ -53,6 +55,10 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::ClusterCommand::Show(a) => cluster_cmd::show(a),
         },
         cli::Command::Publish(a) => cluster_cmd::publish(a),
+        cli::Command::Node { command: cli::NodeCommand::Powercap(a) } => node_cmd::powercap(a),
+        cli::Command::Power { command } => match command {
+            cli::PowerCommand::Bench(a) => power_cmd::bench(a),
+        },
         cli::Command::Acct { command: Some(cli::AcctCommand::Apel(a)), .. } => acct_cmd::apel_export(a),
         cli::Command::Acct { command: None, list } => acct_cmd::list_jobs(list),
         cli::Command::Report { command } => acct_cmd::report(command),

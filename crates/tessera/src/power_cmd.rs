@@ -10,10 +10,16 @@ use tessera_core::{Cluster, PolicyKind};
 use tessera_sim::{PowerMode, PowerOutcome, PowerRule, PowerSetup};
 
 /// The solver a name stands for.
-pub fn solver(name: &str, node_limit: u64) -> Result<Solver> {
+pub fn solver(name: &str, node_limit: u64, time_limit_s: Option<f64>) -> Result<Solver> {
+    let time_limit_ms = match time_limit_s {
+        Some(t) if t.is_finite() && t > 0.0 => Some((t * 1e3).ceil() as u64),
+        Some(t) => bail!("--milp-time-limit {t}: expected seconds > 0"),
+        None => None,
+    };
     match name.to_ascii_lowercase().as_str() {
+        "structured" if time_limit_ms.is_some() => bail!("--milp-time-limit applies to --solver milp only"),
         "structured" => Ok(Solver::Structured),
-        "milp" => Ok(Solver::Milp { node_limit }),
+        "milp" => Ok(Solver::Milp { node_limit, time_limit_ms }),
         _ => bail!("--solver {name}: expected structured or milp"),
     }
 }
@@ -30,7 +36,7 @@ fn range(flag: &str, text: &str) -> Result<(f64, f64)> {
 /// The power-aware setup of a run: None when the cluster has no power budget
 /// (then no power flag may be given).
 pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Option<PowerSetup>> {
-    let parm_flags = a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.alpha.is_some() || a.fse.is_some() || a.amortize_resizes;
+    let parm_flags = a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.milp_time_limit.is_some() || a.alpha.is_some() || a.fse.is_some() || a.amortize_resizes;
     if cluster.power_budget_w.is_none() {
         if policy == PolicyKind::Parm {
             bail!("policy parm needs a cluster file with power_budget_w and a power model (e.g. examples/clusters/theta-overprovisioned.toml); cluster `{}` has none", cluster.name);
@@ -54,7 +60,7 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         }
         let variant: ParmVariant = a.parm_variant.as_deref().unwrap_or("wSE").parse().map_err(anyhow::Error::msg)?;
         let mut cfg = ParmConfig::new(variant);
-        cfg.solver = solver(a.solver.as_deref().unwrap_or("structured"), a.milp_node_limit.unwrap_or(20_000))?;
+        cfg.solver = solver(a.solver.as_deref().unwrap_or("structured"), a.milp_node_limit.unwrap_or(20_000), a.milp_time_limit)?;
         if let Some(al) = a.alpha {
             if !(al.is_finite() && al >= 0.0) {
                 bail!("--alpha {al}: expected a number >= 0");
@@ -71,7 +77,7 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         PowerMode::Parm(cfg)
     } else {
         if parm_flags {
-            bail!("--parm-variant, --solver, --milp-node-limit, --alpha, --fse and --amortize-resizes apply to --policy parm only");
+            bail!("--parm-variant, --solver, --milp-node-limit, --milp-time-limit, --alpha, --fse and --amortize-resizes apply to --policy parm only");
         }
         let cap_w = a.cap.unwrap_or(info.cpu_max_w);
         if !(cap_w > 0.0 && cap_w <= info.cpu_max_w) {
@@ -178,7 +184,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         None => ("examples/clusters/theta-overprovisioned.toml".to_string(), Cluster::from_toml(THETA, "examples/clusters/theta-overprovisioned.toml").expect("the embedded cluster is valid")),
     };
     let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| cluster_label.clone())?;
-    let solver = solver(&a.solver, a.milp_node_limit)?;
+    let solver = solver(&a.solver, a.milp_node_limit, a.milp_time_limit)?;
     let rule = PowerRule { seed: a.power_seed, ..PowerRule::default() };
     let variants: Vec<ParmVariant> = a.variants.iter().map(|v| v.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;
     for &g in a.gammas.iter().chain([&a.curve_gamma]) {
@@ -320,5 +326,123 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     let slowest = rows.iter().map(|r| r.max_decision_s).fold(0.0, f64::max);
     println!();
     println!("Every run stayed within the budget (highest draw {:.2}% of it); longest PARM decision {:.1} ms.", 100.0 * worst, slowest * 1e3);
+    Ok(())
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+struct BenchRow {
+    jobs: usize,
+    instance: usize,
+    first_job: usize,
+    running: usize,
+    items: usize,
+    structured_ms_min: f64,
+    structured_ms_median: f64,
+    milp_s: f64,
+    milp_optimal: bool,
+    /// (MILP − structured) / MILP objective: > 0 when the MILP found better.
+    gap_to_milp: f64,
+    /// (Lagrangian bound − structured) / bound: the structured answer's proven gap.
+    gap_to_bound: f64,
+}
+
+/// `tessera power bench`: time one PARM decision, structured vs MILP, on
+/// decisions built from a trace (K jobs in the system, part of them running).
+pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
+    use tessera_core::power::knapsack;
+    use tessera_core::power::ParmEngine;
+    let trace = match &a.trace {
+        Some(t) => t.clone(),
+        None => tessera_workload::traces::shared_trace("ALCF-Theta-2022-cqsimplus.swf.gz")
+            .context("no --trace given and ALCF-Theta-2022-cqsimplus.swf.gz is not in the shared traces directory (set TESSERA_TRACES)")?,
+    };
+    let cluster = match &a.cluster {
+        Some(p) => crate::sim_cmd::load_cluster(p)?,
+        None => Cluster::from_toml(THETA, "examples/clusters/theta-overprovisioned.toml").expect("the embedded cluster is valid"),
+    };
+    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
+    let variant: ParmVariant = a.variant.parse().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(a.repeat >= 1 && a.instances >= 1, "--repeat and --instances must be >= 1");
+    let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
+    let setup = std::sync::Arc::new(PowerSetup {
+        name: cluster.name.clone(),
+        info: info.clone(),
+        rule: PowerRule::default(),
+        mode: PowerMode::Parm(ParmConfig::new(variant)),
+    });
+    let w = tessera_sim::prepare_power(&records, setup);
+    let mut rows = Vec::new();
+    for &k in &a.jobs {
+        anyhow::ensure!(k >= 1 && k <= w.jobs.len(), "--jobs {k}: the trace has {} usable jobs", w.jobs.len());
+        for inst in 0..a.instances {
+            let first = (w.jobs.len() - k) * inst / a.instances.max(2).saturating_sub(1).max(1);
+            let first = first.min(w.jobs.len() - k);
+            // K jobs submitted at once; the first decision starts some, the one
+            // timed is the next, f_se later (running jobs may then resize)
+            let mut cfg = ParmConfig::new(variant);
+            cfg.solver = Solver::Structured;
+            let mut e = ParmEngine::new(info.machine.clone(), cfg.clone());
+            for i in first..first + k {
+                e.submit(0, tessera_sim::spec_of(&w.jobs[i]), w.power_jobs[i]);
+            }
+            let mut out = Vec::new();
+            e.pass(0, &mut out);
+            let (problem, incumbent) = e.decision_problem(cfg.fse.max(1));
+            let running = problem.groups.iter().filter(|g| g.forced).count();
+            let items = problem.groups.iter().map(|g| g.items.len()).sum();
+            let mut times = Vec::with_capacity(a.repeat);
+            let mut s = problem.solve(Solver::Structured, Some(&incumbent));
+            for _ in 0..a.repeat {
+                let t = std::time::Instant::now();
+                s = std::hint::black_box(problem.solve(Solver::Structured, Some(&incumbent)));
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            times.sort_by(f64::total_cmp);
+            let t = std::time::Instant::now();
+            let m = knapsack::milp(&problem, a.milp_node_limit, Some((a.milp_time_limit * 1e3).ceil() as u64), &s, false);
+            let milp_s = t.elapsed().as_secs_f64();
+            let bound = s.bound.unwrap_or(f64::NAN);
+            let row = BenchRow {
+                jobs: k,
+                instance: inst + 1,
+                first_job: first + 1,
+                running,
+                items,
+                structured_ms_min: times[0],
+                structured_ms_median: times[times.len() / 2],
+                milp_s,
+                milp_optimal: m.status == tessera_core::power::Status::Optimal,
+                gap_to_milp: (m.objective - s.objective) / m.objective,
+                gap_to_bound: (bound - s.objective) / bound,
+            };
+            eprintln!("{k} jobs, instance {}: structured {:.2} ms, MILP {:.2} s", inst + 1, row.structured_ms_min, row.milp_s);
+            rows.push(row);
+        }
+    }
+    if a.format == crate::cli::Format::Json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!("PARM decision time ({variant}; {}; cluster {}: {} nodes, budget {:.0} W; structured: min of {} runs; MILP: microlp cold, node limit {}, time limit {} s)", trace.display(), cluster.name, info.machine.nodes, info.machine.budget_w, a.repeat, a.milp_node_limit, a.milp_time_limit);
+    println!();
+    println!("| jobs | instance (first job) | running | items | structured ms (min / median) | MILP s | MILP status | MILP / structured time | structured vs MILP | structured vs bound |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} ({}) | {} | {} | {:.2} / {:.2} | {:.3} | {} | {:.0}× | {:+.4}% | {:.4}% |",
+            r.jobs,
+            r.instance,
+            r.first_job,
+            r.running,
+            r.items,
+            r.structured_ms_min,
+            r.structured_ms_median,
+            r.milp_s,
+            if r.milp_optimal { "optimal" } else { "limit" },
+            r.milp_s * 1e3 / r.structured_ms_min,
+            -100.0 * r.gap_to_milp,
+            100.0 * r.gap_to_bound
+        );
+    }
     Ok(())
 }

@@ -59,15 +59,18 @@ pub struct Solution {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Solver {
     Structured,
-    /// MILP with at most `node_limit` branch-and-bound nodes.
-    Milp { node_limit: u64 },
+    /// MILP with at most `node_limit` branch-and-bound nodes and, optionally, a
+    /// wall-clock limit (milliseconds; makes decisions depend on the machine's
+    /// speed, so the simulator's default is the node limit alone).
+    Milp { node_limit: u64, time_limit_ms: Option<u64> },
 }
 
 impl std::fmt::Display for Solver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Solver::Structured => f.write_str("structured"),
-            Solver::Milp { node_limit } => write!(f, "milp (node limit {node_limit})"),
+            Solver::Milp { node_limit, time_limit_ms: None } => write!(f, "milp (node limit {node_limit})"),
+            Solver::Milp { node_limit, time_limit_ms: Some(ms) } => write!(f, "milp (node limit {node_limit}, time limit {ms} ms)"),
         }
     }
 }
@@ -101,7 +104,7 @@ impl Problem {
         let s = structured(self, incumbent);
         match solver {
             Solver::Structured => s,
-            Solver::Milp { node_limit } => milp(self, node_limit, &s),
+            Solver::Milp { node_limit, time_limit_ms } => milp(self, node_limit, time_limit_ms, &s, true),
         }
     }
 }
@@ -423,7 +426,7 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
         }
         // best exchange: group a moves to a cheaper option, group b to a better one
         let mut best2: Option<(f64, usize, Option<u32>, usize, Option<u32>)> = None;
-        let downs: Vec<(usize, Option<u32>, f64, i64, f64)> = p
+        let mut downs: Vec<(usize, Option<u32>, f64, i64, f64)> = p
             .groups
             .iter()
             .enumerate()
@@ -444,6 +447,9 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
         if downs.is_empty() {
             return;
         }
+        // cheapest first: each better option scans only the downgrades that cost
+        // less than it gains, and the first that frees enough is its best partner
+        downs.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
         for (gb, g) in p.groups.iter().enumerate() {
             let (v0, nn0, ww0) = get(gb, choice[gb]);
             for &i in &cand[gb] {
@@ -453,12 +459,14 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
                     continue;
                 }
                 let (need_n, need_w) = (nn as i64 - nn0 as i64 - fn_, ww - ww0 - fw);
+                let floor = best2.map_or(EPS * gain.max(1.0), |b| b.0.max(EPS * gain.max(1.0)));
                 for &(ga, oa, loss, dn, dw) in &downs {
-                    if ga == gb || gain - loss <= EPS * gain.max(1.0) {
-                        continue;
+                    if gain - loss <= floor {
+                        break;
                     }
-                    if dn >= need_n && dw >= need_w - EPS * p.power.max(1.0) && best2.is_none_or(|b| gain - loss > b.0) {
+                    if ga != gb && dn >= need_n && dw >= need_w - EPS * p.power.max(1.0) {
                         best2 = Some((gain - loss, ga, oa, gb, Some(i)));
+                        break;
                     }
                 }
             }
@@ -474,8 +482,10 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
     }
 }
 
-/// The MILP through microlp, warm-started from a feasible answer.
-pub fn milp(p: &Problem, node_limit: u64, warm: &Solution) -> Solution {
+/// The MILP through microlp, warm-started from `fallback` when `warm` (else cold),
+/// within the limits; `fallback` (feasible) is the answer when the search finds
+/// nothing better.
+pub fn milp(p: &Problem, node_limit: u64, time_limit_ms: Option<u64>, fallback: &Solution, warm: bool) -> Solution {
     use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem as Lp, SolveOptions, SolveOutcome};
     let mut lp = Lp::new(OptimizationDirection::Maximize);
     let mut vars = Vec::with_capacity(p.groups.len());
@@ -497,23 +507,25 @@ pub fn milp(p: &Problem, node_limit: u64, warm: &Solution) -> Solution {
     lp.add_constraint(power, ComparisonOp::Le, p.power);
     let mut opts = SolveOptions::default();
     opts.node_limit = Some(node_limit);
-    if p.usage(&warm.choice).2 {
+    opts.time_limit = time_limit_ms.map(std::time::Duration::from_millis);
+    let warm_answer = fallback;
+    if warm && p.usage(&warm_answer.choice).2 {
         opts.warm_start = Some(
             vars.iter()
-                .zip(&warm.choice)
+                .zip(&warm_answer.choice)
                 .flat_map(|(vs, c)| vs.iter().enumerate().map(move |(i, v)| (*v, if *c == Some(i as u32) { 1.0 } else { 0.0 })))
                 .collect(),
         );
     }
     let outcome = lp.solve_with(opts);
-    let fallback = || Solution { status: Status::Feasible, ..warm.clone() };
+    let fallback = || Solution { status: Status::Feasible, bound: None, ..warm_answer.clone() };
     let Ok(SolveOutcome::Solution(sol)) = outcome else { return fallback() };
     let choice: Vec<Option<u32>> = vars
         .iter()
         .map(|vs| vs.iter().position(|v| sol.var_value(*v) > 0.5).map(|i| i as u32))
         .collect();
     // never return an invalid answer, nor one worse than the warm start
-    if !p.usage(&choice).2 || p.value(&choice) < warm.objective - 1e-9 * warm.objective.abs() {
+    if !p.usage(&choice).2 || p.value(&choice) < warm_answer.objective - 1e-9 * warm_answer.objective.abs() {
         return fallback();
     }
     let optimal = sol.termination_reason() == microlp::TerminationReason::ProvenOptimal;
@@ -573,7 +585,7 @@ mod tests {
             nodes: 4,
             power: 20.0,
         };
-        for solver in [Solver::Structured, Solver::Milp { node_limit: 1000 }] {
+        for solver in [Solver::Structured, Solver::Milp { node_limit: 1000, time_limit_ms: None }] {
             let s = p.solve(solver, None);
             assert_eq!(s.choice, vec![Some(0), Some(0)], "{solver:?}");
             assert_eq!(s.objective, 5.5);
@@ -600,7 +612,7 @@ mod tests {
         for seed in 0..12 {
             let p = instance(seed, 12 + (seed as usize % 4) * 4, if seed % 3 == 0 { 0.3 } else { 0.0 });
             let s = p.solve(Solver::Structured, None);
-            let m = p.solve(Solver::Milp { node_limit: 200_000 }, None);
+            let m = p.solve(Solver::Milp { node_limit: 200_000, time_limit_ms: None }, None);
             assert!(p.usage(&s.choice).2 && p.usage(&m.choice).2, "seed {seed}: infeasible");
             assert_eq!(m.status, Status::Optimal, "seed {seed}: MILP did not prove optimality");
             assert!(s.objective <= m.objective + 1e-6 * m.objective, "seed {seed}: structured beats the optimum?");
@@ -613,9 +625,20 @@ mod tests {
     }
 
     #[test]
+    fn a_time_limit_falls_back_to_a_feasible_answer() {
+        let p = instance(5, 300, 0.3);
+        let s = p.solve(Solver::Structured, None);
+        for warm in [true, false] {
+            let m = milp(&p, u64::MAX, Some(1), &s, warm);
+            assert!(p.usage(&m.choice).2, "warm {warm}: infeasible answer");
+            assert!(m.objective >= s.objective - 1e-9 * s.objective, "warm {warm}: worse than the fallback");
+        }
+    }
+
+    #[test]
     fn a_node_limit_falls_back_to_a_feasible_answer() {
         let p = instance(11, 40, 0.2);
-        let m = p.solve(Solver::Milp { node_limit: 1 }, None);
+        let m = p.solve(Solver::Milp { node_limit: 1, time_limit_ms: None }, None);
         assert!(p.usage(&m.choice).2);
         let s = p.solve(Solver::Structured, None);
         assert!(m.objective >= s.objective - 1e-9);

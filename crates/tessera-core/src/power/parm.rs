@@ -121,6 +121,16 @@ pub struct ParmStats {
     pub max_gap: f64,
 }
 
+/// One decision's knapsack and how its items map back to jobs.
+struct Decision {
+    jobs: Vec<JobIdx>,
+    problem: Problem,
+    /// Per job, (nodes, cap) of each item.
+    shapes: Vec<Vec<(u32, f64)>>,
+    /// Per job, the item of its current configuration (running jobs).
+    incumbent: Vec<Option<u32>>,
+}
+
 #[derive(Clone, Debug)]
 pub struct ParmEngine {
     machine: PowerMachine,
@@ -291,15 +301,24 @@ impl ParmEngine {
         v
     }
 
-    pub fn pass(&mut self, now: Time, out: &mut Vec<Effect>) {
-        let nowf = now as f64;
+    /// The knapsack PARM solves at `now` (running jobs advanced to `now` first),
+    /// with the current configurations as the incumbent: what the decision
+    /// benchmark times.
+    pub fn decision_problem(&mut self, now: Time) -> (Problem, Vec<Option<u32>>) {
+        self.advance_all(now);
+        let d = self.build(now);
+        (d.problem, d.incumbent)
+    }
+
+    fn advance_all(&mut self, now: Time) {
         for j in self.running.clone() {
-            self.advance(j, nowf);
+            self.advance(j, now as f64);
         }
-        if self.t.queue.len() == 0 && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
-            return;
-        }
-        // jobs: running first (ascending index), then pending in queue order
+    }
+
+    /// The decision's problem: running jobs first (ascending index, forced), then
+    /// pending jobs in queue order, each with the options its variant allows.
+    fn build(&self, now: Time) -> Decision {
         let jobs: Vec<JobIdx> = self.running.iter().copied().chain(self.t.queue.iter().map(|(_, j)| j)).collect();
         let mut groups = Vec::with_capacity(jobs.len());
         let mut shapes = Vec::with_capacity(jobs.len());
@@ -334,6 +353,16 @@ impl ParmEngine {
             shapes.push(opts);
         }
         let problem = Problem { groups, nodes: self.machine.nodes, power: self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w };
+        Decision { jobs, problem, shapes, incumbent }
+    }
+
+    pub fn pass(&mut self, now: Time, out: &mut Vec<Effect>) {
+        let nowf = now as f64;
+        self.advance_all(now);
+        if self.t.queue.len() == 0 && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
+            return;
+        }
+        let Decision { jobs, problem, shapes, incumbent } = self.build(now);
         let sol = problem.solve(self.cfg.solver, Some(&incumbent));
         debug_assert!(problem.usage(&sol.choice).2, "the solver returned an infeasible choice");
         self.stats.decisions += 1;

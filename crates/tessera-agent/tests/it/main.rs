@@ -1,0 +1,2 @@
+//! Integration tests of the agent crate.
+mod powercap;
