@@ -2,5 +2,6 @@
 mod env;
 mod heterogeneous;
 mod nodesets;
+mod power;
 mod purity;
 mod schedules;

@@ -1,3 +1,4 @@
 //! End-to-end tests of the `tessera` binary: real process, files in a temp dir.
 mod accounting;
 mod cli;
+mod power;

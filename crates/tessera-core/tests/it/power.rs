@@ -1,0 +1,191 @@
+//! PARM through the engine: a small event loop drives `Engine::parm` (submit,
+//! complete at the engine's expected ends, pass) and checks the power invariant
+//! and each variant's rules after every step.
+
+use tessera_core::power::{AppProfile, Downey, ParmConfig, ParmVariant, PowerJob, PowerMachine, Solver, PRESETS};
+use tessera_core::{Effect, Engine, Input, JobId, JobIdx, JobSpec, PendingReason, Time};
+
+fn machine(nodes: u32, budget_w: f64) -> PowerMachine {
+    // the paper's node: CPU 30..60 W, memory 18 W + base 38 W
+    PowerMachine { nodes, budget_w, node_base_w: 56.0, idle_w: 0.0, cap_levels_w: vec![30.0, 33.0, 36.0, 44.0, 50.0, 60.0] }
+}
+
+fn job(app: AppProfile, t1: f64, n_min: u32, n_max: u32) -> PowerJob {
+    PowerJob { app, scaling: Downey { a: n_max as f64, sigma: 0.5 }, t1, n_min, n_max, mem_mb: 1024.0 * n_max as f64 }
+}
+
+struct Run {
+    e: Engine,
+    budget_w: f64,
+    nodes: u32,
+    ends: Vec<Option<Time>>,
+    /// Per job: (time, nodes, cap) of every configuration it ran in.
+    configs: Vec<Vec<(Time, u32, f64)>>,
+    finished: usize,
+}
+
+impl Run {
+    fn check(&self) {
+        self.e.sanity_check();
+        let p = self.e.as_parm().unwrap();
+        assert!(p.power_w() <= self.budget_w + 1e-6, "power {} W over the budget {} W", p.power_w(), self.budget_w);
+        assert!(p.used_nodes() <= self.nodes);
+    }
+
+    fn step(&mut self, now: Time, input: Input) {
+        let mut out = Vec::new();
+        self.e.handle(now, input, &mut out);
+        self.check();
+        for eff in out {
+            match eff {
+                Effect::Start { .. } => {}
+                Effect::Configure { job, nodes, cap_w } => self.configs[job.index()].push((now, nodes, cap_w)),
+            }
+        }
+        let p = self.e.as_parm().unwrap();
+        for (i, end) in self.ends.iter_mut().enumerate() {
+            if end.is_some() || p.config_of(JobIdx(i as u32)).is_some() {
+                *end = p.expected_end(JobIdx(i as u32));
+            }
+        }
+    }
+}
+
+/// Drive a workload of (submit, job) to the end.
+fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
+    let mut r = Run { budget_w: m.budget_w, nodes: m.nodes, e: Engine::parm(m, cfg), ends: vec![], configs: vec![], finished: 0 };
+    let mut next = 0;
+    loop {
+        let t_sub = jobs.get(next).map(|j| j.0);
+        let t_end = r.ends.iter().flatten().copied().min();
+        let now = match (t_sub, t_end) {
+            (None, None) => break,
+            (a, b) => a.unwrap_or(Time::MAX).min(b.unwrap_or(Time::MAX)),
+        };
+        for i in 0..r.ends.len() {
+            if r.ends[i] == Some(now) {
+                r.ends[i] = None;
+                r.step(now, Input::Complete(JobIdx(i as u32)));
+                r.finished += 1;
+            }
+        }
+        while let Some(&(t, pj)) = jobs.get(next).filter(|j| j.0 == now) {
+            r.ends.push(None);
+            r.configs.push(Vec::new());
+            r.step(t, Input::SubmitPower(JobSpec::new(JobId(next as u64 + 1), pj.n_max, 1_000_000), pj));
+            next += 1;
+        }
+        r.step(now, Input::Pass);
+    }
+    r
+}
+
+/// Seeded random workloads: 40 jobs on 24 nodes whose budget powers 10 at full power.
+fn workload(seed: u64) -> Vec<(Time, PowerJob)> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut r = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut t = 0;
+    (0..40)
+        .map(|_| {
+            t += (r() * 400.0) as Time;
+            let n_max = 1 + (r() * 12.0) as u32;
+            let n_min = ((n_max as f64 * (0.2 + 0.4 * r())).ceil() as u32).max(1);
+            let app = PRESETS[(r() * 5.0) as usize % 5];
+            (t, job(app, 200.0 + r() * 6000.0, n_min, n_max))
+        })
+        .collect()
+}
+
+#[test]
+fn every_variant_and_solver_stays_within_the_budget_and_finishes_every_job() {
+    let solvers = [Solver::Structured, Solver::Milp { node_limit: 300, time_limit_ms: None }];
+    for seed in 0..4 {
+        let jobs = workload(seed);
+        for variant in [ParmVariant::NoMM, ParmVariant::NoSE, ParmVariant::WSE] {
+            for solver in solvers {
+                let mut cfg = ParmConfig::new(variant);
+                cfg.solver = solver;
+                let r = drive(machine(24, 10.0 * 116.0), cfg.clone(), &jobs);
+                assert_eq!(r.finished, jobs.len(), "seed {seed} {variant} {solver}");
+                for (i, c) in r.configs.iter().enumerate() {
+                    let pj = jobs[i].1;
+                    assert!(!c.is_empty(), "job {i} never ran");
+                    for &(_, n, _) in c {
+                        assert!(n >= pj.n_min && n <= pj.n_max, "job {i} on {n} nodes outside [{}, {}]", pj.n_min, pj.n_max);
+                    }
+                    let sizes: Vec<(Time, u32)> = c.iter().map(|&(t, n, _)| (t, n)).collect();
+                    match variant {
+                        ParmVariant::NoMM => assert!(sizes.iter().all(|&(_, n)| n == pj.n_min), "noMM job {i} not at its minimum"),
+                        ParmVariant::NoSE => assert!(sizes.iter().all(|&(_, n)| n == sizes[0].1), "noSE job {i} resized: {sizes:?}"),
+                        ParmVariant::WSE => {
+                            // resizes at least f_se apart, the first at least f_se after the start
+                            let mut last = sizes[0];
+                            for &(t, n) in &sizes[1..] {
+                                if n != last.1 {
+                                    assert!(t - last.0 >= cfg.fse, "wSE job {i} resized at {t}, {} s after {}", t - last.0, last.0);
+                                    last = (t, n);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn malleable_jobs_shrink_to_admit_new_ones() {
+    // one job takes the whole machine, a second arrives after f_se: with α = 0 (total
+    // speedup, sublinear scaling) wSE shrinks the first, noSE makes the second wait
+    let jobs = vec![(0, job(PRESETS[0], 40_000.0, 2, 8)), (600, job(PRESETS[0], 4_000.0, 2, 8))];
+    let cfg = |v| ParmConfig { alpha: 0.0, ..ParmConfig::new(v) };
+    let wse = drive(machine(8, 8.0 * 116.0), cfg(ParmVariant::WSE), &jobs);
+    let nose = drive(machine(8, 8.0 * 116.0), cfg(ParmVariant::NoSE), &jobs);
+    assert_eq!(wse.configs[0][0].1, 8, "the first job starts on all 8 nodes");
+    assert!(wse.configs[0].iter().any(|&(t, n, _)| t == 600 && n < 8), "wSE shrank the first job at 600: {:?}", wse.configs[0]);
+    assert_eq!(wse.configs[1][0].0, 600, "wSE starts the second job on arrival");
+    assert!(nose.configs[1][0].0 > 600, "noSE's second job waits for nodes");
+}
+
+#[test]
+fn a_job_waiting_for_power_says_so() {
+    // 10 nodes but watts for 3 at full power; two rigid 3-node... the second cannot
+    // get even its smallest, lowest-cap shape while the first runs
+    let m = machine(10, 3.0 * 116.0);
+    let mut e = Engine::parm(m, ParmConfig::new(ParmVariant::NoSE));
+    let mut out = Vec::new();
+    e.handle(0, Input::SubmitPower(JobSpec::new(JobId(1), 3, 100_000), job(PRESETS[0], 9_000.0, 3, 3)), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    e.handle(1, Input::SubmitPower(JobSpec::new(JobId(2), 2, 100_000), job(PRESETS[0], 9_000.0, 2, 2)), &mut out);
+    e.handle(1, Input::Pass, &mut out);
+    e.sanity_check();
+    assert!(e.as_parm().unwrap().config_of(JobIdx(0)).is_some(), "the first job runs");
+    assert!(e.as_parm().unwrap().config_of(JobIdx(1)).is_none(), "the second waits");
+    match e.pending_reason(1, JobIdx(1)) {
+        Some(PendingReason::PowerBudget { needed_w, free_w }) => {
+            assert_eq!(needed_w, 2 * (30 + 56), "two nodes at the lowest cap");
+            assert!(free_w < needed_w);
+        }
+        other => panic!("expected PowerBudget, got {other:?} (7 nodes are free)"),
+    }
+}
+
+#[test]
+fn resize_costs_follow_the_paper() {
+    let e = tessera_core::power::ParmEngine::new(machine(64, 64.0 * 116.0), ParmConfig::new(ParmVariant::WSE));
+    let pj = job(PRESETS[2], 1000.0, 4, 32);
+    // expanding 8 -> 16 boots 8 nodes: 8 × 0.01904 + 72.73 s, plus redistribution
+    let expand = e.resize_cost(&pj, 8, 16);
+    let (m, b) = (pj.mem_mb, 425.0);
+    let tc = (m / 8.0 - m / 16.0) * 8.0 / (2.0 * b * 8f64.powf(2.0 / 3.0));
+    assert!((expand - (tc + 8.0 * 0.01904 + 72.73)).abs() < 1e-9, "{expand}");
+    // shrinking boots nothing
+    let shrink = e.resize_cost(&pj, 16, 8);
+    assert!(shrink > 0.0 && shrink < 72.73, "{shrink}");
+}
