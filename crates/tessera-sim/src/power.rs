@@ -24,7 +24,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tessera_core::power::{Downey, ParmConfig, PowerJob, PRESETS};
+use tessera_core::power::{AppProfile, Downey, ParmConfig, PowerJob, PRESETS};
 use tessera_core::PowerSetupInfo;
 use tessera_workload::jobs::{job_from_record, SkipReason, TraceJob};
 use tessera_workload::swf::SwfRecord;
@@ -41,11 +41,14 @@ pub struct PowerRule {
     pub sigma: (f64, f64),
     /// Data per node (MB) a resize redistributes: m = n_max · this.
     pub mem_per_node_mb: f64,
+    /// The package's base power c of p = a f³ + b f + c, which the paper leaves at
+    /// "13–14 W" (default 13.5).
+    pub package_base_w: f64,
 }
 
 impl Default for PowerRule {
     fn default() -> Self {
-        PowerRule { seed: 1, theta: (0.2, 0.6), parallelism: (0.5, 2.0), sigma: (0.0, 1.0), mem_per_node_mb: 1024.0 }
+        PowerRule { seed: 1, theta: (0.2, 0.6), parallelism: (0.5, 2.0), sigma: (0.0, 1.0), mem_per_node_mb: 1024.0, package_base_w: tessera_core::power::pass::BASE_PACKAGE_POWER_W }
     }
 }
 
@@ -54,7 +57,7 @@ impl PowerRule {
     /// is `cpu_max_w`.
     pub fn job(&self, j: &TraceJob, n_max: u32, cpu_max_w: f64) -> PowerJob {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ (j.id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let app = PRESETS[rng.gen_range(0..PRESETS.len())];
+        let app = AppProfile { c: self.package_base_w, ..PRESETS[rng.gen_range(0..PRESETS.len())] };
         let draw = |rng: &mut ChaCha8Rng, (lo, hi): (f64, f64)| if hi > lo { rng.gen_range(lo..hi) } else { lo };
         let theta = draw(&mut rng, self.theta);
         let a = (n_max as f64 * draw(&mut rng, self.parallelism)).max(1.0);

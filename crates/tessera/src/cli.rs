@@ -205,6 +205,17 @@ pub struct PowerArgs {
     /// Range of θ, the minimum size as a fraction of the trace size [default: 0.2,0.6].
     #[arg(long, help_heading = "Power")]
     pub theta: Option<String>,
+    /// Range of Downey's average parallelism A as a multiple of the trace size
+    /// [default: 0.5,2].
+    #[arg(long, help_heading = "Power")]
+    pub parallelism: Option<String>,
+    /// Range of Downey's variance σ [default: 0,1].
+    #[arg(long, help_heading = "Power")]
+    pub sigma: Option<String>,
+    /// Base package power c (W) of the CPU power model p = a f³ + b f + c; the
+    /// paper says 13–14 W [default: 13.5].
+    #[arg(long, help_heading = "Power")]
+    pub package_base_w: Option<f64>,
     /// Write the power drawn over time as CSV (time,power_w,budget_w,busy_nodes).
     #[arg(long, help_heading = "Power")]
     pub power_out: Option<PathBuf>,
@@ -370,7 +381,10 @@ pub struct ParmExperimentArgs {
     /// PARM variants compared with the baseline (repeatable).
     #[arg(long = "variant", default_values_t = vec!["noSE".to_string(), "wSE".to_string()])]
     pub variants: Vec<String>,
-    /// α values of the fairness trade-off curve (wSE, first set, --curve-gamma).
+    /// α of the speedup table (the paper does not say which it used).
+    #[arg(long, default_value_t = 1.0)]
+    pub table_alpha: f64,
+    /// α values of the fairness trade-off curve (each variant, first set, --curve-gamma).
     #[arg(long = "alpha", default_values_t = vec![0.0, 0.28, 0.98, 1.28, 1.48, 2.0, 3.0])]
     pub alphas: Vec<f64>,
     /// CPU caps of the naive-overprovisioning comparison (first set, --curve-gamma).

@@ -24,12 +24,12 @@ pub fn solver(name: &str, node_limit: u64, time_limit_s: Option<f64>) -> Result<
     }
 }
 
-/// A `lo,hi` range of fractions.
-fn range(flag: &str, text: &str) -> Result<(f64, f64)> {
+/// A `lo,hi` range within (min, max] (or [min, max] when `closed`).
+fn range(flag: &str, text: &str, min: f64, max: f64, closed: bool, example: &str) -> Result<(f64, f64)> {
     let parsed = text.split_once(',').and_then(|(a, b)| Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?)));
     match parsed {
-        Some((lo, hi)) if lo > 0.0 && lo <= hi && hi <= 1.0 => Ok((lo, hi)),
-        _ => bail!("{flag} {text}: expected lo,hi with 0 < lo <= hi <= 1, e.g. 0.2,0.6"),
+        Some((lo, hi)) if (lo > min || (closed && lo == min)) && lo <= hi && hi <= max => Ok((lo, hi)),
+        _ => bail!("{flag} {text}: expected lo,hi with {min} {} lo <= hi <= {max}, e.g. {example}", if closed { "<=" } else { "<" }),
     }
 }
 
@@ -41,7 +41,7 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         if policy == PolicyKind::Parm {
             bail!("policy parm needs a cluster file with power_budget_w and a power model (e.g. examples/clusters/theta-overprovisioned.toml); cluster `{}` has none", cluster.name);
         }
-        if parm_flags || a.cap.is_some() || a.power_seed.is_some() || a.theta.is_some() || a.power_out.is_some() {
+        if parm_flags || a.cap.is_some() || a.power_seed.is_some() || a.theta.is_some() || a.parallelism.is_some() || a.sigma.is_some() || a.package_base_w.is_some() || a.power_out.is_some() {
             bail!("power flags need a cluster file with power_budget_w; cluster `{}` has none", cluster.name);
         }
         return Ok(None);
@@ -52,7 +52,17 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         rule.seed = s;
     }
     if let Some(t) = &a.theta {
-        rule.theta = range("--theta", t)?;
+        rule.theta = range("--theta", t, 0.0, 1.0, false, "0.2,0.6")?;
+    }
+    if let Some(t) = &a.parallelism {
+        rule.parallelism = range("--parallelism", t, 0.0, 1e6, false, "0.5,2")?;
+    }
+    if let Some(t) = &a.sigma {
+        rule.sigma = range("--sigma", t, 0.0, 1.0, true, "0,1")?;
+    }
+    if let Some(c) = a.package_base_w {
+        anyhow::ensure!(c.is_finite() && (0.0..30.0).contains(&c), "--package-base-w {c}: expected watts in [0, 30) (below every application's p_l)");
+        rule.package_base_w = c;
     }
     let mode = if policy == PolicyKind::Parm {
         if a.cap.is_some() {
@@ -187,6 +197,9 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     let solver = solver(&a.solver, a.milp_node_limit, a.milp_time_limit)?;
     let rule = PowerRule { seed: a.power_seed, ..PowerRule::default() };
     let variants: Vec<ParmVariant> = a.variants.iter().map(|v| v.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;
+    for &al in a.alphas.iter().chain([&a.table_alpha]) {
+        anyhow::ensure!(al.is_finite() && al >= 0.0, "--alpha {al}: expected a number >= 0");
+    }
     for &g in a.gammas.iter().chain([&a.curve_gamma]) {
         anyhow::ensure!(g.is_finite() && g > 0.0, "--gamma {g}: expected a number > 0");
     }
@@ -212,14 +225,15 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         for &gamma in &a.gammas {
             add(Case { set, gamma, scheme: Scheme::Baseline });
             for &v in &variants {
-                add(Case { set, gamma, scheme: Scheme::Parm(v, 1.0) });
+                add(Case { set, gamma, scheme: Scheme::Parm(v, a.table_alpha) });
             }
         }
     }
-    for &alpha in &a.alphas {
-        add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Parm(ParmVariant::WSE, alpha) });
+    for &v in &variants {
+        for &alpha in a.alphas.iter().chain([&a.table_alpha]) {
+            add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Parm(v, alpha) });
+        }
     }
-    add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Parm(ParmVariant::WSE, 1.0) });
     add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Baseline });
     for &cap in &a.naive_caps {
         anyhow::ensure!(cap > 0.0 && cap <= info.cpu_max_w, "--naive-cap {cap}: expected watts in (0, {}]", info.cpu_max_w);
@@ -282,7 +296,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     let amortized = if a.amortize_resizes { "; wSE resizes amortized" } else { "" };
     println!("solver: {solver}; power-profile seed {}{amortized}; wall time {:.1} s on {threads} thread(s)", a.power_seed, t0.elapsed().as_secs_f64());
     println!();
-    println!("Average completion time (minutes) and speedup over the baseline (α = 1):");
+    println!("Average completion time (minutes) and speedup over the baseline (α = {}):", a.table_alpha);
     println!();
     let mut head = "| set | γ | baseline |".to_string();
     let mut rule_line = "|---|---|---|".to_string();
@@ -297,30 +311,55 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
             let base = find(set, gamma, Scheme::Baseline).unwrap();
             let mut line = format!("| {} ({}) | {gamma} | {:.1} |", set + 1, starts[set], base.avg_completion_min);
             for &v in &variants {
-                let r = find(set, gamma, Scheme::Parm(v, 1.0)).unwrap();
+                let r = find(set, gamma, Scheme::Parm(v, a.table_alpha)).unwrap();
                 line += &format!(" {:.1} | {:.2}× |", r.avg_completion_min, base.avg_completion_min / r.avg_completion_min);
             }
             println!("{line}");
         }
     }
     println!();
-    println!("Fairness trade-off, wSE, set 1, γ = {}: average and maximum completion time (minutes):", a.curve_gamma);
+    let base = find(0, a.curve_gamma, Scheme::Baseline).unwrap();
+    println!(
+        "Fairness trade-off, set 1, γ = {}: average and maximum completion time (minutes); baseline {:.1} / {:.1}:",
+        a.curve_gamma, base.avg_completion_min, base.max_completion_min
+    );
     println!();
-    println!("| α | average | maximum |");
-    println!("|---|---|---|");
-    for &alpha in &a.alphas {
-        let r = find(0, a.curve_gamma, Scheme::Parm(ParmVariant::WSE, alpha)).unwrap();
-        println!("| {alpha} | {:.1} | {:.1} |", r.avg_completion_min, r.max_completion_min);
+    let (mut head, mut rule_line) = ("| α |".to_string(), "|---|".to_string());
+    for v in &variants {
+        head += &format!(" {v} average | {v} maximum |");
+        rule_line += "---|---|";
+    }
+    println!("{head}");
+    println!("{rule_line}");
+    let mut alphas: Vec<f64> = a.alphas.iter().chain([&a.table_alpha]).copied().collect();
+    alphas.sort_by(f64::total_cmp);
+    alphas.dedup();
+    for &alpha in &alphas {
+        let mut line = format!("| {alpha} |");
+        for &v in &variants {
+            let r = find(0, a.curve_gamma, Scheme::Parm(v, alpha)).unwrap();
+            line += &format!(" {:.1} | {:.1} |", r.avg_completion_min, r.max_completion_min);
+        }
+        println!("{line}");
     }
     println!();
-    println!("Naive overprovisioning (EASY, every CPU at one cap), set 1, γ = {}: speedup of wSE over it:", a.curve_gamma);
+    println!("Naive overprovisioning (EASY, every CPU at one cap), set 1, γ = {}: PARM's speedup over it (α = {}):", a.curve_gamma, a.table_alpha);
     println!();
-    println!("| CPU cap (W) | nodes | average completion (min) | wSE speedup |");
-    println!("|---|---|---|---|");
-    let wse = find(0, a.curve_gamma, Scheme::Parm(ParmVariant::WSE, 1.0)).unwrap();
+    let (mut head, mut rule_line) = ("| CPU cap (W) | nodes | average completion (min) |".to_string(), "|---|---|---|".to_string());
+    for v in &variants {
+        head += &format!(" {v} speedup |");
+        rule_line += "---|";
+    }
+    println!("{head}");
+    println!("{rule_line}");
     for &cap in &a.naive_caps {
         let r = find(0, a.curve_gamma, Scheme::Naive(cap)).unwrap();
-        println!("| {cap} | {} | {:.1} | {:.2}× |", r.nodes, r.avg_completion_min, r.avg_completion_min / wse.avg_completion_min);
+        let mut line = format!("| {cap} | {} | {:.1} |", r.nodes, r.avg_completion_min);
+        for &v in &variants {
+            let p = find(0, a.curve_gamma, Scheme::Parm(v, a.table_alpha)).unwrap();
+            line += &format!(" {:.2}× |", r.avg_completion_min / p.avg_completion_min);
+        }
+        println!("{line}");
     }
     let worst = rows.iter().map(|r| r.max_power_w / r.budget_w).fold(0.0, f64::max);
     let slowest = rows.iter().map(|r| r.max_decision_s).fold(0.0, f64::max);

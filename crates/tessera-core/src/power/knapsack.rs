@@ -247,8 +247,9 @@ pub fn structured(p: &Problem, incumbent: Option<&[Option<u32>]>) -> Solution {
     }
     if p.usage(&cur).2 {
         let gap = best_bound - p.value(&cur);
-        if gap > 1e-9 * best_bound.abs() {
-            core_search(p, &pr, best_prices, best_bound, &mut cur);
+        if gap > 1e-9 * best_bound.abs() && core_search(p, &pr, best_prices, best_bound, &mut cur) {
+            // the search was exhaustive: nothing beats the answer
+            best_bound = p.value(&cur);
         }
     }
     let objective = p.value(&cur);
@@ -262,15 +263,16 @@ pub fn structured(p: &Problem, incumbent: Option<&[Option<u32>]>) -> Solution {
 /// most the Lagrangian bound minus Σ (best reduced profit − chosen reduced profit),
 /// so a choice that beats the incumbent can only use items within the current gap
 /// of their group's best. Exact within [`CORE_NODES`] search nodes; the bound
-/// tightens as better choices are found.
-fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur: &mut Vec<Option<u32>>) {
+/// tightens as better choices are found. True when the search was exhaustive
+/// (the answer is then optimal).
+fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur: &mut Vec<Option<u32>>) -> bool {
     let reduced = |gi: usize, o: Option<u32>| -> f64 {
         o.map_or(0.0, |i| {
             let it = &p.groups[gi].items[i as usize];
             it.value - l * it.nodes as f64 / pr.sn - m * it.power / pr.sw
         })
     };
-    let mut best_val = p.value(cur);
+    let best_val = p.value(cur);
     // per group: (penalty, option) sorted by penalty, all options first
     let opts: Vec<Vec<(f64, Option<u32>)>> = p
         .groups
@@ -288,10 +290,23 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
     let mut order: Vec<usize> = (0..p.groups.len()).collect();
     let gap0 = bound - best_val;
     order.sort_by_key(|&gi| opts[gi].iter().filter(|o| o.0 <= gap0).count());
+    // from each depth on, the fewest nodes and watts the remaining groups can take
+    let mut rest_min = vec![(0u64, 0f64); order.len() + 1];
+    for k in (0..order.len()).rev() {
+        let (n, w) = opts[order[k]].iter().fold((u64::MAX, f64::INFINITY), |(n, w), &(_, o)| {
+            let (nn, ww) = o.map_or((0, 0.0), |i| {
+                let it = &p.groups[order[k]].items[i as usize];
+                (it.nodes as u64, it.power)
+            });
+            (n.min(nn), w.min(ww))
+        });
+        rest_min[k] = (rest_min[k + 1].0 + n, rest_min[k + 1].1 + w);
+    }
     struct Dfs<'a> {
         p: &'a Problem,
         opts: &'a [Vec<(f64, Option<u32>)>],
         order: &'a [usize],
+        rest_min: &'a [(u64, f64)],
         bound: f64,
         best_val: f64,
         best: Vec<Option<u32>>,
@@ -304,6 +319,10 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
                 return;
             }
             self.nodes_left -= 1;
+            let (rn, rw) = self.rest_min[k];
+            if n + rn > self.p.nodes as u64 || w + rw > self.p.power * (1.0 + EPS) + EPS {
+                return; // the remaining groups cannot fit
+            }
             if k == self.order.len() {
                 if n <= self.p.nodes as u64 && w <= self.p.power * (1.0 + EPS) + EPS && v > self.best_val + 1e-12 * v.abs() {
                     self.best_val = v;
@@ -325,13 +344,13 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
             }
         }
     }
-    let mut dfs = Dfs { p, opts: &opts, order: &order, bound, best_val, best: cur.clone(), pick: vec![None; p.groups.len()], nodes_left: CORE_NODES };
+    let mut dfs = Dfs { p, opts: &opts, order: &order, rest_min: &rest_min, bound, best_val, best: cur.clone(), pick: vec![None; p.groups.len()], nodes_left: CORE_NODES };
     dfs.go(0, 0.0, 0, 0.0, 0.0);
+    let exhaustive = dfs.nodes_left > 0;
     if dfs.best_val > best_val {
-        best_val = dfs.best_val;
         *cur = dfs.best;
     }
-    let _ = best_val;
+    exhaustive
 }
 
 /// Search nodes the core search may visit per decision.

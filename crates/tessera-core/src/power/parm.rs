@@ -119,6 +119,9 @@ pub struct ParmStats {
     pub limited: u64,
     /// Largest relative gap to the solver's bound, when it had one.
     pub max_gap: f64,
+    /// Decisions whose answer was not proven within 0.1% of the optimum (the
+    /// structured solver's bound was looser, or the MILP stopped at a limit).
+    pub unproven: u64,
 }
 
 /// One decision's knapsack and how its items map back to jobs.
@@ -368,9 +371,14 @@ impl ParmEngine {
         self.stats.decisions += 1;
         if sol.status == super::knapsack::Status::Feasible && sol.bound.is_none() {
             self.stats.limited += 1;
+            self.stats.unproven += 1;
         }
         if let Some(b) = sol.bound {
-            self.stats.max_gap = self.stats.max_gap.max((b - sol.objective) / b.abs().max(1e-12));
+            let gap = (b - sol.objective) / b.abs().max(1e-12);
+            self.stats.max_gap = self.stats.max_gap.max(gap);
+            if gap > 1e-3 {
+                self.stats.unproven += 1;
+            }
         }
         // resizes first: they all pay twice the largest resize cost of the decision
         let mut t_se_max: f64 = 0.0;
