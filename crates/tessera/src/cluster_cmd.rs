@@ -47,6 +47,35 @@ pub fn show(a: ShowArgs) -> Result<()> {
     if let Some(ns) = &c.nodeset {
         println!("site node set: {ns} (optional {}, priority {}, plus {})", ns.optional, ns.priority, ns.plus);
     }
+    for t in &c.node_types {
+        if let Some(pw) = &t.power {
+            let caps: Vec<String> = pw.cap_levels_w.iter().map(|w| w.to_string()).collect();
+            println!(
+                "power {}: base {} W + memory {} W + CPU up to {} W (caps {} W) per busy node; idle {} W",
+                t.name,
+                pw.base_w,
+                pw.memory_w,
+                pw.cpu_max_w,
+                caps.join(", "),
+                pw.idle_w
+            );
+        }
+    }
+    if let Some(b) = c.power_budget_w {
+        match c.power_machine() {
+            Ok(info) => {
+                let full = info.cpu_max_w + info.machine.node_base_w;
+                let low = info.machine.cap_levels_w[0] + info.machine.node_base_w;
+                println!(
+                    "power budget {b} W: {} nodes at full power ({full} W each), {} at the lowest cap ({low} W), of {}",
+                    ((b / full).floor() as u64).min(info.machine.nodes as u64),
+                    ((b / low).floor() as u64).min(info.machine.nodes as u64),
+                    info.machine.nodes
+                );
+            }
+            Err(e) => println!("power budget {b} W: not usable for power-aware scheduling: {e}"),
+        }
+    }
     Ok(())
 }
 

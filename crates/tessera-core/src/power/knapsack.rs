@@ -444,7 +444,9 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
             continue;
         }
         // best exchange: group a moves to a cheaper option, group b to a better one
-        let mut best2: Option<(f64, usize, Option<u32>, usize, Option<u32>)> = None;
+        // (net gain, group giving way, its option, group gaining, its option)
+        type Exchange = (f64, usize, Option<u32>, usize, Option<u32>);
+        let mut best2: Option<Exchange> = None;
         let mut downs: Vec<(usize, Option<u32>, f64, i64, f64)> = p
             .groups
             .iter()
