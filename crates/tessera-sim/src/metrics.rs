@@ -322,7 +322,7 @@ impl Summary {
             ]);
             if let Some(d) = &p.decisions {
                 rows.extend([
-                    ("PARM decisions", format!("{} ({} resizes, {} cap changes, {} at a solver limit)", d.decisions, d.resizes, d.cap_changes, d.limited)),
+                    ("PARM decisions", format!("{} ({} resizes, {} cap changes, {} at a solver limit, {} not proven within 0.1%)", d.decisions, d.resizes, d.cap_changes, d.limited, d.unproven)),
                     ("decision time (s)", format!("{:.3} total, {:.4} longest", p.decision_wall_s, p.max_decision_wall_s)),
                 ]);
             }
