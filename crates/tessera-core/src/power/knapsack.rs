@@ -289,7 +289,19 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
     // groups with the most near-zero alternatives last, so pruning bites early
     let mut order: Vec<usize> = (0..p.groups.len()).collect();
     let gap0 = bound - best_val;
-    order.sort_by_key(|&gi| opts[gi].iter().filter(|o| o.0 <= gap0).count());
+    // the biggest decisions first (the LP bound is loosest about them), then the
+    // groups with the fewest near-zero alternatives
+    let spread = |gi: usize| -> f64 {
+        let ws = pr.cand[gi].iter().map(|&i| p.groups[gi].items[i as usize].power);
+        let (lo, hi) = ws.fold((f64::INFINITY, 0.0f64), |(lo, hi), w| (lo.min(w), hi.max(w)));
+        if p.groups[gi].forced { hi - lo } else { hi }
+    };
+    order.sort_by(|&a, &b| {
+        spread(b)
+            .total_cmp(&spread(a))
+            .then(opts[a].iter().filter(|o| o.0 <= gap0).count().cmp(&opts[b].iter().filter(|o| o.0 <= gap0).count()))
+            .then(a.cmp(&b))
+    });
     // from each depth on, the fewest nodes and watts the remaining groups can take
     let mut rest_min = vec![(0u64, 0f64); order.len() + 1];
     for k in (0..order.len()).rev() {
@@ -302,11 +314,15 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
         });
         rest_min[k] = (rest_min[k + 1].0 + n, rest_min[k + 1].1 + w);
     }
+    let lp = PowerLp::new(p, pr, l, &order);
     struct Dfs<'a> {
         p: &'a Problem,
         opts: &'a [Vec<(f64, Option<u32>)>],
         order: &'a [usize],
         rest_min: &'a [(u64, f64)],
+        lp: &'a PowerLp,
+        l: f64,
+        sn: f64,
         bound: f64,
         best_val: f64,
         best: Vec<Option<u32>>,
@@ -322,6 +338,14 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
             let (rn, rw) = self.rest_min[k];
             if n + rn > self.p.nodes as u64 || w + rw > self.p.power * (1.0 + EPS) + EPS {
                 return; // the remaining groups cannot fit
+            }
+            if k < self.order.len() && k > 0 {
+                // the open groups' LP over the watts left, nodes priced at l
+                let nodes_left = (self.p.nodes as f64 - n as f64).max(0.0);
+                let ub = v + self.l * nodes_left / self.sn + self.lp.bound(k, self.p.power * (1.0 + EPS) + EPS - w);
+                if ub <= self.best_val + 1e-12 * self.best_val.abs() {
+                    return;
+                }
             }
             if k == self.order.len() {
                 if n <= self.p.nodes as u64 && w <= self.p.power * (1.0 + EPS) + EPS && v > self.best_val + 1e-12 * v.abs() {
@@ -344,13 +368,100 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
             }
         }
     }
-    let mut dfs = Dfs { p, opts: &opts, order: &order, rest_min: &rest_min, bound, best_val, best: cur.clone(), pick: vec![None; p.groups.len()], nodes_left: CORE_NODES };
+    let mut dfs = Dfs { p, opts: &opts, order: &order, rest_min: &rest_min, lp: &lp, l, sn: pr.sn, bound, best_val, best: cur.clone(), pick: vec![None; p.groups.len()], nodes_left: CORE_NODES };
     dfs.go(0, 0.0, 0, 0.0, 0.0);
     let exhaustive = dfs.nodes_left > 0;
     if dfs.best_val > best_val {
         *cur = dfs.best;
     }
     exhaustive
+}
+
+/// The LP relaxation of the groups from a depth of the core search on, over power
+/// alone, with nodes priced at `l` (value − l · nodes / N): the greedy over each
+/// group's upper convex hull in (power, value) is optimal for a multiple-choice
+/// knapsack with one constraint (Sinha & Zoltners, Oper. Res. 1979), so it bounds
+/// what the open groups can add given the watts left.
+struct PowerLp {
+    /// Hull segments of every group: (efficiency, Δpower, Δvalue, depth), best first.
+    segs: Vec<(f64, f64, f64, usize)>,
+    /// From each depth on: Σ power and Σ value of the groups' starting points (no
+    /// item for optional groups, the least-power item for forced ones).
+    base: Vec<(f64, f64)>,
+}
+
+impl PowerLp {
+    fn new(p: &Problem, pr: &Priced<'_>, l: f64, order: &[usize]) -> Self {
+        let mut segs = Vec::new();
+        let mut base = vec![(0.0, 0.0); order.len() + 1];
+        for (k, &gi) in order.iter().enumerate() {
+            let g = &p.groups[gi];
+            let mut pts: Vec<(f64, f64)> = pr.cand[gi]
+                .iter()
+                .map(|&i| {
+                    let it = &g.items[i as usize];
+                    (it.power, it.value - l * it.nodes as f64 / pr.sn)
+                })
+                .collect();
+            if !g.forced {
+                pts.push((0.0, 0.0));
+            }
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+            // upper convex hull from the least-power point, values increasing
+            let mut hull: Vec<(f64, f64)> = Vec::with_capacity(pts.len());
+            for q in pts {
+                if hull.last().is_some_and(|h| q.1 <= h.1) {
+                    continue;
+                }
+                while hull.len() >= 2 {
+                    let (a, b) = (hull[hull.len() - 2], hull[hull.len() - 1]);
+                    // drop b if it lies on or below the segment a -> q
+                    if (b.1 - a.1) * (q.0 - a.0) <= (q.1 - a.1) * (b.0 - a.0) {
+                        hull.pop();
+                    } else {
+                        break;
+                    }
+                }
+                hull.push(q);
+            }
+            base[k] = hull[0];
+            for w in hull.windows(2) {
+                let (dp, dv) = (w[1].0 - w[0].0, w[1].1 - w[0].1);
+                segs.push((dv / dp, dp, dv, k));
+            }
+        }
+        for k in (0..order.len()).rev() {
+            base[k] = (base[k].0 + base[k + 1].0, base[k].1 + base[k + 1].1);
+        }
+        segs.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3)));
+        PowerLp { segs, base }
+    }
+
+    /// Upper bound on the value (nodes priced) the groups from depth `k` on can add
+    /// within `watts`; −∞ when even their starting points do not fit.
+    fn bound(&self, k: usize, watts: f64) -> f64 {
+        let mut cap = watts - self.base[k].0;
+        if cap < 0.0 {
+            return f64::NEG_INFINITY;
+        }
+        let mut v = self.base[k].1;
+        for &(eff, dp, dv, depth) in &self.segs {
+            if eff <= 0.0 {
+                break;
+            }
+            if depth < k {
+                continue;
+            }
+            if dp <= cap {
+                cap -= dp;
+                v += dv;
+            } else {
+                v += dv * cap / dp;
+                break;
+            }
+        }
+        v
+    }
 }
 
 /// Search nodes the core search may visit per decision.
