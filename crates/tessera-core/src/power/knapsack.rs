@@ -756,6 +756,53 @@ mod tests {
         eprintln!("worst structured gap vs MILP: {:.5}%", 100.0 * worst);
     }
 
+    /// The shape of the hardest decisions in simulations: mostly running jobs
+    /// choosing a cap, a few big pending ones, the watts nearly all taken.
+    fn tight_power_instance(seed: u64) -> Problem {
+        let mut r = rng(seed + 100);
+        let caps = [32.0, 33.0, 36.0, 44.0, 50.0, 60.0];
+        let mut groups = Vec::new();
+        let mut mid_w = 0.0;
+        let mut total_n = 0u32;
+        for j in 0..28 {
+            let forced = j < 22;
+            let nmax = if forced { 8 + (r() * 300.0) as u32 } else { 200 + (r() * 1500.0) as u32 };
+            let nmin = ((nmax as f64) * (0.2 + 0.4 * r())).max(1.0) as u32;
+            let w = 1000.0 + 60_000.0 * r();
+            let beta = 0.08 + 0.32 * r();
+            let sizes: Vec<u32> = if forced { vec![nmin + ((nmax - nmin) as f64 * r()) as u32] } else { (0..8).map(|k| nmin + (nmax - nmin) * k / 7).collect() };
+            let mut items = Vec::new();
+            for &n in &sizes {
+                for &c in &caps {
+                    let s_n = (n as f64 / nmin as f64).powf(0.85);
+                    let s_p = 1.0 / (1.0 + beta * (60.0 - c) / 28.0);
+                    items.push(Item { value: w * s_n * s_p, nodes: n, power: n as f64 * (c + 56.0) });
+                }
+            }
+            if forced {
+                mid_w += sizes[0] as f64 * (44.0 + 56.0);
+                total_n += sizes[0];
+            }
+            groups.push(Group { forced, items });
+        }
+        Problem { groups, nodes: total_n * 2, power: mid_w * (1.0 + 0.15 * rng(seed + 7)()) }
+    }
+
+    #[test]
+    fn structured_matches_the_milp_when_the_power_is_tight() {
+        for seed in 0..40 {
+            let p = tight_power_instance(seed);
+            let s = p.solve(Solver::Structured, None);
+            let m = milp(&p, 2_000_000, None, &s, false);
+            assert!(p.usage(&s.choice).2, "seed {seed}: infeasible");
+            if m.status == Status::Optimal {
+                let gap = (m.objective - s.objective) / m.objective;
+                assert!(gap <= 1e-3, "seed {seed}: structured {:.3} vs MILP optimum {:.3} ({:.4}%)", s.objective, m.objective, 100.0 * gap);
+            }
+            assert!(s.bound.is_some_and(|b| (b - s.objective) / b <= 1e-3), "seed {seed}: not proven within 0.1%: {:?} vs {}", s.bound, s.objective);
+        }
+    }
+
     #[test]
     fn a_time_limit_falls_back_to_a_feasible_answer() {
         let p = instance(5, 300, 0.3);
