@@ -148,7 +148,7 @@ impl Engine {
     }
 
     pub fn queued(&self) -> usize {
-        both!(self, e => e.queued())
+        both!(self, e => e.table().queue.len())
     }
 
     pub fn running(&self) -> usize {
@@ -156,12 +156,12 @@ impl Engine {
     }
 
     pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
-        both!(self, e => e.job(job))
+        both!(self, e => e.table().job(job))
     }
 
     /// Pending jobs in queue order.
     pub fn queue(&self) -> Box<dyn Iterator<Item = JobIdx> + '_> {
-        both!(self, e => Box::new(e.queue()))
+        both!(self, e => Box::new(e.table().pending()))
     }
 
     /// Whether a job can ever run here (processors, partition, memory). Drivers

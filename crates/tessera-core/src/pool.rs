@@ -52,22 +52,12 @@ impl PoolEngine {
         self.free
     }
 
-    pub fn queued(&self) -> usize {
-        self.t.queue.len()
+    pub(crate) fn table(&self) -> &JobTable {
+        &self.t
     }
 
     pub fn running(&self) -> usize {
         self.running.len()
-    }
-
-    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
-        let e = &self.t.jobs[job.index()];
-        (&e.spec, e.state)
-    }
-
-    /// Pending jobs in queue order.
-    pub fn queue(&self) -> impl Iterator<Item = JobIdx> + '_ {
-        self.t.queue.iter().map(|(_, j)| j)
     }
 
     pub fn can_run(&self, spec: &JobSpec) -> bool {

@@ -24,6 +24,17 @@ impl JobTable {
         JobTable { jobs: Vec::new(), queue: Queue::new() }
     }
 
+    /// A job's spec and state.
+    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
+        let e = &self.jobs[job.index()];
+        (&e.spec, e.state)
+    }
+
+    /// Pending jobs in queue order.
+    pub fn pending(&self) -> impl Iterator<Item = JobIdx> + '_ {
+        self.queue.iter().map(|(_, j)| j)
+    }
+
     /// Queue a job now; the n-th submitted job gets `JobIdx(n)`.
     pub fn submit(&mut self, now: Time, spec: JobSpec) -> JobIdx {
         assert!(spec.procs >= 1, "job {:?} asks for no processor", spec.id);

@@ -80,21 +80,14 @@ impl NodeEngine {
     pub fn free(&self) -> u64 {
         self.free_cores
     }
-    pub fn queued(&self) -> usize {
-        self.t.queue.len()
+    pub(crate) fn table(&self) -> &JobTable {
+        &self.t
     }
     pub fn running(&self) -> usize {
         self.running.len()
     }
     pub fn dropped_nodesets(&self) -> u64 {
         self.dropped_nodesets
-    }
-    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
-        let e = &self.t.jobs[job.index()];
-        (&e.spec, e.state)
-    }
-    pub fn queue(&self) -> impl Iterator<Item = JobIdx> + '_ {
-        self.t.queue.iter().map(|(_, j)| j)
     }
     pub fn allocation(&self, job: JobIdx) -> Option<&Allocation> {
         self.alloc.get(job.index()).and_then(|a| a.as_ref())

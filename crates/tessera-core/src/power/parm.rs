@@ -173,18 +173,11 @@ impl ParmEngine {
     pub fn free(&self) -> u64 {
         (self.machine.nodes - self.used_nodes()) as u64
     }
-    pub fn queued(&self) -> usize {
-        self.t.queue.len()
+    pub(crate) fn table(&self) -> &JobTable {
+        &self.t
     }
     pub fn running(&self) -> usize {
         self.running.len()
-    }
-    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
-        let e = &self.t.jobs[job.index()];
-        (&e.spec, e.state)
-    }
-    pub fn queue(&self) -> impl Iterator<Item = JobIdx> + '_ {
-        self.t.queue.iter().map(|(_, j)| j)
     }
 
     /// Power drawn now: busy nodes at their caps plus idle nodes.
