@@ -224,13 +224,10 @@ impl ParmEngine {
 
     /// The caps a job may run at: the machine's levels at or above the job's p_l
     /// (the PASS model is defined from p_l up), else the highest level.
-    fn caps(&self, pj: &PowerJob) -> Vec<f64> {
-        let v: Vec<f64> = self.machine.cap_levels_w.iter().copied().filter(|&p| p >= pj.app.p_l - 1e-9).collect();
-        if v.is_empty() {
-            self.machine.cap_levels_w.last().copied().into_iter().collect()
-        } else {
-            v
-        }
+    fn caps(&self, pj: &PowerJob) -> &[f64] {
+        let levels = &self.machine.cap_levels_w; // ascending
+        let first = levels.partition_point(|&p| p < pj.app.p_l - 1e-9);
+        &levels[first.min(levels.len().saturating_sub(1))..]
     }
 
     fn advance(&mut self, job: JobIdx, now: f64) {
@@ -290,7 +287,7 @@ impl ParmEngine {
         };
         let mut v = Vec::with_capacity(sizes.len() * caps.len());
         for &n in &sizes {
-            for &p in &caps {
+            for &p in caps {
                 v.push((n, p));
             }
         }
