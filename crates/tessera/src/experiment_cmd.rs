@@ -8,6 +8,24 @@ use tessera_core::{Cluster, NodeSetSpec, PolicyKind, SetPriority};
 
 /// The experiment's default cluster (also at examples/clusters/sdsc-blue-3gen.toml).
 const SDSC_BLUE_3GEN: &str = include_str!("../../../examples/clusters/sdsc-blue-3gen.toml");
+
+/// An experiment's trace: the one given, else `default` from the shared traces.
+pub fn trace_or_shared(given: &Option<std::path::PathBuf>, default: &str) -> Result<std::path::PathBuf> {
+    match given {
+        Some(t) => Ok(t.clone()),
+        None => tessera_workload::traces::shared_trace(default)
+            .with_context(|| format!("no --trace given and {default} is not in the shared traces directory (set TESSERA_TRACES)")),
+    }
+}
+
+/// An experiment's cluster and how to name it: the file given, else the embedded
+/// copy `text` of the repository's `path`.
+pub fn cluster_or_embedded(given: &Option<std::path::PathBuf>, path: &str, text: &str) -> Result<(String, Cluster)> {
+    match given {
+        Some(p) => Ok((p.display().to_string(), load_cluster(p)?)),
+        None => Ok((path.to_string(), Cluster::from_toml(text, path).expect("the embedded cluster is valid"))),
+    }
+}
 use tessera_sim::{prepare_on, simulate, Machine, Summary};
 use tessera_workload::swf::SwfReader;
 use tessera_workload::transform;
@@ -43,18 +61,8 @@ fn configs() -> Vec<(&'static str, Option<NodeSetSpec>)> {
 }
 
 pub fn nodesets(a: NodesetsArgs) -> Result<()> {
-    let trace = match &a.trace {
-        Some(t) => t.clone(),
-        None => tessera_workload::traces::shared_trace("SDSC-BLUE-2000-4.2-cln.swf.gz")
-            .context("no --trace given and SDSC-BLUE-2000-4.2-cln.swf.gz is not in the shared traces directory (set TESSERA_TRACES)")?,
-    };
-    let (cluster_label, cluster) = match &a.cluster {
-        Some(p) => (p.display().to_string(), load_cluster(p)?),
-        None => (
-            "examples/clusters/sdsc-blue-3gen.toml".to_string(),
-            Cluster::from_toml(SDSC_BLUE_3GEN, "examples/clusters/sdsc-blue-3gen.toml").expect("the embedded cluster is valid"),
-        ),
-    };
+    let trace = trace_or_shared(&a.trace, "SDSC-BLUE-2000-4.2-cln.swf.gz")?;
+    let (cluster_label, cluster) = cluster_or_embedded(&a.cluster, "examples/clusters/sdsc-blue-3gen.toml", SDSC_BLUE_3GEN)?;
     let cluster = Arc::new(cluster);
     let policy: PolicyKind = a.policy.parse()?;
     let (_, mut records, _) = SwfReader::read_file(&trace, false)?;

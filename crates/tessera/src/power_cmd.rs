@@ -2,6 +2,7 @@
 //! and the scheduler, from a cluster file and the `--parm-*` flags.
 
 use crate::cli::PowerArgs;
+use crate::experiment_cmd::{cluster_or_embedded, trace_or_shared};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::Path;
@@ -108,8 +109,10 @@ pub fn write_power_csv(path: &Path, p: &PowerOutcome) -> Result<()> {
     f.flush().with_context(|| format!("writing {}", path.display()))
 }
 
-/// The experiment's default cluster (also at examples/clusters/theta-overprovisioned.toml).
+/// The experiment's and the bench's default cluster, embedded, and its trace.
 const THETA: &str = include_str!("../../../examples/clusters/theta-overprovisioned.toml");
+const THETA_PATH: &str = "examples/clusters/theta-overprovisioned.toml";
+const THETA_TRACE: &str = "ALCF-Theta-2022-cqsimplus.swf.gz";
 
 /// How one run of the experiment schedules.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -184,15 +187,8 @@ fn run_case(records: &[tessera_workload::swf::SwfRecord], case: &Case, info: &te
 }
 
 pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
-    let trace = match &a.trace {
-        Some(t) => t.clone(),
-        None => tessera_workload::traces::shared_trace("ALCF-Theta-2022-cqsimplus.swf.gz")
-            .context("no --trace given and ALCF-Theta-2022-cqsimplus.swf.gz is not in the shared traces directory (set TESSERA_TRACES)")?,
-    };
-    let (cluster_label, cluster) = match &a.cluster {
-        Some(p) => (p.display().to_string(), crate::sim_cmd::load_cluster(p)?),
-        None => ("examples/clusters/theta-overprovisioned.toml".to_string(), Cluster::from_toml(THETA, "examples/clusters/theta-overprovisioned.toml").expect("the embedded cluster is valid")),
-    };
+    let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
+    let (cluster_label, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
     let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| cluster_label.clone())?;
     let solver = solver(&a.solver, a.milp_node_limit, a.milp_time_limit)?;
     let rule = PowerRule { seed: a.power_seed, ..PowerRule::default() };
@@ -391,15 +387,8 @@ struct BenchRow {
 pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
     use tessera_core::power::knapsack;
     use tessera_core::power::ParmEngine;
-    let trace = match &a.trace {
-        Some(t) => t.clone(),
-        None => tessera_workload::traces::shared_trace("ALCF-Theta-2022-cqsimplus.swf.gz")
-            .context("no --trace given and ALCF-Theta-2022-cqsimplus.swf.gz is not in the shared traces directory (set TESSERA_TRACES)")?,
-    };
-    let cluster = match &a.cluster {
-        Some(p) => crate::sim_cmd::load_cluster(p)?,
-        None => Cluster::from_toml(THETA, "examples/clusters/theta-overprovisioned.toml").expect("the embedded cluster is valid"),
-    };
+    let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
+    let (_, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
     let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
     let variant: ParmVariant = a.variant.parse().map_err(anyhow::Error::msg)?;
     anyhow::ensure!(a.repeat >= 1 && a.instances >= 1, "--repeat and --instances must be >= 1");
@@ -415,8 +404,8 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
     for &k in &a.jobs {
         anyhow::ensure!(k >= 1 && k <= w.jobs.len(), "--jobs {k}: the trace has {} usable jobs", w.jobs.len());
         for inst in 0..a.instances {
-            let first = (w.jobs.len() - k) * inst / a.instances.max(2).saturating_sub(1).max(1);
-            let first = first.min(w.jobs.len() - k);
+            // instances spread from the trace's start to its end
+            let first = (w.jobs.len() - k) * inst / (a.instances - 1).max(1);
             // K jobs submitted at once; the first decision starts some, the one
             // timed is the next, f_se later (running jobs may then resize)
             let mut cfg = ParmConfig::new(variant);

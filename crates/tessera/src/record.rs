@@ -12,32 +12,26 @@ use tessera_workload::swf::SwfRecord;
 /// partition's canonical unit), or one node holding a pool's processors.
 pub fn node_records(w: &Workload) -> Vec<NodeRecord> {
     match &w.machine {
-        Machine::Pool(c) => vec![NodeRecord {
-            name: "pool".into(),
-            node_type: "pool".into(),
-            partition: "pool".into(),
-            cores: *c,
-            memory_mb: 0,
-            gpus: 0,
-            hs06_per_core: None,
-            factor: 1.0,
-            unit: CanonicalUnit::CPU,
-            valid_from: 0,
-        }],
+        Machine::Pool(c) => vec![one_node("pool", "pool", *c)],
         Machine::Cluster { cluster, .. } => cluster_nodes(cluster),
         // jobs are sized in whole nodes: one record holds them as its "cores"
-        Machine::Power(s) => vec![NodeRecord {
-            name: s.name.clone(),
-            node_type: "power-machine".into(),
-            partition: s.name.clone(),
-            cores: s.nodes(),
-            memory_mb: 0,
-            gpus: 0,
-            hs06_per_core: None,
-            factor: 1.0,
-            unit: CanonicalUnit::CPU,
-            valid_from: 0,
-        }],
+        Machine::Power(s) => vec![one_node(&s.name, "power-machine", s.nodes())],
+    }
+}
+
+/// A machine recorded as one node of `cores` plain cores (its own partition).
+fn one_node(name: &str, node_type: &str, cores: u32) -> NodeRecord {
+    NodeRecord {
+        name: name.into(),
+        node_type: node_type.into(),
+        partition: name.into(),
+        cores,
+        memory_mb: 0,
+        gpus: 0,
+        hs06_per_core: None,
+        factor: 1.0,
+        unit: CanonicalUnit::CPU,
+        valid_from: 0,
     }
 }
 
