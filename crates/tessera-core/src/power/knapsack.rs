@@ -582,7 +582,7 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
         // cheapest first: each better option scans only the downgrades that cost
         // less than it gains, and the first that frees enough is its best partner
         downs.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
-        for (gb, g) in p.groups.iter().enumerate() {
+        for gb in 0..p.groups.len() {
             let (v0, nn0, ww0) = get(gb, choice[gb]);
             for &i in &cand[gb] {
                 let (v, nn, ww) = get(gb, Some(i));
@@ -602,7 +602,6 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
                     }
                 }
             }
-            let _ = g;
         }
         match best2 {
             Some((_, ga, oa, gb, ob)) => {
