@@ -1,226 +1,706 @@
 //! The engine: `Engine::handle(now, input, &mut effects)` is the whole contract.
 //!
-//! Submissions and completions only update state; jobs start only in an
-//! [`Input::Pass`], so a driver that delivers every completion and arrival of an
-//! instant before the pass gets exactly the semantics in `docs/semantics.md`.
+//! Inputs are what happens outside (a submission, a cancellation, a completion
+//! with its outcome, a node going down, an operator's hold, suspend or requeue,
+//! and the driver's request for a scheduling pass). Effects are what the engine
+//! asks the driver to do (start a job on an allocation, kill one and why, suspend
+//! or resume one, reconfigure a power-aware job, wake it at an instant) or tell
+//! it (a job's final record, an input that could not apply). Jobs start only in
+//! a pass; a driver that delivers every completion and arrival of an instant
+//! before the pass gets exactly the semantics in `docs/semantics.md`.
 //!
-//! Two machines sit behind the same contract: a pool of identical processors (the
-//! fast path for `--capacity` replays) and a cluster of nodes (node types, scaling
-//! factors, memory, node sets). Both run the same three policies.
+//! The engine holds only live jobs: a job that ends leaves it, its final record
+//! going to the driver, so memory follows the live jobs, not the history. Its
+//! whole state can be saved and restored ([`Engine::snapshot`]).
 
 use crate::cluster::Cluster;
-use crate::job::{JobIdx, JobSpec, JobState, NodeSetId};
-use crate::nodes::{Allocation, NodeEngine};
+use crate::job::{FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, NodeSetId, Outcome, SuspendedBy};
+use crate::nodes::{Allocation, NeverFits, NodeEngine, NodeStatus};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
-use crate::pool::PoolEngine;
-use crate::power::{ParmConfig, ParmEngine, PowerJob, PowerMachine};
+use crate::power::{ParmConfig, ParmEngine, PowerMachine, Usage};
+use crate::table::JobTable;
 use crate::Time;
+use serde::{Deserialize, Serialize};
+
+/// The largest time (s) and estimate the engine accepts: 2^42 s, about 139,000
+/// years. Sums of a few such values never overflow an i64, so the engine's time
+/// arithmetic cannot wrap; boundaries (trace reader, flags, API) reject more.
+pub const MAX_TIME: Time = 1 << 42;
+
+/// A change of a node's state, each with a reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeChange {
+    /// The node failed: its jobs are killed (and requeued if they asked to be).
+    Down,
+    /// The node answers again (clears `Down`; a drain stays).
+    Up,
+    /// The node finishes its jobs and takes no new ones.
+    Drain,
+    /// An operator returns the node to service (clears `Drain` and `Down`).
+    Resume,
+}
 
 /// What a driver tells the engine.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Input {
-    /// A job enters the queue now. Drivers submit in (submit time, job id) order;
-    /// the n-th submitted job gets `JobIdx(n)`. The job must be able to run
-    /// ([`Engine::can_run`]).
+    /// A job enters the queue now (held if `spec.hold`). Its id must be new
+    /// among the jobs the engine holds.
     Submit(JobSpec),
-    /// A moldable or malleable job with its power profile enters the queue now
-    /// (PARM engines only).
-    SubmitPower(JobSpec, PowerJob),
-    /// A running job has ended now (finished, failed or killed at its limit).
-    Complete(JobIdx),
+    /// Cancel a queued job (it leaves at once) or a running one (it is killed).
+    Cancel(JobId),
+    /// Keep a pending job from starting; it keeps its place in the queue.
+    Hold(JobId),
+    /// Let a held job start again.
+    Release(JobId),
+    /// An operator stops a running job; it keeps its resources and its limit stops.
+    Suspend(JobId),
+    /// An operator continues a job they suspended.
+    Resume(JobId),
+    /// Kill a running job and put it back in the queue.
+    Requeue(JobId),
+    /// A job's processes have ended now, with this outcome.
+    Complete { job: JobId, outcome: Outcome },
+    /// Node `node` (index in the cluster's nodes) changed state.
+    Node { node: u32, change: NodeChange, reason: String },
     /// Run one scheduling pass now.
     Pass,
 }
 
-/// What the engine asks the driver to do.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Effect {
-    /// Start `job` now with `procs` processors, on the nodes of
-    /// [`Engine::allocation`] for a cluster. The driver must report its completion
-    /// no later than `now + ceil(estimate / factor)`.
-    Start { job: JobIdx, procs: u32 },
-    /// Run `job` (started, or running) on `nodes` nodes with its CPUs capped at
-    /// `cap_w` watts (PARM). Its expected end changes: see [`Engine::expected_end`].
-    Configure { job: JobIdx, nodes: u32, cap_w: f64 },
+impl Input {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Input::Submit(_) => "submit",
+            Input::Cancel(_) => "cancel",
+            Input::Hold(_) => "hold",
+            Input::Release(_) => "release",
+            Input::Suspend(_) => "suspend",
+            Input::Resume(_) => "resume",
+            Input::Requeue(_) => "requeue",
+            Input::Complete { .. } => "complete",
+            Input::Node { .. } => "node",
+            Input::Pass => "pass",
+        }
+    }
+
+    fn job(&self) -> Option<JobId> {
+        match self {
+            Input::Submit(s) => Some(s.id),
+            Input::Cancel(j) | Input::Hold(j) | Input::Release(j) | Input::Suspend(j) | Input::Resume(j) | Input::Requeue(j) => Some(*j),
+            Input::Complete { job, .. } => Some(*job),
+            Input::Node { .. } | Input::Pass => None,
+        }
+    }
 }
 
-/// The scheduling engine.
-#[derive(Debug, Clone)]
-pub enum Engine {
-    Pool(PoolEngine),
+/// Why an input could not apply. The engine's state is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum Rejection {
+    #[error("no job {0} in the engine")]
+    UnknownJob(JobId),
+    #[error("a job {0} is already in the engine")]
+    DuplicateJob(JobId),
+    #[error("job {job} is {state}; {input} needs a job that is {needs}")]
+    WrongState { job: JobId, state: &'static str, input: &'static str, needs: &'static str },
+    #[error("job {job}: {field} is {value}: expected {expected}")]
+    InvalidSpec { job: JobId, field: &'static str, value: String, expected: &'static str },
+    #[error("job {job} can never run here: {why}")]
+    NeverFits { job: JobId, why: &'static str },
+    #[error("no node {0} in the cluster")]
+    UnknownNode(u32),
+    #[error("{input} is not supported by a {engine} engine")]
+    Unsupported { input: &'static str, engine: &'static str },
+    #[error("time went backwards: {now} after {last}")]
+    TimeWentBack { now: Time, last: Time },
+    #[error("time {0} is beyond the engine's range (at most 2^42 s)")]
+    TimeOutOfRange(Time),
+}
+
+/// A job's final record: what the driver keeps once the job has left the engine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub spec: JobSpec,
+    pub state: FinalState,
+    pub outcome: Option<Outcome>,
+    /// When it entered the queue (its submission, or its last requeue).
+    pub submit: Time,
+    /// When it (last) started; None if it never did.
+    pub start: Option<Time>,
+    pub end: Time,
+    /// Where it ran, and its pace (the factor of its slowest node).
+    pub alloc: Option<Allocation>,
+    /// Its limit in real seconds on its nodes.
+    pub limit: Option<Time>,
+    /// Seconds it spent suspended.
+    pub suspended_s: Time,
+    /// Times it went back to the queue.
+    pub requeues: u32,
+    /// Power-aware jobs: energy and node-seconds.
+    pub usage: Option<Usage>,
+}
+
+/// What the engine asks the driver to do, or tells it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Effect {
+    /// Start `job` now on `alloc`. The engine kills it after `limit` real seconds
+    /// of running (its estimate scaled by the allocation's factor).
+    Start { job: JobId, alloc: Allocation, limit: Option<Time> },
+    /// Kill `job`; report its completion once its processes are gone (it holds its
+    /// resources until then).
+    Kill { job: JobId, reason: KillReason },
+    /// Stop `job`'s processes (SIGTSTP, then SIGSTOP).
+    Suspend { job: JobId },
+    /// Continue `job`'s processes (SIGCONT).
+    Resume { job: JobId },
+    /// Run `job` on `nodes` nodes with its CPUs capped at `cap_w` watts (PARM);
+    /// under that configuration it ends at `end`.
+    Configure { job: JobId, nodes: u32, cap_w: f64, end: Time },
+    /// Run a pass at this instant even if nothing else happens (a limit runs out,
+    /// a node-set delay ends). Replaces any earlier wake-up; a pass at or after it
+    /// consumes it (the engine asks again if it still needs one).
+    WakeAt(Time),
+    /// `job` has left the engine.
+    Finished(Box<JobRecord>),
+    /// An input could not apply.
+    Rejected { input: &'static str, job: Option<JobId>, reason: Rejection },
+}
+
+/// PARM asked of a machine without a power model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the parm policy needs a power-aware machine (a cluster file with power_budget_w)")]
+pub struct NeedsPowerMachine;
+
+/// The machine behind the contract.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Machine {
+    /// FCFS, EASY or conservative on the nodes of a cluster (one node of N cores
+    /// for a pool of N processors).
     Nodes(Box<NodeEngine>),
     /// PARM on an overprovisioned machine under a power budget.
     Parm(Box<ParmEngine>),
 }
 
-macro_rules! both {
-    ($self:expr, $e:ident => $body:expr) => {
-        match $self {
-            Engine::Pool($e) => $body,
-            Engine::Nodes($e) => $body,
-            Engine::Parm($e) => $body,
-        }
-    };
+/// The scheduling engine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Engine {
+    t: JobTable,
+    m: Machine,
+    /// The last instant seen.
+    now: Time,
+    /// The last wake-up asked for.
+    wake: Option<Time>,
+    /// Node-set DELAY instants of pending jobs (when they may span sets). Entries
+    /// of jobs that have started or left stay until their instant passes: they
+    /// only cost a pass.
+    delays: std::collections::BTreeSet<(Time, JobIdx)>,
 }
 
+/// A saved engine state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Snapshot(Engine);
+
 impl Engine {
-    /// One pool of `capacity` identical processors.
-    pub fn new(policy: PolicyKind, capacity: u32) -> Self {
-        Engine::Pool(PoolEngine::new(policy, capacity))
+    /// One pool of `capacity` identical processors: a cluster of one node.
+    pub fn new(policy: PolicyKind, capacity: u32) -> Result<Self, NeedsPowerMachine> {
+        Self::with_cluster(policy, &Cluster::pool(capacity))
     }
 
-    /// The nodes of a cluster.
-    pub fn with_cluster(policy: PolicyKind, cluster: &Cluster) -> Self {
-        Engine::Nodes(Box::new(NodeEngine::new(policy, cluster)))
+    /// The nodes of a cluster, under FCFS, EASY or conservative backfilling.
+    /// PARM needs a power-aware machine: [`Engine::parm`].
+    pub fn with_cluster(policy: PolicyKind, cluster: &Cluster) -> Result<Self, NeedsPowerMachine> {
+        if policy == PolicyKind::Parm {
+            return Err(NeedsPowerMachine);
+        }
+        Ok(Self::build(Machine::Nodes(Box::new(NodeEngine::new(policy, cluster)))))
     }
 
     /// PARM on an overprovisioned machine.
     pub fn parm(machine: PowerMachine, config: ParmConfig) -> Self {
-        Engine::Parm(Box::new(ParmEngine::new(machine, config)))
+        Self::build(Machine::Parm(Box::new(ParmEngine::new(machine, config))))
     }
 
-    /// The one entry point. `now` must not go backwards between calls.
+    fn build(m: Machine) -> Self {
+        Engine { t: JobTable::new(), m, now: Time::MIN, wake: None, delays: Default::default() }
+    }
+
+    /// The one entry point.
     pub fn handle(&mut self, now: Time, input: Input, out: &mut Vec<Effect>) {
-        match input {
-            Input::Submit(spec) => match self {
-                Engine::Pool(e) => e.submit(now, spec),
-                Engine::Nodes(e) => e.submit(now, spec),
-                Engine::Parm(_) => panic!("a PARM engine takes Input::SubmitPower"),
-            },
-            Input::SubmitPower(spec, pj) => match self {
-                Engine::Parm(e) => e.submit(now, spec, pj),
-                _ => panic!("Input::SubmitPower needs a PARM engine"),
-            },
-            Input::Complete(job) => both!(self, e => e.complete(now, job)),
-            Input::Pass => both!(self, e => e.pass(now, out)),
+        let job = input.job();
+        let kind = input.kind();
+        if let Err(reason) = self.apply(now, input, out) {
+            out.push(Effect::Rejected { input: kind, job, reason });
         }
+        self.ask_wake(out);
         #[cfg(debug_assertions)]
         self.sanity_check();
     }
 
+    fn apply(&mut self, now: Time, input: Input, out: &mut Vec<Effect>) -> Result<(), Rejection> {
+        if now > MAX_TIME || now < -MAX_TIME {
+            return Err(Rejection::TimeOutOfRange(now));
+        }
+        if now < self.now {
+            return Err(Rejection::TimeWentBack { now, last: self.now });
+        }
+        self.now = now;
+        match input {
+            Input::Submit(spec) => self.submit(now, spec),
+            Input::Cancel(id) => {
+                let j = self.lookup(id)?;
+                match self.t.state(j) {
+                    JobState::Pending | JobState::Held => {
+                        self.finish(now, j, FinalState::Cancelled, None, out);
+                        Ok(())
+                    }
+                    JobState::Running { .. } | JobState::Suspended { .. } => {
+                        self.kill(now, j, KillReason::Cancel, out);
+                        Ok(())
+                    }
+                    s @ JobState::Ending { .. } => Err(wrong(id, s, "cancel", "queued, running or suspended")),
+                }
+            }
+            Input::Hold(id) => {
+                let j = self.lookup(id)?;
+                match self.t.state(j) {
+                    JobState::Pending => {
+                        self.t.set_held(j, true);
+                        Ok(())
+                    }
+                    s => Err(wrong(id, s, "hold", "pending")),
+                }
+            }
+            Input::Release(id) => {
+                let j = self.lookup(id)?;
+                match self.t.state(j) {
+                    JobState::Held => {
+                        self.t.set_held(j, false);
+                        Ok(())
+                    }
+                    s => Err(wrong(id, s, "release", "held")),
+                }
+            }
+            Input::Suspend(id) => {
+                let j = self.lookup(id)?;
+                let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("suspend")) };
+                match self.t.state(j) {
+                    JobState::Running { start } => {
+                        m.suspend(&self.t, j);
+                        let e = self.t.get_mut(j);
+                        e.ran += now - e.period;
+                        e.state = JobState::Suspended { start, since: now, by: SuspendedBy::Operator };
+                        out.push(Effect::Suspend { job: id });
+                        Ok(())
+                    }
+                    s => Err(wrong(id, s, "suspend", "running")),
+                }
+            }
+            Input::Resume(id) => {
+                let j = self.lookup(id)?;
+                let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("resume")) };
+                match self.t.state(j) {
+                    JobState::Suspended { start, since, by: SuspendedBy::Operator } => {
+                        let e = self.t.get_mut(j);
+                        e.suspended_s += now - since;
+                        e.period = now;
+                        e.state = JobState::Running { start };
+                        m.resume(&mut self.t, j);
+                        out.push(Effect::Resume { job: id });
+                        Ok(())
+                    }
+                    s => Err(wrong(id, s, "resume", "suspended by an operator")),
+                }
+            }
+            Input::Requeue(id) => {
+                let j = self.lookup(id)?;
+                match self.t.state(j) {
+                    JobState::Running { .. } | JobState::Suspended { .. } => {
+                        self.kill(now, j, KillReason::Requeue, out);
+                        Ok(())
+                    }
+                    s => Err(wrong(id, s, "requeue", "running or suspended")),
+                }
+            }
+            Input::Complete { job: id, outcome } => {
+                let j = self.lookup(id)?;
+                let state = self.t.state(j);
+                let requeue_on_failure = self.t.spec(j).requeue;
+                let final_state = match (state, outcome) {
+                    (JobState::Pending | JobState::Held, _) => return Err(wrong(id, state, "complete", "running, suspended or ending")),
+                    (JobState::Ending { reason: KillReason::Cancel, .. }, _) => Some(FinalState::Cancelled),
+                    (JobState::Ending { reason: KillReason::TimeLimit, .. }, _) => Some(FinalState::Timeout),
+                    (JobState::Ending { reason: KillReason::Requeue, .. }, _) => None,
+                    (JobState::Ending { reason: KillReason::NodeFailure, .. }, _) | (_, Outcome::NodeFailed) if requeue_on_failure => None,
+                    (JobState::Ending { reason: KillReason::NodeFailure, .. }, _) | (_, Outcome::NodeFailed) => Some(FinalState::NodeFail),
+                    (_, Outcome::Exited(0)) => Some(FinalState::Completed),
+                    (_, Outcome::Exited(_) | Outcome::Signaled(_)) => Some(FinalState::Failed),
+                };
+                match final_state {
+                    Some(fs) => self.finish(now, j, fs, Some(outcome), out),
+                    None => {
+                        self.release(now, j);
+                        self.t.requeue(j);
+                        self.note_delay(j);
+                    }
+                }
+                Ok(())
+            }
+            Input::Node { node, change, reason } => {
+                let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("node")) };
+                let n = m.node_index(node).ok_or(Rejection::UnknownNode(node))?;
+                let mut kill = Vec::new();
+                m.set_status(n, |s| match change {
+                    NodeChange::Down => {
+                        s.up = false;
+                        s.reason = reason;
+                    }
+                    NodeChange::Up => s.up = true,
+                    NodeChange::Drain => {
+                        s.drain = true;
+                        s.reason = reason;
+                    }
+                    NodeChange::Resume => {
+                        s.drain = false;
+                        s.up = true;
+                    }
+                });
+                if change == NodeChange::Down {
+                    kill = m.jobs_on(node);
+                }
+                for j in kill {
+                    if !matches!(self.t.state(j), JobState::Ending { .. }) {
+                        self.kill(now, j, KillReason::NodeFailure, out);
+                    }
+                }
+                Ok(())
+            }
+            Input::Pass => {
+                // a pass at or after the wake-up asked for consumes it
+                if self.wake.is_some_and(|w| w <= now) {
+                    self.wake = None;
+                }
+                while self.delays.first().is_some_and(|&(t, _)| t <= now) {
+                    self.delays.pop_first();
+                }
+                match &mut self.m {
+                    Machine::Nodes(m) => m.pass(now, &mut self.t, out),
+                    Machine::Parm(m) => m.pass(now, &mut self.t, out),
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether a job could be submitted: a valid spec that some state of the
+    /// machine could run (its id aside). Drivers use it to sort out jobs that
+    /// could never run before replaying them.
+    pub fn can_run(&mut self, spec: &JobSpec) -> Result<(), Rejection> {
+        self.vet(spec)?;
+        let never = |why| Rejection::NeverFits { job: spec.id, why };
+        match &mut self.m {
+            Machine::Nodes(m) => m.admit(spec, 0).map(|_| ()).map_err(|e| never(never_why(e))),
+            Machine::Parm(m) => match spec.power {
+                None => Err(never(NO_PROFILE)),
+                Some(pj) if !m.can_run(&pj) => Err(never(NO_SHAPE)),
+                Some(_) => Ok(()),
+            },
+        }
+    }
+
+    fn vet(&self, spec: &JobSpec) -> Result<(), Rejection> {
+        let id = spec.id;
+        if spec.procs == 0 {
+            return Err(Rejection::InvalidSpec { job: id, field: "procs", value: "0".into(), expected: "at least 1 processor" });
+        }
+        if !(0..=MAX_TIME).contains(&spec.estimate) {
+            return Err(Rejection::InvalidSpec { job: id, field: "estimate", value: spec.estimate.to_string(), expected: "0 to 2^42 seconds" });
+        }
+        Ok(())
+    }
+
+    fn submit(&mut self, now: Time, spec: JobSpec) -> Result<(), Rejection> {
+        let id = spec.id;
+        if self.t.lookup(id).is_some() {
+            return Err(Rejection::DuplicateJob(id));
+        }
+        self.vet(&spec)?;
+        let never = |why| Rejection::NeverFits { job: id, why };
+        match &mut self.m {
+            Machine::Nodes(m) => {
+                let (d, need, dropped) = m.admit(&spec, now).map_err(|e| never(never_why(e)))?;
+                let j = self.t.insert(now, spec, need);
+                m.attach(j, d, dropped);
+                self.note_delay(j);
+            }
+            Machine::Parm(m) => {
+                let Some(pj) = spec.power else { return Err(never(NO_PROFILE)) };
+                if !m.can_run(&pj) {
+                    return Err(never(NO_SHAPE));
+                }
+                let j = self.t.insert(now, spec, pj.n_min as u64);
+                m.attach(j, pj);
+            }
+        }
+        Ok(())
+    }
+
+    /// Remember when a pending job with a DELAY node set may start spanning sets.
+    fn note_delay(&mut self, j: JobIdx) {
+        if let Machine::Nodes(m) = &self.m {
+            if let Some(at) = m.delay_until(j) {
+                if at > self.now {
+                    self.delays.insert((at, j));
+                }
+            }
+        }
+    }
+
+    fn unsupported(&self, input: &'static str) -> Rejection {
+        Rejection::Unsupported { input, engine: "PARM" }
+    }
+
+    fn lookup(&self, id: JobId) -> Result<JobIdx, Rejection> {
+        self.t.lookup(id).ok_or(Rejection::UnknownJob(id))
+    }
+
+    /// Ask the driver to kill a running or suspended job; it ends when the driver
+    /// reports its completion.
+    fn kill(&mut self, now: Time, j: JobIdx, reason: KillReason, out: &mut Vec<Effect>) {
+        let e = self.t.get(j);
+        let id = e.spec.id;
+        match e.state {
+            JobState::Running { start } => {
+                let e = self.t.get_mut(j);
+                e.ran += now - e.period;
+                e.period = now;
+                e.state = JobState::Ending { start, at: now, reason };
+            }
+            JobState::Suspended { start, since, .. } => {
+                // back in the running list, expected to end now
+                let e = self.t.get_mut(j);
+                e.suspended_s += now - since;
+                e.period = now;
+                e.state = JobState::Ending { start, at: now, reason };
+                if let Machine::Nodes(m) = &mut self.m {
+                    m.resume_at(&mut self.t, j, now);
+                }
+            }
+            _ => return,
+        }
+        out.push(Effect::Kill { job: id, reason });
+    }
+
+    /// Give back a job's resources; returns its allocation and usage.
+    fn release(&mut self, now: Time, j: JobIdx) -> (Option<Allocation>, Option<Usage>) {
+        match &mut self.m {
+            Machine::Nodes(m) => (m.release(&self.t, j), None),
+            Machine::Parm(m) => m.release(now, &self.t, j),
+        }
+    }
+
+    /// The job leaves the engine; its record goes to the driver.
+    fn finish(&mut self, now: Time, j: JobIdx, state: FinalState, outcome: Option<Outcome>, out: &mut Vec<Effect>) {
+        let (alloc, usage) = self.release(now, j);
+        let mut e = self.t.remove(j);
+        if let JobState::Suspended { since, .. } = e.state {
+            e.suspended_s += now - since;
+        }
+        out.push(Effect::Finished(Box::new(JobRecord {
+            spec: e.spec,
+            state,
+            outcome,
+            submit: e.submit,
+            start: e.state.start(),
+            end: now,
+            alloc,
+            limit: e.limit,
+            suspended_s: e.suspended_s,
+            requeues: e.requeues,
+            usage,
+        })));
+    }
+
+    /// Emit a wake-up when the next instant the engine needs a pass has changed.
+    fn ask_wake(&mut self, out: &mut Vec<Effect>) {
+        let deadline = match &self.m {
+            Machine::Nodes(m) => m.next_deadline(&self.t),
+            Machine::Parm(_) => None,
+        };
+        let delay = self.delays.first().map(|d| d.0);
+        let next = match (deadline, delay) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = next {
+            if self.wake != Some(t) {
+                out.push(Effect::WakeAt(t));
+            }
+        }
+        self.wake = next;
+    }
+
+    /// PARM: the knapsack its next decision at `now` would solve, and the running
+    /// jobs' current choices (what the decision benchmark times).
+    pub fn decision_problem(&mut self, now: Time) -> Option<(crate::power::Problem, Vec<Option<u32>>)> {
+        match &mut self.m {
+            Machine::Parm(m) => Some(m.decision_problem(now, &self.t)),
+            Machine::Nodes(_) => None,
+        }
+    }
+
+    /// Save the whole state.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot(self.clone())
+    }
+
+    /// An engine in the state `s` was saved in.
+    pub fn restore(s: Snapshot) -> Engine {
+        s.0
+    }
+
     pub fn policy(&self) -> PolicyKind {
-        both!(self, e => e.policy())
+        match &self.m {
+            Machine::Nodes(m) => m.policy(),
+            Machine::Parm(_) => PolicyKind::Parm,
+        }
     }
 
     /// Processors (cores; nodes for PARM) of the machine.
     pub fn capacity(&self) -> u64 {
-        match self {
-            Engine::Pool(e) => e.capacity() as u64,
-            Engine::Nodes(e) => e.capacity(),
-            Engine::Parm(e) => e.capacity(),
+        match &self.m {
+            Machine::Nodes(m) => m.capacity(),
+            Machine::Parm(m) => m.capacity(),
         }
     }
 
     /// Processors free now.
     pub fn free(&self) -> u64 {
-        match self {
-            Engine::Pool(e) => e.free() as u64,
-            Engine::Nodes(e) => e.free(),
-            Engine::Parm(e) => e.free(),
+        match &self.m {
+            Machine::Nodes(m) => m.free(),
+            Machine::Parm(m) => m.free(),
         }
     }
 
-    /// When a running job is expected to end under its current configuration
-    /// (PARM), None for other engines (their drivers know the runtime).
-    pub fn expected_end(&self, job: JobIdx) -> Option<Time> {
-        match self {
-            Engine::Parm(e) => e.expected_end(job),
-            _ => None,
-        }
-    }
-
-    /// The PARM engine, for its power, usage and decision statistics.
+    /// The PARM engine, for its power and decision statistics.
     pub fn as_parm(&self) -> Option<&ParmEngine> {
-        match self {
-            Engine::Parm(e) => Some(e),
-            _ => None,
+        match &self.m {
+            Machine::Parm(e) => Some(e),
+            Machine::Nodes(_) => None,
         }
     }
 
-    /// Power drawn now (PARM).
-    pub fn power_w(&self) -> Option<f64> {
-        match self {
-            Engine::Parm(e) => Some(e.power_w()),
-            _ => None,
-        }
+    /// Jobs the engine holds (queued, running, suspended, ending).
+    pub fn jobs(&self) -> usize {
+        self.t.len()
     }
 
+    /// Job-table slots allocated: the most jobs held at once.
+    pub fn slots(&self) -> usize {
+        self.t.slots()
+    }
+
+    /// Jobs in the queue (pending or held).
     pub fn queued(&self) -> usize {
-        both!(self, e => e.table().queue.len())
+        self.t.queue.len()
     }
 
+    /// Jobs holding resources and expected to end (running or ending).
     pub fn running(&self) -> usize {
-        both!(self, e => e.running())
-    }
-
-    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
-        both!(self, e => e.table().job(job))
-    }
-
-    /// Pending jobs in queue order.
-    pub fn queue(&self) -> Box<dyn Iterator<Item = JobIdx> + '_> {
-        both!(self, e => Box::new(e.table().pending()))
-    }
-
-    /// Whether a job can ever run here (processors, partition, memory). Drivers
-    /// must not submit jobs that cannot.
-    pub fn can_run(&mut self, spec: &JobSpec) -> bool {
-        match self {
-            Engine::Pool(e) => e.can_run(spec),
-            Engine::Nodes(e) => e.can_run(spec),
-            Engine::Parm(_) => false,
+        match &self.m {
+            Machine::Nodes(m) => m.running(),
+            Machine::Parm(m) => m.running(),
         }
     }
 
-    /// Register a per-job node-set request (cluster engines; a pool ignores it).
+    /// A live job's spec and state.
+    pub fn job(&self, id: JobId) -> Option<(&JobSpec, JobState)> {
+        let j = self.t.lookup(id)?;
+        let e = self.t.get(j);
+        Some((&e.spec, e.state))
+    }
+
+    /// Queued jobs (pending and held) in queue order.
+    pub fn queue(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.t.queued().map(|(_, j)| self.t.spec(j).id)
+    }
+
+    /// Register a per-job node-set request (cluster engines; others return 0 and
+    /// reject jobs that name it).
     pub fn register_nodeset(&mut self, spec: NodeSetSpec) -> NodeSetId {
-        match self {
-            Engine::Pool(_) | Engine::Parm(_) => NodeSetId(0),
-            Engine::Nodes(e) => e.register_nodeset(spec),
+        match &mut self.m {
+            Machine::Nodes(e) => e.register_nodeset(spec),
+            Machine::Parm(_) => NodeSetId(u32::MAX),
         }
     }
 
-    /// Where a job runs (cluster engines), once started.
-    pub fn allocation(&self, job: JobIdx) -> Option<&Allocation> {
-        match self {
-            Engine::Pool(_) | Engine::Parm(_) => None,
-            Engine::Nodes(e) => e.allocation(job),
+    /// Where a job runs, once started (node engines).
+    pub fn allocation(&self, id: JobId) -> Option<&Allocation> {
+        let j = self.t.lookup(id)?;
+        match &self.m {
+            Machine::Nodes(e) => e.allocation(j),
+            Machine::Parm(_) => None,
         }
     }
 
-    /// The pace of a started job: the scaling factor of its slowest node (1 in a pool).
-    pub fn factor(&self, job: JobIdx) -> f64 {
-        self.allocation(job).map_or(1.0, |a| a.factor)
+    /// A node's state (node engines).
+    pub fn node_status(&self, node: u32) -> Option<&NodeStatus> {
+        match &self.m {
+            Machine::Nodes(e) => e.node_status(node as usize),
+            Machine::Parm(_) => None,
+        }
     }
 
     /// Jobs whose node set no set could ever satisfy, which therefore ran anywhere.
     pub fn dropped_nodesets(&self) -> u64 {
-        match self {
-            Engine::Pool(_) | Engine::Parm(_) => 0,
-            Engine::Nodes(e) => e.dropped_nodesets(),
+        match &self.m {
+            Machine::Nodes(e) => e.dropped_nodesets(),
+            Machine::Parm(_) => 0,
         }
     }
 
     /// The blocked head of the queue and its shadow time (EASY's reservation), as
     /// of a pass at `now`.
-    pub fn head_reservation(&mut self, now: Time) -> Option<(JobIdx, Time)> {
-        match self {
-            Engine::Pool(e) => e.head_reservation(),
-            Engine::Nodes(e) => e.head_reservation(now),
-            Engine::Parm(e) => e.head_reservation(),
+    pub fn head_reservation(&mut self, now: Time) -> Option<(JobId, Time)> {
+        let (j, t) = match &mut self.m {
+            Machine::Nodes(e) => e.head_reservation(now, &self.t)?,
+            Machine::Parm(_) => return None,
+        };
+        Some((self.t.spec(j).id, t))
+    }
+
+    /// Why a queued job has not started, as of the last pass at `now`.
+    pub fn pending_reason(&mut self, now: Time, id: JobId) -> Option<PendingReason> {
+        let j = self.t.lookup(id)?;
+        match &mut self.m {
+            Machine::Nodes(e) => e.pending_reason(now, &self.t, j),
+            Machine::Parm(e) => e.pending_reason(&self.t, j),
         }
     }
 
-    /// Why a pending job has not started, as of the last pass at `now`.
-    pub fn pending_reason(&self, now: Time, job: JobIdx) -> Option<PendingReason> {
-        both!(self, e => e.pending_reason(now, job))
-    }
-
-    /// Assert the engine's invariants (resources conserved, a job is queued xor
-    /// running, the running list ordered). Debug builds run it after every call.
+    /// Assert the engine's invariants: the job table agrees with itself;
+    /// resources are conserved node by node (or nodes and power within the
+    /// budget, for PARM); every job holding resources is running, suspended or
+    /// ending; the running list is ordered. Debug builds run it after every call.
     pub fn sanity_check(&self) {
-        both!(self, e => e.sanity_check())
+        self.t.sanity_check();
+        match &self.m {
+            Machine::Nodes(e) => e.sanity_check(&self.t),
+            Machine::Parm(e) => e.sanity_check(&self.t),
+        }
     }
+}
+
+const NO_PROFILE: &str = "a power-aware engine needs the job's power profile";
+const NO_SHAPE: &str = "its smallest shape needs more nodes or power than the machine has";
+
+fn never_why(e: NeverFits) -> &'static str {
+    match e {
+        NeverFits::UnknownPartition => "no such partition",
+        NeverFits::UnknownNodeSet => "no such node-set request",
+        NeverFits::TooLarge => "it asks for more processors, memory or GPUs than its partition has",
+    }
+}
+
+fn wrong(job: JobId, s: JobState, input: &'static str, needs: &'static str) -> Rejection {
+    Rejection::WrongState { job, state: s.name(), input, needs }
 }

@@ -4,14 +4,24 @@
 //! limit, in reference seconds); the actual runtime belongs to the driver (the
 //! simulator's trace, or the real process in the controller).
 
+use crate::power::PowerJob;
 use crate::Time;
+use serde::{Deserialize, Serialize};
 
-/// The user-visible job number (SWF field 1, or the controller's job id).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The job number the driver chose (SWF field 1's position, or the controller's
+/// job id). Unique among the jobs the engine holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct JobId(pub u64);
 
-/// A dense index into the engine's job table: the n-th submitted job has index n.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A dense index into the engine's job table (a slot, reused once its job has
+/// left the engine).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct JobIdx(pub u32);
 
 impl JobIdx {
@@ -22,48 +32,151 @@ impl JobIdx {
 }
 
 /// A node-set request registered with [`crate::Engine::register_nodeset`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeSetId(pub u32);
 
 /// What a job asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
     pub id: JobId,
     /// Processors (tasks) requested; at least 1.
     pub procs: u32,
-    /// The time limit the scheduler plans with, in reference seconds (>= 0). On
-    /// nodes with scaling factor f the job is limited to ceil(estimate / f) seconds.
+    /// The time limit, in reference seconds (>= 0). On nodes with scaling factor f
+    /// the job may run ceil(estimate / f) seconds; the engine kills it then.
     pub estimate: Time,
-    /// Partition (index into the cluster's partitions); None: the default. Ignored
-    /// by a pool engine.
+    /// Partition (index into the cluster's partitions); None: the default.
     pub partition: Option<u16>,
     /// Memory per processor in MiB (0: not stated).
     pub mem_per_proc_mb: u64,
+    /// GPUs on every node the job runs on (Slurm's `--gpus-per-node`; 0: none).
+    pub gpus_per_node: u32,
     /// The job's own node-set request; None: the partition's or the site's default.
     pub nodeset: Option<NodeSetId>,
+    /// Put the job back in the queue when a node it runs on fails (Slurm `--requeue`).
+    pub requeue: bool,
+    /// Submitted held: it waits until released.
+    pub hold: bool,
+    /// The job's power profile (moldable and malleable jobs of a PARM engine).
+    pub power: Option<PowerJob>,
 }
 
 impl JobSpec {
     pub fn new(id: JobId, procs: u32, estimate: Time) -> Self {
-        JobSpec { id, procs, estimate, partition: None, mem_per_proc_mb: 0, nodeset: None }
+        JobSpec {
+            id,
+            procs,
+            estimate,
+            partition: None,
+            mem_per_proc_mb: 0,
+            gpus_per_node: 0,
+            nodeset: None,
+            requeue: false,
+            hold: false,
+            power: None,
+        }
     }
 }
 
+/// Who suspended a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SuspendedBy {
+    /// An operator (`Input::Suspend`): the job keeps its resources until resumed.
+    Operator,
+    /// A job of a higher priority tier took its cores (PreemptMode SUSPEND); it
+    /// resumes when they are free again.
+    Preemption,
+    /// Gang scheduling: it waits for its next time slice.
+    Gang,
+}
+
+/// Why the engine asks the driver to kill a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KillReason {
+    /// It reached its time limit (normalized by its nodes' scaling factor).
+    TimeLimit,
+    /// Cancelled by its user or an operator.
+    Cancel,
+    /// A node it runs on went down.
+    NodeFailure,
+    /// An operator requeued it: it returns to the queue once it has ended.
+    Requeue,
+}
+
 /// The state machine of a job inside the engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JobState {
-    /// Waiting in the queue since `submit`.
-    Pending { submit: Time },
-    /// Started at `start`; the engine plans with its expected end.
-    Running { submit: Time, start: Time },
-    /// Completion was reported at `end`.
-    Done { submit: Time, start: Time, end: Time },
+    /// Waiting in the queue.
+    Pending,
+    /// In the queue, but not eligible until released.
+    Held,
+    /// Started at `start` (its first start since it last entered the queue).
+    Running { start: Time },
+    /// Stopped since `since`; its limit does not run meanwhile.
+    Suspended { start: Time, since: Time, by: SuspendedBy },
+    /// Asked to die (`reason`) at `at`; it holds its resources until the driver
+    /// reports its completion.
+    Ending { start: Time, at: Time, reason: KillReason },
 }
 
 impl JobState {
-    pub fn submit(&self) -> Time {
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Held => "held",
+            JobState::Running { .. } => "running",
+            JobState::Suspended { .. } => "suspended",
+            JobState::Ending { .. } => "ending",
+        }
+    }
+
+    /// In the queue (pending or held).
+    pub fn queued(&self) -> bool {
+        matches!(self, JobState::Pending | JobState::Held)
+    }
+
+    /// When it (last) started, if it holds resources.
+    pub fn start(&self) -> Option<Time> {
         match *self {
-            JobState::Pending { submit } | JobState::Running { submit, .. } | JobState::Done { submit, .. } => submit,
+            JobState::Pending | JobState::Held => None,
+            JobState::Running { start } | JobState::Suspended { start, .. } | JobState::Ending { start, .. } => Some(start),
+        }
+    }
+}
+
+/// How a job ended, as the driver saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Its processes exited with this code.
+    Exited(i32),
+    /// It was killed by this signal.
+    Signaled(i32),
+    /// A node it ran on failed.
+    NodeFailed,
+}
+
+/// How a job left the engine (sacct's states).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FinalState {
+    /// Exit code 0.
+    Completed,
+    /// A non-zero exit code or a signal it was not asked to take.
+    Failed,
+    /// Cancelled (before or after it started).
+    Cancelled,
+    /// Killed at its time limit.
+    Timeout,
+    /// A node it ran on failed and it did not ask to be requeued.
+    NodeFail,
+}
+
+impl FinalState {
+    pub fn name(self) -> &'static str {
+        match self {
+            FinalState::Completed => "COMPLETED",
+            FinalState::Failed => "FAILED",
+            FinalState::Cancelled => "CANCELLED",
+            FinalState::Timeout => "TIMEOUT",
+            FinalState::NodeFail => "NODE_FAIL",
         }
     }
 }

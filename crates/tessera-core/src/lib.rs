@@ -7,7 +7,8 @@
 //!
 //! The contract is [`Engine::handle`]: an [`Input`] goes in, [`Effect`]s come out.
 //! Drivers feed, at each distinct instant, first every completion, then every arrival
-//! (in queue order), then one [`Input::Pass`]; see `ARCHITECTURE.md`.
+//! (in queue order), then [`Input::Pass`] until no completion is due; see
+//! `ARCHITECTURE.md`.
 
 pub mod cluster;
 pub mod engine;
@@ -18,7 +19,6 @@ pub mod nodeset;
 pub mod pending;
 pub mod policy;
 pub mod power;
-mod pool;
 mod profile;
 mod queue;
 mod running;
@@ -26,9 +26,9 @@ mod table;
 
 pub use cluster::{BenchmarkKind, CanonicalUnit, Cluster, ClusterError, Node, NodePower, NodeType, Partition, PowerSetupInfo, Reference};
 pub use nodeset::{NodeSetError, NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
-pub use engine::{Effect, Engine, Input};
-pub use job::{scaled, JobId, JobIdx, JobSpec, JobState, NodeSetId};
-pub use nodes::{AllocPart, Allocation};
+pub use engine::{Effect, Engine, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, Snapshot, MAX_TIME};
+pub use job::{scaled, FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, NodeSetId, Outcome, SuspendedBy};
+pub use nodes::{AllocPart, Allocation, NodeStatus};
 pub use pending::PendingReason;
 pub use policy::{PolicyKind, UnknownPolicy};
 

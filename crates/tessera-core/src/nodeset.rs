@@ -17,7 +17,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// How sets are used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum SetPolicy {
     /// All nodes from a single set.
     OneOf,
@@ -28,7 +28,7 @@ pub enum SetPolicy {
 }
 
 /// The node attribute sets are built along.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum SetAttribute {
     Feature,
     ProcSpeed,
@@ -37,7 +37,7 @@ pub enum SetAttribute {
 }
 
 /// How the best of several usable sets is chosen (Moab NODESETPRIORITYTYPE).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum SetPriority {
     /// The first usable set in list order.
     FirstFit,
@@ -55,7 +55,7 @@ pub enum SetPriority {
 }
 
 /// NODESETPLUS.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum SetPlus {
     None,
     /// When no single set can hold the job, span sets evenly.
@@ -65,7 +65,7 @@ pub enum SetPlus {
 }
 
 /// A complete node-set request.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NodeSetSpec {
     pub policy: SetPolicy,
     pub attribute: SetAttribute,

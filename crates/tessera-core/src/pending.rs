@@ -5,7 +5,7 @@ use crate::Time;
 use std::fmt;
 
 /// Why a pending job has not started. Reported by [`crate::Engine::pending_reason`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "reason")]
 pub enum PendingReason {
     /// The job is first in the queue and not enough processors are free.
@@ -17,6 +17,8 @@ pub enum PendingReason {
     ReservedFor { start: Time },
     /// Enough resources are free, but not within a node set as the job requires.
     NodeSet { policy: SetPolicy, attribute: SetAttribute },
+    /// Held by its user or an operator: it waits until released.
+    Held,
     /// The power budget cannot feed even the job's smallest, lowest-cap shape now.
     PowerBudget { needed_w: u64, free_w: u64 },
 }
@@ -28,6 +30,7 @@ impl fmt::Display for PendingReason {
                 write!(f, "Resources (needs {needed} processors, {free} free)")
             }
             PendingReason::Priority => write!(f, "Priority"),
+            PendingReason::Held => write!(f, "JobHeld"),
             PendingReason::ReservedFor { start } => write!(f, "ReservedFor (start at {start})"),
             PendingReason::NodeSet { policy, attribute } => write!(f, "NodeSet (waiting for a complete {policy}:{attribute} set)"),
             PendingReason::PowerBudget { needed_w, free_w } => write!(f, "PowerBudget (needs {needed_w} W, {free_w} W free)"),

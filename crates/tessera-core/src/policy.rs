@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A scheduling policy. Closed: adding one must break every `match` that decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum PolicyKind {
     /// First come, first served: start jobs from the head of the queue while they fit.
     Fcfs,
@@ -17,9 +17,6 @@ pub enum PolicyKind {
     /// power budget (needs a power-aware machine).
     Parm,
 }
-
-/// Why a queue engine (pool or nodes) refuses [`PolicyKind::Parm`].
-pub(crate) const NOT_PARM: &str = "PARM needs a power-aware machine: build it with Engine::parm";
 
 /// The one registry: name, policy, one-line description.
 pub const POLICIES: &[(&str, PolicyKind, &str)] = &[

@@ -95,14 +95,14 @@ impl Profile {
     /// ends (the slice every later call passes, sorted by expected end) are added
     /// lazily, as far as calls look: a pass that stops early never pays for the
     /// thousands of running jobs ending later.
-    pub fn rebuild(&mut self, now: Time, free_now: u32) {
+    pub fn rebuild(&mut self, now: Time, free_now: u64) {
         while let Some(b) = self.blocks.pop() {
             self.recycle(b);
         }
         self.now = now;
         self.cursor = 0;
-        self.base_free = free_now as i64;
-        self.push_back(now, free_now as i64);
+        self.base_free = free_now.min(i64::MAX as u64 / 2) as i64;
+        self.push_back(now, self.base_free);
     }
 
     /// Add the next running-job end as a segment; false when there is none left.
@@ -170,12 +170,12 @@ impl Profile {
     /// whole window ending by `limit`, and the segment it starts in.
     pub fn earliest_fit_before(
         &mut self,
-        procs: u32,
+        procs: u64,
         dur: Time,
         limit: Time,
         running: &[RunningJob],
     ) -> Option<(Time, Pos)> {
-        let p = procs as i64;
+        let p = procs.min(i64::MAX as u64) as i64;
         let (mut b, mut i) = (0usize, 0usize);
         'search: loop {
             // the next segment at or after (b, i) with at least p free
@@ -243,7 +243,7 @@ impl Profile {
     }
 
     /// The earliest start at which `procs` are free for `dur` seconds.
-    pub fn earliest_fit(&mut self, procs: u32, dur: Time, running: &[RunningJob]) -> (Time, Pos) {
+    pub fn earliest_fit(&mut self, procs: u64, dur: Time, running: &[RunningJob]) -> (Time, Pos) {
         self.earliest_fit_before(procs, dur, Time::MAX, running)
             .expect("the last segment of a profile has every processor free")
     }
@@ -309,10 +309,10 @@ impl Profile {
     ///
     /// Block maxima are left as upper bounds (free counts only go down during a
     /// pass); minima stay exact.
-    pub fn reserve(&mut self, pos: Pos, dur: Time, procs: u32, threshold: i64, running: &[RunningJob]) -> Option<Time> {
-        let end = self.time(pos) + dur;
+    pub fn reserve(&mut self, pos: Pos, dur: Time, procs: u64, threshold: i64, running: &[RunningJob]) -> Option<Time> {
+        let end = self.time(pos).saturating_add(dur);
         let (b0, i0) = self.split_at(end, pos, running);
-        let p = procs as i64;
+        let p = procs.min(i64::MAX as u64) as i64;
         let mut below: Option<Time> = None;
         let mut b = b0;
         while b < self.blocks.len() {
@@ -347,6 +347,18 @@ impl Profile {
         below
     }
 
+    /// The segment that starts at `t` (split one off if `t` is inside a segment).
+    pub fn segment_at(&mut self, t: Time, running: &[RunningJob]) -> Pos {
+        self.grow_until(t, running);
+        if let Some(pos) = self.locate(t, 0) {
+            if self.time(pos) == t {
+                return pos;
+            }
+        }
+        self.split_at(t, (0, 0), running);
+        self.locate(t, 0).expect("a segment was split at t")
+    }
+
     /// Forget every segment that starts after `t`: a pass that never looks past
     /// `t` then keeps a short profile.
     pub fn truncate_after(&mut self, t: Time, running: &[RunningJob]) {
@@ -379,7 +391,7 @@ impl Profile {
 /// processors strictly increasing, durations strictly decreasing.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Doomed {
-    steps: Vec<(u32, Time)>,
+    steps: Vec<(u64, Time)>,
 }
 
 impl Doomed {
@@ -390,13 +402,13 @@ impl Doomed {
     /// Whether a job of `procs` processors for `dur` seconds is known not to fit.
     /// Monotone: true for a shape implies true for every wider and longer one.
     #[inline]
-    pub fn dominates(&self, procs: u32, dur: Time) -> bool {
+    pub fn dominates(&self, procs: u64, dur: Time) -> bool {
         let k = self.steps.partition_point(|s| s.0 <= procs);
         k > 0 && dur >= self.steps[k - 1].1
     }
 
     /// Record that `procs` processors for `dur` seconds do not fit.
-    pub fn insert(&mut self, procs: u32, dur: Time) {
+    pub fn insert(&mut self, procs: u64, dur: Time) {
         if self.dominates(procs, dur) {
             return;
         }
@@ -411,7 +423,7 @@ mod tests {
     use super::*;
     use crate::job::JobIdx;
 
-    fn rj(end: Time, procs: u32) -> RunningJob {
+    fn rj(end: Time, procs: u64) -> RunningJob {
         RunningJob { expected_end: end, job: JobIdx(0), procs }
     }
 
@@ -470,11 +482,11 @@ mod tests {
         for round in 0..20 {
             let now = 1000;
             let mut run: Vec<RunningJob> = (0..(20 + rnd(300)))
-                .map(|_| rj(now + rnd(5000) as Time - 5, 1 + rnd(4) as u32))
+                .map(|_| rj(now + rnd(5000) as Time - 5, 1 + rnd(4)))
                 .collect();
             run.sort();
             let capacity: i64 = 50 + run.iter().map(|r| r.procs as i64).sum::<i64>();
-            let free_now = (capacity - run.iter().map(|r| r.procs as i64).sum::<i64>()) as u32;
+            let free_now = (capacity - run.iter().map(|r| r.procs as i64).sum::<i64>()) as u64;
             // flat reference: free at each integer instant up to a horizon
             let horizon = (now + 100_000) as usize;
             let mut released = vec![0i64; horizon];
@@ -491,7 +503,7 @@ mod tests {
             p.rebuild(now, free_now);
             let mut limit = Time::MAX;
             for _ in 0..60 {
-                let procs = 1 + rnd(60) as u32;
+                let procs = 1 + rnd(60);
                 let dur = 1 + rnd(1500) as Time;
                 // first run of `dur` instants with enough free processors
                 let mut run_len = 0;

@@ -8,27 +8,28 @@
 
 use crate::job::JobIdx;
 use crate::Time;
+use serde::{Deserialize, Serialize};
 
-const EMPTY_PROCS: u32 = u32::MAX;
+const EMPTY_NEED: u64 = u64::MAX;
 const EMPTY_EST: Time = Time::MAX;
 
-/// Per tree node: the fewest processors and the shortest estimate below it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Per tree node: the smallest need and the shortest estimate below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct Mins {
-    procs: u32,
+    need: u64,
     est: Time,
 }
 
-const EMPTY: Mins = Mins { procs: EMPTY_PROCS, est: EMPTY_EST };
+const EMPTY: Mins = Mins { need: EMPTY_NEED, est: EMPTY_EST };
 
 impl Mins {
     #[inline]
     fn min(self, o: Mins) -> Mins {
-        Mins { procs: self.procs.min(o.procs), est: self.est.min(o.est) }
+        Mins { need: self.need.min(o.need), est: self.est.min(o.est) }
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Queue {
     /// Number of leaves (a power of two).
     size: usize,
@@ -47,6 +48,10 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
+    /// The need a held job is filed under: larger than any machine, so no search
+    /// finds it, while it keeps its place in the queue.
+    pub const HELD: u64 = u64::MAX - 1;
+
     pub fn new() -> Self {
         let size = 64;
         Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0 }
@@ -61,9 +66,10 @@ impl Queue {
         (pos - self.base) as usize
     }
 
-    /// Append a job at the tail; returns its (logical) position.
-    pub fn push(&mut self, job: JobIdx, procs: u32, est: Time) -> u32 {
-        debug_assert!(procs != EMPTY_PROCS);
+    /// Append a job at the tail; returns its (logical) position. `need` is what
+    /// it needs of the machine (cores), or [`Queue::HELD`].
+    pub fn push(&mut self, job: JobIdx, need: u64, est: Time) -> u32 {
+        debug_assert!(need != EMPTY_NEED);
         if self.tail == self.size {
             self.make_room();
         }
@@ -71,8 +77,15 @@ impl Queue {
         self.tail += 1;
         self.jobs.push(job);
         self.len += 1;
-        self.set(p, Mins { procs, est });
+        self.put(p, Mins { need, est });
         self.base + p as u32
+    }
+
+    /// Change what the job at `pos` is filed under (hold and release).
+    pub fn set(&mut self, pos: u32, need: u64, est: Time) {
+        let p = self.phys(pos);
+        debug_assert!(self.tree[self.size + p] != EMPTY, "updating an empty position");
+        self.put(p, Mins { need, est });
     }
 
     /// Remove the job at `pos`.
@@ -80,7 +93,7 @@ impl Queue {
         let p = self.phys(pos);
         debug_assert!(self.tree[self.size + p] != EMPTY, "removing an empty position");
         self.len -= 1;
-        self.set(p, EMPTY);
+        self.put(p, EMPTY);
         if p == self.head {
             while self.head < self.tail && self.tree[self.size + self.head] == EMPTY {
                 self.head += 1;
@@ -88,14 +101,19 @@ impl Queue {
         }
     }
 
-    /// The fewest processors any queued job asks for (`u32::MAX` when empty).
-    pub fn min_procs(&self) -> u32 {
-        self.tree[1].procs
+    /// The smallest need of any pending job (at least [`Queue::HELD`] when none).
+    pub fn min_need(&self) -> u64 {
+        self.tree[1].need
     }
 
-    /// Position and job at the head of the queue.
+    /// Position and job at the head of the queue: the first pending (not held) job.
     pub fn head(&self) -> Option<(u32, JobIdx)> {
-        (self.len > 0).then(|| (self.base + self.head as u32, self.jobs[self.head]))
+        if self.len == 0 {
+            return None;
+        }
+        let first = self.base + self.head as u32;
+        let p = self.find_first(first, |_, _| true)?;
+        Some((p, self.job_at(p)))
     }
 
     pub fn job_at(&self, pos: u32) -> JobIdx {
@@ -109,14 +127,15 @@ impl Queue {
             .map(move |p| (self.base + p as u32, self.jobs[p]))
     }
 
-    /// First occupied position >= `from` whose (processors, estimate) satisfies `ok`.
+    /// First pending (occupied, not held) position >= `from` whose (need,
+    /// estimate) satisfies `ok`.
     ///
     /// `ok` must be monotone: if it holds for some job, it holds for any pair of
     /// values no larger than that job's. It is then also a valid test on the
     /// minimum processors and minimum estimate of a subtree, and subtrees that fail
     /// it are skipped whole. The walk goes right from `from`, so a nearby answer
     /// costs O(log distance).
-    pub fn find_first(&self, from: u32, ok: impl Fn(u32, Time) -> bool) -> Option<u32> {
+    pub fn find_first(&self, from: u32, ok: impl Fn(u64, Time) -> bool) -> Option<u32> {
         let from = (from.max(self.base) - self.base) as usize;
         if from >= self.tail {
             return None;
@@ -124,7 +143,7 @@ impl Queue {
         let mut i = self.size + from;
         loop {
             let m = self.tree[i];
-            if m.procs != EMPTY_PROCS && ok(m.procs, m.est) {
+            if m.need < Self::HELD && ok(m.need, m.est) {
                 if i >= self.size {
                     return Some(self.base + (i - self.size) as u32);
                 }
@@ -142,7 +161,7 @@ impl Queue {
         }
     }
 
-    fn set(&mut self, p: usize, v: Mins) {
+    fn put(&mut self, p: usize, v: Mins) {
         let mut n = self.size + p;
         self.tree[n] = v;
         while n > 1 {
@@ -185,7 +204,7 @@ mod tests {
         let mut q = Queue::new();
         let mut live = Vec::new();
         for i in 0..1000u32 {
-            let pos = q.push(JobIdx(i), 1 + i % 7, i as Time);
+            let pos = q.push(JobIdx(i), 1 + i as u64 % 7, i as Time);
             live.push((pos, i));
             assert_eq!(q.find_first(0, |_, _| true).map(|p| q.job_at(p)), q.head().map(|h| h.1));
             // remove every job but the multiples of 10 soon after it arrives
@@ -207,7 +226,7 @@ mod tests {
         let mut q = Queue::new();
         let sizes = [5, 3, 8, 1, 4, 1];
         let pos: Vec<u32> = sizes.iter().enumerate().map(|(i, &s)| q.push(JobIdx(i as u32), s, 10 * i as Time)).collect();
-        let fits = |f: u32| move |p: u32, _e: Time| p <= f;
+        let fits = |f: u64| move |p: u64, _e: Time| p <= f;
         assert_eq!(q.find_first(pos[0], fits(3)), Some(pos[1]));
         assert_eq!(q.find_first(pos[2], fits(3)), Some(pos[3]));
         q.remove(pos[3]);
@@ -217,5 +236,13 @@ mod tests {
         assert_eq!(q.find_first(pos[0], |p, e| p <= 3 && e <= 10), Some(pos[1]));
         assert_eq!(q.find_first(pos[2], |p, e| p <= 4 && e <= 40), Some(pos[4]));
         assert_eq!(q.find_first(pos[2], |p, e| p <= 1 && e <= 40), None);
+        // a held job keeps its place but no search finds it
+        q.set(pos[1], Queue::HELD, 10);
+        assert_eq!(q.find_first(pos[0], fits(3)), Some(pos[5]));
+        assert_eq!(q.head(), Some((pos[0], JobIdx(0))));
+        q.remove(pos[0]);
+        assert_eq!(q.head(), Some((pos[2], JobIdx(2))), "the held job is skipped");
+        q.set(pos[1], 3, 10);
+        assert_eq!(q.head(), Some((pos[1], JobIdx(1))), "released, it is first again");
     }
 }

@@ -7,15 +7,17 @@
 
 use crate::job::JobIdx;
 use crate::Time;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) struct RunningJob {
     pub expected_end: Time,
     pub job: JobIdx,
-    pub procs: u32,
+    /// Cores it holds.
+    pub procs: u64,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Running {
     by_end: Vec<RunningJob>,
 }
@@ -39,25 +41,5 @@ impl Running {
 
     pub fn len(&self) -> usize {
         self.by_end.len()
-    }
-
-    /// The shadow time for a job that needs `need` more processors than are free
-    /// now: the earliest expected end at which the processors released by jobs
-    /// ending by then reach `need`. Returns (shadow, processors released by jobs
-    /// expected to end at or before the shadow), or None if they never do.
-    pub fn shadow(&self, need: u32) -> Option<(Time, u32)> {
-        let mut released = 0u32;
-        let mut iter = self.by_end.iter().peekable();
-        while let Some(r) = iter.next() {
-            released += r.procs;
-            if released >= need {
-                let shadow = r.expected_end;
-                while let Some(next) = iter.next_if(|n| n.expected_end == shadow) {
-                    released += next.procs;
-                }
-                return Some((shadow, released));
-            }
-        }
-        None
     }
 }

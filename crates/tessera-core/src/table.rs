@@ -1,87 +1,191 @@
-//! The job table shared by both engines: every submitted job's spec and state, and
-//! the pending queue in queue order.
+//! The job table: the jobs the engine holds (queued, running, suspended or
+//! ending), in reused slots, with the pending queue in queue order.
+//!
+//! A job leaves the table when it ends; its slot is reused, so memory follows the
+//! live jobs, not the history. Job ids map to slots through an ordered map (no
+//! hash map: iteration order must never depend on a hash seed).
 
-use crate::job::{JobIdx, JobSpec, JobState};
+use crate::job::{JobId, JobIdx, JobSpec, JobState};
 use crate::queue::Queue;
 use crate::Time;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct JobEntry {
     pub spec: JobSpec,
     pub state: JobState,
-    /// Queue position while pending.
+    pub submit: Time,
+    /// Queue position while queued.
     pub queue_pos: u32,
+    /// What the job needs of the machine, in the queue index's unit (cores).
+    pub need: u64,
+    /// Real seconds it may run on its nodes (set at start; None: no limit).
+    pub limit: Option<Time>,
+    /// Seconds it ran before its current running period.
+    pub ran: Time,
+    /// Start of its current running period.
+    pub period: Time,
+    /// The expected end it is filed under in the running list.
+    pub expected_end: Time,
+    /// Seconds spent suspended since it started.
+    pub suspended_s: Time,
+    pub requeues: u32,
 }
 
-#[derive(Debug, Clone)]
+impl JobEntry {
+    /// When its limit runs out, if it is running now.
+    pub fn deadline(&self) -> Option<Time> {
+        let limit = self.limit?;
+        Some(self.period.saturating_add(limit - self.ran))
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct JobTable {
-    pub jobs: Vec<JobEntry>,
+    slots: Vec<Option<JobEntry>>,
+    free_slots: Vec<u32>,
+    ids: BTreeMap<JobId, JobIdx>,
     pub queue: Queue,
 }
 
 impl JobTable {
     pub fn new() -> Self {
-        JobTable { jobs: Vec::new(), queue: Queue::new() }
+        JobTable { slots: Vec::new(), free_slots: Vec::new(), ids: BTreeMap::new(), queue: Queue::new() }
     }
 
-    /// A job's spec and state.
-    pub fn job(&self, job: JobIdx) -> (&JobSpec, JobState) {
-        let e = &self.jobs[job.index()];
-        (&e.spec, e.state)
+    /// Jobs held (queued, running, suspended, ending).
+    pub fn len(&self) -> usize {
+        self.ids.len()
     }
 
-    /// Pending jobs in queue order.
-    pub fn pending(&self) -> impl Iterator<Item = JobIdx> + '_ {
-        self.queue.iter().map(|(_, j)| j)
+    /// Slots allocated (the high-water mark of live jobs).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
     }
 
-    /// Queue a job now; the n-th submitted job gets `JobIdx(n)`.
-    pub fn submit(&mut self, now: Time, spec: JobSpec) -> JobIdx {
-        assert!(spec.procs >= 1, "job {:?} asks for no processor", spec.id);
-        assert!(spec.estimate >= 0, "job {:?} has a negative estimate", spec.id);
-        let idx = JobIdx(self.jobs.len() as u32);
-        let queue_pos = self.queue.push(idx, spec.procs, spec.estimate);
-        self.jobs.push(JobEntry { spec, state: JobState::Pending { submit: now }, queue_pos });
-        idx
+    pub fn lookup(&self, id: JobId) -> Option<JobIdx> {
+        self.ids.get(&id).copied()
     }
 
-    /// Move a pending job to running; returns its spec.
-    pub fn begin(&mut self, now: Time, pos: u32, job: JobIdx) -> JobSpec {
-        let e = &mut self.jobs[job.index()];
-        let JobState::Pending { submit } = e.state else { unreachable!("starting a job that is not pending") };
-        debug_assert_eq!(e.queue_pos, pos);
-        e.state = JobState::Running { submit, start: now };
-        self.queue.remove(pos);
-        e.spec
+    #[inline]
+    pub fn get(&self, job: JobIdx) -> &JobEntry {
+        self.slots[job.index()].as_ref().expect("a live job")
     }
 
-    /// Move a running job to done; returns its start time.
-    pub fn finish(&mut self, now: Time, job: JobIdx) -> Time {
-        let e = &mut self.jobs[job.index()];
-        let JobState::Running { submit, start } = e.state else {
-            panic!("completion of job {:?}, which is not running", e.spec.id);
-        };
-        e.state = JobState::Done { submit, start, end: now };
-        start
+    #[inline]
+    pub fn get_mut(&mut self, job: JobIdx) -> &mut JobEntry {
+        self.slots[job.index()].as_mut().expect("a live job")
     }
 
     pub fn spec(&self, job: JobIdx) -> &JobSpec {
-        &self.jobs[job.index()].spec
+        &self.get(job).spec
+    }
+
+    pub fn state(&self, job: JobIdx) -> JobState {
+        self.get(job).state
+    }
+
+    /// Queued jobs (pending or held) in queue order.
+    pub fn queued(&self) -> impl Iterator<Item = (u32, JobIdx)> + '_ {
+        self.queue.iter()
+    }
+
+    /// Pending (eligible) jobs in queue order.
+    pub fn pending(&self) -> impl Iterator<Item = (u32, JobIdx)> + '_ {
+        self.queue.iter().filter(|&(_, j)| self.get(j).state == JobState::Pending)
+    }
+
+    /// Add a job, queued now (held if it asks to be). The caller checked that its
+    /// id is new.
+    pub fn insert(&mut self, now: Time, spec: JobSpec, need: u64) -> JobIdx {
+        let idx = match self.free_slots.pop() {
+            Some(s) => JobIdx(s),
+            None => {
+                self.slots.push(None);
+                JobIdx(self.slots.len() as u32 - 1)
+            }
+        };
+        let state = if spec.hold { JobState::Held } else { JobState::Pending };
+        let queue_pos = self.queue.push(idx, if spec.hold { Queue::HELD } else { need }, spec.estimate);
+        self.slots[idx.index()] = Some(JobEntry {
+            spec,
+            state,
+            submit: now,
+            queue_pos,
+            need,
+            limit: None,
+            ran: 0,
+            period: now,
+            expected_end: Time::MAX,
+            suspended_s: 0,
+            requeues: 0,
+        });
+        self.ids.insert(spec.id, idx);
+        idx
+    }
+
+    /// Put a job that held resources back at the tail of the queue (requeue).
+    pub fn requeue(&mut self, job: JobIdx) {
+        let e = self.slots[job.index()].as_mut().unwrap();
+        e.state = JobState::Pending;
+        e.requeues += 1;
+        e.limit = None;
+        e.ran = 0;
+        e.expected_end = Time::MAX;
+        e.queue_pos = self.queue.push(job, e.need, e.spec.estimate);
+    }
+
+    /// Hold or release a queued job; it keeps its place in the queue.
+    pub fn set_held(&mut self, job: JobIdx, held: bool) {
+        let e = self.slots[job.index()].as_mut().unwrap();
+        e.state = if held { JobState::Held } else { JobState::Pending };
+        self.queue.set(e.queue_pos, if held { Queue::HELD } else { e.need }, e.spec.estimate);
+    }
+
+    /// Take a pending job out of the queue to run it now.
+    pub fn begin(&mut self, now: Time, job: JobIdx, limit: Option<Time>) {
+        let e = self.slots[job.index()].as_mut().unwrap();
+        debug_assert_eq!(e.state, JobState::Pending, "starting a job that is not pending");
+        e.state = JobState::Running { start: now };
+        e.limit = limit;
+        e.ran = 0;
+        e.period = now;
+        self.queue.remove(e.queue_pos);
+    }
+
+    /// Remove a job from the engine (and from the queue if it is queued).
+    pub fn remove(&mut self, job: JobIdx) -> JobEntry {
+        let e = self.slots[job.index()].take().expect("a live job");
+        if e.state.queued() {
+            self.queue.remove(e.queue_pos);
+        }
+        self.ids.remove(&e.spec.id);
+        self.free_slots.push(job.0);
+        e
     }
 
     pub fn is_head(&self, job: JobIdx) -> bool {
         self.queue.head().is_some_and(|(_, h)| h == job)
     }
 
-    /// The queue and the job states agree.
+    /// The queue, the slots and the id map agree.
     pub fn sanity_check(&self) {
         let mut queued = 0;
         for (pos, j) in self.queue.iter() {
-            let e = &self.jobs[j.index()];
-            assert!(matches!(e.state, JobState::Pending { .. }), "queued job {:?} is not pending", e.spec.id);
+            let e = self.get(j);
+            assert!(e.state.queued(), "queued job {} is {}", e.spec.id, e.state.name());
             assert_eq!(e.queue_pos, pos);
             queued += 1;
         }
         assert_eq!(queued, self.queue.len());
+        let live = self.slots.iter().filter(|s| s.is_some()).count();
+        assert_eq!(live, self.ids.len(), "slots and ids disagree");
+        assert_eq!(live + self.free_slots.len(), self.slots.len());
+        for (&id, &j) in &self.ids {
+            assert_eq!(self.get(j).spec.id, id);
+        }
+        let states_queued = self.slots.iter().flatten().filter(|e| e.state.queued()).count();
+        assert_eq!(states_queued, queued, "a queued job is missing from the queue");
     }
 }

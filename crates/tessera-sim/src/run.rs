@@ -5,7 +5,7 @@ use crate::workload::{spec_of, Machine, Workload};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tessera_core::power::ParmStats;
-use tessera_core::{scaled, Allocation, Effect, Engine, Input, JobIdx, JobSpec, PolicyKind, Time};
+use tessera_core::{scaled, Allocation, Effect, Engine, Input, JobId, JobSpec, Outcome, PolicyKind, Time};
 
 /// Start and end of every job of a [`Workload`], by index, plus loop statistics.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +24,8 @@ pub struct SimOutcome {
     pub max_queue: usize,
     /// Power-aware machines: power and energy.
     pub power: Option<PowerOutcome>,
+    /// Inputs the engine rejected (0 unless the simulator has a bug).
+    pub rejected: u64,
 }
 
 /// Replay `w` under `policy`.
@@ -56,25 +58,35 @@ pub struct PowerOutcome {
 /// Replay `w` under `policy`, calling `observe(engine, now)` after every pass (tests
 /// use it to check invariants and reservations as the schedule unfolds).
 ///
+/// Job `i` of the workload is submitted as `JobId(i)`. The engine enforces time
+/// limits: a job runs its trace runtime unless the engine kills it at its limit
+/// first, and a killed job's processes die at once.
+///
 /// On a power-aware machine ([`Machine::Power`]) `policy` must be
-/// [`PolicyKind::Parm`] exactly when the machine's mode is PARM.
+/// [`PolicyKind::Parm`] exactly when the machine's mode is PARM; elsewhere it must
+/// not be PARM (callers check: the CLI refuses the combination with a message).
 pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnMut(&mut Engine, Time)) -> SimOutcome {
     let n = w.jobs.len();
-    let (mut engine, partition) = match &w.machine {
-        Machine::Pool(c) => (Engine::new(policy, *c), None),
-        Machine::Cluster { cluster, partition, .. } => (Engine::with_cluster(policy, cluster), *partition),
+    let built = match &w.machine {
+        Machine::Pool(c) => Engine::new(policy, *c),
+        Machine::Cluster { cluster, .. } => Engine::with_cluster(policy, cluster),
         Machine::Power(setup) => match (&setup.mode, policy) {
-            (PowerMode::Parm(cfg), PolicyKind::Parm) => (Engine::parm(setup.info.machine.clone(), cfg.clone()), None),
-            (PowerMode::FixedCap { .. }, p) if p != PolicyKind::Parm => (Engine::new(policy, setup.nodes()), None),
+            (PowerMode::Parm(cfg), PolicyKind::Parm) => Ok(Engine::parm(setup.info.machine.clone(), cfg.clone())),
+            (PowerMode::FixedCap { .. }, p) if p != PolicyKind::Parm => Engine::new(policy, setup.nodes()),
             (mode, p) => panic!("policy {p} cannot run a power-aware machine in mode {mode:?}"),
         },
+    };
+    let mut engine = built.expect("the caller matched the policy to the machine");
+    let partition = match &w.machine {
+        Machine::Cluster { partition, .. } => *partition,
+        _ => None,
     };
     let nodeset = match &w.machine {
         Machine::Cluster { nodeset: Some(spec), .. } => Some(engine.register_nodeset(spec.clone())),
         _ => None,
     };
     let clustered = matches!(w.machine, Machine::Cluster { .. });
-    let parm = matches!(engine, Engine::Parm(_));
+    let parm = engine.as_parm().is_some();
     let mut meter = match &w.machine {
         Machine::Power(setup) => Some(Meter::new(setup, n)),
         _ => None,
@@ -83,32 +95,42 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
     let mut end = vec![Time::MIN; n];
     let mut factor = vec![1.0; n];
     let mut alloc: Vec<Option<Allocation>> = if clustered { vec![None; n] } else { Vec::new() };
-    // (end, job, version): a PARM reconfiguration moves a job's end, so earlier
-    // entries of that job go stale
+    // (end, job, version): natural ends of running jobs; a PARM reconfiguration
+    // or a kill moves a job's end, so earlier entries of that job go stale
     let mut completions: BinaryHeap<Reverse<(Time, u32, u32)>> = BinaryHeap::with_capacity(1024);
-    let mut version = vec![0u32; if parm { n } else { 0 }];
+    let mut version = vec![0u32; n];
+    let mut killed: Vec<u32> = Vec::new();
+    let mut wake: Option<Time> = None;
     let mut effects: Vec<Effect> = Vec::with_capacity(64);
     let mut next = 0usize;
     let mut passes = 0u64;
     let mut max_queue = 0usize;
+    let mut rejected = 0u64;
     loop {
         let t_arrival = w.jobs.get(next).map(|j| j.submit);
         let t_completion = completions.peek().map(|r| r.0 .0);
-        let now = match (t_arrival, t_completion) {
-            (None, None) => break,
-            (Some(a), None) => a,
-            (None, Some(c)) => c,
-            (Some(a), Some(c)) => a.min(c),
-        };
-        let mut due = Due { completions: &mut completions, version: &version, end: &mut end };
-        due.deliver(now, &mut engine, &mut effects, meter.as_mut());
+        let Some(now) = [t_arrival, t_completion, wake].into_iter().flatten().min() else { break };
+        let mut due = Due { completions: &mut completions, version: &mut version, killed: &mut killed };
+        let delivered = due.deliver(now, &mut engine, &mut effects, meter.as_mut());
+        if !delivered && t_arrival != Some(now) && wake != Some(now) && !parm {
+            // only stale ends (of jobs killed earlier): nothing happens now. (PARM
+            // keeps its decision at the instant a reconfiguration made stale, as
+            // the simulator always has: its schedules stay comparable.)
+            continue;
+        }
         while let Some(j) = w.jobs.get(next).filter(|j| j.submit == now) {
-            let spec = JobSpec { partition, nodeset, ..spec_of(j) };
-            let input = if parm { Input::SubmitPower(spec, w.power_jobs[next]) } else { Input::Submit(spec) };
-            engine.handle(now, input, &mut effects);
+            let mut spec = JobSpec { partition, nodeset, ..spec_of(j) };
+            spec.id = JobId(next as u64);
+            if parm {
+                spec.power = Some(w.power_jobs[next]);
+            }
+            engine.handle(now, Input::Submit(spec), &mut effects);
             next += 1;
         }
         loop {
+            if wake.is_some_and(|t| t <= now) {
+                wake = None; // this pass consumes it
+            }
             max_queue = max_queue.max(engine.queued());
             let t0 = parm.then(std::time::Instant::now);
             engine.handle(now, Input::Pass, &mut effects);
@@ -118,37 +140,70 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
                 m.max_decision_wall_s = m.max_decision_wall_s.max(dt);
             }
             passes += 1;
-            observe(&mut engine, now);
+            // a pass that kills jobs at their limit schedules nothing: observers
+            // see the pass that follows their completions
+            if !effects.iter().any(|e| matches!(e, Effect::Kill { .. })) {
+                observe(&mut engine, now);
+            }
             for e in effects.drain(..) {
                 match e {
-                    Effect::Start { job, procs } => {
-                        let i = job.index();
+                    Effect::Start { job, alloc: a, .. } => {
+                        let i = job.0 as usize;
                         start[i] = now;
-                        let f = engine.factor(job);
+                        let f = a.factor;
                         factor[i] = f;
-                        if clustered {
-                            alloc[i] = engine.allocation(job).cloned();
-                        }
-                        let runtime = scaled(w.jobs[i].effective_runtime(), f);
+                        let runtime = scaled(w.jobs[i].runtime, f);
                         if let Some(m) = meter.as_mut() {
-                            m.started(i, procs, runtime);
+                            m.started(i, a.procs, scaled(w.jobs[i].effective_runtime(), f));
+                        }
+                        if clustered {
+                            alloc[i] = Some(a);
                         }
                         if !parm {
                             // reference seconds run at the pace of the slowest node
-                            completions.push(Reverse((now + runtime, job.0, 0)));
+                            completions.push(Reverse((now.saturating_add(runtime), i as u32, version[i])));
                         }
                     }
-                    Effect::Configure { job, .. } => {
-                        let i = job.index();
+                    Effect::Configure { job, end: at, .. } => {
+                        let i = job.0 as usize;
                         version[i] += 1;
-                        let at = engine.expected_end(job).expect("a configured job is running");
-                        completions.push(Reverse((at, job.0, version[i])));
+                        completions.push(Reverse((at, i as u32, version[i])));
                     }
+                    Effect::Kill { job, .. } => killed.push(job.0 as u32),
+                    Effect::WakeAt(t) => wake = Some(t),
+                    Effect::Finished(r) => {
+                        let i = r.spec.id.0 as usize;
+                        end[i] = r.end;
+                        version[i] += 1;
+                        if let (Some(m), Some(u)) = (meter.as_mut(), r.usage) {
+                            m.job_energy_j[i] = u.energy_j;
+                            m.job_node_s[i] = u.node_s;
+                        }
+                    }
+                    Effect::Suspend { .. } | Effect::Resume { .. } => {}
+                    Effect::Rejected { .. } => rejected += 1,
                 }
             }
-            // zero-length jobs end at this same instant: one more round
-            let mut due = Due { completions: &mut completions, version: &version, end: &mut end };
-            if !due.deliver(now, &mut engine, &mut effects, meter.as_mut()) {
+            // killed jobs end at once; zero-length jobs end at this same instant:
+            // one more round
+            let mut due = Due { completions: &mut completions, version: &mut version, killed: &mut killed };
+            let delivered = due.deliver(now, &mut engine, &mut effects, meter.as_mut());
+            for e in effects.drain(..) {
+                match e {
+                    Effect::Finished(r) => {
+                        let i = r.spec.id.0 as usize;
+                        end[i] = r.end;
+                        if let (Some(m), Some(u)) = (meter.as_mut(), r.usage) {
+                            m.job_energy_j[i] = u.energy_j;
+                            m.job_node_s[i] = u.node_s;
+                        }
+                    }
+                    Effect::WakeAt(t) => wake = Some(t),
+                    Effect::Rejected { .. } => rejected += 1,
+                    _ => {}
+                }
+            }
+            if !delivered && wake.is_none_or(|t| t > now) {
                 break;
             }
         }
@@ -157,36 +212,46 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
         }
     }
     debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
+    debug_assert_eq!(rejected, 0, "the engine rejected an input of the simulator");
     let dropped_nodesets = engine.dropped_nodesets();
     let power = meter.map(|m| m.finish(&engine, w, &end));
-    SimOutcome { start, end, factor, alloc, dropped_nodesets, passes, max_queue, power }
+    SimOutcome { start, end, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
 }
 
 /// The completions still to deliver.
 struct Due<'a> {
     completions: &'a mut BinaryHeap<Reverse<(Time, u32, u32)>>,
-    /// Current version of each job's end (PARM), empty otherwise.
-    version: &'a [u32],
-    end: &'a mut [Time],
+    /// Current version of each job's end; older entries are stale.
+    version: &'a mut [u32],
+    /// Jobs the engine asked to kill: they end now.
+    killed: &'a mut Vec<u32>,
 }
 
 impl Due<'_> {
     /// Deliver every completion due at `now`; returns whether there was any.
     fn deliver(&mut self, now: Time, engine: &mut Engine, effects: &mut Vec<Effect>, mut meter: Option<&mut Meter>) -> bool {
         let mut any = false;
+        for j in self.killed.drain(..) {
+            if let Some(m) = meter.as_deref_mut() {
+                m.ended(j as usize, engine);
+            }
+            self.version[j as usize] += 1;
+            engine.handle(now, Input::Complete { job: JobId(j as u64), outcome: Outcome::Signaled(9) }, effects);
+            any = true;
+        }
         while let Some(&Reverse((t, j, v))) = self.completions.peek() {
             if t != now {
                 break;
             }
             self.completions.pop();
-            if self.version.get(j as usize).is_some_and(|&cur| cur != v) {
+            if self.version[j as usize] != v {
                 continue;
             }
             if let Some(m) = meter.as_deref_mut() {
                 m.ended(j as usize, engine);
             }
-            engine.handle(now, Input::Complete(JobIdx(j)), effects);
-            self.end[j as usize] = now;
+            self.version[j as usize] += 1;
+            engine.handle(now, Input::Complete { job: JobId(j as u64), outcome: Outcome::Exited(0) }, effects);
             any = true;
         }
         any
@@ -260,15 +325,8 @@ impl Meter {
         }
     }
 
-    fn finish(mut self, engine: &Engine, w: &Workload, end: &[Time]) -> PowerOutcome {
+    fn finish(self, engine: &Engine, w: &Workload, end: &[Time]) -> PowerOutcome {
         let parm = engine.as_parm();
-        if let Some(p) = parm {
-            for i in 0..w.jobs.len() {
-                let u = p.usage(JobIdx(i as u32));
-                self.job_energy_j[i] = u.energy_j;
-                self.job_node_s[i] = u.node_s;
-            }
-        }
         let first = w.jobs.first().map_or(0, |j| j.submit);
         let last = end.iter().copied().max().unwrap_or(first).max(first);
         let mut energy_j = 0.0;

@@ -75,7 +75,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
             } else {
                 p.nodes.iter().map(|&n| cluster.nodes[n].cores as u64).sum()
             };
-            (cluster.total_cores().min(u32::MAX as u64) as u32, Some(Engine::with_cluster(PolicyKind::Fcfs, cluster)), cores)
+            (cluster.total_cores().min(u32::MAX as u64) as u32, Engine::with_cluster(PolicyKind::Fcfs, cluster).ok(), cores)
         }
     };
     let partition = match &machine {
@@ -87,7 +87,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
             Err(reason) => Some(reason),
             Ok(j) if j.procs as u64 > partition_cores => Some(SkipReason::LargerThanMachine),
             Ok(j) => {
-                let fits = probe.as_mut().is_none_or(|e| e.can_run(&JobSpec { partition, ..spec_of(&j) }));
+                let fits = probe.as_mut().is_none_or(|e| e.can_run(&JobSpec { partition, ..spec_of(&j) }).is_ok());
                 if fits {
                     keyed.push((j, i as u32));
                     None

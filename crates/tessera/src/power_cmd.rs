@@ -386,7 +386,6 @@ struct BenchRow {
 /// decisions built from a trace (K jobs in the system, part of them running).
 pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
     use tessera_core::power::knapsack;
-    use tessera_core::power::ParmEngine;
     let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
     let (_, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
     let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
@@ -410,13 +409,15 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
             // timed is the next, f_se later (running jobs may then resize)
             let mut cfg = ParmConfig::new(variant);
             cfg.solver = Solver::Structured;
-            let mut e = ParmEngine::new(info.machine.clone(), cfg.clone());
-            for i in first..first + k {
-                e.submit(0, tessera_sim::spec_of(&w.jobs[i]), w.power_jobs[i]);
-            }
+            let mut e = tessera_core::Engine::parm(info.machine.clone(), cfg.clone());
             let mut out = Vec::new();
-            e.pass(0, &mut out);
-            let (problem, incumbent) = e.decision_problem(cfg.fse.max(1));
+            for i in first..first + k {
+                let spec = tessera_core::JobSpec { power: Some(w.power_jobs[i]), ..tessera_sim::spec_of(&w.jobs[i]) };
+                e.handle(0, tessera_core::Input::Submit(spec), &mut out);
+            }
+            e.handle(0, tessera_core::Input::Pass, &mut out);
+            anyhow::ensure!(!out.iter().any(|x| matches!(x, tessera_core::Effect::Rejected { .. })), "the engine rejected a job of the benchmark: {out:?}");
+            let (problem, incumbent) = e.decision_problem(cfg.fse.max(1)).expect("a PARM engine");
             let running = problem.groups.iter().filter(|g| g.forced).count();
             let items = problem.groups.iter().map(|g| g.items.len()).sum();
             let mut times = Vec::with_capacity(a.repeat);

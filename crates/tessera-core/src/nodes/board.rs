@@ -9,13 +9,15 @@ use crate::cluster::Cluster;
 use crate::job::JobSpec;
 use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use crate::Time;
+use serde::{Deserialize, Serialize};
 
 /// What one node has; factor and speed come from its node type.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct NodeStatic {
     pub cores: u32,
     /// 0: memory is not tracked on this node.
     pub mem: u64,
+    pub gpus: u32,
     pub factor: f64,
     pub speed: f64,
     pub features: Vec<String>,
@@ -23,7 +25,7 @@ pub(crate) struct NodeStatic {
     pub negative_affinity: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct PartStatic {
     pub nodes: Vec<u32>,
     pub member: Vec<bool>,
@@ -35,11 +37,12 @@ pub(crate) struct PartStatic {
     pub tiers: Vec<f64>,
 }
 
-/// Free cores and memory per node.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Free cores, memory and GPUs per node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Free {
     pub cores: Vec<u32>,
     pub mem: Vec<u64>,
+    pub gpus: Vec<u32>,
 }
 
 impl Free {
@@ -48,36 +51,50 @@ impl Free {
         self.cores.extend_from_slice(&o.cores);
         self.mem.clear();
         self.mem.extend_from_slice(&o.mem);
+        self.gpus.clear();
+        self.gpus.extend_from_slice(&o.gpus);
     }
     pub fn take(&mut self, a: &Allocation) {
         for p in &a.parts {
             self.cores[p.node as usize] -= p.cores;
             self.mem[p.node as usize] -= p.mem;
+            self.gpus[p.node as usize] -= p.gpus;
         }
     }
     pub fn give(&mut self, a: &Allocation) {
         for p in &a.parts {
             self.cores[p.node as usize] += p.cores;
             self.mem[p.node as usize] += p.mem;
+            self.gpus[p.node as usize] += p.gpus;
         }
     }
 }
 
-/// Cores and memory a job holds on one node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Cores, memory and GPUs a job holds on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllocPart {
     pub node: u32,
     pub cores: u32,
     pub mem: u64,
+    pub gpus: u32,
 }
 
 /// Where a job runs, and the pace it runs at: the scaling factor of its slowest node.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Allocation {
     pub parts: Vec<AllocPart>,
     pub factor: f64,
     /// Processors (tasks) placed.
     pub procs: u32,
+}
+
+/// Why a job can never run on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NeverFits {
+    UnknownPartition,
+    UnknownNodeSet,
+    /// More processors, memory or GPUs than its partition could ever give.
+    TooLarge,
 }
 
 /// Why a job cannot be placed on a view.
@@ -90,20 +107,22 @@ pub(crate) enum Blocked {
 }
 
 /// A job's demand on the board, fixed at submission.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Demand {
     pub part: u32,
     pub procs: u32,
     /// Exclusive partitions: nodes needed and tasks per node.
     pub nodes: u32,
     pub mem_per_proc: u64,
+    /// GPUs on every node used.
+    pub gpus_per_node: u32,
     /// Index into [`Board::sets`]: the node sets the job must (or prefers to) use.
     pub sets: Option<u32>,
     pub submit: Time,
 }
 
 /// The node sets of one (partition, request) pair, built once.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct SetList {
     pub part: u32,
     pub spec: NodeSetSpec,
@@ -112,7 +131,7 @@ pub(crate) struct SetList {
     pub negative: Vec<bool>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Board {
     pub nodes: Vec<NodeStatic>,
     pub parts: Vec<PartStatic>,
@@ -134,6 +153,7 @@ impl Board {
                 NodeStatic {
                     cores: n.cores,
                     mem: n.memory_mb,
+                    gpus: n.gpus,
                     factor: t.factor,
                     speed: t.speed,
                     features: t.features.clone(),
@@ -175,26 +195,41 @@ impl Board {
     }
 
     pub fn full(&self) -> Free {
-        Free { cores: self.nodes.iter().map(|n| n.cores).collect(), mem: self.nodes.iter().map(|n| n.mem).collect() }
+        Free {
+            cores: self.nodes.iter().map(|n| n.cores).collect(),
+            mem: self.nodes.iter().map(|n| n.mem).collect(),
+            gpus: self.nodes.iter().map(|n| n.gpus).collect(),
+        }
     }
 
     pub fn total_cores(&self) -> u64 {
         self.nodes.iter().map(|n| n.cores as u64).sum()
     }
 
-    /// The demand of a job, or None when it can never run here (too large for
-    /// its partition, or memory no node has). A node set that no set can ever
-    /// satisfy is dropped (`dropped_set` is set).
-    pub fn demand(&mut self, spec: &JobSpec, submit: Time) -> Result<(Demand, bool), Blocked> {
-        let part = spec.partition.map_or(self.default_part, |p| p as usize).min(self.parts.len() - 1);
-        let ps = &self.parts[part];
+    /// The demand of a job, or why it can never run here (an unknown partition or
+    /// node set; too large for its partition; memory or GPUs no node has). A node
+    /// set that no set can ever satisfy is dropped (the flag is set).
+    pub fn demand(&mut self, spec: &JobSpec, submit: Time) -> Result<(Demand, bool), NeverFits> {
+        let part = spec.partition.map_or(self.default_part, |p| p as usize);
+        let Some(ps) = self.parts.get(part) else { return Err(NeverFits::UnknownPartition) };
         let nodes = if ps.exclusive { spec.procs.div_ceil(ps.cpn) } else { 0 };
-        let request = spec.nodeset.map(|id| self.requests[id.0 as usize].clone()).or_else(|| ps.nodeset.clone()).or_else(|| self.site_nodeset.clone());
-        let mut d = Demand { part: part as u32, procs: spec.procs, nodes, mem_per_proc: spec.mem_per_proc_mb, sets: None, submit };
+        let request = match spec.nodeset {
+            Some(id) => Some(self.requests.get(id.0 as usize).cloned().ok_or(NeverFits::UnknownNodeSet)?),
+            None => ps.nodeset.clone().or_else(|| self.site_nodeset.clone()),
+        };
+        let mut d = Demand {
+            part: part as u32,
+            procs: spec.procs,
+            nodes,
+            mem_per_proc: spec.mem_per_proc_mb,
+            gpus_per_node: spec.gpus_per_node,
+            sets: None,
+            submit,
+        };
         let full = self.full();
         // the machine alone, without node sets
         if self.place(&d, &full, submit, &|_| true).is_err() {
-            return Err(Blocked::Resources);
+            return Err(NeverFits::TooLarge);
         }
         let mut dropped = false;
         if let Some(spec) = request {
@@ -276,10 +311,13 @@ impl Board {
         let ns = &self.nodes[n as usize];
         let (fc, fm) = (free.cores[n as usize], free.mem[n as usize]);
         let ps = &self.parts[d.part as usize];
+        if d.gpus_per_node > free.gpus[n as usize] {
+            return 0;
+        }
         if ps.exclusive {
             let tasks = ps.cpn.min(d.procs);
             let mem_ok = d.mem_per_proc == 0 || ns.mem == 0 || (fm == ns.mem && ns.mem >= tasks as u64 * d.mem_per_proc);
-            if fc == ns.cores && mem_ok {
+            if fc == ns.cores && free.gpus[n as usize] == ns.gpus && mem_ok {
                 ns.cores
             } else {
                 0
@@ -309,14 +347,14 @@ impl Board {
                 continue;
             }
             let ns = &self.nodes[n as usize];
-            let (cores, mem, tasks) = if ps.exclusive {
+            let (cores, mem, gpus, tasks) = if ps.exclusive {
                 let t = ps.cpn.min(tasks_left);
-                (ns.cores, ns.mem, t)
+                (ns.cores, ns.mem, ns.gpus, t)
             } else {
                 let c = u.min(left);
-                (c, if ns.mem == 0 { 0 } else { c as u64 * d.mem_per_proc }, c)
+                (c, if ns.mem == 0 { 0 } else { c as u64 * d.mem_per_proc }, d.gpus_per_node, c)
             };
-            a.parts.push(AllocPart { node: n, cores, mem });
+            a.parts.push(AllocPart { node: n, cores, mem, gpus });
             a.factor = a.factor.min(ns.factor);
             a.procs += tasks;
             tasks_left -= tasks;

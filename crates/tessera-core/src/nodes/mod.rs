@@ -1,73 +1,123 @@
-//! The node engine: jobs placed on nodes of a cluster (whole nodes or cores,
-//! memory, node sets), running at the pace of their slowest node.
+//! The queue engine: FCFS, EASY and conservative backfilling, written once, over
+//! the nodes of a cluster (whole nodes or cores, memory, GPUs, node sets, node
+//! states), jobs running at the pace of their slowest node. A `--capacity N`
+//! replay is this engine on one node of N cores.
 //!
-//! The policies are those of the pool engine, stated per node: a job "fits" when
-//! the board can place it; EASY's shadow time is the earliest expected end at
-//! which the head could be placed on what will be free, and its reservation is
-//! that placement (the extra resources are, node by node, what is free then minus
-//! what the head takes); conservative backfilling places every job at the earliest
-//! time its window is free on the nodes it gets. Estimates are scaled by the
-//! factor of the nodes considered: a job limited to E reference seconds holds
-//! nodes of slowest factor f for ceil(E / f) seconds, so backfilling knows fast
-//! nodes finish sooner. On a single node these are exactly the pool semantics.
+//! A job "fits" when the board can place it. EASY's shadow time is the earliest
+//! expected end at which the head could be placed on what will be free, and its
+//! reservation is that placement (the extra resources are, node by node, what is
+//! free then minus what the head takes). Conservative backfilling gives every
+//! pending job, in queue order, the earliest window free on the nodes it gets.
+//! Estimates are scaled by the factor of the nodes considered: a job limited to E
+//! reference seconds holds nodes of slowest factor f for ceil(E / f) seconds.
+//!
+//! Both backfilling passes first ask aggregate questions that are cheap and
+//! necessary (cores free now, cores free over time in the profile, the queue
+//! index's smallest need and estimate), and only then place on nodes: on one
+//! node the aggregate answer is exact and the per-node step costs nothing.
 
 mod board;
 mod timeline;
 
 pub use board::{AllocPart, Allocation};
-pub(crate) use board::{Blocked, Board, Demand, Free};
+pub(crate) use board::{Blocked, Board, Demand, Free, NeverFits};
 
 use crate::cluster::Cluster;
 use crate::engine::Effect;
-use crate::job::{scaled, JobIdx, JobSpec, JobState, NodeSetId};
+use crate::job::{scaled, JobIdx, JobSpec, JobState, KillReason, NodeSetId};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
-use crate::policy::{PolicyKind, NOT_PARM};
-use crate::profile::footprint;
+use crate::policy::PolicyKind;
+use crate::profile::{footprint, Doomed, Profile};
 use crate::running::{Running, RunningJob};
 use crate::table::JobTable;
 use crate::Time;
+use serde::{Deserialize, Serialize};
 use timeline::Timeline;
 
-#[derive(Debug, Clone)]
+/// Whether a node takes jobs, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// The node answers (false: down; its jobs were killed).
+    pub up: bool,
+    /// Drained: it finishes its jobs and takes no new ones.
+    pub drain: bool,
+    /// Why it is down or drained (empty otherwise).
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NodeEngine {
     policy: PolicyKind,
     board: Board,
     free: Free,
+    /// Σ free cores over every node (an upper bound of what the queue can use).
     free_cores: u64,
-    t: JobTable,
+    status: Vec<NodeStatus>,
+    /// Nodes that take new jobs (up and not drained), and how many.
+    usable: Vec<bool>,
+    usable_nodes: usize,
+    /// By job slot.
     demand: Vec<Demand>,
     alloc: Vec<Option<Allocation>>,
     running: Running,
     /// Jobs whose node set could never be satisfied, so it was ignored.
     dropped_nodesets: u64,
-    scratch: Free,
-    extra: Free,
-    view: Free,
     max_factor: f64,
+    /// Per partition: the fewest cores of any of its nodes (an exclusive job of
+    /// k nodes needs at least k times that).
+    min_node_cores: Vec<u32>,
+    /// On one node without memory, GPUs or node sets, the aggregate profile is
+    /// the machine: conservative backfilling needs no per-node check.
+    exact_aggregate: bool,
+    #[serde(skip)]
+    scratch: Free,
+    #[serde(skip)]
+    extra: Free,
+    #[serde(skip)]
+    profile: Profile,
+    #[serde(skip)]
+    doomed: Doomed,
+}
+
+/// The estimate limit `lim` seconds allows on the fastest nodes (factor `fmax`):
+/// the largest E with ceil(E / fmax) <= lim.
+fn est_limit(lim: Time, fmax: f64) -> Time {
+    if fmax == 1.0 || lim <= 0 {
+        lim
+    } else {
+        (lim as f64 * fmax).floor().min(Time::MAX as f64 / 2.0) as Time
+    }
 }
 
 impl NodeEngine {
     pub fn new(policy: PolicyKind, cluster: &Cluster) -> Self {
-        assert!(policy != PolicyKind::Parm, "{NOT_PARM}");
         let board = Board::new(cluster);
         let free = board.full();
         let free_cores = board.total_cores();
         let max_factor = board.nodes.iter().map(|n| n.factor).fold(0.0, f64::max);
+        let min_node_cores = board.parts.iter().map(|p| p.nodes.iter().map(|&n| board.nodes[n as usize].cores).min().unwrap_or(0)).collect();
+        let n = board.nodes.len();
+        let exact_aggregate = n == 1 && board.nodes[0].mem == 0 && board.nodes[0].gpus == 0 && board.site_nodeset.is_none() && board.parts.iter().all(|p| p.nodeset.is_none());
         NodeEngine {
             policy,
             board,
             free,
             free_cores,
-            t: JobTable::new(),
+            status: vec![NodeStatus { up: true, drain: false, reason: String::new() }; n],
+            usable: vec![true; n],
+            usable_nodes: n,
             demand: Vec::new(),
             alloc: Vec::new(),
             running: Running::default(),
             dropped_nodesets: 0,
+            max_factor,
+            min_node_cores,
+            exact_aggregate,
             scratch: Free::default(),
             extra: Free::default(),
-            view: Free::default(),
-            max_factor,
+            profile: Profile::default(),
+            doomed: Doomed::default(),
         }
     }
 
@@ -80,14 +130,14 @@ impl NodeEngine {
     pub fn free(&self) -> u64 {
         self.free_cores
     }
-    pub(crate) fn table(&self) -> &JobTable {
-        &self.t
-    }
     pub fn running(&self) -> usize {
         self.running.len()
     }
     pub fn dropped_nodesets(&self) -> u64 {
         self.dropped_nodesets
+    }
+    pub fn node_status(&self, n: usize) -> Option<&NodeStatus> {
+        self.status.get(n)
     }
     pub fn allocation(&self, job: JobIdx) -> Option<&Allocation> {
         self.alloc.get(job.index()).and_then(|a| a.as_ref())
@@ -101,62 +151,170 @@ impl NodeEngine {
         NodeSetId(self.board.requests.len() as u32 - 1)
     }
 
-    /// Whether the job can ever run on this cluster (its partition, with its memory).
-    pub fn can_run(&mut self, spec: &JobSpec) -> bool {
-        self.board.demand(spec, 0).is_ok()
-    }
-
-    pub fn submit(&mut self, now: Time, spec: JobSpec) {
-        let (d, dropped) = self.board.demand(&spec, now).unwrap_or_else(|_| panic!("job {:?} can never run on this cluster", spec.id));
-        self.dropped_nodesets += dropped as u64;
-        self.t.submit(now, spec);
-        self.demand.push(d);
-        self.alloc.push(None);
-    }
-
-    fn expected_end(&self, job: JobIdx, start: Time) -> Time {
-        let f = self.alloc[job.index()].as_ref().map_or(1.0, |a| a.factor);
-        start + scaled(self.t.spec(job).estimate, f)
-    }
-
-    pub fn complete(&mut self, now: Time, job: JobIdx) {
-        let start = self.t.finish(now, job);
-        let end = self.expected_end(job, start);
-        self.running.remove(end, job);
-        let a = self.alloc[job.index()].as_ref().expect("a running job has an allocation");
-        self.free.give(a);
-        self.free_cores += a.parts.iter().map(|p| p.cores as u64).sum::<u64>();
-    }
-
-    fn start(&mut self, now: Time, pos: u32, job: JobIdx, a: Allocation, out: &mut Vec<Effect>) {
-        let spec = self.t.begin(now, pos, job);
-        self.free.take(&a);
-        let cores: u64 = a.parts.iter().map(|p| p.cores as u64).sum();
-        self.free_cores -= cores;
-        let expected_end = now + scaled(spec.estimate, a.factor);
-        self.running.insert(RunningJob { expected_end, job, procs: cores as u32 });
-        self.alloc[job.index()] = Some(a);
-        out.push(Effect::Start { job, procs: spec.procs });
-    }
-
-    pub fn pass(&mut self, now: Time, out: &mut Vec<Effect>) {
-        match self.policy {
-            PolicyKind::Fcfs => {
-                self.start_from_head(now, out);
-            }
-            PolicyKind::Easy => self.pass_easy(now, out),
-            PolicyKind::Conservative => self.pass_conservative(now, out),
-            PolicyKind::Parm => unreachable!("{NOT_PARM}"),
+    /// What the queue index files a job under: the cores it needs at least.
+    fn need(&self, d: &Demand) -> u64 {
+        if self.board.parts[d.part as usize].exclusive {
+            d.nodes as u64 * self.min_node_cores[d.part as usize] as u64
+        } else {
+            d.procs as u64
         }
     }
 
+    /// The demand of a job and its need, or why it can never run here.
+    pub(crate) fn admit(&mut self, spec: &JobSpec, now: Time) -> Result<(Demand, u64, bool), NeverFits> {
+        let (d, dropped) = self.board.demand(spec, now)?;
+        let need = self.need(&d);
+        Ok((d, need, dropped))
+    }
+
+    /// A job was added to the table in slot `job`.
+    pub(crate) fn attach(&mut self, job: JobIdx, d: Demand, dropped: bool) {
+        self.dropped_nodesets += dropped as u64;
+        let i = job.index();
+        if i == self.demand.len() {
+            self.demand.push(d);
+            self.alloc.push(None);
+        } else {
+            self.demand[i] = d;
+            self.alloc[i] = None;
+        }
+    }
+
+    /// A job gives back its resources (it ended, or is going back to the queue).
+    pub(crate) fn release(&mut self, t: &JobTable, job: JobIdx) -> Option<Allocation> {
+        let e = t.get(job);
+        if matches!(e.state, JobState::Running { .. } | JobState::Ending { .. }) {
+            self.running.remove(e.expected_end, job);
+        }
+        let a = self.alloc[job.index()].take()?;
+        self.free.give(&a);
+        self.free_cores += cores_of(&a);
+        Some(a)
+    }
+
+    /// An operator suspended a running job: it keeps its resources, but no end
+    /// is expected until it resumes.
+    pub(crate) fn suspend(&mut self, t: &JobTable, job: JobIdx) {
+        self.running.remove(t.get(job).expected_end, job);
+    }
+
+    /// A suspended job runs again; it is expected to end when its limit runs out.
+    pub(crate) fn resume(&mut self, t: &mut JobTable, job: JobIdx) {
+        let end = t.get(job).deadline().unwrap_or(Time::MAX);
+        self.resume_at(t, job, end);
+    }
+
+    /// A suspended job holds its resources in the running list again, expected
+    /// to end at `end`.
+    pub(crate) fn resume_at(&mut self, t: &mut JobTable, job: JobIdx, end: Time) {
+        let e = t.get_mut(job);
+        e.expected_end = end;
+        let procs = cores_of(self.alloc[job.index()].as_ref().expect("a suspended job holds resources"));
+        self.running.insert(RunningJob { expected_end: end, job, procs });
+    }
+
+    /// When a pending job with a DELAY node set may span sets.
+    pub(crate) fn delay_until(&self, job: JobIdx) -> Option<Time> {
+        let d = &self.demand[job.index()];
+        let sets = &self.board.sets[d.sets? as usize];
+        (sets.spec.plus == crate::nodeset::SetPlus::Delay).then(|| d.submit.saturating_add(self.board.delay))
+    }
+
+    /// Jobs holding resources on node `n`, by slot.
+    pub(crate) fn jobs_on(&self, n: u32) -> Vec<JobIdx> {
+        self.alloc
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.as_ref().is_some_and(|a| a.parts.iter().any(|p| p.node == n)))
+            .map(|(i, _)| JobIdx(i as u32))
+            .collect()
+    }
+
+    pub(crate) fn node_index(&self, n: u32) -> Option<usize> {
+        ((n as usize) < self.status.len()).then_some(n as usize)
+    }
+
+    /// Change a node's status; returns whether it takes jobs now.
+    pub(crate) fn set_status(&mut self, n: usize, f: impl FnOnce(&mut NodeStatus)) {
+        f(&mut self.status[n]);
+        let s = &mut self.status[n];
+        if s.up && !s.drain {
+            s.reason.clear();
+        }
+        self.usable[n] = s.up && !s.drain;
+        self.usable_nodes = self.usable.iter().filter(|&&u| u).count();
+    }
+
+    /// The next instant a pass is needed though nothing outside happens: the
+    /// earliest limit of a running job.
+    pub(crate) fn next_deadline(&self, t: &JobTable) -> Option<Time> {
+        self.running.as_slice().iter().find(|r| matches!(t.state(r.job), JobState::Running { .. })).map(|r| r.expected_end)
+    }
+
+    pub fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
+        if self.kill_expired(now, t, out) {
+            // their resources come back when their completions are reported; the
+            // next pass schedules with them
+            return;
+        }
+        match self.policy {
+            PolicyKind::Fcfs => {
+                self.start_from_head(now, t, out);
+            }
+            PolicyKind::Easy => self.pass_easy(now, t, out),
+            PolicyKind::Conservative => self.pass_conservative(now, t, out),
+            // never built for PARM (Engine::with_cluster refuses it)
+            PolicyKind::Parm => {}
+        }
+    }
+
+    /// Ask the driver to kill every running job whose limit has run out.
+    fn kill_expired(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) -> bool {
+        let mut any = false;
+        for r in self.running.as_slice() {
+            if r.expected_end > now {
+                break;
+            }
+            let e = t.get_mut(r.job);
+            if let JobState::Running { start } = e.state {
+                e.state = JobState::Ending { start, at: now, reason: KillReason::TimeLimit };
+                out.push(Effect::Kill { job: e.spec.id, reason: KillReason::TimeLimit });
+                any = true;
+            }
+        }
+        any
+    }
+
+    fn start(&mut self, now: Time, t: &mut JobTable, job: JobIdx, a: Allocation, out: &mut Vec<Effect>) {
+        let est = t.spec(job).estimate;
+        let limit = scaled(est, a.factor);
+        t.begin(now, job, Some(limit));
+        self.free.take(&a);
+        let cores = cores_of(&a);
+        self.free_cores -= cores;
+        let expected_end = now.saturating_add(limit);
+        let e = t.get_mut(job);
+        e.expected_end = expected_end;
+        self.running.insert(RunningJob { expected_end, job, procs: cores });
+        out.push(Effect::Start { job: e.spec.id, alloc: a.clone(), limit: Some(limit) });
+        self.alloc[job.index()] = Some(a);
+    }
+
+    fn place_now(&self, d: &Demand, free: &Free, now: Time) -> Result<Allocation, Blocked> {
+        let usable = &self.usable;
+        self.board.place(d, free, now, &|n| usable[n as usize])
+    }
+
     /// Start jobs from the head while the board can place them; returns the
-    /// blocked head and why.
-    fn start_from_head(&mut self, now: Time, out: &mut Vec<Effect>) -> Option<(u32, JobIdx, Blocked)> {
-        while let Some((pos, job)) = self.t.queue.head() {
-            match self.board.place(&self.demand[job.index()], &self.free, now, &|_| true) {
-                Ok(a) => self.start(now, pos, job, a, out),
-                Err(b) => return Some((pos, job, b)),
+    /// blocked head.
+    fn start_from_head(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) -> Option<(u32, JobIdx)> {
+        while let Some((pos, job)) = t.queue.head() {
+            if t.get(job).need > self.free_cores {
+                return Some((pos, job));
+            }
+            match self.place_now(&self.demand[job.index()], &self.free, now) {
+                Ok(a) => self.start(now, t, job, a, out),
+                Err(_) => return Some((pos, job)),
             }
         }
         None
@@ -165,79 +323,95 @@ impl NodeEngine {
     /// The head's shadow time and reservation: release running jobs in order of
     /// expected end until the head can be placed on what is free by then. Leaves
     /// the free view at the shadow time in `self.scratch`.
-    fn shadow(&mut self, head: JobIdx) -> (Time, Allocation) {
+    fn shadow(&mut self, now: Time, head: JobIdx, head_need: u64) -> (Time, Allocation) {
         let d = &self.demand[head.index()];
         let member = &self.board.parts[d.part as usize].member;
         self.scratch.copy_from(&self.free);
-        let mut avail: u64 = self.board.parts[d.part as usize].nodes.iter().map(|&n| self.scratch.cores[n as usize] as u64).sum();
+        let mut avail: u64 = if self.board.nodes.len() == 1 { self.free_cores } else { self.board.parts[d.part as usize].nodes.iter().map(|&n| self.scratch.cores[n as usize] as u64).sum() };
         let rs = self.running.as_slice();
+        let usable = &self.usable;
         let mut i = 0;
-        let mut last = Time::MIN;
+        let mut last = now;
         while i < rs.len() {
-            let t = rs[i].expected_end;
-            while i < rs.len() && rs[i].expected_end == t {
+            let t = rs[i].expected_end.max(now);
+            while i < rs.len() && rs[i].expected_end.max(now) == t {
                 let a = self.alloc[rs[i].job.index()].as_ref().unwrap();
                 self.scratch.give(a);
                 avail += a.parts.iter().filter(|p| member[p.node as usize]).map(|p| p.cores as u64).sum::<u64>();
                 i += 1;
             }
             last = t;
-            if avail >= d.procs as u64 {
-                if let Ok(a) = self.board.place(d, &self.scratch, t, &|_| true) {
+            if avail >= head_need {
+                if let Ok(a) = self.board.place(d, &self.scratch, t, &|n| usable[n as usize]) {
                     return (t, a);
                 }
             }
         }
         // everything has ended; a DELAY node set may still have to wait to span
-        let t = last.max(d.submit + self.board.delay);
-        let a = self.board.place(d, &self.scratch, t, &|_| true).expect("a job that can run fits an empty machine");
-        (t, a)
+        let t = last.max(d.submit.saturating_add(self.board.delay));
+        match self.board.place(d, &self.scratch, t, &|n| usable[n as usize]) {
+            Ok(a) => (t, a),
+            // no usable node can ever hold it (down or drained nodes): nothing
+            // may start before it, as with a reservation at the end of time
+            Err(_) => (Time::MAX, Allocation::default()),
+        }
     }
 
-    fn pass_easy(&mut self, now: Time, out: &mut Vec<Effect>) {
-        let Some((head_pos, head, _)) = self.start_from_head(now, out) else { return };
+    fn pass_easy(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
+        let Some((head_pos, head)) = self.start_from_head(now, t, out) else { return };
         let ft = self.free_cores;
-        if ft == 0 || self.t.queue.find_first(head_pos + 1, |p, _| p as u64 <= ft).is_none() {
+        if ft == 0 || t.queue.find_first(head_pos + 1, |n, _| n <= ft).is_none() {
             return;
         }
-        let (shadow, reserved) = self.shadow(head);
+        let head_need = t.get(head).need;
+        let (shadow, reserved) = self.shadow(now, head, head_need);
         self.extra.copy_from(&self.scratch);
         self.extra.take(&reserved);
-        let mut extra_cores: u64 = self.extra.cores.iter().map(|&c| c as u64).sum();
+        // the extra cores usable now: free now and not needed by the head then
+        let mut extra_now: u64 = 0;
+        for n in 0..self.free.cores.len() {
+            extra_now += self.free.cores[n].min(self.extra.cores[n]) as u64;
+        }
         let mut pos = head_pos + 1;
+        let slack = shadow.saturating_sub(now);
+        let est_lim = est_limit(slack, self.max_factor);
         loop {
             let ft = self.free_cores;
-            let slack = shadow - now;
-            let est_lim = (slack as f64 * self.max_factor).floor().min(Time::MAX as f64 / 2.0) as Time;
-            let xc = extra_cores;
-            let found = self.t.queue.find_first(pos, |p, e| p as u64 <= ft && (e <= est_lim || p as u64 <= xc));
+            let xc = extra_now;
+            let found = t.queue.find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc));
             let Some(p) = found else { break };
             pos = p + 1;
-            let job = self.t.queue.job_at(p);
+            let job = t.queue.job_at(p);
+            let est = t.spec(job).estimate;
             let d = &self.demand[job.index()];
-            let est = self.t.spec(job).estimate;
-            if let Ok(a) = self.board.place(d, &self.free, now, &|_| true) {
-                if now + scaled(est, a.factor) <= shadow {
-                    self.start(now, p, job, a, out);
-                    if self.free_cores == 0 {
-                        break;
-                    }
-                    continue;
+            let Ok(a) = self.place_now(d, &self.free, now) else { continue };
+            if now.saturating_add(scaled(est, a.factor)) <= shadow {
+                let before = self.node_mins(&a);
+                self.start(now, t, job, a, out);
+                extra_now -= before - self.node_mins_of_parts(job);
+                if self.free_cores == 0 {
+                    break;
                 }
-            } else {
                 continue;
             }
-            // the extra resources: free now and not needed by the head at its shadow
-            self.view.cores.clear();
-            self.view.mem.clear();
-            for n in 0..self.free.cores.len() {
-                self.view.cores.push(self.free.cores[n].min(self.extra.cores[n]));
-                self.view.mem.push(self.free.mem[n].min(self.extra.mem[n]));
+            if t.get(job).need > xc {
+                continue;
             }
-            if let Ok(b) = self.board.place(d, &self.view, now, &|_| true) {
+            // place on the extra resources: free now and not needed by the head
+            let view = &mut self.scratch;
+            view.cores.clear();
+            view.mem.clear();
+            view.gpus.clear();
+            for n in 0..self.free.cores.len() {
+                view.cores.push(self.free.cores[n].min(self.extra.cores[n]));
+                view.mem.push(self.free.mem[n].min(self.extra.mem[n]));
+                view.gpus.push(self.free.gpus[n].min(self.extra.gpus[n]));
+            }
+            if let Ok(b) = self.place_now(d, &self.scratch, now) {
+                let before = self.node_mins(&b);
                 self.extra.take(&b);
-                extra_cores -= b.parts.iter().map(|q| q.cores as u64).sum::<u64>();
-                self.start(now, p, job, b, out);
+                self.start(now, t, job, b, out);
+                extra_now -= before - self.node_mins_of_parts(job);
                 if self.free_cores == 0 {
                     break;
                 }
@@ -245,65 +419,172 @@ impl NodeEngine {
         }
     }
 
-    /// Conservative backfilling on nodes. With `explain = Some(job)` nothing starts:
-    /// the plan stops at that job and returns its reservation.
-    fn plan_conservative(&self, now: Time, explain: Option<JobIdx>, starts: &mut Vec<(u32, JobIdx, Allocation)>) -> Option<Time> {
-        let mut tl = Timeline::new(&self.board, &self.free, now);
-        for r in self.running.as_slice() {
-            tl.occupy(self.alloc[r.job.index()].as_ref().unwrap(), now, r.expected_end.max(now + 1));
-        }
-        let mut free_now = self.free_cores;
-        for (pos, job) in self.t.queue.iter() {
-            if explain.is_none() {
-                let fnow = free_now;
-                if fnow == 0 || self.t.queue.find_first(pos, |p, _| p as u64 <= fnow).is_none() {
-                    break;
-                }
-            }
-            let d = &self.demand[job.index()];
-            let est = self.t.spec(job).estimate;
-            let (t, a) = tl.earliest(&self.board, d, est);
-            let dur = footprint(scaled(est, a.factor));
-            tl.occupy(&a, t, t + dur);
-            if explain == Some(job) {
-                return Some(t);
-            }
-            if t == now {
-                free_now -= a.parts.iter().map(|p| p.cores as u64).sum::<u64>();
-                starts.push((pos, job, a));
-            }
-        }
-        None
+    /// Σ over an allocation's nodes of min(free, extra) cores.
+    fn node_mins(&self, a: &Allocation) -> u64 {
+        a.parts.iter().map(|p| self.free.cores[p.node as usize].min(self.extra.cores[p.node as usize]) as u64).sum()
     }
 
-    fn pass_conservative(&mut self, now: Time, out: &mut Vec<Effect>) {
-        let ft = self.free_cores;
-        if self.t.queue.len() == 0 || (self.t.queue.min_procs() as u64) > ft {
+    fn node_mins_of_parts(&self, job: JobIdx) -> u64 {
+        self.node_mins(self.alloc[job.index()].as_ref().unwrap())
+    }
+
+    /// Conservative backfilling: give every pending job, in queue order, the
+    /// earliest window in which its resources are free for its whole estimate;
+    /// those whose window starts now start.
+    ///
+    /// Only the jobs that start now matter (every reservation is recomputed at the
+    /// next pass), and that allows two exact shortcuts (`docs/semantics.md`):
+    ///
+    /// * Let `full_at` be the first instant at which fewer cores are free than the
+    ///   smallest need of a pending job. No window can contain it, so every
+    ///   reservation that starts before it also ends by it, and reservations that
+    ///   start after it never change anything before it. The pass therefore only
+    ///   places jobs whose window fits before `full_at`, found through the queue
+    ///   index without visiting the others; `full_at` only moves earlier.
+    /// * It stops as soon as no later job can start now: none needs at most the
+    ///   cores still free now with a window that ends by `full_at`.
+    ///
+    /// The profile counts cores of the whole machine: exact on one node, and a
+    /// necessary condition on many, where the timeline then places node by node
+    /// from the earliest instant the profile allows.
+    fn pass_conservative(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
+        if t.queue.head().is_none() || self.usable_nodes == 0 {
+            return;
+        }
+        let p_min = t.queue.min_need().min(i64::MAX as u64) as i64;
+        if (self.free_cores as i64) < p_min {
             return;
         }
         let mut starts = Vec::new();
-        self.plan_conservative(now, None, &mut starts);
-        for (pos, job, a) in starts {
-            self.start(now, pos, job, a, out);
+        self.plan(now, t, Plan::Pass, &mut starts);
+        for (job, a) in starts {
+            self.start(now, t, job, a, out);
         }
     }
 
-    pub fn head_reservation(&mut self, now: Time) -> Option<(JobIdx, Time)> {
-        let (_, head) = self.t.queue.head()?;
-        if self.board.place(&self.demand[head.index()], &self.free, now, &|_| true).is_ok() {
-            return None;
+    /// Conservative's plan. `Plan::Pass` keeps the shortcuts and collects the jobs
+    /// that start now; `Plan::Explain(job)` places every job in order, without
+    /// them, and returns that job's start.
+    fn plan(&mut self, now: Time, t: &JobTable, mode: Plan, starts: &mut Vec<(JobIdx, Allocation)>) -> Option<Time> {
+        let bounded = matches!(mode, Plan::Pass);
+        let running = self.running.as_slice();
+        let mut profile = std::mem::take(&mut self.profile);
+        let mut doomed = std::mem::take(&mut self.doomed);
+        profile.rebuild(now, self.free_cores);
+        doomed.clear();
+        let usable = &self.usable;
+        let is_usable = |n: u32| usable[n as usize];
+        let mut tl = (!self.exact_aggregate).then(|| {
+            let mut tl = Timeline::new(&self.board, now);
+            for r in running {
+                tl.occupy(self.alloc[r.job.index()].as_ref().unwrap(), now, r.expected_end.max(now + 1));
+            }
+            tl
+        });
+        let p_min = if bounded { t.queue.min_need().min(i64::MAX as u64) as i64 } else { 0 };
+        let fmax = self.max_factor;
+        let mut full_at = Time::MAX;
+        let mut most = self.capacity().min(i64::MAX as u64) as i64;
+        let mut could_start: Option<u32> = None;
+        let mut pos = t.queue.head().map_or(0, |h| h.0);
+        let mut answer = None;
+        loop {
+            let lim = full_at.saturating_sub(now);
+            let p = if bounded {
+                let dur_of = |e: Time| footprint(scaled(e, fmax));
+                if could_start.is_none_or(|c| c < pos) {
+                    let free_now = profile.free_now();
+                    could_start = t.queue.find_first(pos, |n, e| (n as i64) <= free_now && dur_of(e) <= lim);
+                    if could_start.is_none() {
+                        break;
+                    }
+                }
+                let d_ref = &doomed;
+                let can_fit_early = |n: u64, e: Time| {
+                    let dur = dur_of(e);
+                    (n as i64) <= most && dur <= lim && !d_ref.dominates(n, dur)
+                };
+                let Some(p) = t.queue.find_first(pos, can_fit_early) else { break };
+                p
+            } else {
+                let Some(p) = t.queue.find_first(pos, |_, _| true) else { break };
+                p
+            };
+            pos = p + 1;
+            let job = t.queue.job_at(p);
+            let e = t.get(job);
+            let (need, est) = (e.need.min(i64::MAX as u64), e.spec.estimate);
+            let dur_min = footprint(scaled(est, fmax));
+            let d = &self.demand[job.index()];
+            let fit = if bounded {
+                profile.earliest_fit_before(need, dur_min, full_at, running)
+            } else {
+                Some(profile.earliest_fit(need, dur_min, running))
+            };
+            let Some((t0, seg)) = fit else {
+                // free cores only go down during a pass, so no job at least as
+                // large and as long will fit either
+                doomed.insert(need, dur_min);
+                continue;
+            };
+            let placed = match &tl {
+                None => Some((t0, seg, dur_min, None)),
+                Some(tl) => {
+                    let found = if bounded { tl.earliest_between(&self.board, d, est, t0, full_at, &is_usable) } else { Some(tl.earliest(&self.board, d, est, &is_usable)) };
+                    found.map(|(ts, a)| {
+                        let dur = footprint(scaled(est, a.factor));
+                        (ts, profile.segment_at(ts, running), dur, Some(a))
+                    })
+                }
+            };
+            let Some((ts, seg, dur, a)) = placed else { continue };
+            let cores = a.as_ref().map_or(need, cores_of);
+            if let Some(tl) = tl.as_mut() {
+                tl.occupy(a.as_ref().unwrap(), ts, ts + dur);
+            }
+            if let Some(below) = profile.reserve(seg, dur, cores, p_min, running) {
+                if bounded && below < full_at {
+                    full_at = below;
+                    profile.truncate_after(full_at, running);
+                    most = profile.max_free_before(full_at);
+                }
+            }
+            if mode == Plan::Explain(job) {
+                answer = Some(ts);
+                break;
+            }
+            if ts == now && bounded {
+                let a = match a {
+                    Some(a) => a,
+                    None => self.place_now(d, &self.free, now).expect("the aggregate is exact on one node"),
+                };
+                starts.push((job, a));
+            }
+            could_start = None;
         }
-        Some((head, self.shadow(head).0))
+        self.profile = profile;
+        self.doomed = doomed;
+        answer
     }
 
-    pub fn pending_reason(&self, now: Time, job: JobIdx) -> Option<PendingReason> {
-        let e = &self.t.jobs[job.index()];
-        if !matches!(e.state, JobState::Pending { .. }) {
+    pub fn head_reservation(&mut self, now: Time, t: &JobTable) -> Option<(JobIdx, Time)> {
+        let (_, head) = t.queue.head()?;
+        if self.place_now(&self.demand[head.index()], &self.free, now).is_ok() {
             return None;
         }
-        let head = self.t.is_head(job);
+        Some((head, self.shadow(now, head, t.get(head).need).0))
+    }
+
+    pub fn pending_reason(&mut self, now: Time, t: &JobTable, job: JobIdx) -> Option<PendingReason> {
+        let e = t.get(job);
+        match e.state {
+            JobState::Pending => {}
+            JobState::Held => return Some(PendingReason::Held),
+            _ => return None,
+        }
+        let head = t.is_head(job);
         let d = &self.demand[job.index()];
-        let blocked = || match self.board.place(d, &self.free, now, &|_| true) {
+        let blocked = match self.place_now(d, &self.free, now) {
             Err(Blocked::NodeSet) => {
                 let spec = &self.board.sets[d.sets.unwrap() as usize].spec;
                 PendingReason::NodeSet { policy: spec.policy, attribute: spec.attribute }
@@ -311,13 +592,12 @@ impl NodeEngine {
             _ => PendingReason::Resources { needed: e.spec.procs, free: self.free_cores.min(u32::MAX as u64) as u32 },
         };
         Some(match self.policy {
-            PolicyKind::Fcfs | PolicyKind::Easy if head => blocked(),
-            PolicyKind::Fcfs | PolicyKind::Easy => PendingReason::Priority,
-            PolicyKind::Parm => unreachable!("{NOT_PARM}"),
+            PolicyKind::Fcfs | PolicyKind::Easy if head => blocked,
+            PolicyKind::Fcfs | PolicyKind::Easy | PolicyKind::Parm => PendingReason::Priority,
             PolicyKind::Conservative => {
-                let start = self.plan_conservative(now, Some(job), &mut Vec::new()).expect("a queued job gets a reservation");
+                let start = self.plan(now, t, Plan::Explain(job), &mut Vec::new()).expect("a pending job gets a reservation");
                 if start == now && head {
-                    blocked()
+                    blocked
                 } else {
                     PendingReason::ReservedFor { start }
                 }
@@ -325,18 +605,42 @@ impl NodeEngine {
         })
     }
 
-    /// Resources are conserved node by node, the running list is ordered, and the
-    /// queue agrees with the job states.
-    pub fn sanity_check(&self) {
+    /// Resources are conserved node by node, the running list is ordered, and
+    /// every job holding resources is running, suspended or ending.
+    pub fn sanity_check(&self, t: &JobTable) {
         let mut used = self.board.full();
-        for r in self.running.as_slice() {
-            assert!(matches!(self.t.jobs[r.job.index()].state, JobState::Running { .. }));
-            used.take(self.alloc[r.job.index()].as_ref().unwrap());
+        let mut in_running = 0;
+        for (i, a) in self.alloc.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let st = t.state(JobIdx(i as u32));
+            assert!(st.start().is_some(), "job in slot {i} holds resources while {}", st.name());
+            used.take(a);
+            if !matches!(st, JobState::Suspended { .. }) {
+                in_running += 1;
+            }
         }
         assert_eq!(used, self.free, "node resources are not conserved");
         assert_eq!(self.free_cores, self.free.cores.iter().map(|&c| c as u64).sum::<u64>());
         let rs = self.running.as_slice();
+        assert_eq!(rs.len(), in_running, "the running list and the allocations disagree");
         assert!(rs.windows(2).all(|w| (w[0].expected_end, w[0].job) < (w[1].expected_end, w[1].job)));
-        self.t.sanity_check();
+        for r in rs {
+            let e = t.get(r.job);
+            assert!(matches!(e.state, JobState::Running { .. } | JobState::Ending { .. }));
+            assert_eq!(e.expected_end, r.expected_end);
+        }
+        for (n, s) in self.status.iter().enumerate() {
+            assert_eq!(self.usable[n], s.up && !s.drain);
+        }
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    Pass,
+    Explain(JobIdx),
+}
+
+pub(crate) fn cores_of(a: &Allocation) -> u64 {
+    a.parts.iter().map(|p| p.cores as u64).sum()
 }

@@ -37,7 +37,7 @@ pub struct Problem {
     pub power: f64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Status {
     /// Proven optimal (MILP) or within `gap` of the Lagrangian bound (structured).
     Optimal,
@@ -56,7 +56,7 @@ pub struct Solution {
 }
 
 /// Which solver decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Solver {
     Structured,
     /// MILP with at most `node_limit` branch-and-bound nodes and, optionally, a

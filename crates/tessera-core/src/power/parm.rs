@@ -15,14 +15,15 @@
 use super::knapsack::{Group, Item, Problem, Solver};
 use super::pass::PowerJob;
 use crate::engine::Effect;
-use crate::job::{JobIdx, JobSpec, JobState};
+use crate::job::{JobIdx, JobState};
+use crate::nodes::Allocation;
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
 use crate::table::JobTable;
 use crate::Time;
 
 /// Which PARM.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ParmVariant {
     NoMM,
     NoSE,
@@ -52,7 +53,7 @@ impl std::fmt::Display for ParmVariant {
 }
 
 /// The overprovisioned machine.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PowerMachine {
     pub nodes: u32,
     pub budget_w: f64,
@@ -63,7 +64,7 @@ pub struct PowerMachine {
     pub cap_levels_w: Vec<f64>,
 }
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ParmConfig {
     pub variant: ParmVariant,
     /// Fairness exponent of the weight w_j = (t_rem + waited)^α.
@@ -86,7 +87,7 @@ impl ParmConfig {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Run {
     n: u32,
     p: f64,
@@ -101,7 +102,7 @@ struct Run {
 }
 
 /// What a job has used so far, running or done.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     /// Energy drawn by the job's nodes (J).
     pub energy_j: f64,
@@ -110,7 +111,7 @@ pub struct Usage {
 }
 
 /// Statistics of the decisions taken.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ParmStats {
     pub decisions: u64,
     pub resizes: u64,
@@ -134,14 +135,14 @@ struct Decision {
     incumbent: Vec<Option<u32>>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ParmEngine {
     machine: PowerMachine,
     cfg: ParmConfig,
-    t: JobTable,
+    /// By job slot.
     pj: Vec<PowerJob>,
     runs: Vec<Option<Run>>,
-    /// Running jobs, ascending index.
+    /// Running jobs, ascending job id (slots are reused; ids order decisions).
     running: Vec<JobIdx>,
     usage: Vec<Usage>,
     stats: ParmStats,
@@ -149,7 +150,7 @@ pub struct ParmEngine {
 
 impl ParmEngine {
     pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
-        ParmEngine { machine, cfg, t: JobTable::new(), pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default() }
+        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default() }
     }
 
     pub fn policy(&self) -> PolicyKind {
@@ -172,9 +173,6 @@ impl ParmEngine {
     }
     pub fn free(&self) -> u64 {
         (self.machine.nodes - self.used_nodes()) as u64
-    }
-    pub(crate) fn table(&self) -> &JobTable {
-        &self.t
     }
     pub fn running(&self) -> usize {
         self.running.len()
@@ -200,11 +198,6 @@ impl ParmEngine {
         self.runs.get(job.index()).and_then(|r| r.as_ref()).map(|r| r.expected_end)
     }
 
-    /// What a job has used, up to the last step that accounted it (every pass and
-    /// its completion).
-    pub fn usage(&self, job: JobIdx) -> Usage {
-        self.usage[job.index()]
-    }
 
     pub fn can_run(&self, pj: &PowerJob) -> bool {
         let lowest = self.caps(pj).first().copied();
@@ -214,12 +207,18 @@ impl ParmEngine {
             && lowest.is_some_and(|p| pj.n_min as f64 * (p + self.machine.node_base_w - self.machine.idle_w) <= self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w + 1e-9)
     }
 
-    pub fn submit(&mut self, now: Time, spec: JobSpec, pj: PowerJob) {
-        assert!(self.can_run(&pj), "job {:?} can never run under the power budget", spec.id);
-        self.t.submit(now, spec);
-        self.pj.push(pj);
-        self.runs.push(None);
-        self.usage.push(Usage::default());
+    /// A job with power profile `pj` was added to the table in slot `job`.
+    pub(crate) fn attach(&mut self, job: JobIdx, pj: PowerJob) {
+        let i = job.index();
+        if i == self.pj.len() {
+            self.pj.push(pj);
+            self.runs.push(None);
+            self.usage.push(Usage::default());
+        } else {
+            self.pj[i] = pj;
+            self.runs[i] = None;
+            self.usage[i] = Usage::default();
+        }
     }
 
     /// The caps a job may run at: the machine's levels at or above the job's p_l
@@ -244,18 +243,24 @@ impl ParmEngine {
         r.at = now;
     }
 
-    fn reschedule(&mut self, job: JobIdx) {
+    fn reschedule(&mut self, job: JobIdx) -> Time {
         let pj = self.pj[job.index()];
         let r = self.runs[job.index()].as_mut().unwrap();
         let left = r.overhead + (1.0 - r.done) * pj.time(r.n, r.p);
-        r.expected_end = (r.at + left - 1e-9).ceil().max(r.at.ceil()) as Time;
+        r.expected_end = (r.at + left - 1e-9).ceil().max(r.at.ceil()).min(crate::engine::MAX_TIME as f64) as Time;
+        r.expected_end
     }
 
-    pub fn complete(&mut self, now: Time, job: JobIdx) {
+    /// A job ends (or goes back to the queue): its nodes and power come back.
+    /// Returns an allocation of its node count and what it used.
+    pub(crate) fn release(&mut self, now: Time, _t: &JobTable, job: JobIdx) -> (Option<Allocation>, Option<Usage>) {
+        if self.runs[job.index()].is_none() {
+            return (None, None);
+        }
         self.advance(job, now as f64);
-        self.t.finish(now, job);
-        self.runs[job.index()].take().expect("a completing job is running");
+        let r = self.runs[job.index()].take().expect("a running job");
         self.running.retain(|&j| j != job);
+        (Some(Allocation { parts: Vec::new(), factor: 1.0, procs: r.n }), Some(self.usage[job.index()]))
     }
 
     /// Cost (s) of resizing a job from `from` to `to` nodes: redistributing its data
@@ -297,9 +302,9 @@ impl ParmEngine {
     /// The knapsack PARM solves at `now` (running jobs advanced to `now` first),
     /// with the current configurations as the incumbent: what the decision
     /// benchmark times.
-    pub fn decision_problem(&mut self, now: Time) -> (Problem, Vec<Option<u32>>) {
+    pub(crate) fn decision_problem(&mut self, now: Time, t: &JobTable) -> (Problem, Vec<Option<u32>>) {
         self.advance_all(now);
-        let d = self.build(now);
+        let d = self.build(now, t);
         (d.problem, d.incumbent)
     }
 
@@ -311,8 +316,9 @@ impl ParmEngine {
 
     /// The decision's problem: running jobs first (ascending index, forced), then
     /// pending jobs in queue order, each with the options its variant allows.
-    fn build(&self, now: Time) -> Decision {
-        let jobs: Vec<JobIdx> = self.running.iter().copied().chain(self.t.queue.iter().map(|(_, j)| j)).collect();
+    fn build(&self, now: Time, t: &JobTable) -> Decision {
+        let running = self.running.iter().copied().filter(|&j| matches!(t.state(j), JobState::Running { .. }));
+        let jobs: Vec<JobIdx> = running.chain(t.pending().map(|(_, j)| j)).collect();
         let mut groups = Vec::with_capacity(jobs.len());
         let mut shapes = Vec::with_capacity(jobs.len());
         let mut incumbent = Vec::with_capacity(jobs.len());
@@ -323,7 +329,7 @@ impl ParmEngine {
             let p_min = self.caps(&pj)[0];
             let t_min = pj.time(pj.n_min, p_min);
             let done = run.as_ref().map_or(0.0, |r| r.done);
-            let submit = self.t.jobs[j.index()].state.submit();
+            let submit = t.get(j).submit;
             let w = ((1.0 - done) * t_min + (now - submit) as f64).max(1.0).powf(self.cfg.alpha);
             let opts = self.options(j, now);
             let items: Vec<Item> = opts
@@ -349,13 +355,13 @@ impl ParmEngine {
         Decision { jobs, problem, shapes, incumbent }
     }
 
-    pub fn pass(&mut self, now: Time, out: &mut Vec<Effect>) {
+    pub(crate) fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
         let nowf = now as f64;
         self.advance_all(now);
-        if self.t.queue.len() == 0 && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
+        if t.queue.head().is_none() && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
             return;
         }
-        let Decision { jobs, problem, shapes, incumbent } = self.build(now);
+        let Decision { jobs, problem, shapes, incumbent } = self.build(now, t);
         let sol = problem.solve(self.cfg.solver, Some(&incumbent));
         debug_assert!(problem.usage(&sol.choice).2, "the solver returned an infeasible choice");
         self.stats.decisions += 1;
@@ -396,31 +402,31 @@ impl ParmEngine {
                     }
                     r.n = n;
                     r.p = p;
-                    self.reschedule(j);
-                    out.push(Effect::Configure { job: j, nodes: n, cap_w: p });
+                    let end = self.reschedule(j);
+                    t.get_mut(j).expected_end = end;
+                    out.push(Effect::Configure { job: t.spec(j).id, nodes: n, cap_w: p, end });
                 }
                 None => {
-                    let pos = self.t.jobs[j.index()].queue_pos;
-                    self.t.begin(now, pos, j);
+                    t.begin(now, j, None);
                     self.runs[j.index()] = Some(Run { n, p, done: 0.0, at: nowf, overhead: 0.0, last_resize: now, expected_end: now });
-                    self.reschedule(j);
-                    let at = self.running.partition_point(|&x| x < j);
+                    self.usage[j.index()] = Usage::default();
+                    let end = self.reschedule(j);
+                    t.get_mut(j).expected_end = end;
+                    let id = t.spec(j).id;
+                    let at = self.running.partition_point(|&x| t.spec(x).id < id);
                     self.running.insert(at, j);
-                    out.push(Effect::Start { job: j, procs: n });
-                    out.push(Effect::Configure { job: j, nodes: n, cap_w: p });
+                    out.push(Effect::Start { job: id, alloc: Allocation { parts: Vec::new(), factor: 1.0, procs: n }, limit: None });
+                    out.push(Effect::Configure { job: id, nodes: n, cap_w: p, end });
                 }
             }
         }
     }
 
-    pub fn head_reservation(&mut self) -> Option<(JobIdx, Time)> {
-        None
-    }
-
-    pub fn pending_reason(&self, _now: Time, job: JobIdx) -> Option<PendingReason> {
-        let e = &self.t.jobs[job.index()];
-        if !matches!(e.state, JobState::Pending { .. }) {
-            return None;
+    pub(crate) fn pending_reason(&self, t: &JobTable, job: JobIdx) -> Option<PendingReason> {
+        match t.state(job) {
+            JobState::Pending => {}
+            JobState::Held => return Some(PendingReason::Held),
+            _ => return None,
         }
         let pj = &self.pj[job.index()];
         let p_min = self.caps(pj)[0];
@@ -438,14 +444,13 @@ impl ParmEngine {
 
     /// Nodes and power within the machine (the power invariant), and the queue and
     /// the states agree.
-    pub fn sanity_check(&self) {
+    pub(crate) fn sanity_check(&self, t: &JobTable) {
         let used = self.used_nodes();
         assert!(used <= self.machine.nodes, "{used} nodes in use of {}", self.machine.nodes);
         let w = self.power_w();
         assert!(w <= self.machine.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn {w} W exceeds the budget {} W", self.machine.budget_w);
         for j in &self.running {
-            assert!(matches!(self.t.jobs[j.index()].state, JobState::Running { .. }));
+            assert!(matches!(t.state(*j), JobState::Running { .. } | JobState::Ending { .. }));
         }
-        self.t.sanity_check();
     }
 }

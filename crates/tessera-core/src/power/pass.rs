@@ -71,7 +71,7 @@ impl AppProfile {
 }
 
 /// Downey's strong-scaling model, low-variance form.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Downey {
     /// Average parallelism (>= 1).
     pub a: f64,
@@ -94,7 +94,7 @@ impl Downey {
 }
 
 /// What the power-aware scheduler knows about a moldable or malleable job.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PowerJob {
     pub app: AppProfile,
     pub scaling: Downey,
@@ -182,5 +182,33 @@ mod tests {
         assert!(j.time(90, 30.0) > j.time(90, 60.0));
         let narrow = PowerJob { n_min: 3, n_max: 5, ..j };
         assert_eq!(narrow.node_levels(8), vec![3, 4, 5]);
+    }
+}
+
+/// An application profile as stored in a snapshot (its name as text).
+#[derive(Clone, serde::Deserialize)]
+struct AppProfileData {
+    // owned, unlike AppProfile's name
+    name: String,
+    a: f64,
+    b: f64,
+    c: f64,
+    p_l: f64,
+    p_h: f64,
+    beta: f64,
+}
+
+impl<'de> serde::Deserialize<'de> for AppProfile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        AppProfileData::deserialize(d).map(AppProfile::from)
+    }
+}
+
+impl From<AppProfileData> for AppProfile {
+    /// The preset's own name, or (for a profile that is not a preset) the text
+    /// kept for the process's life.
+    fn from(d: AppProfileData) -> Self {
+        let name = PRESETS.iter().find(|p| p.name == d.name).map(|p| p.name).unwrap_or_else(|| Box::leak(d.name.into_boxed_str()));
+        AppProfile { name, a: d.a, b: d.b, c: d.c, p_l: d.p_l, p_h: d.p_h, beta: d.beta }
     }
 }

@@ -1,25 +1,22 @@
 //! `TestEnv`: a hand-cranked driver for engine tests. Every effect must be consumed
-//! (by `pass`) before the environment is dropped.
+//! (by `pass`, `take` or the helpers) before the environment is dropped.
 
-use std::collections::BTreeMap;
-use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobIdx, JobSpec, NodeSetSpec, PendingReason, PolicyKind, Time};
+use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobRecord, JobSpec, NodeSetSpec, Outcome, PendingReason, PolicyKind, Time};
 
 pub struct TestEnv {
     pub engine: Engine,
     effects: Vec<Effect>,
-    idx: BTreeMap<u64, JobIdx>,
-    id_of: Vec<u64>,
 }
 
 impl TestEnv {
     pub fn new(policy: PolicyKind, capacity: u32) -> Self {
-        TestEnv { engine: Engine::new(policy, capacity), effects: Vec::new(), idx: BTreeMap::new(), id_of: Vec::new() }
+        TestEnv { engine: Engine::new(policy, capacity).unwrap(), effects: Vec::new() }
     }
 
     /// An engine on the nodes of a cluster file's text.
     pub fn cluster(policy: PolicyKind, toml: &str) -> Self {
         let c = Cluster::from_toml(toml, "test.toml").unwrap();
-        TestEnv { engine: Engine::with_cluster(policy, &c), effects: Vec::new(), idx: BTreeMap::new(), id_of: Vec::new() }
+        TestEnv { engine: Engine::with_cluster(policy, &c).unwrap(), effects: Vec::new() }
     }
 
     /// Submit job `id` at `t` asking for `procs` processors for `est` seconds.
@@ -35,19 +32,41 @@ impl TestEnv {
 
     pub fn submit_spec(&mut self, t: Time, spec: JobSpec) -> &mut Self {
         let id = spec.id.0;
-        assert!(self.engine.can_run(&spec), "job {id} can never run");
-        let i = JobIdx(self.id_of.len() as u32);
-        self.engine.handle(t, Input::Submit(spec), &mut self.effects);
-        assert!(self.effects.is_empty(), "a submission started something");
-        self.idx.insert(id, i);
-        self.id_of.push(id);
+        assert_eq!(self.engine.can_run(&spec), Ok(()), "job {id} can never run");
+        self.input(t, Input::Submit(spec));
         self
     }
 
-    pub fn complete(&mut self, t: Time, id: u64) -> &mut Self {
-        self.engine.handle(t, Input::Complete(self.idx[&id]), &mut self.effects);
-        assert!(self.effects.is_empty(), "a completion started something");
+    /// Handle an input; only wake-ups may come out (consumed here).
+    pub fn input(&mut self, t: Time, input: Input) -> &mut Self {
+        self.engine.handle(t, input, &mut self.effects);
+        self.effects.retain(|e| !matches!(e, Effect::WakeAt(_)));
+        assert!(self.effects.is_empty(), "unexpected effects: {:?}", self.effects);
         self
+    }
+
+    /// Handle an input and return its effects (wake-ups included).
+    pub fn take(&mut self, t: Time, input: Input) -> Vec<Effect> {
+        self.engine.handle(t, input, &mut self.effects);
+        self.engine.sanity_check();
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Job `id` ended normally at `t`; returns its final record.
+    pub fn complete(&mut self, t: Time, id: u64) -> &mut Self {
+        let fx = self.take(t, Input::Complete { job: JobId(id), outcome: Outcome::Exited(0) });
+        assert!(fx.iter().any(|e| matches!(e, Effect::Finished(r) if r.spec.id.0 == id)), "job {id} did not finish: {fx:?}");
+        assert!(fx.iter().all(|e| matches!(e, Effect::Finished(_) | Effect::WakeAt(_))), "a completion did more: {fx:?}");
+        self
+    }
+
+    /// Job `id` ended at `t` with `outcome`; returns its final record, if it left.
+    pub fn complete_with(&mut self, t: Time, id: u64, outcome: Outcome) -> Option<JobRecord> {
+        let fx = self.take(t, Input::Complete { job: JobId(id), outcome });
+        fx.into_iter().find_map(|e| match e {
+            Effect::Finished(r) => Some(*r),
+            _ => None,
+        })
     }
 
     /// Run a pass at `t` and return the ids of the jobs it started, in start order.
@@ -57,19 +76,20 @@ impl TestEnv {
         self.effects
             .drain(..)
             .filter_map(|e| match e {
-                Effect::Start { job, .. } => Some(self.id_of[job.index()]),
-                Effect::Configure { .. } => panic!("a queue engine reconfigured a job"),
+                Effect::Start { job, .. } => Some(job.0),
+                Effect::WakeAt(_) => None,
+                other => panic!("a pass did more than start jobs: {other:?}"),
             })
             .collect()
     }
 
-    pub fn reason(&self, t: Time, id: u64) -> Option<PendingReason> {
-        self.engine.pending_reason(t, self.idx[&id])
+    pub fn reason(&mut self, t: Time, id: u64) -> Option<PendingReason> {
+        self.engine.pending_reason(t, JobId(id))
     }
 
     /// Names of the nodes job `id` runs on, and its pace.
     pub fn placed(&self, c: &Cluster, id: u64) -> (Vec<String>, f64) {
-        let a = self.engine.allocation(self.idx[&id]).expect("job has started");
+        let a = self.engine.allocation(JobId(id)).expect("job has started");
         (a.parts.iter().map(|p| c.nodes[p.node as usize].name.clone()).collect(), a.factor)
     }
 }

@@ -3,7 +3,7 @@
 //! and each variant's rules after every step.
 
 use tessera_core::power::{AppProfile, Downey, ParmConfig, ParmVariant, PowerJob, PowerMachine, Solver, PRESETS};
-use tessera_core::{Effect, Engine, Input, JobId, JobIdx, JobSpec, PendingReason, Time};
+use tessera_core::{Effect, Engine, Input, JobId, JobIdx, JobSpec, Outcome, PendingReason, Time};
 
 fn machine(nodes: u32, budget_w: f64) -> PowerMachine {
     // the paper's node: CPU 30..60 W, memory 18 W + base 38 W
@@ -38,14 +38,18 @@ impl Run {
         self.check();
         for eff in out {
             match eff {
-                Effect::Start { .. } => {}
-                Effect::Configure { job, nodes, cap_w } => self.configs[job.index()].push((now, nodes, cap_w)),
-            }
-        }
-        let p = self.e.as_parm().unwrap();
-        for (i, end) in self.ends.iter_mut().enumerate() {
-            if end.is_some() || p.config_of(JobIdx(i as u32)).is_some() {
-                *end = p.expected_end(JobIdx(i as u32));
+                Effect::Start { limit, .. } => assert_eq!(limit, None, "PARM's jobs end by their configuration"),
+                Effect::Configure { job, nodes, cap_w, end } => {
+                    self.configs[job.0 as usize].push((now, nodes, cap_w));
+                    assert!(end >= now);
+                    self.ends[job.0 as usize] = Some(end);
+                }
+                Effect::Finished(r) => {
+                    assert!(r.usage.is_some_and(|u| u.energy_j > 0.0 || r.start == Some(r.end)), "a PARM record carries its energy");
+                    self.ends[r.spec.id.0 as usize] = None;
+                }
+                Effect::WakeAt(_) => {}
+                other => panic!("unexpected effect {other:?}"),
             }
         }
     }
@@ -64,15 +68,15 @@ fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
         };
         for i in 0..r.ends.len() {
             if r.ends[i] == Some(now) {
-                r.ends[i] = None;
-                r.step(now, Input::Complete(JobIdx(i as u32)));
+                r.step(now, Input::Complete { job: JobId(i as u64), outcome: Outcome::Exited(0) });
+                assert_eq!(r.ends[i], None, "job {i} left the engine");
                 r.finished += 1;
             }
         }
         while let Some(&(t, pj)) = jobs.get(next).filter(|j| j.0 == now) {
             r.ends.push(None);
             r.configs.push(Vec::new());
-            r.step(t, Input::SubmitPower(JobSpec::new(JobId(next as u64 + 1), pj.n_max, 1_000_000), pj));
+            r.step(t, Input::Submit(JobSpec { power: Some(pj), ..JobSpec::new(JobId(next as u64), pj.n_max, 1_000_000) }));
             next += 1;
         }
         r.step(now, Input::Pass);
@@ -160,14 +164,14 @@ fn a_job_waiting_for_power_says_so() {
     let m = machine(10, 3.0 * 116.0);
     let mut e = Engine::parm(m, ParmConfig::new(ParmVariant::NoSE));
     let mut out = Vec::new();
-    e.handle(0, Input::SubmitPower(JobSpec::new(JobId(1), 3, 100_000), job(PRESETS[0], 9_000.0, 3, 3)), &mut out);
+    e.handle(0, Input::Submit(JobSpec { power: Some(job(PRESETS[0], 9_000.0, 3, 3)), ..JobSpec::new(JobId(1), 3, 100_000) }), &mut out);
     e.handle(0, Input::Pass, &mut out);
-    e.handle(1, Input::SubmitPower(JobSpec::new(JobId(2), 2, 100_000), job(PRESETS[0], 9_000.0, 2, 2)), &mut out);
+    e.handle(1, Input::Submit(JobSpec { power: Some(job(PRESETS[0], 9_000.0, 2, 2)), ..JobSpec::new(JobId(2), 2, 100_000) }), &mut out);
     e.handle(1, Input::Pass, &mut out);
     e.sanity_check();
     assert!(e.as_parm().unwrap().config_of(JobIdx(0)).is_some(), "the first job runs");
     assert!(e.as_parm().unwrap().config_of(JobIdx(1)).is_none(), "the second waits");
-    match e.pending_reason(1, JobIdx(1)) {
+    match e.pending_reason(1, JobId(2)) {
         Some(PendingReason::PowerBudget { needed_w, free_w }) => {
             assert_eq!(needed_w, 2 * (30 + 56), "two nodes at the lowest cap");
             assert!(free_w < needed_w);

@@ -91,7 +91,7 @@ proptest! {
     #[test]
     fn easy_never_delays_the_head_beyond_its_reservation((cap, recs) in arb_trace(false)) {
         let w = tessera_sim::prepare(&recs, cap);
-        let mut promised: BTreeMap<u32, i64> = BTreeMap::new();
+        let mut promised: BTreeMap<u64, i64> = BTreeMap::new();
         let o = simulate_observed(&w, PolicyKind::Easy, |e, now| {
             if let Some((head, shadow)) = e.head_reservation(now) {
                 let p = promised.entry(head.0).or_insert(shadow);
@@ -108,9 +108,9 @@ proptest! {
     #[test]
     fn conservative_keeps_every_reservation_with_exact_estimates((cap, recs) in arb_trace(true)) {
         let w = tessera_sim::prepare(&recs, cap);
-        let mut first: BTreeMap<u32, i64> = BTreeMap::new();
+        let mut first: BTreeMap<u64, i64> = BTreeMap::new();
         let o = simulate_observed(&w, PolicyKind::Conservative, |e, now| {
-            for job in e.queue() {
+            for job in e.queue().collect::<Vec<_>>() {
                 let at = match e.pending_reason(now, job) {
                     Some(PendingReason::ReservedFor { start }) => start,
                     other => panic!("a queued job under conservative must hold a reservation, not {other:?}"),
@@ -119,7 +119,7 @@ proptest! {
             }
         });
         for (i, s) in o.start.iter().enumerate() {
-            if let Some(&r) = first.get(&(i as u32)) {
+            if let Some(&r) = first.get(&(i as u64)) {
                 prop_assert_eq!(*s, r, "job {} started at {} instead of its reservation {}", w.jobs[i].id, s, r);
             }
         }
@@ -130,9 +130,10 @@ proptest! {
     #[test]
     fn conservative_never_delays_the_head_reservation((cap, recs) in arb_trace(false)) {
         let w = tessera_sim::prepare(&recs, cap);
-        let mut held: BTreeMap<u32, i64> = BTreeMap::new();
+        let mut held: BTreeMap<u64, i64> = BTreeMap::new();
         simulate_observed(&w, PolicyKind::Conservative, |e, now| {
-            if let Some(head) = e.queue().next() {
+            let head = e.queue().next();
+            if let Some(head) = head {
                 if let Some(PendingReason::ReservedFor { start }) = e.pending_reason(now, head) {
                     let prev = *held.entry(head.0).or_insert(start);
                     assert!(start <= prev, "head reservation moved from {prev} to {start}");

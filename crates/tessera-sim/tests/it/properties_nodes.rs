@@ -124,7 +124,7 @@ proptest! {
     #[test]
     fn easy_on_nodes_keeps_the_head_reservation(s in arb_setup(), opt in any::<bool>()) {
         let w = prepare_on(&s.recs, machine(&s, opt));
-        let mut promised: BTreeMap<u32, i64> = BTreeMap::new();
+        let mut promised: BTreeMap<u64, i64> = BTreeMap::new();
         let o = simulate_observed(&w, PolicyKind::Easy, |e, now| {
             if let Some((head, shadow)) = e.head_reservation(now) {
                 let p = promised.entry(head.0).or_insert(shadow);
