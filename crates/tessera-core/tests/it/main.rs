@@ -1,4 +1,5 @@
 //! Integration tests of the engine, through a small `TestEnv`.
+mod contract;
 mod env;
 mod heterogeneous;
 mod nodesets;
