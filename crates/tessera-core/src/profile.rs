@@ -423,7 +423,7 @@ mod tests {
     use super::*;
     use crate::job::JobIdx;
 
-    fn rj(end: Time, procs: u64) -> RunningJob {
+    fn rj(end: Time, procs: u32) -> RunningJob {
         RunningJob { expected_end: end, job: JobIdx(0), procs }
     }
 
@@ -482,7 +482,7 @@ mod tests {
         for round in 0..20 {
             let now = 1000;
             let mut run: Vec<RunningJob> = (0..(20 + rnd(300)))
-                .map(|_| rj(now + rnd(5000) as Time - 5, 1 + rnd(4)))
+                .map(|_| rj(now + rnd(5000) as Time - 5, 1 + rnd(4) as u32))
                 .collect();
             run.sort();
             let capacity: i64 = 50 + run.iter().map(|r| r.procs as i64).sum::<i64>();

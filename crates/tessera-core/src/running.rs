@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 pub(crate) struct RunningJob {
     pub expected_end: Time,
     pub job: JobIdx,
-    /// Cores it holds.
-    pub procs: u64,
+    /// Cores it holds (a job of more than 2^32 - 1 cores is counted as that many
+    /// here; its allocation holds the truth).
+    pub procs: u32,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

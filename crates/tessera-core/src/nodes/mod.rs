@@ -70,6 +70,15 @@ pub struct NodeEngine {
     /// On one node without memory, GPUs or node sets, the aggregate profile is
     /// the machine: conservative backfilling needs no per-node check.
     exact_aggregate: bool,
+    /// Bumped by every change of what is free or running: EASY's shadow, its
+    /// reservation and the extra resources (kept in `extra`) are reused while
+    /// neither this nor the head changes (passes after arrivals alone).
+    #[serde(skip)]
+    version: u64,
+    #[serde(skip)]
+    shadow_cache: Option<(u64, JobIdx, Time)>,
+    #[serde(skip)]
+    view: Free,
     #[serde(skip)]
     scratch: Free,
     #[serde(skip)]
@@ -114,6 +123,9 @@ impl NodeEngine {
             max_factor,
             min_node_cores,
             exact_aggregate,
+            version: 0,
+            shadow_cache: None,
+            view: Free::default(),
             scratch: Free::default(),
             extra: Free::default(),
             profile: Profile::default(),
@@ -182,6 +194,7 @@ impl NodeEngine {
 
     /// A job gives back its resources (it ended, or is going back to the queue).
     pub(crate) fn release(&mut self, t: &JobTable, job: JobIdx) -> Option<Allocation> {
+        self.version += 1;
         let e = t.get(job);
         if matches!(e.state, JobState::Running { .. } | JobState::Ending { .. }) {
             self.running.remove(e.expected_end, job);
@@ -195,6 +208,7 @@ impl NodeEngine {
     /// An operator suspended a running job: it keeps its resources, but no end
     /// is expected until it resumes.
     pub(crate) fn suspend(&mut self, t: &JobTable, job: JobIdx) {
+        self.version += 1;
         self.running.remove(t.get(job).expected_end, job);
     }
 
@@ -207,10 +221,11 @@ impl NodeEngine {
     /// A suspended job holds its resources in the running list again, expected
     /// to end at `end`.
     pub(crate) fn resume_at(&mut self, t: &mut JobTable, job: JobIdx, end: Time) {
+        self.version += 1;
         let e = t.get_mut(job);
         e.expected_end = end;
         let procs = cores_of(self.alloc[job.index()].as_ref().expect("a suspended job holds resources"));
-        self.running.insert(RunningJob { expected_end: end, job, procs });
+        self.running.insert(RunningJob { expected_end: end, job, procs: procs.min(u32::MAX as u64) as u32 });
     }
 
     /// When a pending job with a DELAY node set may span sets.
@@ -236,6 +251,7 @@ impl NodeEngine {
 
     /// Change a node's status; returns whether it takes jobs now.
     pub(crate) fn set_status(&mut self, n: usize, f: impl FnOnce(&mut NodeStatus)) {
+        self.version += 1;
         f(&mut self.status[n]);
         let s = &mut self.status[n];
         if s.up && !s.drain {
@@ -286,6 +302,7 @@ impl NodeEngine {
     }
 
     fn start(&mut self, now: Time, t: &mut JobTable, job: JobIdx, a: Allocation, out: &mut Vec<Effect>) {
+        self.version += 1;
         let est = t.spec(job).estimate;
         let limit = scaled(est, a.factor);
         t.begin(now, job, Some(limit));
@@ -295,7 +312,7 @@ impl NodeEngine {
         let expected_end = now.saturating_add(limit);
         let e = t.get_mut(job);
         e.expected_end = expected_end;
-        self.running.insert(RunningJob { expected_end, job, procs: cores });
+        self.running.insert(RunningJob { expected_end, job, procs: cores.min(u32::MAX as u64) as u32 });
         out.push(Effect::Start { job: e.spec.id, alloc: a.clone(), limit: Some(limit) });
         self.alloc[job.index()] = Some(a);
     }
@@ -364,9 +381,19 @@ impl NodeEngine {
             return;
         }
         let head_need = t.get(head).need;
-        let (shadow, reserved) = self.shadow(now, head, head_need);
-        self.extra.copy_from(&self.scratch);
-        self.extra.take(&reserved);
+        // nothing changed since the last pass (arrivals only): same shadow and
+        // extra resources, unless a running job is overdue (its end is clamped)
+        let overdue = self.running.as_slice().first().is_some_and(|r| r.expected_end < now);
+        let shadow = match self.shadow_cache {
+            Some((v, h, shadow)) if v == self.version && h == head && !overdue => shadow,
+            _ => {
+                let (shadow, reserved) = self.shadow(now, head, head_need);
+                self.extra.copy_from(&self.scratch);
+                self.extra.take(&reserved);
+                self.shadow_cache = Some((self.version, head, shadow));
+                shadow
+            }
+        };
         // the extra cores usable now: free now and not needed by the head then
         let mut extra_now: u64 = 0;
         for n in 0..self.free.cores.len() {
@@ -398,7 +425,7 @@ impl NodeEngine {
                 continue;
             }
             // place on the extra resources: free now and not needed by the head
-            let view = &mut self.scratch;
+            let view = &mut self.view;
             view.cores.clear();
             view.mem.clear();
             view.gpus.clear();
@@ -407,7 +434,7 @@ impl NodeEngine {
                 view.mem.push(self.free.mem[n].min(self.extra.mem[n]));
                 view.gpus.push(self.free.gpus[n].min(self.extra.gpus[n]));
             }
-            if let Ok(b) = self.place_now(d, &self.scratch, now) {
+            if let Ok(b) = self.place_now(d, &self.view, now) {
                 let before = self.node_mins(&b);
                 self.extra.take(&b);
                 self.start(now, t, job, b, out);
