@@ -260,24 +260,16 @@ impl Engine {
                     s @ JobState::Ending { .. } => Err(wrong(id, s, "cancel", "queued, running or suspended")),
                 }
             }
-            Input::Hold(id) => {
+            Input::Hold(id) | Input::Release(id) => {
+                let hold = matches!(input, Input::Hold(_));
                 let j = self.lookup(id)?;
+                let (from, needs) = if hold { (JobState::Pending, "pending") } else { (JobState::Held, "held") };
                 match self.t.state(j) {
-                    JobState::Pending => {
-                        self.t.set_held(j, true);
+                    s if s == from => {
+                        self.t.set_held(j, hold);
                         Ok(())
                     }
-                    s => Err(wrong(id, s, "hold", "pending")),
-                }
-            }
-            Input::Release(id) => {
-                let j = self.lookup(id)?;
-                match self.t.state(j) {
-                    JobState::Held => {
-                        self.t.set_held(j, false);
-                        Ok(())
-                    }
-                    s => Err(wrong(id, s, "release", "held")),
+                    s => Err(wrong(id, s, input.kind(), needs)),
                 }
             }
             Input::Suspend(id) => {
@@ -348,7 +340,6 @@ impl Engine {
             Input::Node { node, change, reason } => {
                 let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("node")) };
                 let n = m.node_index(node).ok_or(Rejection::UnknownNode(node))?;
-                let mut kill = Vec::new();
                 m.set_status(n, |s| match change {
                     NodeChange::Down => {
                         s.up = false;
@@ -364,9 +355,7 @@ impl Engine {
                         s.up = true;
                     }
                 });
-                if change == NodeChange::Down {
-                    kill = m.jobs_on(node);
-                }
+                let kill = if change == NodeChange::Down { m.jobs_on(node) } else { Vec::new() };
                 for j in kill {
                     if !matches!(self.t.state(j), JobState::Ending { .. }) {
                         self.kill(now, j, KillReason::NodeFailure, out);
@@ -494,7 +483,7 @@ impl Engine {
     fn release(&mut self, now: Time, j: JobIdx) -> (Option<Allocation>, Option<Usage>) {
         match &mut self.m {
             Machine::Nodes(m) => (m.release(&self.t, j), None),
-            Machine::Parm(m) => m.release(now, &self.t, j),
+            Machine::Parm(m) => m.release(now, j),
         }
     }
 

@@ -91,28 +91,30 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
         Machine::Power(setup) => Some(Meter::new(setup, n)),
         _ => None,
     };
-    let mut start = vec![Time::MIN; n];
-    let mut end = vec![Time::MIN; n];
-    let mut factor = vec![1.0; n];
-    let mut alloc: Vec<Option<Allocation>> = if clustered { vec![None; n] } else { Vec::new() };
-    // (end, job, version): natural ends of running jobs; a PARM reconfiguration
-    // or a kill moves a job's end, so earlier entries of that job go stale
-    let mut completions: BinaryHeap<Reverse<(Time, u32, u32)>> = BinaryHeap::with_capacity(1024);
-    let mut version = vec![0u32; n];
-    let mut killed: Vec<u32> = Vec::new();
-    let mut wake: Option<Time> = None;
+    let mut book = Book {
+        w,
+        clustered,
+        parm,
+        start: vec![Time::MIN; n],
+        end: vec![Time::MIN; n],
+        factor: vec![1.0; n],
+        alloc: if clustered { vec![None; n] } else { Vec::new() },
+        completions: BinaryHeap::with_capacity(1024),
+        version: vec![0u32; n],
+        killed: Vec::new(),
+        wake: None,
+        rejected: 0,
+    };
     let mut effects: Vec<Effect> = Vec::with_capacity(64);
     let mut next = 0usize;
     let mut passes = 0u64;
     let mut max_queue = 0usize;
-    let mut rejected = 0u64;
     loop {
         let t_arrival = w.jobs.get(next).map(|j| j.submit);
-        let t_completion = completions.peek().map(|r| r.0 .0);
-        let Some(now) = [t_arrival, t_completion, wake].into_iter().flatten().min() else { break };
-        let mut due = Due { completions: &mut completions, version: &mut version, killed: &mut killed };
-        let delivered = due.deliver(now, &mut engine, &mut effects, meter.as_mut());
-        if !delivered && t_arrival != Some(now) && wake != Some(now) && !parm {
+        let t_completion = book.completions.peek().map(|r| r.0 .0);
+        let Some(now) = [t_arrival, t_completion, book.wake].into_iter().flatten().min() else { break };
+        let delivered = book.deliver(now, &mut engine, &mut effects, meter.as_mut());
+        if !delivered && t_arrival != Some(now) && book.wake != Some(now) && !parm {
             // only stale ends (of jobs killed earlier): nothing happens now. (PARM
             // keeps its decision at the instant a reconfiguration made stale, as
             // the simulator always has: its schedules stay comparable.)
@@ -128,8 +130,8 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             next += 1;
         }
         loop {
-            if wake.is_some_and(|t| t <= now) {
-                wake = None; // this pass consumes it
+            if book.wake.is_some_and(|t| t <= now) {
+                book.wake = None; // this pass consumes it
             }
             max_queue = max_queue.max(engine.queued());
             let t0 = parm.then(std::time::Instant::now);
@@ -146,64 +148,15 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
                 observe(&mut engine, now);
             }
             for e in effects.drain(..) {
-                match e {
-                    Effect::Start { job, alloc: a, .. } => {
-                        let i = job.0 as usize;
-                        start[i] = now;
-                        let f = a.factor;
-                        factor[i] = f;
-                        let runtime = scaled(w.jobs[i].runtime, f);
-                        if let Some(m) = meter.as_mut() {
-                            m.started(i, a.procs, scaled(w.jobs[i].effective_runtime(), f));
-                        }
-                        if clustered {
-                            alloc[i] = Some(a);
-                        }
-                        if !parm {
-                            // reference seconds run at the pace of the slowest node
-                            completions.push(Reverse((now.saturating_add(runtime), i as u32, version[i])));
-                        }
-                    }
-                    Effect::Configure { job, end: at, .. } => {
-                        let i = job.0 as usize;
-                        version[i] += 1;
-                        completions.push(Reverse((at, i as u32, version[i])));
-                    }
-                    Effect::Kill { job, .. } => killed.push(job.0 as u32),
-                    Effect::WakeAt(t) => wake = Some(t),
-                    Effect::Finished(r) => {
-                        let i = r.spec.id.0 as usize;
-                        end[i] = r.end;
-                        version[i] += 1;
-                        if let (Some(m), Some(u)) = (meter.as_mut(), r.usage) {
-                            m.job_energy_j[i] = u.energy_j;
-                            m.job_node_s[i] = u.node_s;
-                        }
-                    }
-                    Effect::Suspend { .. } | Effect::Resume { .. } => {}
-                    Effect::Rejected { .. } => rejected += 1,
-                }
+                book.absorb(now, e, meter.as_mut());
             }
             // killed jobs end at once; zero-length jobs end at this same instant:
             // one more round
-            let mut due = Due { completions: &mut completions, version: &mut version, killed: &mut killed };
-            let delivered = due.deliver(now, &mut engine, &mut effects, meter.as_mut());
+            let delivered = book.deliver(now, &mut engine, &mut effects, meter.as_mut());
             for e in effects.drain(..) {
-                match e {
-                    Effect::Finished(r) => {
-                        let i = r.spec.id.0 as usize;
-                        end[i] = r.end;
-                        if let (Some(m), Some(u)) = (meter.as_mut(), r.usage) {
-                            m.job_energy_j[i] = u.energy_j;
-                            m.job_node_s[i] = u.node_s;
-                        }
-                    }
-                    Effect::WakeAt(t) => wake = Some(t),
-                    Effect::Rejected { .. } => rejected += 1,
-                    _ => {}
-                }
+                book.absorb(now, e, meter.as_mut());
             }
-            if !delivered && wake.is_none_or(|t| t > now) {
+            if !delivered && book.wake.is_none_or(|t| t > now) {
                 break;
             }
         }
@@ -211,6 +164,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             m.sample(now, &engine);
         }
     }
+    let Book { start, end, factor, alloc, rejected, .. } = book;
     debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
     debug_assert_eq!(rejected, 0, "the engine rejected an input of the simulator");
     let dropped_nodesets = engine.dropped_nodesets();
@@ -218,17 +172,72 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
     SimOutcome { start, end, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
 }
 
-/// The completions still to deliver.
-struct Due<'a> {
-    completions: &'a mut BinaryHeap<Reverse<(Time, u32, u32)>>,
+/// What the run loop keeps per job, and the events still to deliver.
+struct Book<'w> {
+    w: &'w Workload,
+    clustered: bool,
+    parm: bool,
+    start: Vec<Time>,
+    end: Vec<Time>,
+    factor: Vec<f64>,
+    alloc: Vec<Option<Allocation>>,
+    /// (end, job, version): natural ends of running jobs; a PARM reconfiguration
+    /// or a kill moves a job's end, so earlier entries of that job go stale.
+    completions: BinaryHeap<Reverse<(Time, u32, u32)>>,
     /// Current version of each job's end; older entries are stale.
-    version: &'a mut [u32],
+    version: Vec<u32>,
     /// Jobs the engine asked to kill: they end now.
-    killed: &'a mut Vec<u32>,
+    killed: Vec<u32>,
+    /// The engine's wake-up.
+    wake: Option<Time>,
+    /// Inputs the engine rejected.
+    rejected: u64,
 }
 
-impl Due<'_> {
-    /// Deliver every completion due at `now`; returns whether there was any.
+impl Book<'_> {
+    /// Carry out one effect of the engine at `now`.
+    fn absorb(&mut self, now: Time, e: Effect, meter: Option<&mut Meter>) {
+        match e {
+            Effect::Start { job, alloc: a, .. } => {
+                let i = job.0 as usize;
+                self.start[i] = now;
+                let f = a.factor;
+                self.factor[i] = f;
+                let j = &self.w.jobs[i];
+                if let Some(m) = meter {
+                    m.started(i, a.procs, scaled(j.effective_runtime(), f));
+                }
+                if !self.parm {
+                    // reference seconds run at the pace of the slowest node
+                    self.completions.push(Reverse((now.saturating_add(scaled(j.runtime, f)), i as u32, self.version[i])));
+                }
+                if self.clustered {
+                    self.alloc[i] = Some(a);
+                }
+            }
+            Effect::Configure { job, end: at, .. } => {
+                let i = job.0 as usize;
+                self.version[i] += 1;
+                self.completions.push(Reverse((at, i as u32, self.version[i])));
+            }
+            Effect::Kill { job, .. } => self.killed.push(job.0 as u32),
+            Effect::WakeAt(t) => self.wake = Some(t),
+            Effect::Finished(r) => {
+                let i = r.spec.id.0 as usize;
+                self.end[i] = r.end;
+                self.version[i] += 1;
+                if let (Some(m), Some(u)) = (meter, r.usage) {
+                    m.job_energy_j[i] = u.energy_j;
+                    m.job_node_s[i] = u.node_s;
+                }
+            }
+            Effect::Suspend { .. } | Effect::Resume { .. } => {}
+            Effect::Rejected { .. } => self.rejected += 1,
+        }
+    }
+
+    /// Deliver every completion due at `now` (killed jobs first); returns whether
+    /// there was any.
     fn deliver(&mut self, now: Time, engine: &mut Engine, effects: &mut Vec<Effect>, mut meter: Option<&mut Meter>) -> bool {
         let mut any = false;
         for j in self.killed.drain(..) {

@@ -224,7 +224,8 @@ impl NodeEngine {
         self.version += 1;
         let e = t.get_mut(job);
         e.expected_end = end;
-        let procs = cores_of(self.alloc[job.index()].as_ref().expect("a suspended job holds resources"));
+        // a suspended or ending job holds its allocation (sanity_check asserts it)
+        let procs = self.alloc[job.index()].as_ref().map_or(0, cores_of);
         self.running.insert(RunningJob { expected_end: end, job, procs: procs.min(u32::MAX as u64) as u32 });
     }
 
@@ -413,9 +414,8 @@ impl NodeEngine {
             let d = &self.demand[job.index()];
             let Ok(a) = self.place_now(d, &self.free, now) else { continue };
             if now.saturating_add(scaled(est, a.factor)) <= shadow {
-                let before = self.node_mins(&a);
+                extra_now -= self.extra_now_taken(&a, false);
                 self.start(now, t, job, a, out);
-                extra_now -= before - self.node_mins_of_parts(job);
                 if self.free_cores == 0 {
                     break;
                 }
@@ -435,10 +435,9 @@ impl NodeEngine {
                 view.gpus.push(self.free.gpus[n].min(self.extra.gpus[n]));
             }
             if let Ok(b) = self.place_now(d, &self.view, now) {
-                let before = self.node_mins(&b);
+                extra_now -= self.extra_now_taken(&b, true);
                 self.extra.take(&b);
                 self.start(now, t, job, b, out);
-                extra_now -= before - self.node_mins_of_parts(job);
                 if self.free_cores == 0 {
                     break;
                 }
@@ -446,13 +445,17 @@ impl NodeEngine {
         }
     }
 
-    /// Σ over an allocation's nodes of min(free, extra) cores.
-    fn node_mins(&self, a: &Allocation) -> u64 {
-        a.parts.iter().map(|p| self.free.cores[p.node as usize].min(self.extra.cores[p.node as usize]) as u64).sum()
-    }
-
-    fn node_mins_of_parts(&self, job: JobIdx) -> u64 {
-        self.node_mins(self.alloc[job.index()].as_ref().unwrap())
+    /// How much Σ min(free, extra) cores drops when `a` is taken from what is
+    /// free now (and from the extra resources too, with `from_extra`).
+    fn extra_now_taken(&self, a: &Allocation, from_extra: bool) -> u64 {
+        a.parts
+            .iter()
+            .map(|p| {
+                let (f, x) = (self.free.cores[p.node as usize], self.extra.cores[p.node as usize]);
+                let x_after = if from_extra { x - p.cores } else { x };
+                (f.min(x) - (f - p.cores).min(x_after)) as u64
+            })
+            .sum()
     }
 
     /// Conservative backfilling: give every pending job, in queue order, the
@@ -504,7 +507,9 @@ impl NodeEngine {
         let mut tl = (!self.exact_aggregate).then(|| {
             let mut tl = Timeline::new(&self.board, now);
             for r in running {
-                tl.occupy(self.alloc[r.job.index()].as_ref().unwrap(), now, r.expected_end.max(now + 1));
+                if let Some(a) = &self.alloc[r.job.index()] {
+                    tl.occupy(a, now, r.expected_end.max(now + 1));
+                }
             }
             tl
         });
@@ -554,21 +559,19 @@ impl NodeEngine {
                 doomed.insert(need, dur_min);
                 continue;
             };
-            let placed = match &tl {
+            let placed = match tl.as_mut() {
                 None => Some((t0, seg, dur_min, None)),
                 Some(tl) => {
                     let found = if bounded { tl.earliest_between(&self.board, d, est, t0, full_at, &is_usable) } else { Some(tl.earliest(&self.board, d, est, &is_usable)) };
                     found.map(|(ts, a)| {
                         let dur = footprint(scaled(est, a.factor));
+                        tl.occupy(&a, ts, ts + dur);
                         (ts, profile.segment_at(ts, running), dur, Some(a))
                     })
                 }
             };
             let Some((ts, seg, dur, a)) = placed else { continue };
             let cores = a.as_ref().map_or(need, cores_of);
-            if let Some(tl) = tl.as_mut() {
-                tl.occupy(a.as_ref().unwrap(), ts, ts + dur);
-            }
             if let Some(below) = profile.reserve(seg, dur, cores, p_min, running) {
                 if bounded && below < full_at {
                     full_at = below;
@@ -581,11 +584,10 @@ impl NodeEngine {
                 break;
             }
             if ts == now && bounded {
-                let a = match a {
-                    Some(a) => a,
-                    None => self.place_now(d, &self.free, now).expect("the aggregate is exact on one node"),
-                };
-                starts.push((job, a));
+                // on one node the aggregate is exact, so the placement succeeds
+                if let Some(a) = a.or_else(|| self.place_now(d, &self.free, now).ok()) {
+                    starts.push((job, a));
+                }
             }
             could_start = None;
         }

@@ -253,7 +253,7 @@ impl ParmEngine {
 
     /// A job ends (or goes back to the queue): its nodes and power come back.
     /// Returns an allocation of its node count and what it used.
-    pub(crate) fn release(&mut self, now: Time, _t: &JobTable, job: JobIdx) -> (Option<Allocation>, Option<Usage>) {
+    pub(crate) fn release(&mut self, now: Time, job: JobIdx) -> (Option<Allocation>, Option<Usage>) {
         if self.runs[job.index()].is_none() {
             return (None, None);
         }
