@@ -276,11 +276,9 @@ impl Engine {
                 let j = self.lookup(id)?;
                 let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("suspend")) };
                 match self.t.state(j) {
-                    JobState::Running { start } => {
+                    JobState::Running { .. } => {
                         m.suspend(&self.t, j);
-                        let e = self.t.get_mut(j);
-                        e.ran += now - e.period;
-                        e.state = JobState::Suspended { start, since: now, by: SuspendedBy::Operator };
+                        self.t.suspend(now, j, SuspendedBy::Operator);
                         out.push(Effect::Suspend { job: id });
                         Ok(())
                     }
@@ -291,11 +289,8 @@ impl Engine {
                 let j = self.lookup(id)?;
                 let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("resume")) };
                 match self.t.state(j) {
-                    JobState::Suspended { start, since, by: SuspendedBy::Operator } => {
-                        let e = self.t.get_mut(j);
-                        e.suspended_s += now - since;
-                        e.period = now;
-                        e.state = JobState::Running { start };
+                    JobState::Suspended { by: SuspendedBy::Operator, .. } => {
+                        self.t.resume(now, j);
                         m.resume(&mut self.t, j);
                         out.push(Effect::Resume { job: id });
                         Ok(())

@@ -5,7 +5,7 @@
 //! live jobs, not the history. Job ids map to slots through an ordered map (no
 //! hash map: iteration order must never depend on a hash seed).
 
-use crate::job::{JobId, JobIdx, JobSpec, JobState};
+use crate::job::{JobId, JobIdx, JobSpec, JobState, SuspendedBy};
 use crate::queue::Queue;
 use crate::Time;
 use serde::{Deserialize, Serialize};
@@ -152,6 +152,25 @@ impl JobTable {
         e.ran = 0;
         e.period = now;
         self.queue.remove(e.queue_pos);
+    }
+
+    /// A running job stops at `now`: its limit stops running.
+    pub fn suspend(&mut self, now: Time, job: JobIdx, by: SuspendedBy) {
+        let e = self.slots[job.index()].as_mut().unwrap();
+        if let JobState::Running { start } = e.state {
+            e.ran += now - e.period;
+            e.state = JobState::Suspended { start, since: now, by };
+        }
+    }
+
+    /// A suspended job runs again from `now`.
+    pub fn resume(&mut self, now: Time, job: JobIdx) {
+        let e = self.slots[job.index()].as_mut().unwrap();
+        if let JobState::Suspended { start, since, .. } = e.state {
+            e.suspended_s += now - since;
+            e.period = now;
+            e.state = JobState::Running { start };
+        }
     }
 
     /// Remove a job from the engine (and from the queue if it is queued).

@@ -1,7 +1,8 @@
 //! The run summary: the standard metrics of parallel job scheduling.
 //!
-//! Definitions (per job: wait = start - submit, run = end - start, response =
-//! end - submit = wait + run):
+//! Definitions (per job: wait = start - submit, suspended = seconds suspended
+//! after its start (preemption, gang time slices), run = end - start - suspended,
+//! response = end - submit = wait + suspended + run):
 //! * slowdown = response / max(run, 1);
 //! * bounded slowdown = max(1, response / max(run, 10)) (threshold 10 s);
 //! * area-weighted slowdown = Σ procs·run·slowdown / Σ procs·run;
@@ -33,6 +34,11 @@ pub struct Summary {
     pub p95_wait: f64,
     pub max_wait: i64,
     pub mean_response: f64,
+    /// Jobs suspended at least once, and the mean seconds suspended over all jobs.
+    pub jobs_suspended: u64,
+    pub mean_suspended: f64,
+    /// Mean seconds running (suspended time excluded).
+    pub mean_run: f64,
     pub mean_slowdown: f64,
     pub mean_bounded_slowdown: f64,
     pub area_weighted_slowdown: f64,
@@ -180,12 +186,17 @@ impl Summary {
         let (mut sum_wait, mut sum_resp, mut sum_sd, mut sum_bsd) = (0f64, 0f64, 0f64, 0f64);
         let (mut area, mut area_sd) = (0f64, 0f64);
         let mut killed = 0u64;
+        let (mut sum_susp, mut sum_run, mut suspended) = (0f64, 0f64, 0u64);
         let mut last_end = i64::MIN;
         let (mut raw_cs, mut norm_cs, mut lost_cs) = (0f64, 0f64, 0f64);
         for (i, j) in w.jobs.iter().enumerate() {
             let (s, e) = (o.start[i], o.end[i]);
             let wait = s - j.submit;
-            let run = e - s;
+            let susp = o.suspended[i];
+            let run = e - s - susp;
+            sum_susp += susp as f64;
+            sum_run += run as f64;
+            suspended += u64::from(susp > 0);
             let resp = e - j.submit;
             waits.push(wait);
             sum_wait += wait as f64;
@@ -234,10 +245,13 @@ impl Summary {
             p95_wait: percentile(&waits, 0.95),
             max_wait: waits.last().copied().unwrap_or(0),
             mean_response: mean(sum_resp),
+            jobs_suspended: suspended,
+            mean_suspended: mean(sum_susp),
+            mean_run: mean(sum_run),
             mean_slowdown: mean(sum_sd),
             mean_bounded_slowdown: mean(sum_bsd),
             area_weighted_slowdown: {
-                let work: f64 = w.jobs.iter().enumerate().map(|(i, j)| j.procs as f64 * (o.end[i] - o.start[i]) as f64).sum();
+                let work: f64 = w.jobs.iter().enumerate().map(|(i, j)| j.procs as f64 * (o.end[i] - o.start[i] - o.suspended[i]) as f64).sum();
                 if work > 0.0 { area_sd / work } else { 0.0 }
             },
             utilization: if makespan > 0 { area / (w.capacity as f64 * makespan as f64) } else { 0.0 },
@@ -307,6 +321,13 @@ impl Summary {
             ("scheduling passes", self.passes.to_string()),
             ("longest queue", self.max_queue.to_string()),
         ]);
+        if self.jobs_suspended > 0 {
+            rows.extend([
+                ("jobs suspended", self.jobs_suspended.to_string()),
+                ("mean suspended (s)", format!("{:.1}", self.mean_suspended)),
+                ("mean running (s)", format!("{:.1}", self.mean_run)),
+            ]);
+        }
         if let (Some(p), Some(b), Some(m), Some(e)) = (&self.power, self.power_budget_w, self.max_power_w, self.energy_j) {
             let how = match (&p.variant, &p.solver, p.cap_w) {
                 (Some(v), Some(s), _) => format!("PARM {v}, {s} solver, alpha {}", p.alpha.unwrap_or(1.0)),

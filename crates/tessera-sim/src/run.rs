@@ -12,6 +12,9 @@ use tessera_core::{scaled, Allocation, Effect, Engine, Input, JobId, JobSpec, Ou
 pub struct SimOutcome {
     pub start: Vec<Time>,
     pub end: Vec<Time>,
+    /// Seconds each job spent suspended between its start and its end (preempted
+    /// by a higher tier, or waiting for its gang time slice).
+    pub suspended: Vec<Time>,
     /// The pace of each job: the scaling factor of its slowest node (1 in a pool).
     pub factor: Vec<f64>,
     /// Where each job ran (cluster runs only).
@@ -77,10 +80,6 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
         },
     };
     let mut engine = built.expect("the caller matched the policy to the machine");
-    let partition = match &w.machine {
-        Machine::Cluster { partition, .. } => *partition,
-        _ => None,
-    };
     let nodeset = match &w.machine {
         Machine::Cluster { nodeset: Some(spec), .. } => Some(engine.register_nodeset(spec.clone())),
         _ => None,
@@ -97,6 +96,8 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
         parm,
         start: vec![Time::MIN; n],
         end: vec![Time::MIN; n],
+        suspended: vec![0; n],
+        due: vec![0; n],
         factor: vec![1.0; n],
         alloc: if clustered { vec![None; n] } else { Vec::new() },
         completions: BinaryHeap::with_capacity(1024),
@@ -121,7 +122,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             continue;
         }
         while let Some(j) = w.jobs.get(next).filter(|j| j.submit == now) {
-            let mut spec = JobSpec { partition, nodeset, ..spec_of(j) };
+            let mut spec = JobSpec { partition: w.machine.partition_of(j), nodeset, ..spec_of(j) };
             spec.id = JobId(next as u64);
             if parm {
                 spec.power = Some(w.power_jobs[next]);
@@ -164,12 +165,12 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             m.sample(now, &engine);
         }
     }
-    let Book { start, end, factor, alloc, rejected, .. } = book;
+    let Book { start, end, suspended, factor, alloc, rejected, .. } = book;
     debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
     debug_assert_eq!(rejected, 0, "the engine rejected an input of the simulator");
     let dropped_nodesets = engine.dropped_nodesets();
     let power = meter.map(|m| m.finish(&engine, w, &end));
-    SimOutcome { start, end, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
+    SimOutcome { start, end, suspended, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
 }
 
 /// What the run loop keeps per job, and the events still to deliver.
@@ -179,6 +180,9 @@ struct Book<'w> {
     parm: bool,
     start: Vec<Time>,
     end: Vec<Time>,
+    suspended: Vec<Time>,
+    /// When each running job's processes end (its run time left, while suspended).
+    due: Vec<Time>,
     factor: Vec<f64>,
     alloc: Vec<Option<Allocation>>,
     /// (end, job, version): natural ends of running jobs; a PARM reconfiguration
@@ -209,7 +213,8 @@ impl Book<'_> {
                 }
                 if !self.parm {
                     // reference seconds run at the pace of the slowest node
-                    self.completions.push(Reverse((now.saturating_add(scaled(j.runtime, f)), i as u32, self.version[i])));
+                    self.due[i] = now.saturating_add(scaled(j.runtime, f));
+                    self.completions.push(Reverse((self.due[i], i as u32, self.version[i])));
                 }
                 if self.clustered {
                     self.alloc[i] = Some(a);
@@ -225,13 +230,24 @@ impl Book<'_> {
             Effect::Finished(r) => {
                 let i = r.spec.id.0 as usize;
                 self.end[i] = r.end;
+                self.suspended[i] = r.suspended_s;
                 self.version[i] += 1;
                 if let (Some(m), Some(u)) = (meter, r.usage) {
                     m.job_energy_j[i] = u.energy_j;
                     m.job_node_s[i] = u.node_s;
                 }
             }
-            Effect::Suspend { .. } | Effect::Resume { .. } => {}
+            Effect::Suspend { job } => {
+                // its end is put off: keep the run time left
+                let i = job.0 as usize;
+                self.version[i] += 1;
+                self.due[i] -= now;
+            }
+            Effect::Resume { job } => {
+                let i = job.0 as usize;
+                self.due[i] += now;
+                self.completions.push(Reverse((self.due[i], i as u32, self.version[i])));
+            }
             Effect::Rejected { .. } => self.rejected += 1,
         }
     }

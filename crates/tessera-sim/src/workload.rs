@@ -13,7 +13,8 @@ use tessera_workload::swf::{SwfHeader, SwfRecord};
 pub enum Machine {
     /// One pool of identical processors.
     Pool(u32),
-    /// The nodes of a cluster; jobs go to `partition` (None: the default), with an
+    /// The nodes of a cluster; jobs go to `partition` (None: the partition whose
+    /// `swf_queue` is the job's queue number, else the default), with an
     /// optional node-set request applied to every job.
     Cluster { cluster: Arc<Cluster>, partition: Option<u16>, nodeset: Option<NodeSetSpec> },
     /// An overprovisioned machine under a power budget; jobs are sized in nodes
@@ -55,6 +56,18 @@ pub fn spec_of(j: &TraceJob) -> JobSpec {
     JobSpec { mem_per_proc_mb: j.mem_per_proc_mb, ..JobSpec::new(JobId(j.id as u64), j.procs, j.estimate) }
 }
 
+impl Machine {
+    /// The partition a trace job goes to: the one asked for, else the one whose
+    /// `swf_queue` is the job's queue number, else the default (None).
+    pub fn partition_of(&self, j: &TraceJob) -> Option<u16> {
+        match self {
+            Machine::Cluster { partition: Some(p), .. } => Some(*p),
+            Machine::Cluster { cluster, partition: None, .. } => cluster.partitions.iter().position(|p| p.swf_queue == Some(j.queue)).map(|p| p as u16),
+            Machine::Pool(_) | Machine::Power(_) => None,
+        }
+    }
+}
+
 /// Apply the job semantics to every record for a pool of `capacity` processors.
 pub fn prepare(records: &[SwfRecord], capacity: u32) -> Workload {
     prepare_on(records, Machine::Pool(capacity))
@@ -65,30 +78,31 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     let mut skipped = BTreeMap::new();
     let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.len());
     let (capacity, mut probe, partition_cores) = match &machine {
-        Machine::Pool(c) => (*c, None, *c as u64),
+        Machine::Pool(c) => (*c, None, vec![*c as u64]),
         Machine::Power(setup) => return crate::power::prepare_power(records, setup.clone()),
-        Machine::Cluster { cluster, partition, .. } => {
-            let p = &cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)];
-            // processors a job may ask for: whole nodes x cores per node, or all cores
-            let cores: u64 = if p.exclusive {
-                p.nodes.len() as u64 * p.cores_per_node as u64
-            } else {
-                p.nodes.iter().map(|&n| cluster.nodes[n].cores as u64).sum()
-            };
+        Machine::Cluster { cluster, .. } => {
+            // processors a job may ask for in each partition: whole nodes x cores
+            // per node, or all cores
+            let cores = cluster
+                .partitions
+                .iter()
+                .map(|p| if p.exclusive { p.nodes.len() as u64 * p.cores_per_node as u64 } else { p.nodes.iter().map(|&n| cluster.nodes[n].cores as u64).sum() })
+                .collect();
             (cluster.total_cores().min(u32::MAX as u64) as u32, Engine::with_cluster(PolicyKind::Fcfs, cluster).ok(), cores)
         }
     };
-    let partition = match &machine {
-        Machine::Cluster { partition, .. } => *partition,
-        Machine::Pool(_) | Machine::Power(_) => None,
+    let default_part = match &machine {
+        Machine::Cluster { cluster, .. } => cluster.default_partition_index(),
+        _ => 0,
     };
     for (i, r) in records.iter().enumerate() {
         let reason = match job_from_record(r) {
             Err(reason) => Some(reason),
-            Ok(j) if j.procs as u64 > partition_cores => Some(SkipReason::LargerThanMachine),
             Ok(j) => {
-                let fits = probe.as_mut().is_none_or(|e| e.can_run(&JobSpec { partition, ..spec_of(&j) }).is_ok());
-                if fits {
+                let partition = machine.partition_of(&j);
+                if j.procs as u64 > partition_cores[partition.map_or(default_part, |p| p as usize)] {
+                    Some(SkipReason::LargerThanMachine)
+                } else if probe.as_mut().is_none_or(|e| e.can_run(&JobSpec { partition, ..spec_of(&j) }).is_ok()) {
                     keyed.push((j, i as u32));
                     None
                 } else {

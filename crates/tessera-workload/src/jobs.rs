@@ -18,6 +18,9 @@ pub struct TraceJob {
     pub runtime: i64,
     /// Field 10 (requested memory, KB per processor) in MiB, rounded up; 0 if unknown.
     pub mem_per_proc_mb: u64,
+    /// Field 15: the queue number (-1 if unknown); a cluster file may map queues
+    /// to partitions.
+    pub queue: i64,
 }
 
 impl TraceJob {
@@ -72,7 +75,7 @@ pub fn job_from_record(r: &SwfRecord) -> Result<TraceJob, SkipReason> {
     let procs = u32::try_from(procs).map_err(|_| SkipReason::LargerThanMachine)?;
     let estimate = if r.requested_time > 0 { r.requested_time } else { r.run_time };
     let mem_per_proc_mb = if r.requested_memory > 0 { (r.requested_memory as u64).div_ceil(1024) } else { 0 };
-    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time, mem_per_proc_mb })
+    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time, mem_per_proc_mb, queue: r.queue })
 }
 
 #[cfg(test)]

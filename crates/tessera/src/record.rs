@@ -6,6 +6,7 @@ use std::path::Path;
 use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind, Store};
 use tessera_core::{CanonicalUnit, Cluster};
 use tessera_sim::{Machine, SimOutcome, Workload};
+use tessera_workload::jobs::TraceJob;
 use tessera_workload::swf::SwfRecord;
 
 /// The nodes of the simulated machine: a cluster's nodes (each with its first
@@ -68,12 +69,10 @@ fn who(id: i64, prefix: &str) -> String {
 }
 
 pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfRecord]) -> impl Iterator<Item = JobRecord> + 'a {
-    let partition = match &w.machine {
+    let partition_of = |j: &TraceJob| match &w.machine {
         Machine::Pool(_) => "pool".to_string(),
         Machine::Power(s) => s.name.clone(),
-        Machine::Cluster { cluster, partition, .. } => {
-            cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)].name.clone()
-        }
+        Machine::Cluster { cluster, .. } => cluster.partitions[w.machine.partition_of(j).map_or(cluster.default_partition_index(), |p| p as usize)].name.clone(),
     };
     w.jobs.iter().enumerate().map(move |(i, j)| {
         let r = &records[w.record_index[i] as usize];
@@ -102,7 +101,7 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             user: who(r.user_id, "user"),
             group: who(r.group_id, "group"),
             account: who(r.group_id, "group"),
-            partition: partition.clone(),
+            partition: partition_of(j),
             submit: j.submit,
             start: o.start[i],
             end: o.end[i],

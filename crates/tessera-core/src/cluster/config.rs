@@ -2,7 +2,7 @@
 //! stage 2 a validated [`Cluster`] with no `Option`s left where a default exists.
 //! Every error names the file, the line, the key and what was expected.
 
-use super::{BenchmarkKind, CanonicalUnit, Cluster, Node, NodePower, NodeType, Partition, Reference};
+use super::{BenchmarkKind, CanonicalUnit, Cluster, Node, NodePower, NodeType, Partition, PreemptMode, Reference, DEFAULT_OVERSUBSCRIBE, DEFAULT_TIME_SLICE_S};
 use crate::hostlist;
 use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use serde::Deserialize;
@@ -42,6 +42,7 @@ impl fmt::Display for ClusterError {
 struct RawCluster {
     name: Option<String>,
     nodeset_delay: Option<i64>,
+    time_slice: Option<i64>,
     power_budget_w: Option<f64>,
     reference: Option<toml::Spanned<RawReference>>,
     nodeset: Option<toml::Spanned<RawNodeSet>>,
@@ -136,6 +137,10 @@ struct RawPartition {
     cores_per_node: Option<i64>,
     nodeset: Option<String>,
     canonical_unit: Option<RawUnit>,
+    priority_tier: Option<i64>,
+    preempt_mode: Option<String>,
+    oversubscribe: Option<i64>,
+    swf_queue: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -466,7 +471,48 @@ impl Cluster {
                     unit
                 }
             };
-            partitions.push(Partition { name: p.name.clone(), nodes: members, default: p.default, exclusive, cores_per_node, nodeset, canonical_unit });
+            let priority_tier = match p.priority_tier {
+                None => 1,
+                Some(t) if (0..=u16::MAX as i64).contains(&t) => t as u32,
+                Some(t) => return Err(src.err(at("priority_tier"), key("priority_tier"), format!("expected an integer 0..=65535, found {t}"))),
+            };
+            let preempt = match p.preempt_mode.as_deref() {
+                None | Some("off") => PreemptMode::Off,
+                Some("suspend") => PreemptMode::Suspend,
+                Some("gang") => PreemptMode::Gang,
+                Some(o) => return Err(src.err(at("preempt_mode"), key("preempt_mode"), format!("expected \"off\", \"suspend\" or \"gang\", found \"{o}\""))),
+            };
+            let oversubscribe = match (p.oversubscribe, preempt) {
+                (None, PreemptMode::Gang) => DEFAULT_OVERSUBSCRIBE,
+                (None, _) => 1,
+                (Some(n), PreemptMode::Gang) if (2..=64).contains(&n) => n as u32,
+                (Some(n), PreemptMode::Gang) => return Err(src.err(at("oversubscribe"), key("oversubscribe"), format!("expected 2..=64 jobs per core, found {n}"))),
+                (Some(_), _) => return Err(src.err(at("oversubscribe"), key("oversubscribe"), "only a partition with preempt_mode = \"gang\" shares cores")),
+            };
+            if preempt == PreemptMode::Gang && exclusive {
+                return Err(src.err(at("preempt_mode"), key("preempt_mode"), "a gang partition shares cores: it needs allocation = \"shared\""));
+            }
+            if preempt == PreemptMode::Gang && nodeset.is_some() {
+                return Err(src.err(at("nodeset"), key("nodeset"), "a gang partition cannot have a node set"));
+            }
+            if let Some(q) = p.swf_queue {
+                if let Some(other) = partitions.iter().find(|o: &&Partition| o.swf_queue == Some(q)) {
+                    return Err(src.err(at("swf_queue"), key("swf_queue"), format!("queue {q} already goes to partition `{}`", other.name)));
+                }
+            }
+            partitions.push(Partition {
+                name: p.name.clone(),
+                nodes: members,
+                default: p.default,
+                exclusive,
+                cores_per_node,
+                nodeset,
+                canonical_unit,
+                priority_tier,
+                preempt,
+                oversubscribe,
+                swf_queue: p.swf_queue,
+            });
         }
         if partitions.iter().filter(|p| p.default).count() > 1 {
             return Err(src.err(None, "partition.default", "at most one partition may be the default"));
@@ -474,10 +520,21 @@ impl Cluster {
         if partitions.is_empty() {
             let min_cores = nodes.iter().map(|n| n.cores).min().unwrap();
             let canonical_unit = if nodes.iter().any(|n| n.gpus > 0) { CanonicalUnit::GPU } else { CanonicalUnit::CPU };
-            partitions.push(Partition { name: "all".into(), nodes: (0..nodes.len()).collect(), default: true, exclusive: false, cores_per_node: min_cores, nodeset: None, canonical_unit });
+            partitions.push(Partition { name: "all".into(), nodes: (0..nodes.len()).collect(), default: true, cores_per_node: min_cores, canonical_unit, ..Partition::plain() });
         } else if !partitions.iter().any(|p| p.default) {
             partitions[0].default = true;
         }
+        for (i, g) in partitions.iter().enumerate().filter(|(_, p)| p.preempt == PreemptMode::Gang) {
+            if let Some(o) = partitions.iter().find(|o| o.name != g.name && o.nodes.iter().any(|n| g.nodes.contains(n))) {
+                let line = src.key_line(raw.partition[i].span(), "preempt_mode");
+                return Err(src.err(line, format!("partition[{i}].nodes"), format!("the nodes of gang partition `{}` must belong to no other partition; `{}` shares some", g.name, o.name)));
+            }
+        }
+        let time_slice_s = match raw.time_slice {
+            None => DEFAULT_TIME_SLICE_S,
+            Some(d) if (1..=86_400).contains(&d) => d,
+            Some(d) => return Err(src.err(src.key_line(0..text.len(), "time_slice"), "time_slice", format!("expected seconds 1..=86400, found {d}"))),
+        };
         let power_budget_w = match raw.power_budget_w {
             None => None,
             Some(w) if w.is_finite() && w > 0.0 => {
@@ -497,6 +554,7 @@ impl Cluster {
             reference,
             nodeset: site_nodeset,
             nodeset_delay,
+            time_slice_s,
         })
     }
 }

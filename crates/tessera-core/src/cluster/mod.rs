@@ -25,6 +25,25 @@ pub struct Cluster {
     pub nodeset_delay: Time,
     /// The machine room's power budget (W), for power-aware scheduling.
     pub power_budget_w: Option<f64>,
+    /// Gang scheduling's time slice (Slurm's SchedulerTimeSlice), seconds.
+    pub time_slice_s: Time,
+}
+
+/// What happens to a partition's running jobs when a job of a higher priority
+/// tier needs their cores, or (gang) when jobs of the partition share cores
+/// (Slurm's PreemptMode, with preempt/partition_prio).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum PreemptMode {
+    /// Never preempted.
+    #[default]
+    Off,
+    /// Suspended (SIGTSTP, SIGSTOP) by a job of a higher tier; resumed when its
+    /// cores are free again. It keeps its memory and GPUs meanwhile.
+    Suspend,
+    /// Jobs of the partition share cores, up to `oversubscribe` jobs per core,
+    /// and take turns: every time slice the jobs suspended longest resume in place
+    /// of jobs that ran a whole slice. Higher tiers suspend them too.
+    Gang,
 }
 
 /// What [`Cluster::power_machine`] finds.
@@ -136,6 +155,39 @@ pub struct Partition {
     /// The canonical unit of accounting for the partition's nodes (Andrijauskas,
     /// Sfiligoi, Würthwein: "1 core + 2 GB" for CPU nodes, "1 GPU" for GPU nodes).
     pub canonical_unit: CanonicalUnit,
+    /// Slurm's PriorityTier: pending jobs of a higher tier go first, and may
+    /// preempt running jobs of lower tiers whose partition allows it.
+    pub priority_tier: u32,
+    pub preempt: PreemptMode,
+    /// Gang partitions: how many jobs may share a core (Slurm OverSubscribe=FORCE:N).
+    pub oversubscribe: u32,
+    /// Jobs of a trace whose queue number (SWF field 15) is this go to this
+    /// partition.
+    pub swf_queue: Option<i64>,
+}
+
+/// Slurm's default SchedulerTimeSlice.
+pub const DEFAULT_TIME_SLICE_S: Time = 30;
+/// Slurm's default for OverSubscribe=FORCE.
+pub const DEFAULT_OVERSUBSCRIBE: u32 = 4;
+
+impl Partition {
+    /// A partition with default scheduling options (tier 1, no preemption).
+    pub fn plain() -> Partition {
+        Partition {
+            name: String::new(),
+            nodes: Vec::new(),
+            default: false,
+            exclusive: false,
+            cores_per_node: 1,
+            nodeset: None,
+            canonical_unit: CanonicalUnit::CPU,
+            priority_tier: 1,
+            preempt: PreemptMode::Off,
+            oversubscribe: 1,
+            swf_queue: None,
+        }
+    }
 }
 
 /// Thresholds of a canonical unit; 0 means the resource is not part of it.
@@ -288,11 +340,13 @@ impl Cluster {
                 cores_per_node: procs,
                 nodeset: None,
                 canonical_unit: CanonicalUnit::CPU,
+                ..Partition::plain()
             }],
             reference: Reference { name: "none".into(), hs06_per_core: 0.0 },
             nodeset: None,
             nodeset_delay: 0,
             power_budget_w: None,
+            time_slice_s: DEFAULT_TIME_SLICE_S,
         }
     }
 

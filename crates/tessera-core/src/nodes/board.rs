@@ -35,6 +35,11 @@ pub(crate) struct PartStatic {
     /// Distinct scaling factors of the partition's nodes, fastest first (the
     /// timeline walks them slowest first).
     pub tiers: Vec<f64>,
+    /// Priority tier and preemption mode; gang partitions share each core among
+    /// up to `over` jobs.
+    pub tier: u32,
+    pub preempt: crate::cluster::PreemptMode,
+    pub over: u32,
 }
 
 /// Free cores, memory and GPUs per node.
@@ -180,6 +185,9 @@ impl Board {
                     cpn: p.cores_per_node,
                     nodeset: p.nodeset.clone(),
                     tiers,
+                    tier: p.priority_tier,
+                    preempt: p.preempt,
+                    over: p.oversubscribe,
                 }
             })
             .collect();

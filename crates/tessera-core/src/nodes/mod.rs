@@ -17,6 +17,7 @@
 //! node the aggregate answer is exact and the per-node step costs nothing.
 
 mod board;
+mod preempt;
 mod timeline;
 
 pub use board::{AllocPart, Allocation};
@@ -24,7 +25,8 @@ pub(crate) use board::{Blocked, Board, Demand, Free, NeverFits};
 
 use crate::cluster::Cluster;
 use crate::engine::Effect;
-use crate::job::{scaled, JobIdx, JobSpec, JobState, KillReason, NodeSetId};
+use crate::cluster::PreemptMode;
+use crate::job::{scaled, JobIdx, JobSpec, JobState, KillReason, NodeSetId, SuspendedBy};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
@@ -60,6 +62,26 @@ pub struct NodeEngine {
     /// By job slot.
     demand: Vec<Demand>,
     alloc: Vec<Option<Allocation>>,
+    /// By job slot: the allocation of a job suspended by preemption or the gang
+    /// scheduler (`alloc` then holds its memory and GPUs and the cores it has
+    /// taken back so far).
+    home: Vec<Option<Allocation>>,
+    /// Jobs suspended by preemption or the gang scheduler, in suspension order.
+    parked: Vec<JobIdx>,
+    /// Per node: cores of every allocation on it (gang partitions allocate up to
+    /// `gang_over` times the node's cores).
+    booked: Vec<u32>,
+    /// Per node: jobs per core of its gang partition (0: not a gang node).
+    gang_over: Vec<u32>,
+    /// Some partition may preempt another (a tier above a suspend partition's).
+    preemptive: bool,
+    /// The lowest tier of a suspend partition: jobs above it may preempt.
+    min_victim_tier: u32,
+    /// Some partition is a gang partition.
+    gang: bool,
+    /// The gang time slice, and the instant of the next rotation.
+    slice: Time,
+    gang_next: Option<Time>,
     running: Running,
     /// Jobs whose node set could never be satisfied, so it was ignored.
     dropped_nodesets: u64,
@@ -107,6 +129,15 @@ impl NodeEngine {
         let max_factor = board.nodes.iter().map(|n| n.factor).fold(0.0, f64::max);
         let min_node_cores = board.parts.iter().map(|p| p.nodes.iter().map(|&n| board.nodes[n as usize].cores).min().unwrap_or(0)).collect();
         let n = board.nodes.len();
+        let mut gang_over = vec![0u32; n];
+        for p in board.parts.iter().filter(|p| p.preempt == PreemptMode::Gang) {
+            for &m in &p.nodes {
+                gang_over[m as usize] = p.over;
+            }
+        }
+        let min_victim_tier = board.parts.iter().filter(|p| p.preempt == PreemptMode::Suspend).map(|p| p.tier).min().unwrap_or(u32::MAX);
+        let preemptive = board.parts.iter().any(|p| p.tier > min_victim_tier);
+        let gang = gang_over.iter().any(|&o| o > 0);
         let exact_aggregate = n == 1 && board.nodes[0].mem == 0 && board.nodes[0].gpus == 0 && board.site_nodeset.is_none() && board.parts.iter().all(|p| p.nodeset.is_none());
         NodeEngine {
             policy,
@@ -118,6 +149,15 @@ impl NodeEngine {
             usable_nodes: n,
             demand: Vec::new(),
             alloc: Vec::new(),
+            home: Vec::new(),
+            parked: Vec::new(),
+            booked: vec![0; n],
+            gang_over,
+            preemptive,
+            min_victim_tier,
+            gang,
+            slice: cluster.time_slice_s.max(1),
+            gang_next: None,
             running: Running::default(),
             dropped_nodesets: 0,
             max_factor,
@@ -165,7 +205,12 @@ impl NodeEngine {
 
     /// What the queue index files a job under: the cores it needs at least.
     fn need(&self, d: &Demand) -> u64 {
-        if self.board.parts[d.part as usize].exclusive {
+        let p = &self.board.parts[d.part as usize];
+        if p.preempt == PreemptMode::Gang {
+            // gang jobs start in the gang step, never in the policy's pass
+            return crate::queue::Queue::HELD;
+        }
+        if p.exclusive {
             d.nodes as u64 * self.min_node_cores[d.part as usize] as u64
         } else {
             d.procs as u64
@@ -186,9 +231,11 @@ impl NodeEngine {
         if i == self.demand.len() {
             self.demand.push(d);
             self.alloc.push(None);
+            self.home.push(None);
         } else {
             self.demand[i] = d;
             self.alloc[i] = None;
+            self.home[i] = None;
         }
     }
 
@@ -202,7 +249,12 @@ impl NodeEngine {
         let a = self.alloc[job.index()].take()?;
         self.free.give(&a);
         self.free_cores += cores_of(&a);
-        Some(a)
+        let whole = self.home[job.index()].take().unwrap_or(a);
+        for p in &whole.parts {
+            self.booked[p.node as usize] -= p.cores;
+        }
+        self.parked.retain(|&p| p != job);
+        Some(whole)
     }
 
     /// An operator suspended a running job: it keeps its resources, but no end
@@ -222,6 +274,8 @@ impl NodeEngine {
     /// to end at `end`.
     pub(crate) fn resume_at(&mut self, t: &mut JobTable, job: JobIdx, end: Time) {
         self.version += 1;
+        // a parked job that is killed ends holding what it has taken back
+        self.parked.retain(|&p| p != job);
         let e = t.get_mut(job);
         e.expected_end = end;
         // a suspended or ending job holds its allocation (sanity_check asserts it)
@@ -265,7 +319,11 @@ impl NodeEngine {
     /// The next instant a pass is needed though nothing outside happens: the
     /// earliest limit of a running job.
     pub(crate) fn next_deadline(&self, t: &JobTable) -> Option<Time> {
-        self.running.as_slice().iter().find(|r| matches!(t.state(r.job), JobState::Running { .. })).map(|r| r.expected_end)
+        let limit = self.running.as_slice().iter().find(|r| matches!(t.state(r.job), JobState::Running { .. })).map(|r| r.expected_end);
+        match (limit, self.gang_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
@@ -273,6 +331,9 @@ impl NodeEngine {
             // their resources come back when their completions are reported; the
             // next pass schedules with them
             return;
+        }
+        if self.preemptive || self.gang {
+            self.preempt_pass(now, t, out);
         }
         match self.policy {
             PolicyKind::Fcfs => {
@@ -310,6 +371,9 @@ impl NodeEngine {
         self.free.take(&a);
         let cores = cores_of(&a);
         self.free_cores -= cores;
+        for p in &a.parts {
+            self.booked[p.node as usize] += p.cores;
+        }
         let expected_end = now.saturating_add(limit);
         let e = t.get_mut(job);
         e.expected_end = expected_end;
@@ -511,6 +575,14 @@ impl NodeEngine {
                     tl.occupy(a, now, r.expected_end.max(now + 1));
                 }
             }
+            // suspended jobs hold what they hold with no end in sight
+            for (i, a) in self.alloc.iter().enumerate() {
+                if let Some(a) = a {
+                    if matches!(t.state(JobIdx(i as u32)), JobState::Suspended { .. }) {
+                        tl.occupy(a, now, Time::MAX);
+                    }
+                }
+            }
             tl
         });
         let p_min = if bounded { t.queue.min_need().min(i64::MAX as u64) as i64 } else { 0 };
@@ -613,6 +685,10 @@ impl NodeEngine {
         }
         let head = t.is_head(job);
         let d = &self.demand[job.index()];
+        if self.board.parts[d.part as usize].preempt == PreemptMode::Gang {
+            // gang jobs wait only for the partition's shared cores
+            return Some(PendingReason::Resources { needed: e.spec.procs, free: self.free_cores.min(u32::MAX as u64) as u32 });
+        }
         let blocked = match self.place_now(d, &self.free, now) {
             Err(Blocked::NodeSet) => {
                 let spec = &self.board.sets[d.sets.unwrap() as usize].spec;
@@ -660,6 +736,30 @@ impl NodeEngine {
         }
         for (n, s) in self.status.iter().enumerate() {
             assert_eq!(self.usable[n], s.up && !s.drain);
+        }
+        let mut booked = vec![0u32; self.booked.len()];
+        for (i, a) in self.alloc.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let j = JobIdx(i as u32);
+            let whole = match &self.home[i] {
+                Some(h) => {
+                    assert!(matches!(t.state(j), JobState::Suspended { by: SuspendedBy::Preemption | SuspendedBy::Gang, .. }), "slot {i} is parked while {}", t.state(j).name());
+                    assert!(self.parked.contains(&j), "slot {i} is parked but not listed");
+                    assert!(h.parts.len() == a.parts.len() && h.parts.iter().zip(&a.parts).all(|(h, a)| h.node == a.node && h.cores >= a.cores && h.mem == a.mem && h.gpus == a.gpus));
+                    h
+                }
+                None => a,
+            };
+            for p in &whole.parts {
+                booked[p.node as usize] += p.cores;
+            }
+        }
+        assert_eq!(booked, self.booked, "booked cores disagree with the allocations");
+        assert!(self.parked.iter().all(|j| self.home[j.index()].is_some()), "a listed parked job has no allocation");
+        for (n, &b) in booked.iter().enumerate() {
+            if self.gang_over[n] > 0 {
+                assert!(b <= self.board.nodes[n].cores * self.gang_over[n], "node {n} is allocated beyond its gang limit");
+            }
         }
     }
 }

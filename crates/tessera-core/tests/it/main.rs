@@ -6,3 +6,4 @@ mod nodesets;
 mod power;
 mod purity;
 mod schedules;
+mod suspension;
