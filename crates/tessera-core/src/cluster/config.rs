@@ -426,7 +426,7 @@ impl Cluster {
                 if !FACTORS.contains(&t.factor) {
                     let line = src.key_line(raw.nodetype[i].span(), k);
                     return Err(src.err(line, format!("nodetype[{i}].{k}"), format!(
-                        "gives a scaling factor of {} ({b} HS06 per core over the reference's {}): expected {} to {}",
+                        "gives a scaling factor of {:?} ({b:?} HS06 per core over the reference's {:?}): expected {} to {}",
                         t.factor, reference.hs06_per_core, FACTORS.start(), FACTORS.end()
                     )));
                 }
@@ -760,8 +760,8 @@ default = true
             (HETERO, "hs06 = 40", "hs06 = -4", "`nodetype[0].hs06`: expected a number > 0"),
             (HETERO, "hs06 = 40", "hs06 = 0", "`nodetype[0].hs06`: expected a number > 0"),
             (HETERO, "speed = 2000", "speed = 1e13", "`nodetype[0].speed`: expected a number > 0 and at most 1e12"),
-            (HETERO, "hepscore23_per_core = 20", "hepscore23_per_core = 0.001", "h.toml:28: `nodetype[1].hepscore23_per_core`: gives a scaling factor of 0.0001 (0.001 HS06 per core over the reference's 10): expected 0.001 to 1000"),
-            (HETERO, "hepscore23_per_core = 20", "hepscore23_per_core = 20000", "`nodetype[1].hepscore23_per_core`: gives a scaling factor of 2000"),
+            (HETERO, "hepscore23_per_core = 20", "hepscore23_per_core = 0.001", "h.toml:28: `nodetype[1].hepscore23_per_core`: gives a scaling factor of 0.0001 (0.001 HS06 per core over the reference's 10.0): expected 0.001 to 1000"),
+            (HETERO, "hepscore23_per_core = 20", "hepscore23_per_core = 20000", "`nodetype[1].hepscore23_per_core`: gives a scaling factor of 2000.0 (20000.0 HS06 per core"),
             (power, "base_power_w = 38", "base_power_w = 1e300", "p.toml:8: `nodetype[0].base_power_w`: expected watts from 0 to 1e12, found 1e300"),
             (power, "idle_power_w = 0", "idle_power_w = nan", "`nodetype[0].idle_power_w`: expected watts from 0 to 1e12, found NaN"),
             (power, "memory_power_w = 18", "memory_power_w = -inf", "`nodetype[0].memory_power_w`: expected watts from 0 to 1e12, found -inf"),
