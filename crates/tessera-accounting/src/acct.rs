@@ -163,7 +163,8 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// Parse `YYYY-MM-DD[THH:MM[:SS]]` (UTC) or Unix seconds.
+/// Parse `YYYY-MM-DD[THH:MM[:SS]]` (UTC; years 0 to 9999) or Unix seconds. A date
+/// whose seconds would overflow is `None`, like any other malformed one.
 pub fn parse_time(s: &str) -> Option<i64> {
     if let Ok(x) = s.parse::<i64>() {
         return Some(x);
@@ -171,11 +172,11 @@ pub fn parse_time(s: &str) -> Option<i64> {
     let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
     let d: Vec<i64> = date.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
     let t: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-    if d.len() != 3 || t.is_empty() || t.len() > 3 || !(1..=12).contains(&d[1]) || !(1..=31).contains(&d[2]) {
+    if d.len() != 3 || t.is_empty() || t.len() > 3 || !(0..=9999).contains(&d[0]) || !(1..=12).contains(&d[1]) || !(1..=31).contains(&d[2]) {
         return None;
     }
-    let secs = t[0] * 3600 + t.get(1).unwrap_or(&0) * 60 + t.get(2).unwrap_or(&0);
-    Some(days_from_civil(d[0], d[1], d[2]) * 86400 + secs)
+    let secs = t[0].checked_mul(3600)?.checked_add(t.get(1).unwrap_or(&0).checked_mul(60)?)?.checked_add(*t.get(2).unwrap_or(&0))?;
+    (days_from_civil(d[0], d[1], d[2]) * 86400).checked_add(secs)
 }
 
 /// `[D-]HH:MM:SS`, as sacct prints durations.
@@ -273,6 +274,11 @@ mod tests {
         assert_eq!(parse_time("2002-07-28"), Some(1027814400));
         assert_eq!(parse_time("1027839845"), Some(1027839845));
         assert_eq!(parse_time("2002-13-01"), None);
+        // values whose seconds would overflow are malformed, not wrapped
+        assert_eq!(parse_time("9223372036854775807-01-01"), None);
+        assert_eq!(parse_time("10000-01-01"), None);
+        assert_eq!(parse_time("2002-07-28T9223372036854775807:00"), None);
+        assert_eq!(parse_time("2002-07-28T00:00:9223372036854775807"), None);
         assert_eq!(duration(93784), "1-02:03:04");
         assert_eq!(duration(59), "00:00:59");
         assert_eq!(state_name("to"), Some("TIMEOUT"));

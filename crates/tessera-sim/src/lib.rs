@@ -19,3 +19,7 @@ pub use metrics::Summary;
 pub use power::{prepare_power, PowerMode, PowerRule, PowerSetup};
 pub use run::{simulate, simulate_observed, PowerOutcome, SimOutcome};
 pub use workload::{prepare, prepare_on, spec_of, Machine, Workload, WorkloadError};
+
+// The workload crate bounds times without depending on the engine: the two bounds
+// must be one.
+const _: () = assert!(tessera_core::MAX_TIME == tessera_workload::bounds::MAX_TIME, "the workload bounds differ from the engine's");

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use crate::power::PowerSetup;
+use crate::power::{PowerMode, PowerSetup};
 use tessera_core::power::PowerJob;
-use tessera_core::{Cluster, Engine, JobId, JobSpec, NodeSetSpec, PolicyKind};
+use tessera_core::{scaled, Cluster, Engine, JobId, JobSpec, NodeSetSpec, PolicyKind, MAX_TIME};
 use tessera_workload::jobs::{job_from_record, SkipReason, TraceJob};
 use tessera_workload::swf::{SwfHeader, SwfRecord};
 
@@ -43,6 +43,45 @@ pub enum WorkloadError {
     NoMachineSize { trace: String },
     #[error("machine size {0} is not usable: expected 1..=4294967295 processors")]
     BadCapacity(u64),
+    #[error("{trace}: the replay could run past 2^42 = {MAX_TIME} s, the end of the engine's clock: the last job is submitted at {last_submit} s, and the jobs could take up to {work} s more (run one after another on the slowest nodes, with the longest limit); expected submit times and run times that add up to at most 2^42 s")]
+    BeyondTimeRange { trace: String, last_submit: i64, work: i128 },
+}
+
+impl Workload {
+    /// Check that replaying the workload keeps the simulated clock within the
+    /// engine's range (2^42 s), which the engine would otherwise reject part way.
+    ///
+    /// The bound is the last submission plus every job's run on the slowest nodes
+    /// (its trace runtime, cut at its limit), as if no two jobs ran at once, plus
+    /// the longest limit (the engine wakes when a limit expires) and any node-set
+    /// delay: a scheduler never leaves the machine idle while a job waits, except
+    /// for such a delay. For PARM a job's run is its time on its fewest nodes at
+    /// the lowest cap (the cost of resizing is not counted).
+    pub fn check_time_range(&self, trace: &str) -> Result<(), WorkloadError> {
+        let Some(last_submit) = self.jobs.iter().map(|j| j.submit).max() else { return Ok(()) };
+        let (slowest, delay) = match &self.machine {
+            Machine::Pool(_) | Machine::Power(_) => (1.0, 0),
+            Machine::Cluster { cluster, .. } => (cluster.node_types.iter().map(|t| t.factor).fold(f64::INFINITY, f64::min), cluster.nodeset_delay),
+        };
+        let parm_cap = match &self.machine {
+            Machine::Power(s) if matches!(s.mode, PowerMode::Parm(_)) => s.info.machine.cap_levels_w.first().copied(),
+            _ => None,
+        };
+        let (mut work, mut limit) = (0i128, 0i128);
+        for (i, j) in self.jobs.iter().enumerate() {
+            let run = match (parm_cap, self.power_jobs.get(i)) {
+                (Some(cap), Some(pj)) => pj.time(pj.n_min, cap).ceil().min(i64::MAX as f64) as i64,
+                _ => scaled(j.effective_runtime(), slowest),
+            };
+            work += run as i128 + delay as i128;
+            limit = limit.max(scaled(j.estimate, slowest) as i128);
+        }
+        let work = work + if parm_cap.is_some() { 0 } else { limit };
+        if last_submit as i128 + work > MAX_TIME as i128 {
+            return Err(WorkloadError::BeyondTimeRange { trace: trace.to_string(), last_submit, work });
+        }
+        Ok(())
+    }
 }
 
 /// The machine size a trace implies: `MaxProcs`, else `MaxNodes`.
@@ -117,4 +156,33 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     keyed.sort_by_key(|(j, i)| (j.submit, j.id, *i));
     let (jobs, record_index) = keyed.into_iter().unzip();
     Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: i64, submit: i64, run: i64, limit: i64) -> SwfRecord {
+        SwfRecord { submit_time: submit, run_time: run, requested_time: limit, allocated_procs: 1, ..SwfRecord::unknown(id) }
+    }
+
+    #[test]
+    fn a_replay_that_could_pass_two_to_the_42_is_an_error() {
+        // work 100 + 100, longest limit 200: the clock can reach the last submit + 400
+        let at = |last: i64| prepare(&[rec(1, 0, 100, 200), rec(2, last, 100, 200)], 8).check_time_range("t.swf");
+        assert_eq!(at(MAX_TIME - 400), Ok(()));
+        let e = at(MAX_TIME - 399).unwrap_err();
+        assert_eq!(e, WorkloadError::BeyondTimeRange { trace: "t.swf".into(), last_submit: MAX_TIME - 399, work: 400 });
+        assert!(e.to_string().starts_with("t.swf: the replay could run past 2^42 = 4398046511104 s"), "{e}");
+        // a job killed at its limit long before the clock's end still wakes the engine there
+        assert!(prepare(&[rec(1, 100, 10, MAX_TIME)], 8).check_time_range("t.swf").is_err());
+        // on a cluster, on its slowest nodes (factor 0.5: twice as long)
+        let half = MAX_TIME / 4 + 1;
+        let recs = [rec(1, 0, half, half)];
+        assert_eq!(prepare(&recs, 8).check_time_range("t.swf"), Ok(()));
+        let toml = "[[nodetype]]\nname = \"fast\"\ncount = 1\ncores = 8\nhs06_per_core = 10\n\n[[nodetype]]\nname = \"slow\"\ncount = 1\ncores = 8\nhs06_per_core = 5\n";
+        let cluster = Arc::new(Cluster::from_toml(toml, "c.toml").unwrap());
+        let w = prepare_on(&recs, Machine::Cluster { cluster, partition: None, nodeset: None });
+        assert!(matches!(w.check_time_range("t.swf"), Err(WorkloadError::BeyondTimeRange { work, .. }) if work == 4 * half as i128));
+    }
 }

@@ -7,7 +7,10 @@
 //!   semantics: processors, estimate, skip reasons).
 //! * [`lublin`]: the Lublin & Feitelson (2003) model of rigid parallel jobs,
 //!   seeded, which generates Tessera's embedded default workload.
+//! * [`bounds`]: the range (times within ±2^42 s) every job stream stays in, so
+//!   that nothing wraps on its way to the engine.
 
+pub mod bounds;
 pub mod jobs;
 pub mod lublin;
 pub mod swf;

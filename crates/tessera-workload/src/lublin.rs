@@ -24,6 +24,7 @@
 //! u_med = u_hi - 2.5. Sizes are capped at P. The model has no user estimates, so
 //! generated jobs carry none (SWF field 9 = -1) and simulators plan with the runtime.
 
+use crate::bounds::{whole_seconds, MAX_TIME};
 use crate::special::gamma_cdf;
 use crate::swf::{SwfHeader, SwfRecord};
 use rand::{Rng, SeedableRng};
@@ -204,8 +205,21 @@ fn runtime(c: &ClassParams, nodes: u32, g1: &Gamma<f64>, g2: &Gamma<f64>, rng: &
     hg.exp() as i64
 }
 
+/// Why a workload could not be generated.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum GenerateError {
+    #[error("{0} jobs: expected at most 4294967295")]
+    TooManyJobs(usize),
+    #[error("job {job} would be submitted at {submit:e} s: expected at most 2^42 = {MAX_TIME} s (fewer jobs or a smaller arrival factor)")]
+    BeyondRange { job: usize, submit: f64 },
+}
+
 /// Generate a workload: an SWF header and `params.jobs` records in submit order.
-pub fn generate(params: &LublinParams) -> (SwfHeader, Vec<SwfRecord>) {
+/// At most `u32::MAX` jobs, all submitted within 2^42 s ([`crate::bounds`]).
+pub fn generate(params: &LublinParams) -> Result<(SwfHeader, Vec<SwfRecord>), GenerateError> {
+    if u32::try_from(params.jobs).is_err() {
+        return Err(GenerateError::TooManyJobs(params.jobs));
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let classes = [params.interactive, params.batch];
     let mut arrivals = [Arrivals::new(&classes[0]), Arrivals::new(&classes[1])];
@@ -216,11 +230,12 @@ pub fn generate(params: &LublinParams) -> (SwfHeader, Vec<SwfRecord>) {
     for a in &mut arrivals {
         a.advance(&mut rng, params.arrival_factor);
     }
-    let mut records = Vec::with_capacity(params.jobs);
+    let mut records = Vec::with_capacity(params.jobs.min(1 << 20));
     for i in 0..params.jobs {
         // 0 = interactive, 1 = batch; the class whose next job arrives first
         let class = if arrivals[1].next < arrivals[0].next { 1 } else { 0 };
-        let submit = arrivals[class].next.floor() as i64;
+        let next = arrivals[class].next.floor();
+        let submit = whole_seconds(next).ok_or(GenerateError::BeyondRange { job: i + 1, submit: next })?;
         arrivals[class].advance(&mut rng, params.arrival_factor);
         let c = &classes[class];
         let nodes = size(c, params.procs, &mut rng);
@@ -254,7 +269,7 @@ pub fn generate(params: &LublinParams) -> (SwfHeader, Vec<SwfRecord>) {
     ] {
         header.add_line(&line);
     }
-    (header, records)
+    Ok((header, records))
 }
 
 #[cfg(test)]
@@ -266,13 +281,24 @@ mod tests {
         let p = LublinParams::new(256, 500, 7);
         assert_eq!(generate(&p), generate(&p));
         let q = LublinParams { seed: 8, ..p.clone() };
-        assert_ne!(generate(&p).1, generate(&q).1);
+        assert_ne!(generate(&p).unwrap().1, generate(&q).unwrap().1);
+    }
+
+    #[test]
+    fn submit_times_beyond_two_to_the_42_are_an_error() {
+        let p = LublinParams { arrival_factor: 1e300, ..LublinParams::new(64, 10, 1) };
+        let e = generate(&p).unwrap_err();
+        assert!(matches!(e, GenerateError::BeyondRange { job: 1 | 2, .. }), "{e:?}");
+        assert!(e.to_string().contains("expected at most 2^42 = 4398046511104 s"), "{e}");
+        let p = LublinParams { arrival_factor: 1e9, ..LublinParams::new(64, 10_000, 1) };
+        assert!(matches!(generate(&p), Err(GenerateError::BeyondRange { job, .. }) if job > 1), "the clock passes 2^42 part way");
+        assert_eq!(generate(&LublinParams::new(64, usize::MAX, 1)), Err(GenerateError::TooManyJobs(usize::MAX)));
     }
 
     #[test]
     fn statistics_follow_the_model() {
         let p = LublinParams::new(128, 20_000, 1);
-        let (_, jobs) = generate(&p);
+        let (_, jobs) = generate(&p).unwrap();
         assert!(jobs.windows(2).all(|w| w[0].submit_time <= w[1].submit_time));
         assert!(jobs.iter().all(|j| (1..=128).contains(&j.allocated_procs)));
         assert!(jobs.iter().all(|j| (1..=162_754).contains(&j.run_time)));

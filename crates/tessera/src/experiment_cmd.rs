@@ -70,28 +70,29 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
         transform::first_jobs(&mut records, n);
     }
     let mut rows: Vec<Row> = Vec::new();
+    let label = trace.display().to_string();
     for &scale in &a.arrival_scales {
-        anyhow::ensure!(scale.is_finite() && scale > 0.0, "--arrival-scale {scale}: expected a number > 0");
         let mut recs = records.clone();
-        transform::scale_arrivals(&mut recs, scale);
+        transform::scale_arrivals(&mut recs, scale).with_context(|| format!("--arrival-scale {scale:?} on {label}"))?;
         // the configurations are independent: run them on every core
         let results: Vec<(String, Summary, f64)> = std::thread::scope(|s| {
             let handles: Vec<_> = configs()
                 .into_iter()
                 .map(|(name, nodeset)| {
-                    let recs = &recs;
+                    let (recs, label) = (&recs, &label);
                     let cluster = cluster.clone();
-                    s.spawn(move || {
+                    s.spawn(move || -> Result<(String, Summary, f64)> {
                         let w = prepare_on(recs, Machine::Cluster { cluster, partition: None, nodeset });
+                        w.check_time_range(label)?;
                         let t = std::time::Instant::now();
                         let o = simulate(&w, policy);
                         let wall = t.elapsed().as_secs_f64();
-                        (name.to_string(), Summary::compute("", &w, &o), wall)
+                        Ok((name.to_string(), Summary::compute("", &w, &o), wall))
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("a simulation thread panicked")).collect()
-        });
+            handles.into_iter().map(|h| h.join().expect("a simulation thread panicked")).collect::<Result<_>>()
+        })?;
         let base = results[0].1.cluster.as_ref().map_or(1.0, |c| c.jobs_per_day);
         for (name, s, wall) in results {
             let c = s.cluster.as_ref().expect("cluster runs have cluster metrics");

@@ -4,19 +4,25 @@
 use crate::cli::PowerArgs;
 use crate::experiment_cmd::{cluster_or_embedded, trace_or_shared};
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use tessera_core::power::{ParmConfig, ParmVariant, Solver};
 use tessera_core::{Cluster, PolicyKind};
 use tessera_sim::{PowerMode, PowerOutcome, PowerRule, PowerSetup};
 
+/// `--milp-time-limit` in milliseconds. The solver adds it to the clock, so it is
+/// bounded (2^42 s, as simulated times are) rather than cast and saturated.
+fn time_limit_ms(seconds: f64) -> Result<u64> {
+    if !(seconds > 0.0 && seconds <= tessera_core::MAX_TIME as f64) {
+        bail!("--milp-time-limit {seconds:?}: expected seconds > 0 and at most 2^42 = {}", tessera_core::MAX_TIME);
+    }
+    Ok((seconds * 1e3).ceil() as u64)
+}
+
 /// The solver a name stands for.
 pub fn solver(name: &str, node_limit: u64, time_limit_s: Option<f64>) -> Result<Solver> {
-    let time_limit_ms = match time_limit_s {
-        Some(t) if t.is_finite() && t > 0.0 => Some((t * 1e3).ceil() as u64),
-        Some(t) => bail!("--milp-time-limit {t}: expected seconds > 0"),
-        None => None,
-    };
+    let time_limit_ms = time_limit_s.map(time_limit_ms).transpose()?;
     match name.to_ascii_lowercase().as_str() {
         "structured" if time_limit_ms.is_some() => bail!("--milp-time-limit applies to --solver milp only"),
         "structured" => Ok(Solver::Structured),
@@ -161,9 +167,8 @@ struct Row {
     sim_wall_s: f64,
 }
 
-fn run_case(records: &[tessera_workload::swf::SwfRecord], case: &Case, info: &tessera_core::PowerSetupInfo, name: &str, rule: &PowerRule, solver: Solver, amortize: bool) -> (tessera_sim::Summary, f64) {
-    let mut recs = records.to_vec();
-    tessera_workload::transform::scale_arrivals(&mut recs, case.gamma);
+/// Run one case on its set's records, already scaled by the case's γ.
+fn run_case(recs: &[tessera_workload::swf::SwfRecord], case: &Case, info: &tessera_core::PowerSetupInfo, name: &str, rule: &PowerRule, solver: Solver, amortize: bool) -> Result<(tessera_sim::Summary, f64)> {
     let (mode, policy) = match case.scheme {
         Scheme::Baseline => (PowerMode::FixedCap { cap_w: info.cpu_max_w }, PolicyKind::Easy),
         Scheme::Naive(cap_w) => (PowerMode::FixedCap { cap_w }, PolicyKind::Easy),
@@ -176,14 +181,15 @@ fn run_case(records: &[tessera_workload::swf::SwfRecord], case: &Case, info: &te
         }
     };
     let setup = PowerSetup { name: name.to_string(), info: info.clone(), rule: rule.clone(), mode };
-    let w = tessera_sim::prepare_power(&recs, std::sync::Arc::new(setup));
+    let w = tessera_sim::prepare_power(recs, std::sync::Arc::new(setup));
+    w.check_time_range(&format!("set {} at γ = {}", case.set + 1, case.gamma))?;
     let t = std::time::Instant::now();
     let o = tessera_sim::simulate(&w, policy);
     let wall = t.elapsed().as_secs_f64();
     let mut s = tessera_sim::Summary::compute("", &w, &o);
     s.sim_wall_time_s = wall;
     let max_completion = w.jobs.iter().enumerate().map(|(i, j)| o.end[i] - j.submit).max().unwrap_or(0);
-    (s, max_completion as f64)
+    Ok((s, max_completion as f64))
 }
 
 pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
@@ -196,9 +202,6 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     for &al in a.alphas.iter().chain([&a.table_alpha]) {
         anyhow::ensure!(al.is_finite() && al >= 0.0, "--alpha {al}: expected a number >= 0");
     }
-    for &g in a.gammas.iter().chain([&a.curve_gamma]) {
-        anyhow::ensure!(g.is_finite() && g > 0.0, "--gamma {g}: expected a number > 0");
-    }
     let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
     let n = records.len();
     // the paper's sets start at jobs 1, 10500 and 27000 of Intrepid's 68,936
@@ -210,7 +213,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     for &s in &starts {
         anyhow::ensure!(s >= 1 && s <= n, "--set-start {s}: the trace has {n} jobs");
     }
-    let sets: Vec<&[tessera_workload::swf::SwfRecord]> = starts.iter().map(|&s| &records[s - 1..(s - 1 + a.jobs).min(n)]).collect();
+    let sets: Vec<&[tessera_workload::swf::SwfRecord]> = starts.iter().map(|&s| &records[s - 1..(s - 1).saturating_add(a.jobs).min(n)]).collect();
     let mut cases: Vec<Case> = Vec::new();
     let mut add = |c: Case| {
         if !cases.contains(&c) {
@@ -235,6 +238,16 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         anyhow::ensure!(cap > 0.0 && cap <= info.cpu_max_w, "--naive-cap {cap}: expected watts in (0, {}]", info.cpu_max_w);
         add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Naive(cap) });
     }
+    // every set at every γ it runs at, scaled once, here, where an error can stop the run
+    let mut scaled: BTreeMap<(usize, u64), Vec<tessera_workload::swf::SwfRecord>> = BTreeMap::new();
+    for c in &cases {
+        if let std::collections::btree_map::Entry::Vacant(v) = scaled.entry((c.set, c.gamma.to_bits())) {
+            let mut recs = sets[c.set].to_vec();
+            let flag = if c.gamma == a.curve_gamma && !a.gammas.contains(&c.gamma) { "--curve-gamma" } else { "--gamma" };
+            tessera_workload::transform::scale_arrivals(&mut recs, c.gamma).with_context(|| format!("{flag} {:?} on set {} of {}", c.gamma, c.set + 1, trace.display()))?;
+            v.insert(recs);
+        }
+    }
     // the slowest runs (PARM at high load) first, then spread over the threads
     let mut order: Vec<usize> = (0..cases.len()).collect();
     order.sort_by(|&x, &y| {
@@ -243,15 +256,26 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     });
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get())).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Row>>> = std::sync::Mutex::new(vec![None; cases.len()]);
+    let results: std::sync::Mutex<Vec<Option<Result<Row>>>> = std::sync::Mutex::new((0..cases.len()).map(|_| None).collect());
+    let failed = std::sync::atomic::AtomicBool::new(false);
     let t0 = std::time::Instant::now();
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
                 let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(&i) = order.get(k) else { break };
+                if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
                 let c = cases[i];
-                let (sum, max_completion) = run_case(sets[c.set], &c, &info, &cluster.name, &rule, solver, a.amortize_resizes);
+                let (sum, max_completion) = match run_case(&scaled[&(c.set, c.gamma.to_bits())], &c, &info, &cluster.name, &rule, solver, a.amortize_resizes) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        results.lock().unwrap()[i] = Some(Err(e));
+                        break;
+                    }
+                };
                 let p = sum.power.as_ref().expect("power-aware runs report power");
                 let d = p.decisions;
                 let row = Row {
@@ -273,11 +297,13 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
                     sim_wall_s: sum.sim_wall_time_s,
                 };
                 eprintln!("set {} γ={} {:<14} avg completion {:>8.1} min  ({:.1} s)", row.set, row.gamma, row.scheme, row.avg_completion_min, row.sim_wall_s);
-                results.lock().unwrap()[i] = Some(row);
+                results.lock().unwrap()[i] = Some(Ok(row));
             });
         }
     });
-    let rows: Vec<Row> = results.into_inner().unwrap().into_iter().map(|r| r.expect("every case ran")).collect();
+    // in case order; a case is missing only when another failed
+    let rows: Vec<Row> = results.into_inner().unwrap().into_iter().flatten().collect::<Result<_>>()?;
+    assert_eq!(rows.len(), cases.len(), "every case ran");
     for r in &rows {
         anyhow::ensure!(r.max_power_w <= r.budget_w * (1.0 + 1e-9), "set {} γ={} {}: power {} W over the budget {} W", r.set, r.gamma, r.scheme, r.max_power_w, r.budget_w);
     }
@@ -391,6 +417,7 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
     let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
     let variant: ParmVariant = a.variant.parse().map_err(anyhow::Error::msg)?;
     anyhow::ensure!(a.repeat >= 1 && a.instances >= 1, "--repeat and --instances must be >= 1");
+    let time_limit = time_limit_ms(a.milp_time_limit)?;
     let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
     let setup = std::sync::Arc::new(PowerSetup {
         name: cluster.name.clone(),
@@ -432,7 +459,7 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
             // (feasible), so that its objective is its own search's
             let current = knapsack::Solution { objective: problem.value(&incumbent), choice: incumbent.clone(), bound: None, status: tessera_core::power::Status::Feasible };
             let t = std::time::Instant::now();
-            let m = knapsack::milp(&problem, a.milp_node_limit, Some((a.milp_time_limit * 1e3).ceil() as u64), &current, false);
+            let m = knapsack::milp(&problem, a.milp_node_limit, Some(time_limit), &current, false);
             let milp_s = t.elapsed().as_secs_f64();
             let bound = s.bound.unwrap_or(f64::NAN);
             let row = BenchRow {

@@ -78,7 +78,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         }
         None => {
             let procs = cluster_cores.expect("default cluster");
-            let (h, r) = generate(&LublinParams::new(procs, DEFAULT_JOBS, DEFAULT_SEED));
+            let (h, r) = generate(&LublinParams::new(procs, DEFAULT_JOBS, DEFAULT_SEED)).context("generating the default workload")?;
             (format!("default (Lublin-Feitelson 2003 model, {DEFAULT_JOBS} jobs, seed {DEFAULT_SEED}, {procs} processors)"), h, r)
         }
     };
@@ -87,8 +87,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         tessera_workload::transform::first_jobs(&mut records, n);
     }
     if let Some(g) = a.arrival_scale {
-        anyhow::ensure!(g.is_finite() && g > 0.0, "--arrival-scale {g}: expected a number > 0");
-        tessera_workload::transform::scale_arrivals(&mut records, g);
+        tessera_workload::transform::scale_arrivals(&mut records, g).with_context(|| format!("--arrival-scale {g:?} on {label}"))?;
     }
     let w = match cluster {
         Some(cluster) => {
@@ -119,6 +118,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
             prepare(&records, capacity)
         }
     };
+    w.check_time_range(&label)?;
     let capacity = w.capacity;
     let t1 = Instant::now();
     let outcome = {
@@ -210,12 +210,13 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
             bail!("{}: no such trace", path.display());
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?").trim_end_matches(".gz").trim_end_matches(".swf").to_string();
-        let (parse_s, _, (header, mut records, _)) =
-            time_min_median(a.repeat, || SwfReader::read_file(path, false).expect("trace parses"));
+        let (parse_s, _, parsed) = time_min_median(a.repeat, || SwfReader::read_file(path, false));
+        let (header, mut records, _) = parsed?;
         if a.max_jobs > 0 {
             records.truncate(a.max_jobs);
         }
         let w = prepare(&records, default_capacity(&header, &name)?);
+        w.check_time_range(&name)?;
         if a.max_jobs > 0 && a.format == Format::Table {
             println!("{name}: first {} records (parse time is for the whole file)", records.len());
         }

@@ -14,7 +14,7 @@ pub fn generate(a: GenerateArgs) -> Result<()> {
         Model::Lublin => {
             let mut p = LublinParams::new(a.procs, a.jobs, a.seed);
             p.arrival_factor = a.arrival_factor;
-            lublin(&p)
+            lublin(&p).with_context(|| format!("--jobs {} --arrival-factor {:?}", a.jobs, a.arrival_factor))?
         }
     };
     let out: Box<dyn Write> = match &a.output {

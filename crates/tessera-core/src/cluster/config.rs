@@ -1,14 +1,22 @@
 //! Reading a cluster file: stage 1 is a raw serde struct that rejects unknown keys,
 //! stage 2 a validated [`Cluster`] with no `Option`s left where a default exists.
 //! Every error names the file, the line, the key and what was expected.
+//!
+//! Numbers are bounded so that nothing computed from a valid file can overflow:
+//! counts and totals fit the integer types the engine and the accounting store use
+//! (cores `u32`, memory `i64` MiB), benchmarks, speeds and watts stay far below
+//! where sums over every node would stop being finite, and scaling factors stay
+//! within [`FACTORS`], so that a time scaled by one stays well inside the engine's
+//! arithmetic.
 
 use super::{BenchmarkKind, CanonicalUnit, Cluster, Node, NodePower, NodeType, Partition, PreemptMode, Reference, DEFAULT_OVERSUBSCRIBE, DEFAULT_TIME_SLICE_S};
-use crate::hostlist;
+use crate::hostlist::{self, MAX_HOSTS};
+use crate::MAX_TIME;
 use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 
 /// A cluster file that could not be used: where, which key, and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +41,23 @@ impl fmt::Display for ClusterError {
         }
         write!(f, ": {}", self.message)
     }
+}
+
+/// The largest benchmark, speed or power value: beyond any machine, and small
+/// enough that a sum or product over every node (at most 2^32 cores) stays finite.
+const MAX_NUMBER: f64 = 1e12;
+
+/// Scaling factors allowed, relative to the reference: a limit of 2^42 s on the
+/// slowest nodes stays below 2^52 s.
+const FACTORS: RangeInclusive<f64> = 0.001..=1000.0;
+
+/// The most memory of one node, and of all nodes together (MiB): the accounting
+/// store keeps it as an `i64`.
+const MAX_MEMORY_MB: u64 = i64::MAX as u64;
+
+/// Whether `v` is a number > 0 and at most [`MAX_NUMBER`].
+fn positive_number(v: f64) -> bool {
+    v > 0.0 && v <= MAX_NUMBER
 }
 
 // ---- stage 1: raw -------------------------------------------------------------
@@ -197,8 +222,8 @@ impl Cluster {
         }
         let nodeset_delay = match raw.nodeset_delay {
             None => 0,
-            Some(d) if d >= 0 => d,
-            Some(d) => return Err(src.err(src.key_line(0..text.len(), "nodeset_delay"), "nodeset_delay", format!("expected seconds >= 0, found {d}"))),
+            Some(d) if (0..=MAX_TIME).contains(&d) => d,
+            Some(d) => return Err(src.err(src.key_line(0..text.len(), "nodeset_delay"), "nodeset_delay", format!("expected seconds from 0 to 2^42 = {MAX_TIME}, found {d}"))),
         };
         let site_nodeset = match &raw.nodeset {
             None => None,
@@ -207,7 +232,10 @@ impl Cluster {
         let mut node_types = Vec::new();
         let mut nodes: Vec<Node> = Vec::new();
         let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
-        let mut benchmarks: Vec<Option<(f64, BenchmarkKind)>> = Vec::new();
+        let mut benchmarks: Vec<Option<(f64, BenchmarkKind, &'static str)>> = Vec::new();
+        // cores and memory of the node types so far (each node has a core, so the
+        // node count is bounded too)
+        let (mut total_cores, mut total_memory_mb) = (0u64, 0u64);
         for (i, spanned) in raw.nodetype.iter().enumerate() {
             let t = spanned.get_ref();
             let key = |k: &str| format!("nodetype[{i}].{k}");
@@ -221,10 +249,10 @@ impl Cluster {
                 }
             };
             let positive_f = |k: &str, v: f64| {
-                if v.is_finite() && v > 0.0 {
+                if positive_number(v) {
                     Ok(v)
                 } else {
-                    Err(src.err(at(k), key(k), format!("expected a number > 0, found {v}")))
+                    Err(src.err(at(k), key(k), format!("expected a number > 0 and at most {MAX_NUMBER:e}, found {v:?}")))
                 }
             };
             if t.name.trim().is_empty() {
@@ -251,13 +279,7 @@ impl Cluster {
             let cores = sockets * cores_per_socket;
             let memory_mb = match &t.memory {
                 None => 0,
-                Some(RawMemory::Mib(m)) if *m >= 0 => *m as u64,
-                Some(RawMemory::Mib(m)) => {
-                    return Err(src.err(at("memory"), key("memory"), format!("expected a size such as \"32G\" or MiB >= 0, found {m}")))
-                }
-                Some(RawMemory::Text(s)) => parse_memory_mb(s).ok_or_else(|| {
-                    src.err(at("memory"), key("memory"), format!("expected a size such as \"512M\", \"32G\" or \"1T\", found \"{s}\""))
-                })?,
+                Some(m) => memory_mb(m).map_err(|m| src.err(at("memory"), key("memory"), m))?,
             };
             let gpus = match t.gpus {
                 None => 0,
@@ -276,10 +298,24 @@ impl Cluster {
                 }
                 (None, Some(c)) => {
                     let c = positive("count", c)?;
+                    if c as usize > MAX_HOSTS {
+                        return Err(src.err(at("count"), key("count"), format!("expected at most {MAX_HOSTS} nodes, found {c}")));
+                    }
                     let width = c.to_string().len().max(2);
                     (1..=c).map(|k| format!("{}{k:0width$}", t.name)).collect()
                 }
                 (None, None) => return Err(src.err(line, key("nodes"), "expected `nodes` (a hostlist such as node[001-128]) or `count`")),
+            };
+            // the cluster's totals with this type's nodes
+            let n = names.len() as u64;
+            let counted = if t.nodes.is_some() { "nodes" } else { "count" };
+            total_cores = match n.checked_mul(cores as u64).and_then(|c| c.checked_add(total_cores)).filter(|&c| c <= u32::MAX as u64) {
+                Some(c) => c,
+                None => return Err(src.err(at(counted), key(counted), format!("{n} nodes of {cores} cores take the cluster beyond {} cores: expected at most that in total", u32::MAX))),
+            };
+            total_memory_mb = match n.checked_mul(memory_mb).and_then(|m| m.checked_add(total_memory_mb)).filter(|&m| m <= MAX_MEMORY_MB) {
+                Some(m) => m,
+                None => return Err(src.err(at("memory"), key("memory"), format!("{n} nodes of {memory_mb} MiB take the cluster beyond {MAX_MEMORY_MB} MiB: expected at most that in total"))),
             };
             let bench_keys = [("hs06", t.hs06), ("hs06_per_core", t.hs06_per_core), ("hepscore23", t.hepscore23), ("hepscore23_per_core", t.hepscore23_per_core)];
             let given: Vec<(&str, f64)> = bench_keys.iter().filter_map(|(k, v)| v.map(|v| (*k, v))).collect();
@@ -289,7 +325,7 @@ impl Cluster {
                     let v = positive_f(k, *v)?;
                     let per_core = if k.ends_with("_per_core") { v } else { v / cores as f64 };
                     let kind = if k.starts_with("hs06") { BenchmarkKind::Hs06 } else { BenchmarkKind::HepScore23 };
-                    Some((per_core, kind))
+                    Some((per_core, kind, *k))
                 }
                 _ => {
                     let ks: Vec<&str> = given.iter().map(|g| g.0).collect();
@@ -311,8 +347,8 @@ impl Cluster {
                 None
             } else {
                 let need = |k: &str, v: Option<f64>| match v {
-                    Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
-                    Some(x) => Err(src.err(at(k), key(k), format!("expected watts >= 0, found {x}"))),
+                    Some(x) if x == 0.0 || positive_number(x) => Ok(x),
+                    Some(x) => Err(src.err(at(k), key(k), format!("expected watts from 0 to {MAX_NUMBER:e}, found {x:?}"))),
                     None => Err(src.err(line, key(k), "a power model needs base_power_w, memory_power_w, cpu_max_power_w and cpu_cap_levels_w")),
                 };
                 let cpu_max_w = need("cpu_max_power_w", t.cpu_max_power_w)?;
@@ -380,8 +416,8 @@ impl Cluster {
                         let b = t.benchmark_per_core.ok_or_else(|| src.err(at("nodetype"), "reference.nodetype", format!("node type `{name}` has no benchmark")))?;
                         Reference { name: name.clone(), hs06_per_core: b }
                     }
-                    (None, Some(v)) if v.is_finite() && v > 0.0 => Reference { name: "abstract".into(), hs06_per_core: v },
-                    (None, Some(v)) => return Err(src.err(at("hs06_per_core"), "reference.hs06_per_core", format!("expected a number > 0, found {v}"))),
+                    (None, Some(v)) if positive_number(v) => Reference { name: "abstract".into(), hs06_per_core: v },
+                    (None, Some(v)) => return Err(src.err(at("hs06_per_core"), "reference.hs06_per_core", format!("expected a number > 0 and at most {MAX_NUMBER:e}, found {v:?}"))),
                     _ => return Err(src.err(src.line_of(sp.span()), "reference", "expected exactly one of `nodetype` (a node type name) or `hs06_per_core` (a number)")),
                 }
             }
@@ -389,9 +425,16 @@ impl Cluster {
         if raw.reference.is_some() && !any_bench {
             return Err(src.err(src.line_of(raw.reference.as_ref().unwrap().span()), "reference", "a reference needs node types with benchmarks"));
         }
-        for t in &mut node_types {
-            if let Some(b) = t.benchmark_per_core {
+        for (i, t) in node_types.iter_mut().enumerate() {
+            if let (Some(b), Some((_, _, k))) = (t.benchmark_per_core, benchmarks[i]) {
                 t.factor = b / reference.hs06_per_core;
+                if !FACTORS.contains(&t.factor) {
+                    let line = src.key_line(raw.nodetype[i].span(), k);
+                    return Err(src.err(line, format!("nodetype[{i}].{k}"), format!(
+                        "gives a scaling factor of {:?} ({b:?} HS06 per core over the reference's {:?}): expected {} to {}",
+                        t.factor, reference.hs06_per_core, FACTORS.start(), FACTORS.end()
+                    )));
+                }
             }
             if t.speed.is_nan() {
                 t.speed = t.factor;
@@ -460,9 +503,7 @@ impl Cluster {
                     };
                     let memory_mb = match &u.memory {
                         None => 0,
-                        Some(RawMemory::Mib(m)) if *m >= 0 => *m as u64,
-                        Some(RawMemory::Mib(m)) => return Err(bad(format!("memory: expected a size such as \"2G\", found {m}"))),
-                        Some(RawMemory::Text(s)) => parse_memory_mb(s).ok_or_else(|| bad(format!("memory: expected a size such as \"2G\", found \"{s}\"")))?,
+                        Some(m) => memory_mb(m).map_err(|m| bad(format!("memory: {m}")))?,
                     };
                     let unit = CanonicalUnit { cores: count(u.cores, "cores")?, memory_mb, gpus: count(u.gpus, "gpus")? };
                     if unit == (CanonicalUnit { cores: 0, memory_mb: 0, gpus: 0 }) {
@@ -581,7 +622,17 @@ fn site_nodeset(src: &Source<'_>, sp: &toml::Spanned<RawNodeSet>) -> Result<Node
     Ok(spec)
 }
 
-/// "512M", "32G", "1.5T", "64GB", "2048" (MiB) → MiB.
+/// A memory key: MiB as an integer, or a size as text; at most [`MAX_MEMORY_MB`].
+fn memory_mb(raw: &RawMemory) -> Result<u64, String> {
+    let (mb, found) = match raw {
+        RawMemory::Mib(m) => (u64::try_from(*m).ok(), m.to_string()),
+        RawMemory::Text(s) => (parse_memory_mb(s), format!("\"{s}\"")),
+    };
+    mb.filter(|&m| m <= MAX_MEMORY_MB)
+        .ok_or_else(|| format!("expected a size such as \"512M\", \"32G\" or \"1T\", or MiB from 0 to {MAX_MEMORY_MB}, found {found}"))
+}
+
+/// "512M", "32G", "1.5T", "64GB", "2048" (MiB) → MiB; `None` beyond `u64`.
 fn parse_memory_mb(s: &str) -> Option<u64> {
     let s = s.trim();
     let upper = s.to_ascii_uppercase();
@@ -595,7 +646,9 @@ fn parse_memory_mb(s: &str) -> Option<u64> {
         _ => return None,
     };
     let v: f64 = num.trim().parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| (v * mult).round() as u64)
+    let mb = (v * mult).round();
+    // u64::MAX as f64 is 2^64: the largest f64 below it converts exactly
+    (mb.is_finite() && mb >= 0.0 && mb < u64::MAX as f64).then_some(mb as u64)
 }
 
 #[cfg(test)]
@@ -746,6 +799,45 @@ default = true
         }
     }
 
+    /// A value that would overflow a count, a total, a time or a float sum is an
+    /// error naming the file, line and key, with the range expected.
+    #[test]
+    fn values_that_would_overflow_name_key_and_range() {
+        let power = "name = \"p\"\npower_budget_w = 1000\n\n[[nodetype]]\nname = \"n\"\ncount = 2\ncores = 4\nbase_power_w = 38\nmemory_power_w = 18\ncpu_max_power_w = 60\ncpu_cap_levels_w = [30, 60]\nidle_power_w = 0\n\n[[partition]]\nname = \"b\"\nnodetypes = [\"n\"]\ncanonical_unit = { cores = 1, memory = \"2G\" }\n";
+        assert!(Cluster::from_toml(power, "p.toml").is_ok());
+        let cases = [
+            (HETERO, "nodeset_delay = 600", "nodeset_delay = 4398046511105", "h.toml:2: `nodeset_delay`: expected seconds from 0 to 2^42 = 4398046511104, found 4398046511105"),
+            (HETERO, "count = 3", "count = 4194305", "h.toml:16: `nodetype[0].count`: expected at most 4194304 nodes, found 4194305"),
+            (EXAMPLE, "cores = 16", "cores = 4294967295", "mini.toml:13: `nodetype[1].nodes`: 2 nodes of 4294967295 cores take the cluster beyond 4294967295 cores: expected at most that in total"),
+            (EXAMPLE, "memory = 65536", "memory = 9223372036854775807", "mini.toml:15: `nodetype[1].memory`: 2 nodes of 9223372036854775807 MiB take the cluster beyond 9223372036854775807 MiB"),
+            (EXAMPLE, "memory = \"32G\"", "memory = \"1e30T\"", "mini.toml:9: `nodetype[0].memory`: expected a size such as \"512M\", \"32G\" or \"1T\", or MiB from 0 to 9223372036854775807, found \"1e30T\""),
+            (EXAMPLE, "memory = 65536", "memory = -1", "`nodetype[1].memory`: expected a size such as"),
+            (HETERO, "hs06 = 40", "hs06 = nan", "h.toml:18: `nodetype[0].hs06`: expected a number > 0 and at most 1e12, found NaN"),
+            (HETERO, "hs06 = 40", "hs06 = inf", "`nodetype[0].hs06`: expected a number > 0 and at most 1e12, found inf"),
+            (HETERO, "hs06 = 40", "hs06 = 1e300", "`nodetype[0].hs06`: expected a number > 0 and at most 1e12, found 1e300"),
+            (HETERO, "hs06 = 40", "hs06 = -4", "`nodetype[0].hs06`: expected a number > 0"),
+            (HETERO, "hs06 = 40", "hs06 = 0", "`nodetype[0].hs06`: expected a number > 0"),
+            (HETERO, "speed = 2000", "speed = 1e13", "`nodetype[0].speed`: expected a number > 0 and at most 1e12"),
+            (HETERO, "hepscore23_per_core = 20", "hepscore23_per_core = 0.001", "h.toml:28: `nodetype[1].hepscore23_per_core`: gives a scaling factor of 0.0001 (0.001 HS06 per core over the reference's 10.0): expected 0.001 to 1000"),
+            (HETERO, "hepscore23_per_core = 20", "hepscore23_per_core = 20000", "`nodetype[1].hepscore23_per_core`: gives a scaling factor of 2000.0 (20000.0 HS06 per core"),
+            (power, "base_power_w = 38", "base_power_w = 1e300", "p.toml:8: `nodetype[0].base_power_w`: expected watts from 0 to 1e12, found 1e300"),
+            (power, "idle_power_w = 0", "idle_power_w = nan", "`nodetype[0].idle_power_w`: expected watts from 0 to 1e12, found NaN"),
+            (power, "memory_power_w = 18", "memory_power_w = -inf", "`nodetype[0].memory_power_w`: expected watts from 0 to 1e12, found -inf"),
+            (power, "memory = \"2G\"", "memory = \"1e30T\"", "p.toml:17: `partition[0].canonical_unit`: memory: expected a size such as"),
+        ];
+        for (text, from, to, want) in cases {
+            assert!(text.contains(from), "{from}");
+            let name = if text == HETERO { "h.toml" } else if text == EXAMPLE { "mini.toml" } else { "p.toml" };
+            let e = Cluster::from_toml(&text.replace(from, to), name).unwrap_err().to_string();
+            assert!(e.contains(want), "{to}:\n got  {e}\n want {want}");
+            assert!(e.starts_with(&format!("{name}:")), "{e}");
+        }
+        // the reference as an abstract strength is bounded the same way
+        let abs = HETERO.replace("nodetype = \"old\"", "hs06_per_core = 1e-300");
+        let e = Cluster::from_toml(&abs, "h.toml").unwrap_err().to_string();
+        assert!(e.contains("`nodetype[0].hs06`: gives a scaling factor of"), "{e}");
+    }
+
     #[test]
     fn memory_sizes() {
         assert_eq!(parse_memory_mb("512M"), Some(512));
@@ -754,5 +846,8 @@ default = true
         assert_eq!(parse_memory_mb("64GB"), Some(65536));
         assert_eq!(parse_memory_mb("64GiB"), Some(65536));
         assert_eq!(parse_memory_mb("x"), None);
+        assert_eq!(parse_memory_mb("1e30T"), None, "beyond u64, not saturated");
+        assert_eq!(memory_mb(&RawMemory::Text("8796093022207T".into())), Ok((1 << 63) - (1 << 20)));
+        assert!(memory_mb(&RawMemory::Text("8796093022208T".into())).is_err(), "2^63 MiB");
     }
 }

@@ -6,7 +6,7 @@ use tessera_sim::{prepare, simulate, Summary};
 use tessera_workload::lublin::{generate, LublinParams};
 
 fn outputs(policy: PolicyKind) -> (Vec<u8>, Vec<u8>, String) {
-    let (header, records) = generate(&LublinParams::new(128, 3000, 42));
+    let (header, records) = generate(&LublinParams::new(128, 3000, 42)).unwrap();
     let w = prepare(&records, 128);
     let o = simulate(&w, policy);
     let mut csv = Vec::new();

@@ -1,11 +1,15 @@
 //! Streaming SWF reader: one line at a time, plain or gzip (detected by content).
 //!
 //! Strict by default: the first malformed data line is an error naming the file,
-//! line, field and value. In lenient mode malformed lines are skipped and counted
-//! by reason ([`LenientReport`]).
+//! line, field and value. A number outside the range the simulator can replay
+//! (times beyond ±2^42 s, processor counts beyond `u32`; see [`crate::bounds`]) is
+//! malformed too: it is rejected here, where the file and line are known, rather
+//! than wrapping later. In lenient mode malformed lines are skipped and counted by
+//! reason ([`LenientReport`]).
 
 use super::header::SwfHeader;
 use super::record::{SwfRecord, FIELD_NAMES};
+use crate::bounds::{is_time, MAX_MEMORY_KB, MAX_PROCS, MAX_TIME};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
@@ -24,7 +28,12 @@ pub enum SwfError {
     FieldCount { file: String, line: u64, found: usize },
     #[error("{file}:{line}: field {field} ({name}) is `{value}`: expected {expected}")]
     Field { file: String, line: u64, field: usize, name: &'static str, value: String, expected: &'static str },
+    #[error("{file}:{line}: header {key} is `{value}`: expected {expected}")]
+    Header { file: String, line: u64, key: &'static str, value: i64, expected: &'static str },
 }
+
+/// What a header's `UnixStartTime` must be: it is added to every simulated time.
+const START_TIME_EXPECTED: &str = "Unix seconds from -2^42 to 2^42 = 4398046511104";
 
 /// What lenient mode skipped: how many lines, and for each reason how many and
 /// the first line that had it.
@@ -46,14 +55,15 @@ impl fmt::Display for LenientReport {
 
 enum LineError {
     Count(usize),
-    Field(usize, String),
+    /// Field (0-based), its text, what was expected.
+    Field(usize, String, &'static str),
 }
 
 impl LineError {
     fn reason(&self) -> String {
         match self {
             LineError::Count(n) => format!("expected 18 fields, found {n}"),
-            LineError::Field(i, _) => format!("field {} ({}) {}", i + 1, FIELD_NAMES[*i], expected(*i)),
+            LineError::Field(i, _, expected) => format!("field {} ({}) {expected}", i + 1, FIELD_NAMES[*i]),
         }
     }
 }
@@ -63,6 +73,17 @@ fn expected(field: usize) -> &'static str {
         "a number (-1 if unknown)"
     } else {
         "an integer (-1 if unknown)"
+    }
+}
+
+/// The range an integer field must be in to be replayed, and how to say it: the
+/// times, the processor counts and the requested memory. Other fields are labels.
+fn bounds(field: usize) -> Option<(std::ops::RangeInclusive<i64>, &'static str)> {
+    match field {
+        1 | 2 | 3 | 8 | 17 => Some((-MAX_TIME..=MAX_TIME, "seconds from -2^42 to 2^42 = 4398046511104 (-1 if unknown)")),
+        4 | 7 => Some((i64::MIN..=MAX_PROCS, "at most 4294967295 processors (-1 if unknown)")),
+        9 => Some((i64::MIN..=MAX_MEMORY_KB, "at most 2^41 = 2199023255552 KB per processor (-1 if unknown)")),
+        _ => None,
     }
 }
 
@@ -142,6 +163,12 @@ impl<R: BufRead> SwfReader<R> {
         &self.report
     }
 
+    /// Lenient mode: count the current line as skipped for `reason`.
+    fn skip(&mut self, reason: String) {
+        self.report.skipped += 1;
+        self.report.by_reason.entry(reason).or_insert((0, self.line)).0 += 1;
+    }
+
     fn next_record(&mut self) -> Option<Result<SwfRecord, SwfError>> {
         loop {
             self.buf.clear();
@@ -157,27 +184,37 @@ impl<R: BufRead> SwfReader<R> {
             }
             if line[0] == b';' {
                 let text = String::from_utf8_lossy(line).into_owned();
+                let before = self.header.unix_start_time;
                 self.header.add_line(&text);
+                if let Some(t) = self.header.unix_start_time.filter(|&t| !is_time(t)) {
+                    self.header.unix_start_time = before;
+                    if !self.lenient {
+                        return Some(Err(SwfError::Header {
+                            file: self.name.clone(),
+                            line: self.line,
+                            key: "UnixStartTime",
+                            value: t,
+                            expected: START_TIME_EXPECTED,
+                        }));
+                    }
+                    self.skip(format!("header UnixStartTime {START_TIME_EXPECTED}"));
+                }
                 continue;
             }
             match parse_line(line) {
                 Ok(rec) => return Some(Ok(rec)),
-                Err(e) if self.lenient => {
-                    self.report.skipped += 1;
-                    let entry = self.report.by_reason.entry(e.reason()).or_insert((0, self.line));
-                    entry.0 += 1;
-                }
+                Err(e) if self.lenient => self.skip(e.reason()),
                 Err(e) => {
                     let (file, line) = (self.name.clone(), self.line);
                     return Some(Err(match e {
                         LineError::Count(found) => SwfError::FieldCount { file, line, found },
-                        LineError::Field(i, value) => SwfError::Field {
+                        LineError::Field(i, value, expected) => SwfError::Field {
                             file,
                             line,
                             field: i + 1,
                             name: FIELD_NAMES[i],
                             value,
-                            expected: expected(i),
+                            expected,
                         },
                     }));
                 }
@@ -240,10 +277,15 @@ fn parse_line(line: &[u8]) -> Result<SwfRecord, LineError> {
         if field < 18 {
             let tok = &line[start..p];
             if SwfRecord::is_decimal_field(field) {
-                let v = parse_decimal(tok).ok_or_else(|| LineError::Field(field, lossy(tok)))?;
+                let v = parse_decimal(tok).ok_or_else(|| LineError::Field(field, lossy(tok), expected(field)))?;
                 rec.set_decimal(field, v);
             } else {
-                let v = parse_int(tok).ok_or_else(|| LineError::Field(field, lossy(tok)))?;
+                let v = parse_int(tok).ok_or_else(|| LineError::Field(field, lossy(tok), expected(field)))?;
+                if let Some((range, what)) = bounds(field) {
+                    if !range.contains(&v) {
+                        return Err(LineError::Field(field, lossy(tok), what));
+                    }
+                }
                 rec.set_int(field, v);
             }
         }
@@ -308,5 +350,56 @@ mod tests {
         assert_eq!(parse_int(b"99999999999999999999"), None);
         assert_eq!(parse_decimal(b"552.21"), Some(552.21));
         assert_eq!(parse_decimal(b"nan"), None);
+    }
+
+    const LINE: &str = "1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1";
+
+    /// `LINE` with field `field` (1-based) set to `value`.
+    fn with(field: usize, value: &str) -> String {
+        let mut f: Vec<&str> = LINE.split(' ').collect();
+        f[field - 1] = value;
+        f.join(" ")
+    }
+
+    fn read(text: &str, lenient: bool) -> Result<(Vec<SwfRecord>, LenientReport), SwfError> {
+        let (_, records, report) = read_all(from_reader(text.as_bytes(), "t.swf").lenient(lenient))?;
+        Ok((records, report))
+    }
+
+    #[test]
+    fn values_beyond_what_can_be_replayed_name_file_line_and_field() {
+        let big = "9223372036854775000";
+        let cases = [
+            (2, big, "field 2 (submit time) is `9223372036854775000`: expected seconds from -2^42 to 2^42 = 4398046511104 (-1 if unknown)"),
+            (3, "-4398046511105", "field 3 (wait time) is `-4398046511105`: expected seconds from -2^42"),
+            (4, big, "field 4 (run time)"),
+            (9, "4398046511105", "field 9 (requested time) is `4398046511105`"),
+            (18, big, "field 18 (think time)"),
+            (5, "4294967296", "field 5 (allocated processors) is `4294967296`: expected at most 4294967295 processors (-1 if unknown)"),
+            (8, big, "field 8 (requested processors)"),
+            (10, "2199023255553", "field 10 (requested memory) is `2199023255553`: expected at most 2^41 = 2199023255552 KB per processor"),
+        ];
+        for (field, value, want) in cases {
+            let text = format!("; MaxProcs: 8\n{LINE}\n{}\n", with(field, value));
+            let e = read(&text, false).unwrap_err().to_string();
+            assert!(e.starts_with("t.swf:3: ") && e.contains(want), "field {field}:\n got  {e}\n want {want}");
+            let (records, report) = read(&text, true).unwrap();
+            assert_eq!((records.len(), report.skipped), (1, 1), "lenient mode skips and counts field {field}");
+            assert_eq!(report.by_reason.values().next(), Some(&(1, 3)));
+        }
+        // the bounds themselves are accepted
+        let edge = [(2, "4398046511104"), (4, "-4398046511104"), (5, "4294967295"), (10, "2199023255552"), (1, big)];
+        for (field, value) in edge {
+            assert_eq!(read(&with(field, value), false).unwrap().0.len(), 1, "field {field} = {value}");
+        }
+    }
+
+    #[test]
+    fn a_start_time_beyond_two_to_the_42_is_a_header_error() {
+        let text = format!("; Version: 2.2\n; UnixStartTime: 9223372036854775807\n{LINE}\n");
+        let e = read(&text, false).unwrap_err().to_string();
+        assert_eq!(e, "t.swf:2: header UnixStartTime is `9223372036854775807`: expected Unix seconds from -2^42 to 2^42 = 4398046511104");
+        let (h, records, report) = read_all(from_reader(text.as_bytes(), "t.swf").lenient(true)).unwrap();
+        assert_eq!((h.unix_start_time, records.len(), report.skipped), (None, 1, 1));
     }
 }

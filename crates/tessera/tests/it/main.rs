@@ -1,4 +1,5 @@
 //! End-to-end tests of the `tessera` binary: real process, files in a temp dir.
 mod accounting;
+mod bounds;
 mod cli;
 mod power;
