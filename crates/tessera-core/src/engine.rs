@@ -29,6 +29,10 @@ use serde::{Deserialize, Serialize};
 /// arithmetic cannot wrap; boundaries (trace reader, flags, API) reject more.
 pub const MAX_TIME: Time = 1 << 42;
 
+/// The most memory per processor a job may ask for (MiB): 2^31, so that a job's
+/// memory on a node (tasks × memory per task) fits a u64.
+pub const MAX_MEM_PER_PROC_MB: u64 = 1 << 31;
+
 /// A change of a node's state, each with a reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NodeChange {
@@ -396,6 +400,9 @@ impl Engine {
         if spec.procs == 0 {
             return Err(Rejection::InvalidSpec { job: id, field: "procs", value: "0".into(), expected: "at least 1 processor" });
         }
+        if spec.mem_per_proc_mb > MAX_MEM_PER_PROC_MB {
+            return Err(Rejection::InvalidSpec { job: id, field: "mem_per_proc_mb", value: spec.mem_per_proc_mb.to_string(), expected: "at most 2^31 MiB per processor" });
+        }
         if !(0..=MAX_TIME).contains(&spec.estimate) {
             return Err(Rejection::InvalidSpec { job: id, field: "estimate", value: spec.estimate.to_string(), expected: "0 to 2^42 seconds" });
         }
@@ -514,7 +521,9 @@ impl Engine {
         let next = match (deadline, delay) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        };
+        }
+        // the engine's clock ends at MAX_TIME: nothing is due after it
+        .filter(|&t| t <= MAX_TIME);
         if let Some(t) = next {
             if self.wake != Some(t) {
                 out.push(Effect::WakeAt(t));

@@ -125,6 +125,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         let _span = tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();
         simulate(&w, policy)
     };
+    anyhow::ensure!(outcome.rejected == 0, "{label}: the engine rejected {} of the simulator's inputs (a simulator defect; please report it with this trace)", outcome.rejected);
     let sim_time = t1.elapsed().as_secs_f64();
     let mut summary = Summary::compute(&label, &w, &outcome);
     summary.policy = policy.name().to_string();

@@ -1,6 +1,7 @@
 //! Integration tests of the engine, through a small `TestEnv`.
 mod contract;
 mod env;
+mod fuzz;
 mod heterogeneous;
 mod nodesets;
 mod power;
