@@ -87,6 +87,12 @@ pub enum SimCommand {
     Run(SimRunArgs),
     /// Time parsing and every policy on traces; compare with the naive reference.
     Bench(SimBenchArgs),
+    /// Time one scheduling pass as a live controller runs it: a large cluster,
+    /// half busy, a deep queue of trace jobs.
+    BenchPass(crate::bench_cmd::PassBenchArgs),
+    /// Stream millions of resampled trace jobs through the engine; report jobs/s
+    /// and memory.
+    BenchStream(crate::bench_cmd::StreamBenchArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]

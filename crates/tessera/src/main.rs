@@ -1,12 +1,13 @@
 //! `tessera`: the one binary users type. Noun-first subcommands:
-//! `tessera sim run|bench`, `tessera workload generate|info`, `tessera cluster show`,
-//! `tessera publish`, `tessera acct [apel]`, `tessera report`, `tessera experiment`,
-//! `tessera power bench`, `tessera node powercap show|set`.
+//! `tessera sim run|bench|bench-pass|bench-stream`, `tessera workload generate|info`,
+//! `tessera cluster show`, `tessera publish`, `tessera acct [apel]`, `tessera report`,
+//! `tessera experiment`, `tessera power bench`, `tessera node powercap show|set`.
 //!
 //! Exit codes: 0 success; 1 an error (bad input, I/O), printed once as a chain;
 //! 2 a usage error (unknown flag or value), printed by the argument parser.
 
 mod acct_cmd;
+mod bench_cmd;
 mod cli;
 mod cluster_cmd;
 mod experiment_cmd;
@@ -46,6 +47,8 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Sim { command } => match command {
             cli::SimCommand::Run(a) => sim_cmd::run(a),
             cli::SimCommand::Bench(a) => sim_cmd::bench(a),
+            cli::SimCommand::BenchPass(a) => bench_cmd::bench_pass(a),
+            cli::SimCommand::BenchStream(a) => bench_cmd::bench_stream(a),
         },
         cli::Command::Workload { command } => match command {
             cli::WorkloadCommand::Generate(a) => workload_cmd::generate(a),

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `tessera` binary: real process, files in a temp dir.
 mod accounting;
+mod bench;
 mod bounds;
 mod cli;
 mod power;
