@@ -339,11 +339,31 @@ impl NodeEngine {
             PolicyKind::Fcfs => {
                 self.start_from_head(now, t, out);
             }
-            PolicyKind::Easy => self.pass_easy(now, t, out),
-            PolicyKind::Conservative => self.pass_conservative(now, t, out),
+            // where a job is placed can depend on what started before it in the
+            // same pass (node sets, nodes of different pace): the pass repeats
+            // until it starts nothing, so that a pass is idempotent
+            PolicyKind::Easy | PolicyKind::Conservative => loop {
+                let before = out.len();
+                if self.policy == PolicyKind::Easy {
+                    self.pass_easy(now, t, out);
+                } else {
+                    self.pass_conservative(now, t, out);
+                }
+                if !self.placement_varies() || !out[before..].iter().any(|e| matches!(e, Effect::Start { .. })) {
+                    break;
+                }
+            },
             // never built for PARM (Engine::with_cluster refuses it)
             PolicyKind::Parm => {}
         }
+    }
+
+    /// Whether a job's placement (and so its pace and end) can depend on which
+    /// other jobs hold nodes: node sets, or nodes of different scaling factors.
+    fn placement_varies(&self) -> bool {
+        self.board.site_nodeset.is_some()
+            || !self.board.requests.is_empty()
+            || self.board.parts.iter().any(|p| p.nodeset.is_some() || p.tiers.len() > 1)
     }
 
     /// Ask the driver to kill every running job whose limit has run out.
