@@ -676,6 +676,15 @@ impl NodeEngine {
         let mut starts = Vec::new();
         self.plan(now, t, Plan::Pass, &mut starts);
         for (job, a) in starts {
+            // where the profile is exact, the jobs that start now are placed one
+            // after the other on what is free: the profile says they all fit
+            let a = match a {
+                Some(a) => a,
+                None => match self.place_now(&self.demand[job.index()], &self.free, now) {
+                    Ok(a) => a,
+                    Err(_) => continue,
+                },
+            };
             self.start(now, t, job, a, out);
         }
     }
@@ -683,7 +692,7 @@ impl NodeEngine {
     /// Conservative's plan. `Plan::Pass` keeps the shortcuts and collects the jobs
     /// that start now; `Plan::Explain(job)` places every job in order, without
     /// them, and returns that job's start.
-    fn plan(&mut self, now: Time, t: &JobTable, mode: Plan, starts: &mut Vec<(JobIdx, Allocation)>) -> Option<Time> {
+    fn plan(&mut self, now: Time, t: &JobTable, mode: Plan, starts: &mut Vec<(JobIdx, Option<Allocation>)>) -> Option<Time> {
         let bounded = matches!(mode, Plan::Pass);
         let running = self.running.as_slice();
         let mut profile = std::mem::take(&mut self.profile);
@@ -780,10 +789,7 @@ impl NodeEngine {
                 break;
             }
             if ts == now && bounded {
-                // on one node the aggregate is exact, so the placement succeeds
-                if let Some(a) = a.or_else(|| self.place_now(d, &self.free, now).ok()) {
-                    starts.push((job, a));
-                }
+                starts.push((job, a));
             }
             could_start = None;
         }
