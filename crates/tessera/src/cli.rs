@@ -292,6 +292,10 @@ pub struct SimBenchArgs {
     /// Use only the first N jobs of each trace (0: all).
     #[arg(long, default_value_t = 0)]
     pub max_jobs: usize,
+    /// Also time every trace and policy on the nodes of this cluster file (the
+    /// node-level engine: jobs get cores on nodes), as a ratio to the pool run.
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,

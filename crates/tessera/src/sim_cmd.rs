@@ -177,6 +177,9 @@ struct BenchRow {
     naive_s: Option<f64>,
     naive_over_sim: Option<f64>,
     max_queue: usize,
+    /// With --cluster: the same trace on the cluster's nodes, and the ratio to the pool.
+    nodes_s: Option<f64>,
+    nodes_over_pool: Option<f64>,
 }
 
 fn time_min_median<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, f64, T) {
@@ -205,6 +208,7 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
     } else {
         a.policies.iter().map(|p| p.parse()).collect::<Result<_, _>>()?
     };
+    let cluster = a.cluster.as_deref().map(load_cluster).transpose()?.map(Arc::new);
     let mut rows = Vec::new();
     for path in &traces {
         if !path.is_file() {
@@ -218,6 +222,10 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
         }
         let w = prepare(&records, default_capacity(&header, &name)?);
         w.check_time_range(&name)?;
+        let on_nodes = cluster.as_ref().map(|c| prepare_on(&records, Machine::Cluster { cluster: c.clone(), partition: None, nodeset: None }));
+        if let Some(wn) = &on_nodes {
+            wn.check_time_range(&name)?;
+        }
         if a.max_jobs > 0 && a.format == Format::Table {
             println!("{name}: first {} records (parse time is for the whole file)", records.len());
         }
@@ -235,7 +243,10 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
                 );
                 t
             });
+            let nodes_s = on_nodes.as_ref().map(|wn| time_min_median(a.repeat, || simulate(wn, policy)).0);
             rows.push(BenchRow {
+                nodes_s,
+                nodes_over_pool: nodes_s.map(|n| n / sim_s),
                 trace: name.clone(),
                 jobs: w.jobs.len(),
                 policy: policy.name().to_string(),
@@ -250,13 +261,26 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
             if a.format == Format::Table {
                 let r = rows.last().unwrap();
                 println!(
-                    "{:<28} {:>7} jobs  {:<12} parse {:>7.3} s  sim {:>7.3} s (median {:>7.3})  sim/parse {:>5.2}  naive {}  max queue {}",
+                    "{:<28} {:>7} jobs  {:<12} parse {:>7.3} s  sim {:>7.3} s (median {:>7.3})  sim/parse {:>5.2}  naive {}  max queue {}{}",
                     r.trace, r.jobs, r.policy, r.parse_s, r.sim_s, r.sim_median_s, r.sim_over_parse,
                     r.naive_s.map_or("-".to_string(), |n| format!("{n:.3} s ({:.1}x the engine)", n / r.sim_s)),
-                    r.max_queue
+                    r.max_queue,
+                    r.nodes_s.map_or(String::new(), |n| format!("  nodes {n:.3} s ({:.2}x the pool)", n / r.sim_s))
                 );
                 use std::io::Write;
                 std::io::stdout().flush().ok();
+            }
+        }
+    }
+    if a.format == Format::Table {
+        // conservative against EASY, per trace, in the pool and on nodes
+        for r in rows.iter().filter(|r| r.policy == "conservative") {
+            if let Some(e) = rows.iter().find(|e| e.trace == r.trace && e.policy == "easy") {
+                let nodes = match (r.nodes_s, e.nodes_s) {
+                    (Some(c), Some(x)) => format!(", on nodes {:.1}x", c / x),
+                    _ => String::new(),
+                };
+                println!("{}: conservative / EASY {:.1}x in the pool{nodes}", r.trace, r.sim_s / e.sim_s);
             }
         }
     }

@@ -146,6 +146,8 @@ pub(crate) struct Board {
     /// Node-set requests registered by drivers (`NodeSetId` indexes this).
     pub requests: Vec<NodeSetSpec>,
     pub sets: Vec<SetList>,
+    /// Everything every node has (an empty machine).
+    empty: Free,
 }
 
 impl Board {
@@ -191,7 +193,13 @@ impl Board {
                 }
             })
             .collect();
+        let empty = Free {
+            cores: nodes.iter().map(|n| n.cores).collect(),
+            mem: nodes.iter().map(|n| n.mem).collect(),
+            gpus: nodes.iter().map(|n| n.gpus).collect(),
+        };
         Board {
+            empty,
             nodes,
             parts,
             default_part: c.default_partition_index(),
@@ -203,11 +211,7 @@ impl Board {
     }
 
     pub fn full(&self) -> Free {
-        Free {
-            cores: self.nodes.iter().map(|n| n.cores).collect(),
-            mem: self.nodes.iter().map(|n| n.mem).collect(),
-            gpus: self.nodes.iter().map(|n| n.gpus).collect(),
-        }
+        self.empty.clone()
     }
 
     pub fn total_cores(&self) -> u64 {
@@ -234,16 +238,16 @@ impl Board {
             sets: None,
             submit,
         };
-        let full = self.full();
+        let full = &self.empty;
         // the machine alone, without node sets
-        if self.place(&d, &full, submit, &|_| true).is_err() {
+        if self.place(&d, full, submit, &|_| true).is_err() {
             return Err(NeverFits::TooLarge);
         }
         let mut dropped = false;
         if let Some(spec) = request {
             d.sets = Some(self.set_list(part as u32, spec));
             // with node sets, on an empty machine, after any NODESETDELAY
-            let never = matches!(self.place(&d, &full, Time::MAX / 2, &|_| true), Err(Blocked::NodeSet));
+            let never = matches!(self.place(&d, &self.empty, Time::MAX / 2, &|_| true), Err(Blocked::NodeSet));
             if never {
                 d.sets = None;
                 dropped = true;
@@ -324,7 +328,9 @@ impl Board {
         }
         if ps.exclusive {
             let tasks = ps.cpn.min(d.procs);
-            let mem_ok = d.mem_per_proc == 0 || ns.mem == 0 || (fm == ns.mem && ns.mem >= tasks as u64 * d.mem_per_proc);
+            // a whole node: every core, all its memory (a suspended job may hold
+            // memory on a node whose cores are free) and every GPU
+            let mem_ok = fm == ns.mem && (d.mem_per_proc == 0 || ns.mem == 0 || ns.mem >= tasks as u64 * d.mem_per_proc);
             if fc == ns.cores && free.gpus[n as usize] == ns.gpus && mem_ok {
                 ns.cores
             } else {
@@ -338,6 +344,13 @@ impl Board {
     }
 
     /// Place the job on `nodes` (in that order), taking what `free` allows.
+    /// Place a job without node sets on the partition's nodes from position
+    /// `from` on (the nodes before it are known to have no free core).
+    pub fn pick_from(&self, d: &Demand, free: &Free, from: usize, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+        let nodes = &self.parts[d.part as usize].nodes;
+        self.pick(d, free, nodes[from.min(nodes.len())..].iter().copied(), eligible)
+    }
+
     fn pick(&self, d: &Demand, free: &Free, nodes: impl Iterator<Item = u32>, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
         let ps = &self.parts[d.part as usize];
         let mut a = Allocation { parts: Vec::new(), factor: f64::INFINITY, procs: 0 };
@@ -347,7 +360,8 @@ impl Board {
             if left == 0 {
                 break;
             }
-            if !eligible(n) {
+            // most nodes of a busy machine have no core free: skip them first
+            if free.cores[n as usize] == 0 || !eligible(n) {
                 continue;
             }
             let u = self.usable(d, free, n);

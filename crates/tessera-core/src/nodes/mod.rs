@@ -92,6 +92,19 @@ pub struct NodeEngine {
     /// On one node without memory, GPUs or node sets, the aggregate profile is
     /// the machine: conservative backfilling needs no per-node check.
     exact_aggregate: bool,
+    /// Cores are interchangeable: every partition spans every node and shares
+    /// cores, no memory or GPUs are tracked, nodes run at one pace, no node sets
+    /// and no preemption. While every node is usable and no job has its own node
+    /// set, EASY then counts cores over the machine (exact, as in a pool).
+    fungible: bool,
+    #[serde(skip)]
+    cores_cache: Option<(u64, JobIdx, Time, u64)>,
+    /// Fungible clusters of one partition: no node before this position in the
+    /// partition has a free core (first-fit placement starts there).
+    #[serde(skip)]
+    first_free: std::cell::Cell<u32>,
+    /// Each node's position in the first partition.
+    pos_in_part: Vec<u32>,
     /// Bumped by every change of what is free or running: EASY's shadow, its
     /// reservation and the extra resources (kept in `extra`) are reused while
     /// neither this nor the head changes (passes after arrivals alone).
@@ -138,6 +151,17 @@ impl NodeEngine {
         let min_victim_tier = board.parts.iter().filter(|p| p.preempt == PreemptMode::Suspend).map(|p| p.tier).min().unwrap_or(u32::MAX);
         let preemptive = board.parts.iter().any(|p| p.tier > min_victim_tier);
         let gang = gang_over.iter().any(|&o| o > 0);
+        let fungible = !preemptive
+            && !gang
+            && board.site_nodeset.is_none()
+            && board.nodes.iter().all(|m| m.mem == 0 && m.gpus == 0 && m.factor == board.nodes[0].factor)
+            && board.parts.iter().all(|p| !p.exclusive && p.nodeset.is_none() && p.nodes.len() == n);
+        let mut pos_in_part = vec![0u32; n];
+        if let Some(p) = board.parts.first() {
+            for (k, &m) in p.nodes.iter().enumerate() {
+                pos_in_part[m as usize] = k as u32;
+            }
+        }
         let exact_aggregate = n == 1 && board.nodes[0].mem == 0 && board.nodes[0].gpus == 0 && board.site_nodeset.is_none() && board.parts.iter().all(|p| p.nodeset.is_none());
         NodeEngine {
             policy,
@@ -163,6 +187,10 @@ impl NodeEngine {
             max_factor,
             min_node_cores,
             exact_aggregate,
+            fungible,
+            cores_cache: None,
+            first_free: std::cell::Cell::new(0),
+            pos_in_part,
             version: 0,
             shadow_cache: None,
             view: Free::default(),
@@ -248,6 +276,11 @@ impl NodeEngine {
         }
         let a = self.alloc[job.index()].take()?;
         self.free.give(&a);
+        for p in &a.parts {
+            if p.cores > 0 {
+                self.first_free.set(self.first_free.get().min(self.pos_in_part[p.node as usize]));
+            }
+        }
         self.free_cores += cores_of(&a);
         let whole = self.home[job.index()].take().unwrap_or(a);
         for p in &whole.parts {
@@ -339,11 +372,38 @@ impl NodeEngine {
             PolicyKind::Fcfs => {
                 self.start_from_head(now, t, out);
             }
-            PolicyKind::Easy => self.pass_easy(now, t, out),
-            PolicyKind::Conservative => self.pass_conservative(now, t, out),
+            // where a job is placed can depend on what started before it in the
+            // same pass (node sets, nodes of different pace): the pass repeats
+            // until it starts nothing, so that a pass is idempotent
+            PolicyKind::Easy | PolicyKind::Conservative => loop {
+                let before = out.len();
+                if self.policy == PolicyKind::Easy {
+                    self.pass_easy(now, t, out);
+                } else {
+                    self.pass_conservative(now, t, out);
+                }
+                if !self.placement_varies() || !out[before..].iter().any(|e| matches!(e, Effect::Start { .. })) {
+                    break;
+                }
+            },
             // never built for PARM (Engine::with_cluster refuses it)
             PolicyKind::Parm => {}
         }
+    }
+
+    /// Whether any free cores will do for any job, as in a pool (so counting
+    /// cores over the machine is exact): a fungible cluster, every node usable,
+    /// and no job with its own node set.
+    fn cores_interchangeable(&self) -> bool {
+        self.fungible && self.board.requests.is_empty() && self.usable_nodes == self.usable.len()
+    }
+
+    /// Whether a job's placement (and so its pace and end) can depend on which
+    /// other jobs hold nodes: node sets, or nodes of different scaling factors.
+    fn placement_varies(&self) -> bool {
+        self.board.site_nodeset.is_some()
+            || !self.board.requests.is_empty()
+            || self.board.parts.iter().any(|p| p.nodeset.is_some() || p.tiers.len() > 1)
     }
 
     /// Ask the driver to kill every running job whose limit has run out.
@@ -384,6 +444,15 @@ impl NodeEngine {
 
     fn place_now(&self, d: &Demand, free: &Free, now: Time) -> Result<Allocation, Blocked> {
         let usable = &self.usable;
+        if self.board.parts.len() == 1 && self.cores_interchangeable() && std::ptr::eq(free, &self.free) {
+            let nodes = &self.board.parts[0].nodes;
+            let mut k = self.first_free.get() as usize;
+            while k < nodes.len() && free.cores[nodes[k] as usize] == 0 {
+                k += 1;
+            }
+            self.first_free.set(k as u32);
+            return self.board.pick_from(d, free, k, &|n| usable[n as usize]).ok_or(Blocked::Resources);
+        }
         self.board.place(d, free, now, &|n| usable[n as usize])
     }
 
@@ -444,6 +513,9 @@ impl NodeEngine {
         let ft = self.free_cores;
         if ft == 0 || t.queue.find_first(head_pos + 1, |n, _| n <= ft).is_none() {
             return;
+        }
+        if self.cores_interchangeable() {
+            return self.backfill_cores(now, t, out, head_pos, head);
         }
         let head_need = t.get(head).need;
         // nothing changed since the last pass (arrivals only): same shadow and
@@ -509,6 +581,58 @@ impl NodeEngine {
         }
     }
 
+    /// EASY's backfilling when cores are interchangeable: the shadow is the first
+    /// expected end at which enough cores are free for the head, the extra cores
+    /// what it leaves; a job may start if it ends by the shadow or takes no more
+    /// than the extra cores. The shadow and extra cores stay valid across the
+    /// starts of the pass (a job ending by the shadow gives its cores back by
+    /// then; one started on the extra cores uses them up), so they are kept
+    /// until something else changes.
+    fn backfill_cores(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>, head_pos: u32, head: JobIdx) {
+        let need = t.get(head).need;
+        let overdue = self.running.as_slice().first().is_some_and(|r| r.expected_end < now);
+        let (shadow, mut extra) = match self.cores_cache {
+            Some((v, h, shadow, extra)) if v == self.version && h == head && !overdue => (shadow, extra),
+            _ => {
+                let mut avail = self.free_cores;
+                let mut found = (Time::MAX, 0);
+                let rs = self.running.as_slice();
+                let mut i = 0;
+                while i < rs.len() {
+                    let at = rs[i].expected_end.max(now);
+                    while i < rs.len() && rs[i].expected_end.max(now) == at {
+                        avail += rs[i].procs as u64;
+                        i += 1;
+                    }
+                    if avail >= need {
+                        found = (at, avail - need);
+                        break;
+                    }
+                }
+                found
+            }
+        };
+        let est_lim = est_limit(shadow.saturating_sub(now), self.max_factor);
+        let mut pos = head_pos + 1;
+        while self.free_cores > 0 {
+            let ft = self.free_cores;
+            let xc = extra.min(ft);
+            let Some(p) = t.queue.find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc)) else { break };
+            pos = p + 1;
+            let job = t.queue.job_at(p);
+            let Ok(a) = self.place_now(&self.demand[job.index()], &self.free, now) else { continue };
+            let by_shadow = now.saturating_add(scaled(t.spec(job).estimate, a.factor)) <= shadow;
+            let cores = cores_of(&a);
+            if by_shadow || cores <= xc {
+                if !by_shadow {
+                    extra -= cores;
+                }
+                self.start(now, t, job, a, out);
+            }
+        }
+        self.cores_cache = Some((self.version, head, shadow, extra));
+    }
+
     /// How much Σ min(free, extra) cores drops when `a` is taken from what is
     /// free now (and from the extra resources too, with `from_extra`).
     fn extra_now_taken(&self, a: &Allocation, from_extra: bool) -> u64 {
@@ -552,6 +676,15 @@ impl NodeEngine {
         let mut starts = Vec::new();
         self.plan(now, t, Plan::Pass, &mut starts);
         for (job, a) in starts {
+            // where the profile is exact, the jobs that start now are placed one
+            // after the other on what is free: the profile says they all fit
+            let a = match a {
+                Some(a) => a,
+                None => match self.place_now(&self.demand[job.index()], &self.free, now) {
+                    Ok(a) => a,
+                    Err(_) => continue,
+                },
+            };
             self.start(now, t, job, a, out);
         }
     }
@@ -559,7 +692,7 @@ impl NodeEngine {
     /// Conservative's plan. `Plan::Pass` keeps the shortcuts and collects the jobs
     /// that start now; `Plan::Explain(job)` places every job in order, without
     /// them, and returns that job's start.
-    fn plan(&mut self, now: Time, t: &JobTable, mode: Plan, starts: &mut Vec<(JobIdx, Allocation)>) -> Option<Time> {
+    fn plan(&mut self, now: Time, t: &JobTable, mode: Plan, starts: &mut Vec<(JobIdx, Option<Allocation>)>) -> Option<Time> {
         let bounded = matches!(mode, Plan::Pass);
         let running = self.running.as_slice();
         let mut profile = std::mem::take(&mut self.profile);
@@ -568,7 +701,7 @@ impl NodeEngine {
         doomed.clear();
         let usable = &self.usable;
         let is_usable = |n: u32| usable[n as usize];
-        let mut tl = (!self.exact_aggregate).then(|| {
+        let mut tl = (!self.exact_aggregate && !self.cores_interchangeable()).then(|| {
             let mut tl = Timeline::new(&self.board, now);
             for r in running {
                 if let Some(a) = &self.alloc[r.job.index()] {
@@ -656,10 +789,7 @@ impl NodeEngine {
                 break;
             }
             if ts == now && bounded {
-                // on one node the aggregate is exact, so the placement succeeds
-                if let Some(a) = a.or_else(|| self.place_now(d, &self.free, now).ok()) {
-                    starts.push((job, a));
-                }
+                starts.push((job, a));
             }
             could_start = None;
         }

@@ -129,7 +129,8 @@ fn steps() -> impl Strategy<Value = Vec<(Time, Input)>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    // CI runs 256 cases; the long check is TESSERA_FUZZ_CASES=20000
+    #![proptest_config(ProptestConfig { cases: std::env::var("TESSERA_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256), ..ProptestConfig::default() })]
 
     #[test]
     fn any_inputs_on_a_pool_leave_the_engine_consistent(policy in prop_oneof![Just(PolicyKind::Fcfs), Just(PolicyKind::Easy), Just(PolicyKind::Conservative)], steps in steps()) {

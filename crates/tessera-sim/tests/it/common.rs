@@ -1,14 +1,9 @@
-//! Helpers: build workloads from SWF text or from job tuples.
+//! Helpers: build workloads from job tuples.
 
 use tessera_core::PolicyKind;
 use tessera_sim::workload::prepare;
 use tessera_sim::{simulate, SimOutcome, Workload};
-use tessera_workload::swf::{from_reader, read_all, SwfRecord};
-
-/// Parse SWF text (only the fields a test sets need be meaningful).
-pub fn records(swf: &str) -> Vec<SwfRecord> {
-    read_all(from_reader(swf.as_bytes(), "test.swf")).unwrap().1
-}
+use tessera_workload::swf::SwfRecord;
 
 /// A record: id, submit, runtime, procs, requested time (-1 for none).
 pub fn rec(id: i64, submit: i64, run: i64, procs: i64, req_time: i64) -> SwfRecord {

@@ -4,7 +4,7 @@ use crate::common::rec;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tessera_core::{scaled, Cluster, NodeSetSpec, PolicyKind};
+use tessera_core::{scaled, Cluster, Effect, Input, JobState, NodeSetSpec, PolicyKind, SetPlus};
 use tessera_sim::{prepare_on, simulate, simulate_observed, Machine};
 use tessera_workload::swf::SwfRecord;
 
@@ -134,5 +134,34 @@ proptest! {
         for (job, shadow) in promised {
             prop_assert!(o.start[job as usize] <= shadow);
         }
+    }
+
+    /// A pass is idempotent: a second pass at the same instant, with nothing
+    /// changed in between, starts, kills or suspends nothing (a live controller
+    /// may run passes whenever it likes). The one exception is asked for: a job
+    /// started with a limit of 0 s runs out at once, and the engine wakes itself
+    /// at that same instant to kill it.
+    #[test]
+    fn a_second_pass_at_the_same_instant_does_nothing(
+        s in arb_setup(),
+        opt in any::<bool>(),
+        delay in any::<bool>(),
+        policy in prop_oneof![Just(PolicyKind::Fcfs), Just(PolicyKind::Easy), Just(PolicyKind::Conservative)],
+    ) {
+        let mut m = machine(&s, opt);
+        if let (true, Machine::Cluster { nodeset: Some(ns), .. }) = (delay, &mut m) {
+            ns.plus = SetPlus::Delay;
+        }
+        let w = prepare_on(&s.recs, m);
+        simulate_observed(&w, policy, |e, now| {
+            let mut fx = Vec::new();
+            e.handle(now, Input::Pass, &mut fx);
+            fx.retain(|x| match x {
+                Effect::WakeAt(_) => false,
+                Effect::Kill { job, .. } => !matches!(e.job(*job), Some((spec, JobState::Ending { start, .. })) if start == now && spec.estimate == 0),
+                _ => true,
+            });
+            assert!(fx.is_empty(), "{policy}: a second pass at {now} did {fx:?}");
+        });
     }
 }

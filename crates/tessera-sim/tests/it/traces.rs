@@ -47,3 +47,35 @@ fn simulated_swf_reads_back_with_waits() {
         assert_eq!(b.run_time, o.end[i] - o.start[i]);
     }
 }
+
+/// Passes are idempotent on a real trace over a heterogeneous cluster with node
+/// sets (ONEOF:FEATURE, DELAY): a second pass at the same instant does nothing.
+#[test]
+fn passes_are_idempotent_on_a_real_trace_with_node_sets() {
+    use std::sync::Arc;
+    use tessera_core::{Cluster, Effect, Input, JobState, NodeSetSpec, SetPlus};
+    let Some(_) = shared_dir_or_skip("passes_are_idempotent_on_a_real_trace_with_node_sets") else { return };
+    let path = shared_trace("SDSC-BLUE-2000-4.2-cln.swf.gz").unwrap();
+    let (_, mut r, _) = SwfReader::read_file(&path, false).unwrap();
+    r.truncate(4_000);
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/sdsc-blue-3gen.toml")).unwrap();
+    let cluster = Arc::new(Cluster::from_toml(&text, "sdsc-blue-3gen.toml").unwrap());
+    for plus in [SetPlus::Delay, SetPlus::None] {
+        let mut ns = NodeSetSpec::parse_job("ONEOF:FEATURE").unwrap();
+        ns.plus = plus;
+        let w = tessera_sim::prepare_on(&r, tessera_sim::Machine::Cluster { cluster: cluster.clone(), partition: None, nodeset: Some(ns) });
+        // conservative's passes are checked on random clusters (properties_nodes)
+        for p in [PolicyKind::Easy] {
+            tessera_sim::simulate_observed(&w, p, |e, now| {
+                let mut fx = Vec::new();
+                e.handle(now, Input::Pass, &mut fx);
+                fx.retain(|x| match x {
+                    Effect::WakeAt(_) => false,
+                    Effect::Kill { job, .. } => !matches!(e.job(*job), Some((spec, JobState::Ending { start, .. })) if start == now && spec.estimate == 0),
+                    _ => true,
+                });
+                assert!(fx.is_empty(), "{p} {plus:?}: a second pass at {now} did {fx:?}");
+            });
+        }
+    }
+}
