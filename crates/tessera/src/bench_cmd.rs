@@ -18,7 +18,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobSpec, Outcome, PolicyKind, Time};
+use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobSpec, NodeChange, Outcome, PolicyKind, Time};
 use tessera_workload::jobs::job_from_record;
 use tessera_workload::SwfReader;
 
@@ -48,6 +48,9 @@ pub struct PassBenchArgs {
     /// (a machine draining for a wide job) [default: every job as in the trace].
     #[arg(long)]
     pub wide_head: Option<f64>,
+    /// Nodes drained (out of service) before the setup, spread over the cluster.
+    #[arg(long, default_value_t = 0)]
+    pub drained: u32,
     /// Timed passes per policy after the first.
     #[arg(long, default_value_t = 200)]
     pub passes: usize,
@@ -236,12 +239,13 @@ struct PassRow {
 /// `tessera sim bench-pass`: one scheduling pass as a live controller runs it.
 ///
 /// Setup (the same for every policy, seeded): a cluster of `--nodes` nodes of
-/// `--cores` cores in one shared partition. Consecutive jobs of the trace from
-/// record `--skip` on that run (runtime > 0) are started until `--busy` of the
-/// cores are taken; each is observed part way through its run (a uniform share of
-/// its runtime has passed), so the running jobs started at different instants
-/// before `now` and their expected ends (start + estimate) and actual ends
-/// (start + runtime) are spread over the future. The next `--queued` trace jobs
+/// `--cores` cores in one shared partition, `--drained` of them drained.
+/// Consecutive jobs of the trace from record `--skip` on that run (runtime > 0)
+/// are started until `--busy` of the cores are taken; each is observed part way
+/// through its run (a uniform share of its runtime has passed), so the running
+/// jobs started at different instants before `now` and their expected ends
+/// (start + estimate) and actual ends (start + runtime) are spread over the
+/// future. The next `--queued` trace jobs
 /// are then submitted at `now` (with `--wide-head`, the first of them asks for
 /// that share of the cores). Processor counts are cut to the machine; memory is
 /// not tracked.
@@ -263,6 +267,7 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
     ensure!(a.nodes > 0 && a.cores > 0, "--nodes and --cores must be at least 1");
     ensure!((0.0..1.0).contains(&a.busy), "--busy is {}: expected a share from 0 to below 1", a.busy);
     ensure!(a.queued > 0, "--queued must be at least 1");
+    ensure!(a.drained < a.nodes, "--drained is {}: expected fewer than the {} nodes", a.drained, a.nodes);
     ensure!(a.wide_head.is_none_or(|s| s > 0.0 && s <= 1.0), "--wide-head is {:?}: expected a share above 0 and at most 1", a.wide_head);
     let path = trace_path(&a.trace)?;
     let toml = format!("name = \"bench-pass\"\n\n[[nodetype]]\nname = \"n\"\ncount = {}\ncores = {}\n", a.nodes, a.cores);
@@ -275,6 +280,10 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
         let mut jobs = shapes(&path, a.skip, procs_cap).with_context(|| format!("reading {}", path.display()))?;
         let mut next = || -> Result<Shape> { jobs.next().context("the trace ran out of jobs")? };
         let mut d = Driver::new(Engine::with_cluster(policy, &cluster)?);
+        for i in 0..a.drained {
+            let node = (i as u64 * a.nodes as u64 / a.drained as u64) as u32;
+            d.handle(0, Input::Node { node, change: NodeChange::Drain, reason: "bench-pass".into() })?;
+        }
         // running jobs, each `elapsed` seconds into its run
         let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
         let (mut running, mut cores) = (Vec::new(), 0u64);

@@ -47,6 +47,10 @@ fn bench_pass_keeps_a_deep_blocked_queue() {
         assert!(0.0 < m && m <= p && p <= x, "{r}");
     }
     assert!(v["conservative_over_easy"]["median"].as_f64().unwrap() > 0.0);
+    // drained nodes take the node-by-node path; the setup is the same
+    let v = json(&[&small[..], &["--drained", "2", "--wide-head", "0.75", "--format", "json"]].concat());
+    assert_eq!(v["setup"]["queued"], 300);
+    assert!(v["policies"].as_array().unwrap().iter().all(|r| r["min_queued"] == 300 && r["queued_after_first"].as_u64() > Some(0)));
     let out = tessera(&small);
     let table = text(&out.stdout);
     assert!(table.contains("setup: ") && table.contains("\nconservative ") && table.contains("conservative / EASY: median "), "{table}");
