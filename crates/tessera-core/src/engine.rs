@@ -14,7 +14,9 @@
 //! whole state can be saved and restored ([`Engine::snapshot`]).
 
 use crate::cluster::Cluster;
-use crate::job::{FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, NodeSetId, Outcome, SuspendedBy};
+use crate::job::{
+    FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, NodeSetId, Outcome, SuspendedBy,
+};
 use crate::nodes::{Allocation, NeverFits, NodeEngine, NodeStatus};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
@@ -67,7 +69,11 @@ pub enum Input {
     /// A job's processes have ended now, with this outcome.
     Complete { job: JobId, outcome: Outcome },
     /// Node `node` (index in the cluster's nodes) changed state.
-    Node { node: u32, change: NodeChange, reason: String },
+    Node {
+        node: u32,
+        change: NodeChange,
+        reason: String,
+    },
     /// Run one scheduling pass now.
     Pass,
 }
@@ -91,7 +97,12 @@ impl Input {
     fn job(&self) -> Option<JobId> {
         match self {
             Input::Submit(s) => Some(s.id),
-            Input::Cancel(j) | Input::Hold(j) | Input::Release(j) | Input::Suspend(j) | Input::Resume(j) | Input::Requeue(j) => Some(*j),
+            Input::Cancel(j)
+            | Input::Hold(j)
+            | Input::Release(j)
+            | Input::Suspend(j)
+            | Input::Resume(j)
+            | Input::Requeue(j) => Some(*j),
             Input::Complete { job, .. } => Some(*job),
             Input::Node { .. } | Input::Pass => None,
         }
@@ -106,15 +117,28 @@ pub enum Rejection {
     #[error("a job {0} is already in the engine")]
     DuplicateJob(JobId),
     #[error("job {job} is {state}; {input} needs a job that is {needs}")]
-    WrongState { job: JobId, state: &'static str, input: &'static str, needs: &'static str },
+    WrongState {
+        job: JobId,
+        state: &'static str,
+        input: &'static str,
+        needs: &'static str,
+    },
     #[error("job {job}: {field} is {value}: expected {expected}")]
-    InvalidSpec { job: JobId, field: &'static str, value: String, expected: &'static str },
+    InvalidSpec {
+        job: JobId,
+        field: &'static str,
+        value: String,
+        expected: &'static str,
+    },
     #[error("job {job} can never run here: {why}")]
     NeverFits { job: JobId, why: &'static str },
     #[error("no node {0} in the cluster")]
     UnknownNode(u32),
     #[error("{input} is not supported by a {engine} engine")]
-    Unsupported { input: &'static str, engine: &'static str },
+    Unsupported {
+        input: &'static str,
+        engine: &'static str,
+    },
     #[error("time went backwards: {now} after {last}")]
     TimeWentBack { now: Time, last: Time },
     #[error("time {0} is beyond the engine's range (at most 2^42 s)")]
@@ -149,7 +173,11 @@ pub struct JobRecord {
 pub enum Effect {
     /// Start `job` now on `alloc`. The engine kills it after `limit` real seconds
     /// of running (its estimate scaled by the allocation's factor).
-    Start { job: JobId, alloc: Allocation, limit: Option<Time> },
+    Start {
+        job: JobId,
+        alloc: Allocation,
+        limit: Option<Time>,
+    },
     /// Kill `job`; report its completion once its processes are gone (it holds its
     /// resources until then).
     Kill { job: JobId, reason: KillReason },
@@ -159,7 +187,12 @@ pub enum Effect {
     Resume { job: JobId },
     /// Run `job` on `nodes` nodes with its CPUs capped at `cap_w` watts (PARM);
     /// under that configuration it ends at `end`.
-    Configure { job: JobId, nodes: u32, cap_w: f64, end: Time },
+    Configure {
+        job: JobId,
+        nodes: u32,
+        cap_w: f64,
+        end: Time,
+    },
     /// Run a pass at this instant even if nothing else happens (a limit runs out,
     /// a node-set delay ends). Replaces any earlier wake-up; a pass at or after it
     /// consumes it (the engine asks again if it still needs one).
@@ -167,7 +200,11 @@ pub enum Effect {
     /// `job` has left the engine.
     Finished(Box<JobRecord>),
     /// An input could not apply.
-    Rejected { input: &'static str, job: Option<JobId>, reason: Rejection },
+    Rejected {
+        input: &'static str,
+        job: Option<JobId>,
+        reason: Rejection,
+    },
 }
 
 /// PARM asked of a machine without a power model.
@@ -216,7 +253,21 @@ impl Engine {
         if policy == PolicyKind::Parm {
             return Err(NeedsPowerMachine);
         }
-        Ok(Self::build(Machine::Nodes(Box::new(NodeEngine::new(policy, cluster)))))
+        Ok(Self::build(Machine::Nodes(Box::new(NodeEngine::new(
+            policy, cluster,
+        )))))
+    }
+
+    /// The same engine, trying every queued job at every pass: the placement
+    /// misses remembered within a pass (a job at least as large as one that could
+    /// not be placed is not tried) are not used. For tests that check those
+    /// shortcuts change no schedule.
+    #[doc(hidden)]
+    pub fn without_shortcuts(mut self) -> Self {
+        if let Machine::Nodes(m) = &mut self.m {
+            m.shortcuts = false;
+        }
+        self
     }
 
     /// PARM on an overprovisioned machine.
@@ -225,7 +276,13 @@ impl Engine {
     }
 
     fn build(m: Machine) -> Self {
-        Engine { t: JobTable::new(), m, now: Time::MIN, wake: None, delays: Default::default() }
+        Engine {
+            t: JobTable::new(),
+            m,
+            now: Time::MIN,
+            wake: None,
+            delays: Default::default(),
+        }
     }
 
     /// The one entry point.
@@ -233,7 +290,11 @@ impl Engine {
         let job = input.job();
         let kind = input.kind();
         if let Err(reason) = self.apply(now, input, out) {
-            out.push(Effect::Rejected { input: kind, job, reason });
+            out.push(Effect::Rejected {
+                input: kind,
+                job,
+                reason,
+            });
         }
         self.ask_wake(out);
         #[cfg(debug_assertions)]
@@ -245,7 +306,10 @@ impl Engine {
             return Err(Rejection::TimeOutOfRange(now));
         }
         if now < self.now {
-            return Err(Rejection::TimeWentBack { now, last: self.now });
+            return Err(Rejection::TimeWentBack {
+                now,
+                last: self.now,
+            });
         }
         self.now = now;
         match input {
@@ -261,13 +325,19 @@ impl Engine {
                         self.kill(now, j, KillReason::Cancel, out);
                         Ok(())
                     }
-                    s @ JobState::Ending { .. } => Err(wrong(id, s, "cancel", "queued, running or suspended")),
+                    s @ JobState::Ending { .. } => {
+                        Err(wrong(id, s, "cancel", "queued, running or suspended"))
+                    }
                 }
             }
             Input::Hold(id) | Input::Release(id) => {
                 let hold = matches!(input, Input::Hold(_));
                 let j = self.lookup(id)?;
-                let (from, needs) = if hold { (JobState::Pending, "pending") } else { (JobState::Held, "held") };
+                let (from, needs) = if hold {
+                    (JobState::Pending, "pending")
+                } else {
+                    (JobState::Held, "held")
+                };
                 match self.t.state(j) {
                     s if s == from => {
                         self.t.set_held(j, hold);
@@ -278,7 +348,9 @@ impl Engine {
             }
             Input::Suspend(id) => {
                 let j = self.lookup(id)?;
-                let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("suspend")) };
+                let Machine::Nodes(m) = &mut self.m else {
+                    return Err(self.unsupported("suspend"));
+                };
                 match self.t.state(j) {
                     JobState::Running { .. } => {
                         m.suspend(&self.t, j);
@@ -291,9 +363,14 @@ impl Engine {
             }
             Input::Resume(id) => {
                 let j = self.lookup(id)?;
-                let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("resume")) };
+                let Machine::Nodes(m) = &mut self.m else {
+                    return Err(self.unsupported("resume"));
+                };
                 match self.t.state(j) {
-                    JobState::Suspended { by: SuspendedBy::Operator, .. } => {
+                    JobState::Suspended {
+                        by: SuspendedBy::Operator,
+                        ..
+                    } => {
                         self.t.resume(now, j);
                         m.resume(&mut self.t, j);
                         out.push(Effect::Resume { job: id });
@@ -317,12 +394,50 @@ impl Engine {
                 let state = self.t.state(j);
                 let requeue_on_failure = self.t.spec(j).requeue;
                 let final_state = match (state, outcome) {
-                    (JobState::Pending | JobState::Held, _) => return Err(wrong(id, state, "complete", "running, suspended or ending")),
-                    (JobState::Ending { reason: KillReason::Cancel, .. }, _) => Some(FinalState::Cancelled),
-                    (JobState::Ending { reason: KillReason::TimeLimit, .. }, _) => Some(FinalState::Timeout),
-                    (JobState::Ending { reason: KillReason::Requeue, .. }, _) => None,
-                    (JobState::Ending { reason: KillReason::NodeFailure, .. }, _) | (_, Outcome::NodeFailed) if requeue_on_failure => None,
-                    (JobState::Ending { reason: KillReason::NodeFailure, .. }, _) | (_, Outcome::NodeFailed) => Some(FinalState::NodeFail),
+                    (JobState::Pending | JobState::Held, _) => {
+                        return Err(wrong(id, state, "complete", "running, suspended or ending"))
+                    }
+                    (
+                        JobState::Ending {
+                            reason: KillReason::Cancel,
+                            ..
+                        },
+                        _,
+                    ) => Some(FinalState::Cancelled),
+                    (
+                        JobState::Ending {
+                            reason: KillReason::TimeLimit,
+                            ..
+                        },
+                        _,
+                    ) => Some(FinalState::Timeout),
+                    (
+                        JobState::Ending {
+                            reason: KillReason::Requeue,
+                            ..
+                        },
+                        _,
+                    ) => None,
+                    (
+                        JobState::Ending {
+                            reason: KillReason::NodeFailure,
+                            ..
+                        },
+                        _,
+                    )
+                    | (_, Outcome::NodeFailed)
+                        if requeue_on_failure =>
+                    {
+                        None
+                    }
+                    (
+                        JobState::Ending {
+                            reason: KillReason::NodeFailure,
+                            ..
+                        },
+                        _,
+                    )
+                    | (_, Outcome::NodeFailed) => Some(FinalState::NodeFail),
                     (_, Outcome::Exited(0)) => Some(FinalState::Completed),
                     (_, Outcome::Exited(_) | Outcome::Signaled(_)) => Some(FinalState::Failed),
                 };
@@ -336,8 +451,14 @@ impl Engine {
                 }
                 Ok(())
             }
-            Input::Node { node, change, reason } => {
-                let Machine::Nodes(m) = &mut self.m else { return Err(self.unsupported("node")) };
+            Input::Node {
+                node,
+                change,
+                reason,
+            } => {
+                let Machine::Nodes(m) = &mut self.m else {
+                    return Err(self.unsupported("node"));
+                };
                 let n = m.node_index(node).ok_or(Rejection::UnknownNode(node))?;
                 m.set_status(n, |s| match change {
                     NodeChange::Down => {
@@ -354,7 +475,11 @@ impl Engine {
                         s.up = true;
                     }
                 });
-                let kill = if change == NodeChange::Down { m.jobs_on(node) } else { Vec::new() };
+                let kill = if change == NodeChange::Down {
+                    m.jobs_on(node)
+                } else {
+                    Vec::new()
+                };
                 for j in kill {
                     if !matches!(self.t.state(j), JobState::Ending { .. }) {
                         self.kill(now, j, KillReason::NodeFailure, out);
@@ -386,7 +511,10 @@ impl Engine {
         self.vet(spec)?;
         let never = |why| Rejection::NeverFits { job: spec.id, why };
         match &mut self.m {
-            Machine::Nodes(m) => m.admit(spec, 0).map(|_| ()).map_err(|e| never(never_why(e))),
+            Machine::Nodes(m) => m
+                .admit(spec, 0)
+                .map(|_| ())
+                .map_err(|e| never(never_why(e))),
             Machine::Parm(m) => match spec.power {
                 None => Err(never(NO_PROFILE)),
                 Some(pj) if !m.can_run(&pj) => Err(never(NO_SHAPE)),
@@ -398,13 +526,28 @@ impl Engine {
     fn vet(&self, spec: &JobSpec) -> Result<(), Rejection> {
         let id = spec.id;
         if spec.procs == 0 {
-            return Err(Rejection::InvalidSpec { job: id, field: "procs", value: "0".into(), expected: "at least 1 processor" });
+            return Err(Rejection::InvalidSpec {
+                job: id,
+                field: "procs",
+                value: "0".into(),
+                expected: "at least 1 processor",
+            });
         }
         if spec.mem_per_proc_mb > MAX_MEM_PER_PROC_MB {
-            return Err(Rejection::InvalidSpec { job: id, field: "mem_per_proc_mb", value: spec.mem_per_proc_mb.to_string(), expected: "at most 2^31 MiB per processor" });
+            return Err(Rejection::InvalidSpec {
+                job: id,
+                field: "mem_per_proc_mb",
+                value: spec.mem_per_proc_mb.to_string(),
+                expected: "at most 2^31 MiB per processor",
+            });
         }
         if !(0..=MAX_TIME).contains(&spec.estimate) {
-            return Err(Rejection::InvalidSpec { job: id, field: "estimate", value: spec.estimate.to_string(), expected: "0 to 2^42 seconds" });
+            return Err(Rejection::InvalidSpec {
+                job: id,
+                field: "estimate",
+                value: spec.estimate.to_string(),
+                expected: "0 to 2^42 seconds",
+            });
         }
         Ok(())
     }
@@ -424,7 +567,9 @@ impl Engine {
                 self.note_delay(j);
             }
             Machine::Parm(m) => {
-                let Some(pj) = spec.power else { return Err(never(NO_PROFILE)) };
+                let Some(pj) = spec.power else {
+                    return Err(never(NO_PROFILE));
+                };
                 if !m.can_run(&pj) {
                     return Err(never(NO_SHAPE));
                 }
@@ -447,7 +592,10 @@ impl Engine {
     }
 
     fn unsupported(&self, input: &'static str) -> Rejection {
-        Rejection::Unsupported { input, engine: "PARM" }
+        Rejection::Unsupported {
+            input,
+            engine: "PARM",
+        }
     }
 
     fn lookup(&self, id: JobId) -> Result<JobIdx, Rejection> {
@@ -464,14 +612,22 @@ impl Engine {
                 let e = self.t.get_mut(j);
                 e.ran += now - e.period;
                 e.period = now;
-                e.state = JobState::Ending { start, at: now, reason };
+                e.state = JobState::Ending {
+                    start,
+                    at: now,
+                    reason,
+                };
             }
             JobState::Suspended { start, since, .. } => {
                 // back in the running list, expected to end now
                 let e = self.t.get_mut(j);
                 e.suspended_s += now - since;
                 e.period = now;
-                e.state = JobState::Ending { start, at: now, reason };
+                e.state = JobState::Ending {
+                    start,
+                    at: now,
+                    reason,
+                };
                 if let Machine::Nodes(m) = &mut self.m {
                     m.resume_at(&mut self.t, j, now);
                 }
@@ -490,7 +646,14 @@ impl Engine {
     }
 
     /// The job leaves the engine; its record goes to the driver.
-    fn finish(&mut self, now: Time, j: JobIdx, state: FinalState, outcome: Option<Outcome>, out: &mut Vec<Effect>) {
+    fn finish(
+        &mut self,
+        now: Time,
+        j: JobIdx,
+        state: FinalState,
+        outcome: Option<Outcome>,
+        out: &mut Vec<Effect>,
+    ) {
         let (alloc, usage) = self.release(now, j);
         let mut e = self.t.remove(j);
         if let JobState::Suspended { since, .. } = e.state {
@@ -534,7 +697,10 @@ impl Engine {
 
     /// PARM: the knapsack its next decision at `now` would solve, and the running
     /// jobs' current choices (what the decision benchmark times).
-    pub fn decision_problem(&mut self, now: Time) -> Option<(crate::power::Problem, Vec<Option<u32>>)> {
+    pub fn decision_problem(
+        &mut self,
+        now: Time,
+    ) -> Option<(crate::power::Problem, Vec<Option<u32>>)> {
         match &mut self.m {
             Machine::Parm(m) => Some(m.decision_problem(now, &self.t)),
             Machine::Nodes(_) => None,
@@ -566,7 +732,8 @@ impl Engine {
         }
     }
 
-    /// Processors free now.
+    /// Processors free now on nodes that take jobs (a drained or down node's
+    /// idle cores are not counted).
     pub fn free(&self) -> u64 {
         match &self.m {
             Machine::Nodes(m) => m.free(),
@@ -695,5 +862,10 @@ fn never_why(e: NeverFits) -> &'static str {
 }
 
 fn wrong(job: JobId, s: JobState, input: &'static str, needs: &'static str) -> Rejection {
-    Rejection::WrongState { job, state: s.name(), input, needs }
+    Rejection::WrongState {
+        job,
+        state: s.name(),
+        input,
+        needs,
+    }
 }

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 pub(crate) struct RunningJob {
     pub expected_end: Time,
     pub job: JobIdx,
-    /// Cores it holds (a job of more than 2^32 - 1 cores is counted as that many
+    /// Cores it holds on nodes that take jobs: those it gives back to the queue
+    /// when it ends (a job of more than 2^32 - 1 cores is counted as that many
     /// here; its allocation holds the truth).
     pub procs: u32,
 }
@@ -25,14 +26,27 @@ pub(crate) struct Running {
 
 impl Running {
     pub fn insert(&mut self, r: RunningJob) {
-        let at = self.by_end.partition_point(|x| (x.expected_end, x.job) < (r.expected_end, r.job));
+        let at = self
+            .by_end
+            .partition_point(|x| (x.expected_end, x.job) < (r.expected_end, r.job));
         self.by_end.insert(at, r);
     }
 
     pub fn remove(&mut self, expected_end: Time, job: JobIdx) -> RunningJob {
-        let at = self.by_end.partition_point(|x| (x.expected_end, x.job) < (expected_end, job));
-        debug_assert!(self.by_end.get(at).is_some_and(|x| x.job == job), "job {job:?} is not running");
+        let at = self
+            .by_end
+            .partition_point(|x| (x.expected_end, x.job) < (expected_end, job));
+        debug_assert!(
+            self.by_end.get(at).is_some_and(|x| x.job == job),
+            "job {job:?} is not running"
+        );
         self.by_end.remove(at)
+    }
+
+    /// Running jobs, earliest expected end first, with the cores each gives back
+    /// to change.
+    pub fn as_mut_slice(&mut self) -> &mut [RunningJob] {
+        &mut self.by_end
     }
 
     /// Running jobs, earliest expected end first.

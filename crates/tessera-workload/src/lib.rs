@@ -13,8 +13,8 @@
 pub mod bounds;
 pub mod jobs;
 pub mod lublin;
-pub mod swf;
 mod special;
+pub mod swf;
 pub mod traces;
 pub mod transform;
 

@@ -18,7 +18,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobSpec, NodeChange, Outcome, PolicyKind, Time};
+use tessera_core::{
+    Cluster, Effect, Engine, Input, JobId, JobSpec, NodeChange, Outcome, PolicyKind, Time,
+};
 use tessera_workload::jobs::job_from_record;
 use tessera_workload::SwfReader;
 
@@ -51,6 +53,11 @@ pub struct PassBenchArgs {
     /// Nodes drained (out of service) before the setup, spread over the cluster.
     #[arg(long, default_value_t = 0)]
     pub drained: u32,
+    /// Track memory: each node has this many MiB per core, and each job asks
+    /// for the trace's requested memory per processor (at most a node's), or
+    /// this much where the trace does not say [default: memory not tracked].
+    #[arg(long, default_value_t = 0)]
+    pub mem_per_core: u64,
     /// Timed passes per policy after the first.
     #[arg(long, default_value_t = 200)]
     pub passes: usize,
@@ -94,6 +101,8 @@ struct Shape {
     procs: u32,
     estimate: Time,
     runtime: Time,
+    /// MiB per processor; 0 if unknown.
+    mem: u64,
 }
 
 fn trace_path(trace: &Option<PathBuf>) -> Result<PathBuf> {
@@ -110,9 +119,14 @@ fn shapes(path: &Path, skip: usize, cores: u32) -> Result<impl Iterator<Item = R
     let reader = SwfReader::open(path)?;
     Ok(reader.skip(skip).filter_map(move |r| match r {
         Err(e) => Some(Err(e.into())),
-        Ok(r) => job_from_record(&r)
-            .ok()
-            .map(|j| Ok(Shape { procs: j.procs.min(cores), estimate: j.estimate, runtime: j.effective_runtime() })),
+        Ok(r) => job_from_record(&r).ok().map(|j| {
+            Ok(Shape {
+                procs: j.procs.min(cores),
+                estimate: j.estimate,
+                runtime: j.effective_runtime(),
+                mem: j.mem_per_proc_mb,
+            })
+        }),
     }))
 }
 
@@ -132,18 +146,38 @@ struct Driver {
 
 impl Driver {
     fn new(engine: Engine) -> Self {
-        Driver { engine, out: Vec::new(), runtime: HashMap::new(), ends: BinaryHeap::new(), next_id: 1, started: 0, finished: 0 }
+        Driver {
+            engine,
+            out: Vec::new(),
+            runtime: HashMap::new(),
+            ends: BinaryHeap::new(),
+            next_id: 1,
+            started: 0,
+            finished: 0,
+        }
     }
 
     fn submit(&mut self, now: Time, s: Shape) -> Result<()> {
         let id = JobId(self.next_id);
         self.next_id += 1;
         self.runtime.insert(id, s.runtime);
-        self.handle(now, Input::Submit(JobSpec::new(id, s.procs, s.estimate)))
+        self.handle(
+            now,
+            Input::Submit(JobSpec {
+                mem_per_proc_mb: s.mem,
+                ..JobSpec::new(id, s.procs, s.estimate)
+            }),
+        )
     }
 
     fn complete(&mut self, now: Time, id: u64) -> Result<()> {
-        self.handle(now, Input::Complete { job: JobId(id), outcome: Outcome::Exited(0) })
+        self.handle(
+            now,
+            Input::Complete {
+                job: JobId(id),
+                outcome: Outcome::Exited(0),
+            },
+        )
     }
 
     /// A pass; returns its duration in seconds.
@@ -166,7 +200,10 @@ impl Driver {
         for e in self.out.drain(..) {
             match e {
                 Effect::Start { job, .. } => {
-                    let run = self.runtime.remove(&job).with_context(|| format!("job {job} started twice"))?;
+                    let run = self
+                        .runtime
+                        .remove(&job)
+                        .with_context(|| format!("job {job} started twice"))?;
                     self.ends.push(Reverse((now + run, job.0)));
                     self.started += 1;
                 }
@@ -176,7 +213,9 @@ impl Driver {
                 // the instant its completion is already due, and every wake-up
                 // instant is a completion instant.
                 Effect::Kill { .. } | Effect::WakeAt(_) => {}
-                Effect::Rejected { input, job, reason } => bail!("the engine rejected {input} of job {job:?}: {reason}"),
+                Effect::Rejected { input, job, reason } => {
+                    bail!("the engine rejected {input} of job {job:?}: {reason}")
+                }
                 other => bail!("unexpected effect {other:?}"),
             }
         }
@@ -190,7 +229,11 @@ impl Driver {
 
 fn policies(names: &[String]) -> Result<Vec<PolicyKind>> {
     if names.is_empty() {
-        return Ok(vec![PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative]);
+        return Ok(vec![
+            PolicyKind::Fcfs,
+            PolicyKind::Easy,
+            PolicyKind::Conservative,
+        ]);
     }
     Ok(names.iter().map(|p| p.parse()).collect::<Result<_, _>>()?)
 }
@@ -217,6 +260,10 @@ struct PassSetup {
     running_jobs: usize,
     busy: f64,
     queued: usize,
+    /// Nodes drained before the setup.
+    drained: u32,
+    /// MiB of memory per core (0: memory not tracked).
+    mem_per_core: u64,
 }
 
 #[derive(serde::Serialize)]
@@ -264,25 +311,72 @@ struct PassRow {
 /// (reported after the first pass and at the end: full, for a deep queue) and the
 /// queue stays at `--queued`.
 pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
-    ensure!(a.nodes > 0 && a.cores > 0, "--nodes and --cores must be at least 1");
-    ensure!((0.0..1.0).contains(&a.busy), "--busy is {}: expected a share from 0 to below 1", a.busy);
+    ensure!(
+        a.nodes > 0 && a.cores > 0,
+        "--nodes and --cores must be at least 1"
+    );
+    ensure!(
+        (0.0..1.0).contains(&a.busy),
+        "--busy is {}: expected a share from 0 to below 1",
+        a.busy
+    );
     ensure!(a.queued > 0, "--queued must be at least 1");
-    ensure!(a.drained < a.nodes, "--drained is {}: expected fewer than the {} nodes", a.drained, a.nodes);
-    ensure!(a.wide_head.is_none_or(|s| s > 0.0 && s <= 1.0), "--wide-head is {:?}: expected a share above 0 and at most 1", a.wide_head);
+    ensure!(
+        a.drained < a.nodes,
+        "--drained is {}: expected fewer than the {} nodes",
+        a.drained,
+        a.nodes
+    );
+    ensure!(
+        a.wide_head.is_none_or(|s| s > 0.0 && s <= 1.0),
+        "--wide-head is {:?}: expected a share above 0 and at most 1",
+        a.wide_head
+    );
     let path = trace_path(&a.trace)?;
-    let toml = format!("name = \"bench-pass\"\n\n[[nodetype]]\nname = \"n\"\ncount = {}\ncores = {}\n", a.nodes, a.cores);
+    let node_mem = a
+        .mem_per_core
+        .checked_mul(a.cores as u64)
+        .context("--mem-per-core times --cores overflows")?;
+    let memory = if node_mem > 0 {
+        format!("memory = \"{node_mem}M\"\n")
+    } else {
+        String::new()
+    };
+    let toml = format!(
+        "name = \"bench-pass\"\n\n[[nodetype]]\nname = \"n\"\ncount = {}\ncores = {}\n{memory}",
+        a.nodes, a.cores
+    );
     let cluster = Cluster::from_toml(&toml, "bench-pass cluster")?;
     let capacity = cluster.total_cores();
     let procs_cap = capacity.min(u32::MAX as u64) as u32;
     let mut setup = None;
     let mut rows = Vec::new();
     for policy in policies(&a.policies)? {
-        let mut jobs = shapes(&path, a.skip, procs_cap).with_context(|| format!("reading {}", path.display()))?;
+        let mem = |s: Shape| Shape {
+            mem: if node_mem == 0 {
+                0
+            } else if s.mem == 0 {
+                a.mem_per_core
+            } else {
+                s.mem.min(node_mem)
+            },
+            ..s
+        };
+        let mut jobs = shapes(&path, a.skip, procs_cap)
+            .with_context(|| format!("reading {}", path.display()))?
+            .map(move |s| s.map(mem));
         let mut next = || -> Result<Shape> { jobs.next().context("the trace ran out of jobs")? };
         let mut d = Driver::new(Engine::with_cluster(policy, &cluster)?);
         for i in 0..a.drained {
             let node = (i as u64 * a.nodes as u64 / a.drained as u64) as u32;
-            d.handle(0, Input::Node { node, change: NodeChange::Drain, reason: "bench-pass".into() })?;
+            d.handle(
+                0,
+                Input::Node {
+                    node,
+                    change: NodeChange::Drain,
+                    reason: "bench-pass".into(),
+                },
+            )?;
         }
         // running jobs, each `elapsed` seconds into its run
         let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
@@ -300,10 +394,19 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
             d.submit(now - elapsed, s)?;
             d.pass(now - elapsed)?;
         }
-        ensure!(d.engine.queued() == 0 && d.started == running.len() as u64, "a running job of the setup did not start");
+        ensure!(
+            d.engine.queued() == 0 && d.started == running.len() as u64,
+            "a running job of the setup did not start"
+        );
         if let Some(share) = a.wide_head {
             let head = next()?;
-            d.submit(now, Shape { procs: ((share * capacity as f64).ceil() as u32).clamp(1, procs_cap), ..head })?;
+            d.submit(
+                now,
+                Shape {
+                    procs: ((share * capacity as f64).ceil() as u32).clamp(1, procs_cap),
+                    ..head
+                },
+            )?;
         }
         while d.engine.queued() < a.queued {
             d.submit(now, next()?)?;
@@ -315,15 +418,22 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
             running_jobs: running.len(),
             busy: d.busy(),
             queued: d.engine.queued(),
+            drained: a.drained,
+            mem_per_core: a.mem_per_core,
         });
         let first = d.pass(now)?;
-        let (first_starts, queued_after_first, busy_after_first) = (d.started - running.len() as u64, d.engine.queued(), d.busy());
+        let (first_starts, queued_after_first, busy_after_first) = (
+            d.started - running.len() as u64,
+            d.engine.queued(),
+            d.busy(),
+        );
         ensure!(
             queued_after_first > 0,
             "{policy}: the first pass started all {} queued jobs, so the head is not blocked: ask for more --queued jobs or a larger --busy share",
             a.queued
         );
-        let (mut times, mut min_queued, started_before) = (Vec::with_capacity(a.passes), usize::MAX, d.started);
+        let (mut times, mut min_queued, started_before) =
+            (Vec::with_capacity(a.passes), usize::MAX, d.started);
         for _ in 0..a.passes {
             let Reverse((end, id)) = d.ends.pop().context("no job is running")?;
             now = now.max(end);
@@ -346,7 +456,11 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
             p99_ms: ms(p99),
             max_ms: ms(max),
             starts_per_pass: (d.started - started_before) as f64 / a.passes.max(1) as f64,
-            min_queued: if a.passes == 0 { queued_after_first } else { min_queued },
+            min_queued: if a.passes == 0 {
+                queued_after_first
+            } else {
+                min_queued
+            },
             busy_end: d.busy(),
             slots: d.engine.slots(),
         });
@@ -363,11 +477,42 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Format::Table => {
-            println!("cluster: {} nodes x {} cores = {} cores, one shared partition", a.nodes, a.cores, setup.cores);
-            println!("jobs: {} from record {}, seed {}", setup.trace, a.skip, a.seed);
-            println!("setup: {} running jobs on {:.1}% of the cores, {} queued", setup.running_jobs, 100.0 * setup.busy, setup.queued);
+            println!(
+                "cluster: {} nodes x {} cores = {} cores, one shared partition",
+                a.nodes, a.cores, setup.cores
+            );
+            println!(
+                "jobs: {} from record {}, seed {}",
+                setup.trace, a.skip, a.seed
+            );
+            let memory = if setup.mem_per_core > 0 {
+                format!("{} MiB per core", setup.mem_per_core)
+            } else {
+                "memory not tracked".to_string()
+            };
+            println!(
+                "setup: {} running jobs on {:.1}% of the cores, {} queued; {} of {} nodes drained; {memory}",
+                setup.running_jobs,
+                100.0 * setup.busy,
+                setup.queued,
+                setup.drained,
+                setup.nodes
+            );
             println!();
-            println!("{:<13} {:>11} {:>7} {:>7} | {:>6} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6}", "policy", "first pass", "starts", "busy", "passes", "median", "p99", "max", "starts/p", "queue", "busy");
+            println!(
+                "{:<13} {:>11} {:>7} {:>7} | {:>6} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6}",
+                "policy",
+                "first pass",
+                "starts",
+                "busy",
+                "passes",
+                "median",
+                "p99",
+                "max",
+                "starts/p",
+                "queue",
+                "busy"
+            );
             for r in &rows {
                 println!(
                     "{:<13} {:>8.3} ms {:>7} {:>6.1}% | {:>6} {:>6.3} ms {:>6.3} ms {:>6.3} ms {:>8.2} {:>7} {:>5.1}%",
@@ -386,7 +531,15 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
 /// A field of `/proc/self/status` (VmRSS, VmHWM) in KiB; None where there is none.
 fn proc_status_kib(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')?.trim().strip_suffix("kB")?.trim().parse().ok())
+    s.lines().find_map(|l| {
+        l.strip_prefix(field)?
+            .strip_prefix(':')?
+            .trim()
+            .strip_suffix("kB")?
+            .trim()
+            .parse()
+            .ok()
+    })
 }
 
 #[derive(serde::Serialize)]
@@ -426,7 +579,10 @@ struct StreamReport {
 /// finished jobs' records are dropped. Peak RSS is the process's VmHWM; VmRSS is
 /// sampled when 10%, 50% and 100% of the jobs have finished.
 pub fn bench_stream(a: StreamBenchArgs) -> Result<()> {
-    ensure!(a.capacity > 0 && a.queued > 0 && a.jobs > 0, "--capacity, --queued and --jobs must be at least 1");
+    ensure!(
+        a.capacity > 0 && a.queued > 0 && a.jobs > 0,
+        "--capacity, --queued and --jobs must be at least 1"
+    );
     let policy: PolicyKind = a.policy.parse()?;
     let path = trace_path(&a.trace)?;
     let mix: Vec<Shape> = shapes(&path, 0, a.capacity)
@@ -445,7 +601,9 @@ pub fn bench_stream(a: StreamBenchArgs) -> Result<()> {
         }
         d.pass(now)?;
         passes += 1;
-        let Some(&Reverse((end, _))) = d.ends.peek() else { break };
+        let Some(&Reverse((end, _))) = d.ends.peek() else {
+            break;
+        };
         now = end;
         while let Some(&Reverse((end, id))) = d.ends.peek() {
             if end > now {
@@ -455,12 +613,22 @@ pub fn bench_stream(a: StreamBenchArgs) -> Result<()> {
             d.complete(now, id)?;
             if rss.len() < marks.len() && d.finished >= marks[rss.len()] {
                 let done = d.finished as f64 / a.jobs as f64;
-                rss.push(RssSample { done, jobs: d.finished, rss_kib: proc_status_kib("VmRSS") });
+                rss.push(RssSample {
+                    done,
+                    jobs: d.finished,
+                    rss_kib: proc_status_kib("VmRSS"),
+                });
             }
         }
     }
     let wall_s = t.elapsed().as_secs_f64();
-    ensure!(d.finished == a.jobs && d.engine.jobs() == 0, "{} of {} jobs finished; {} left in the engine", d.finished, a.jobs, d.engine.jobs());
+    ensure!(
+        d.finished == a.jobs && d.engine.jobs() == 0,
+        "{} of {} jobs finished; {} left in the engine",
+        d.finished,
+        a.jobs,
+        d.engine.jobs()
+    );
     let r = StreamReport {
         trace: path.display().to_string(),
         mix_jobs: mix.len(),
@@ -479,13 +647,35 @@ pub fn bench_stream(a: StreamBenchArgs) -> Result<()> {
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
         Format::Table => {
-            let mib = |k: Option<u64>| k.map_or("-".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
-            println!("{} jobs resampled from {} ({} jobs), seed {}", r.jobs, r.trace, r.mix_jobs, a.seed);
-            println!("pool of {} cores, {}, {} jobs kept queued", r.capacity, r.policy, r.queued);
-            println!("wall {:.2} s: {:.0} jobs/s, {} passes, {} s simulated", r.wall_s, r.jobs_per_s, r.passes, r.simulated_s);
-            let at: Vec<String> = r.rss.iter().map(|s| format!("{:.0}% {}", 100.0 * s.done, mib(s.rss_kib))).collect();
-            println!("RSS: {}; peak (VmHWM) {}", at.join(", "), mib(r.peak_rss_kib));
-            println!("live jobs: at most {} (engine slots) of {} jobs", r.slots, r.jobs);
+            let mib = |k: Option<u64>| {
+                k.map_or("-".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+            };
+            println!(
+                "{} jobs resampled from {} ({} jobs), seed {}",
+                r.jobs, r.trace, r.mix_jobs, a.seed
+            );
+            println!(
+                "pool of {} cores, {}, {} jobs kept queued",
+                r.capacity, r.policy, r.queued
+            );
+            println!(
+                "wall {:.2} s: {:.0} jobs/s, {} passes, {} s simulated",
+                r.wall_s, r.jobs_per_s, r.passes, r.simulated_s
+            );
+            let at: Vec<String> = r
+                .rss
+                .iter()
+                .map(|s| format!("{:.0}% {}", 100.0 * s.done, mib(s.rss_kib)))
+                .collect();
+            println!(
+                "RSS: {}; peak (VmHWM) {}",
+                at.join(", "),
+                mib(r.peak_rss_kib)
+            );
+            println!(
+                "live jobs: at most {} (engine slots) of {} jobs",
+                r.slots, r.jobs
+            );
         }
     }
     Ok(())

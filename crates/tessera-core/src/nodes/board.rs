@@ -59,6 +59,20 @@ impl Free {
         self.gpus.clear();
         self.gpus.extend_from_slice(&o.gpus);
     }
+    /// Keep on each node no more than `o` has.
+    pub fn clamp_to(&mut self, o: &Free) {
+        for n in 0..self.cores.len() {
+            self.cores[n] = self.cores[n].min(o.cores[n]);
+            self.mem[n] = self.mem[n].min(o.mem[n]);
+            self.gpus[n] = self.gpus[n].min(o.gpus[n]);
+        }
+    }
+    /// Node `n` of this view becomes the least of `a` and `b` there.
+    pub fn clamp_node(&mut self, a: &Free, b: &Free, n: usize) {
+        self.cores[n] = a.cores[n].min(b.cores[n]);
+        self.mem[n] = a.mem[n].min(b.mem[n]);
+        self.gpus[n] = a.gpus[n].min(b.gpus[n]);
+    }
     pub fn take(&mut self, a: &Allocation) {
         for p in &a.parts {
             self.cores[p.node as usize] -= p.cores;
@@ -124,6 +138,58 @@ pub(crate) struct Demand {
     /// Index into [`Board::sets`]: the node sets the job must (or prefers to) use.
     pub sets: Option<u32>,
     pub submit: Time,
+}
+
+/// Demands without node sets that could not be placed on what is free (for a
+/// duration, in conservative's plan) while it has only shrunk since: a demand
+/// at least as large in every respect (same partition; processors, nodes,
+/// memory per processor, GPUs per node and estimate all at least as large)
+/// cannot be placed either. Only the frontier is kept.
+#[derive(Debug, Clone)]
+pub(crate) struct Misses {
+    on: bool,
+    frontier: Vec<[u64; 6]>,
+}
+
+impl Misses {
+    /// `on: false` remembers nothing.
+    pub fn new(on: bool) -> Self {
+        Misses {
+            on,
+            frontier: Vec::new(),
+        }
+    }
+
+    fn key(d: &Demand, est: Time) -> Option<[u64; 6]> {
+        d.sets.is_none().then_some([
+            d.part as u64,
+            d.procs as u64,
+            d.nodes as u64,
+            d.mem_per_proc,
+            d.gpus_per_node as u64,
+            est.max(0) as u64,
+        ])
+    }
+
+    fn covers(m: &[u64; 6], k: &[u64; 6]) -> bool {
+        m[0] == k[0] && (1..6).all(|i| m[i] <= k[i])
+    }
+
+    /// Whether `d` (for `est` seconds; 0 where time does not matter) is known
+    /// not to fit.
+    pub fn known(&self, d: &Demand, est: Time) -> bool {
+        Self::key(d, est).is_some_and(|k| self.frontier.iter().any(|m| Self::covers(m, &k)))
+    }
+
+    /// `d` (for `est` seconds) did not fit.
+    pub fn record(&mut self, d: &Demand, est: Time) {
+        if let Some(k) = Self::key(d, est).filter(|_| self.on) {
+            if !self.frontier.iter().any(|m| Self::covers(m, &k)) {
+                self.frontier.retain(|m| !Self::covers(&k, m));
+                self.frontier.push(k);
+            }
+        }
+    }
 }
 
 /// The node sets of one (partition, request) pair, built once.
@@ -223,10 +289,21 @@ impl Board {
     /// set that no set can ever satisfy is dropped (the flag is set).
     pub fn demand(&mut self, spec: &JobSpec, submit: Time) -> Result<(Demand, bool), NeverFits> {
         let part = spec.partition.map_or(self.default_part, |p| p as usize);
-        let Some(ps) = self.parts.get(part) else { return Err(NeverFits::UnknownPartition) };
-        let nodes = if ps.exclusive { spec.procs.div_ceil(ps.cpn) } else { 0 };
+        let Some(ps) = self.parts.get(part) else {
+            return Err(NeverFits::UnknownPartition);
+        };
+        let nodes = if ps.exclusive {
+            spec.procs.div_ceil(ps.cpn)
+        } else {
+            0
+        };
         let request = match spec.nodeset {
-            Some(id) => Some(self.requests.get(id.0 as usize).cloned().ok_or(NeverFits::UnknownNodeSet)?),
+            Some(id) => Some(
+                self.requests
+                    .get(id.0 as usize)
+                    .cloned()
+                    .ok_or(NeverFits::UnknownNodeSet)?,
+            ),
             None => ps.nodeset.clone().or_else(|| self.site_nodeset.clone()),
         };
         let mut d = Demand {
@@ -247,7 +324,10 @@ impl Board {
         if let Some(spec) = request {
             d.sets = Some(self.set_list(part as u32, spec));
             // with node sets, on an empty machine, after any NODESETDELAY
-            let never = matches!(self.place(&d, &self.empty, Time::MAX / 2, &|_| true), Err(Blocked::NodeSet));
+            let never = matches!(
+                self.place(&d, &self.empty, Time::MAX / 2, &|_| true),
+                Err(Blocked::NodeSet)
+            );
             if never {
                 d.sets = None;
                 dropped = true;
@@ -257,7 +337,11 @@ impl Board {
     }
 
     fn set_list(&mut self, part: u32, spec: NodeSetSpec) -> u32 {
-        if let Some(i) = self.sets.iter().position(|s| s.part == part && s.spec == spec) {
+        if let Some(i) = self
+            .sets
+            .iter()
+            .position(|s| s.part == part && s.spec == spec)
+        {
             return i as u32;
         }
         let members = &self.parts[part as usize].nodes;
@@ -270,10 +354,17 @@ impl Board {
                 SetAttribute::Memory => vec![ns.mem.to_string()],
             }
         };
-        let numeric = matches!(spec.attribute, SetAttribute::ProcSpeed | SetAttribute::Memory);
+        let numeric = matches!(
+            spec.attribute,
+            SetAttribute::ProcSpeed | SetAttribute::Memory
+        );
         let num = |n: u32| -> f64 {
             let ns = &self.nodes[n as usize];
-            if spec.attribute == SetAttribute::ProcSpeed { ns.speed } else { ns.mem as f64 }
+            if spec.attribute == SetAttribute::ProcSpeed {
+                ns.speed
+            } else {
+                ns.mem as f64
+            }
         };
         let mut sets: Vec<Vec<u32>> = Vec::new();
         if numeric && spec.list.is_empty() {
@@ -283,7 +374,11 @@ impl Board {
             values.dedup();
             let tol = spec.tolerance.unwrap_or(0.0);
             for &lo in &values {
-                let set: Vec<u32> = members.iter().copied().filter(|&n| num(n) >= lo && (num(n) - lo) / lo <= tol + 1e-12).collect();
+                let set: Vec<u32> = members
+                    .iter()
+                    .copied()
+                    .filter(|&n| num(n) >= lo && (num(n) - lo) / lo <= tol + 1e-12)
+                    .collect();
                 if !sets.contains(&set) {
                     sets.push(set);
                 }
@@ -292,7 +387,13 @@ impl Board {
             for v in &spec.list {
                 let x: f64 = v.parse().unwrap_or(f64::NAN);
                 let tol = spec.tolerance.unwrap_or(0.0);
-                sets.push(members.iter().copied().filter(|&n| num(n) >= x && (num(n) - x) / x <= tol + 1e-12).collect());
+                sets.push(
+                    members
+                        .iter()
+                        .copied()
+                        .filter(|&n| num(n) >= x && (num(n) - x) / x <= tol + 1e-12)
+                        .collect(),
+                );
             }
         } else {
             let listed: Vec<String> = if spec.list.is_empty() {
@@ -309,17 +410,31 @@ impl Board {
                 spec.list.clone()
             };
             for v in &listed {
-                sets.push(members.iter().copied().filter(|&n| value(n).contains(v)).collect());
+                sets.push(
+                    members
+                        .iter()
+                        .copied()
+                        .filter(|&n| value(n).contains(v))
+                        .collect(),
+                );
             }
         }
-        let negative = sets.iter().map(|s| s.iter().any(|&n| self.nodes[n as usize].negative_affinity)).collect();
-        self.sets.push(SetList { part, spec, sets, negative });
+        let negative = sets
+            .iter()
+            .map(|s| s.iter().any(|&n| self.nodes[n as usize].negative_affinity))
+            .collect();
+        self.sets.push(SetList {
+            part,
+            spec,
+            sets,
+            negative,
+        });
         (self.sets.len() - 1) as u32
     }
 
     /// Cores a node can give this job on view `free` (exclusive: all or nothing).
     #[inline]
-    fn usable(&self, d: &Demand, free: &Free, n: u32) -> u32 {
+    pub(crate) fn usable(&self, d: &Demand, free: &Free, n: u32) -> u32 {
         let ns = &self.nodes[n as usize];
         let (fc, fm) = (free.cores[n as usize], free.mem[n as usize]);
         let ps = &self.parts[d.part as usize];
@@ -330,7 +445,8 @@ impl Board {
             let tasks = ps.cpn.min(d.procs);
             // a whole node: every core, all its memory (a suspended job may hold
             // memory on a node whose cores are free) and every GPU
-            let mem_ok = fm == ns.mem && (d.mem_per_proc == 0 || ns.mem == 0 || ns.mem >= tasks as u64 * d.mem_per_proc);
+            let mem_ok = fm == ns.mem
+                && (d.mem_per_proc == 0 || ns.mem == 0 || ns.mem >= tasks as u64 * d.mem_per_proc);
             if fc == ns.cores && free.gpus[n as usize] == ns.gpus && mem_ok {
                 ns.cores
             } else {
@@ -346,14 +462,35 @@ impl Board {
     /// Place the job on `nodes` (in that order), taking what `free` allows.
     /// Place a job without node sets on the partition's nodes from position
     /// `from` on (the nodes before it are known to have no free core).
-    pub fn pick_from(&self, d: &Demand, free: &Free, from: usize, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+    pub fn pick_from(
+        &self,
+        d: &Demand,
+        free: &Free,
+        from: usize,
+        eligible: &dyn Fn(u32) -> bool,
+    ) -> Option<Allocation> {
         let nodes = &self.parts[d.part as usize].nodes;
-        self.pick(d, free, nodes[from.min(nodes.len())..].iter().copied(), eligible)
+        self.pick(
+            d,
+            free,
+            nodes[from.min(nodes.len())..].iter().copied(),
+            eligible,
+        )
     }
 
-    fn pick(&self, d: &Demand, free: &Free, nodes: impl Iterator<Item = u32>, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+    fn pick(
+        &self,
+        d: &Demand,
+        free: &Free,
+        nodes: impl Iterator<Item = u32>,
+        eligible: &dyn Fn(u32) -> bool,
+    ) -> Option<Allocation> {
         let ps = &self.parts[d.part as usize];
-        let mut a = Allocation { parts: Vec::new(), factor: f64::INFINITY, procs: 0 };
+        let mut a = Allocation {
+            parts: Vec::new(),
+            factor: f64::INFINITY,
+            procs: 0,
+        };
         let mut left = if ps.exclusive { d.nodes } else { d.procs };
         let mut tasks_left = d.procs;
         for n in nodes {
@@ -374,9 +511,23 @@ impl Board {
                 (ns.cores, ns.mem, ns.gpus, t)
             } else {
                 let c = u.min(left);
-                (c, if ns.mem == 0 { 0 } else { c as u64 * d.mem_per_proc }, d.gpus_per_node, c)
+                (
+                    c,
+                    if ns.mem == 0 {
+                        0
+                    } else {
+                        c as u64 * d.mem_per_proc
+                    },
+                    d.gpus_per_node,
+                    c,
+                )
             };
-            a.parts.push(AllocPart { node: n, cores, mem, gpus });
+            a.parts.push(AllocPart {
+                node: n,
+                cores,
+                mem,
+                gpus,
+            });
             a.factor = a.factor.min(ns.factor);
             a.procs += tasks;
             tasks_left -= tasks;
@@ -403,10 +554,18 @@ impl Board {
 
     /// Place a job on view `free` at time `now` (node sets, priorities, NODESETPLUS
     /// and ISOPTIONAL included). `eligible` restricts the nodes considered.
-    pub fn place(&self, d: &Demand, free: &Free, now: Time, eligible: &dyn Fn(u32) -> bool) -> Result<Allocation, Blocked> {
+    pub fn place(
+        &self,
+        d: &Demand,
+        free: &Free,
+        now: Time,
+        eligible: &dyn Fn(u32) -> bool,
+    ) -> Result<Allocation, Blocked> {
         let part_nodes = || self.parts[d.part as usize].nodes.iter().copied();
         let Some(si) = d.sets else {
-            return self.pick(d, free, part_nodes(), eligible).ok_or(Blocked::Resources);
+            return self
+                .pick(d, free, part_nodes(), eligible)
+                .ok_or(Blocked::Resources);
         };
         let sl = &self.sets[si as usize];
         let spec = &sl.spec;
@@ -418,9 +577,17 @@ impl Board {
                         in_any[n as usize] = true;
                     }
                 }
-                self.pick(d, free, part_nodes().filter(|&n| in_any[n as usize]), eligible)
+                self.pick(
+                    d,
+                    free,
+                    part_nodes().filter(|&n| in_any[n as usize]),
+                    eligible,
+                )
             }
-            SetPolicy::FirstOf => sl.sets.iter().find_map(|s| self.pick(d, free, s.iter().copied(), eligible)),
+            SetPolicy::FirstOf => sl
+                .sets
+                .iter()
+                .find_map(|s| self.pick(d, free, s.iter().copied(), eligible)),
             SetPolicy::OneOf => self.best_set(d, free, sl, eligible),
         };
         if let Some(a) = found {
@@ -443,17 +610,31 @@ impl Board {
         }
     }
 
-    fn best_set(&self, d: &Demand, free: &Free, sl: &SetList, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+    fn best_set(
+        &self,
+        d: &Demand,
+        free: &Free,
+        sl: &SetList,
+        eligible: &dyn Fn(u32) -> bool,
+    ) -> Option<Allocation> {
         let mut best: Option<(f64, f64, Allocation)> = None; // (key, tie, alloc); smaller is better
         for (k, s) in sl.sets.iter().enumerate() {
-            let Some(a) = self.pick(d, free, s.iter().copied(), eligible) else { continue };
+            let Some(a) = self.pick(d, free, s.iter().copied(), eligible) else {
+                continue;
+            };
             let (key, tie) = match sl.spec.priority {
                 SetPriority::FirstFit => return Some(a),
                 SetPriority::Affinity if !sl.negative[k] => return Some(a),
                 SetPriority::Affinity => (1.0, k as f64),
                 SetPriority::BestFit => (self.units(d, free, s, eligible) as f64, k as f64),
                 SetPriority::WorstFit => (-(self.units(d, free, s, eligible) as f64), k as f64),
-                SetPriority::BestResource => (-a.parts.iter().map(|p| self.nodes[p.node as usize].speed).fold(f64::INFINITY, f64::min), k as f64),
+                SetPriority::BestResource => (
+                    -a.parts
+                        .iter()
+                        .map(|p| self.nodes[p.node as usize].speed)
+                        .fold(f64::INFINITY, f64::min),
+                    k as f64,
+                ),
                 SetPriority::MinLoss => (self.loss(&a), -a.factor),
             };
             if best.as_ref().is_none_or(|b| (key, tie) < (b.0, b.1)) {
@@ -466,30 +647,55 @@ impl Board {
     /// Capacity wasted per reference second of the job because it runs at the pace
     /// of its slowest node: Σ cores × (1/f_min − 1/f_node).
     pub fn loss(&self, a: &Allocation) -> f64 {
-        a.parts.iter().map(|p| p.cores as f64 * (1.0 / a.factor - 1.0 / self.nodes[p.node as usize].factor)).sum()
+        a.parts
+            .iter()
+            .map(|p| p.cores as f64 * (1.0 / a.factor - 1.0 / self.nodes[p.node as usize].factor))
+            .sum()
     }
 
     /// Spread the job evenly over as few sets as possible (k = 2, 3, …), taking the
     /// sets with the most free units first.
-    fn span_evenly(&self, d: &Demand, free: &Free, sl: &SetList, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+    fn span_evenly(
+        &self,
+        d: &Demand,
+        free: &Free,
+        sl: &SetList,
+        eligible: &dyn Fn(u32) -> bool,
+    ) -> Option<Allocation> {
         let ps = &self.parts[d.part as usize];
         let total = if ps.exclusive { d.nodes } else { d.procs };
-        let mut order: Vec<(u64, usize)> = sl.sets.iter().enumerate().map(|(k, s)| (self.units(d, free, s, eligible), k)).collect();
+        let mut order: Vec<(u64, usize)> = sl
+            .sets
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (self.units(d, free, s, eligible), k))
+            .collect();
         order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut taken = vec![false; self.nodes.len()];
         for k in 2..=order.len().min(total as usize) {
             let base = total / k as u32;
             let rem = total % k as u32;
             taken.iter_mut().for_each(|t| *t = false);
-            let mut a = Allocation { parts: Vec::new(), factor: f64::INFINITY, procs: 0 };
+            let mut a = Allocation {
+                parts: Vec::new(),
+                factor: f64::INFINITY,
+                procs: 0,
+            };
             let mut tasks_left = d.procs;
             let mut ok = true;
             for (j, &(_, si)) in order.iter().take(k).enumerate() {
                 let share = base + u32::from((j as u32) < rem);
                 let sub = if ps.exclusive {
-                    Demand { nodes: share, procs: (share * ps.cpn).min(tasks_left), ..d.clone() }
+                    Demand {
+                        nodes: share,
+                        procs: (share * ps.cpn).min(tasks_left),
+                        ..d.clone()
+                    }
                 } else {
-                    Demand { procs: share, ..d.clone() }
+                    Demand {
+                        procs: share,
+                        ..d.clone()
+                    }
                 };
                 let nodes = sl.sets[si].iter().copied().filter(|&n| !taken[n as usize]);
                 let Some(part) = self.pick(&sub, free, nodes, eligible) else {

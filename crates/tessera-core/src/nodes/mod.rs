@@ -21,11 +21,11 @@ mod preempt;
 mod timeline;
 
 pub use board::{AllocPart, Allocation};
-pub(crate) use board::{Blocked, Board, Demand, Free, NeverFits};
+pub(crate) use board::{Blocked, Board, Demand, Free, Misses, NeverFits};
 
 use crate::cluster::Cluster;
-use crate::engine::Effect;
 use crate::cluster::PreemptMode;
+use crate::engine::Effect;
 use crate::job::{scaled, JobIdx, JobSpec, JobState, KillReason, NodeSetId, SuspendedBy};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
@@ -53,7 +53,8 @@ pub struct NodeEngine {
     policy: PolicyKind,
     board: Board,
     free: Free,
-    /// Σ free cores over every node (an upper bound of what the queue can use).
+    /// Σ free cores over the nodes that take jobs (an upper bound of what the
+    /// queue can use; a drained node's idle cores are not in it).
     free_cores: u64,
     status: Vec<NodeStatus>,
     /// Nodes that take new jobs (up and not drained), and how many.
@@ -95,12 +96,18 @@ pub struct NodeEngine {
     /// Cores are interchangeable: every partition spans every node and shares
     /// cores, no memory or GPUs are tracked, nodes run at one pace, no node sets
     /// and no preemption. While every node is usable and no job has its own node
-    /// set, EASY then counts cores over the machine (exact, as in a pool).
+    /// set, EASY and conservative then count cores over the nodes that take jobs
+    /// (exact, as in a pool).
     fungible: bool,
+    /// Remember placement misses within a pass (off only in tests, to check
+    /// they change nothing).
+    #[serde(default = "yes")]
+    pub(crate) shortcuts: bool,
     #[serde(skip)]
     cores_cache: Option<(u64, JobIdx, Time, u64)>,
     /// Fungible clusters of one partition: no node before this position in the
-    /// partition has a free core (first-fit placement starts there).
+    /// partition has a free core and takes jobs (first-fit placement starts
+    /// there).
     #[serde(skip)]
     first_free: std::cell::Cell<u32>,
     /// Each node's position in the first partition.
@@ -124,6 +131,10 @@ pub struct NodeEngine {
     doomed: Doomed,
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// The estimate limit `lim` seconds allows on the fastest nodes (factor `fmax`):
 /// the largest E with ceil(E / fmax) <= lim.
 fn est_limit(lim: Time, fmax: f64) -> Time {
@@ -140,35 +151,72 @@ impl NodeEngine {
         let free = board.full();
         let free_cores = board.total_cores();
         let max_factor = board.nodes.iter().map(|n| n.factor).fold(0.0, f64::max);
-        let min_node_cores = board.parts.iter().map(|p| p.nodes.iter().map(|&n| board.nodes[n as usize].cores).min().unwrap_or(0)).collect();
+        let min_node_cores = board
+            .parts
+            .iter()
+            .map(|p| {
+                p.nodes
+                    .iter()
+                    .map(|&n| board.nodes[n as usize].cores)
+                    .min()
+                    .unwrap_or(0)
+            })
+            .collect();
         let n = board.nodes.len();
         let mut gang_over = vec![0u32; n];
-        for p in board.parts.iter().filter(|p| p.preempt == PreemptMode::Gang) {
+        for p in board
+            .parts
+            .iter()
+            .filter(|p| p.preempt == PreemptMode::Gang)
+        {
             for &m in &p.nodes {
                 gang_over[m as usize] = p.over;
             }
         }
-        let min_victim_tier = board.parts.iter().filter(|p| p.preempt == PreemptMode::Suspend).map(|p| p.tier).min().unwrap_or(u32::MAX);
+        let min_victim_tier = board
+            .parts
+            .iter()
+            .filter(|p| p.preempt == PreemptMode::Suspend)
+            .map(|p| p.tier)
+            .min()
+            .unwrap_or(u32::MAX);
         let preemptive = board.parts.iter().any(|p| p.tier > min_victim_tier);
         let gang = gang_over.iter().any(|&o| o > 0);
         let fungible = !preemptive
             && !gang
             && board.site_nodeset.is_none()
-            && board.nodes.iter().all(|m| m.mem == 0 && m.gpus == 0 && m.factor == board.nodes[0].factor)
-            && board.parts.iter().all(|p| !p.exclusive && p.nodeset.is_none() && p.nodes.len() == n);
+            && board
+                .nodes
+                .iter()
+                .all(|m| m.mem == 0 && m.gpus == 0 && m.factor == board.nodes[0].factor)
+            && board
+                .parts
+                .iter()
+                .all(|p| !p.exclusive && p.nodeset.is_none() && p.nodes.len() == n);
         let mut pos_in_part = vec![0u32; n];
         if let Some(p) = board.parts.first() {
             for (k, &m) in p.nodes.iter().enumerate() {
                 pos_in_part[m as usize] = k as u32;
             }
         }
-        let exact_aggregate = n == 1 && board.nodes[0].mem == 0 && board.nodes[0].gpus == 0 && board.site_nodeset.is_none() && board.parts.iter().all(|p| p.nodeset.is_none());
+        let exact_aggregate = n == 1
+            && board.nodes[0].mem == 0
+            && board.nodes[0].gpus == 0
+            && board.site_nodeset.is_none()
+            && board.parts.iter().all(|p| p.nodeset.is_none());
         NodeEngine {
             policy,
             board,
             free,
             free_cores,
-            status: vec![NodeStatus { up: true, drain: false, reason: String::new() }; n],
+            status: vec![
+                NodeStatus {
+                    up: true,
+                    drain: false,
+                    reason: String::new()
+                };
+                n
+            ],
             usable: vec![true; n],
             usable_nodes: n,
             demand: Vec::new(),
@@ -188,6 +236,7 @@ impl NodeEngine {
             min_node_cores,
             exact_aggregate,
             fungible,
+            shortcuts: true,
             cores_cache: None,
             first_free: std::cell::Cell::new(0),
             pos_in_part,
@@ -246,7 +295,11 @@ impl NodeEngine {
     }
 
     /// The demand of a job and its need, or why it can never run here.
-    pub(crate) fn admit(&mut self, spec: &JobSpec, now: Time) -> Result<(Demand, u64, bool), NeverFits> {
+    pub(crate) fn admit(
+        &mut self,
+        spec: &JobSpec,
+        now: Time,
+    ) -> Result<(Demand, u64, bool), NeverFits> {
         let (d, dropped) = self.board.demand(spec, now)?;
         let need = self.need(&d);
         Ok((d, need, dropped))
@@ -278,10 +331,11 @@ impl NodeEngine {
         self.free.give(&a);
         for p in &a.parts {
             if p.cores > 0 {
-                self.first_free.set(self.first_free.get().min(self.pos_in_part[p.node as usize]));
+                self.first_free
+                    .set(self.first_free.get().min(self.pos_in_part[p.node as usize]));
             }
         }
-        self.free_cores += cores_of(&a);
+        self.free_cores += self.usable_cores(&a);
         let whole = self.home[job.index()].take().unwrap_or(a);
         for p in &whole.parts {
             self.booked[p.node as usize] -= p.cores;
@@ -312,15 +366,31 @@ impl NodeEngine {
         let e = t.get_mut(job);
         e.expected_end = end;
         // a suspended or ending job holds its allocation (sanity_check asserts it)
-        let procs = self.alloc[job.index()].as_ref().map_or(0, cores_of);
-        self.running.insert(RunningJob { expected_end: end, job, procs: procs.min(u32::MAX as u64) as u32 });
+        let procs = self.alloc[job.index()]
+            .as_ref()
+            .map_or(0, |a| self.usable_cores(a));
+        self.running.insert(RunningJob {
+            expected_end: end,
+            job,
+            procs: procs.min(u32::MAX as u64) as u32,
+        });
+    }
+
+    /// Cores of `a` on nodes that take jobs.
+    pub(crate) fn usable_cores(&self, a: &Allocation) -> u64 {
+        a.parts
+            .iter()
+            .filter(|p| self.usable[p.node as usize])
+            .map(|p| p.cores as u64)
+            .sum()
     }
 
     /// When a pending job with a DELAY node set may span sets.
     pub(crate) fn delay_until(&self, job: JobIdx) -> Option<Time> {
         let d = &self.demand[job.index()];
         let sets = &self.board.sets[d.sets? as usize];
-        (sets.spec.plus == crate::nodeset::SetPlus::Delay).then(|| d.submit.saturating_add(self.board.delay))
+        (sets.spec.plus == crate::nodeset::SetPlus::Delay)
+            .then(|| d.submit.saturating_add(self.board.delay))
     }
 
     /// Jobs holding resources on node `n`, by slot.
@@ -328,7 +398,10 @@ impl NodeEngine {
         self.alloc
             .iter()
             .enumerate()
-            .filter(|(_, a)| a.as_ref().is_some_and(|a| a.parts.iter().any(|p| p.node == n)))
+            .filter(|(_, a)| {
+                a.as_ref()
+                    .is_some_and(|a| a.parts.iter().any(|p| p.node == n))
+            })
             .map(|(i, _)| JobIdx(i as u32))
             .collect()
     }
@@ -337,7 +410,9 @@ impl NodeEngine {
         ((n as usize) < self.status.len()).then_some(n as usize)
     }
 
-    /// Change a node's status; returns whether it takes jobs now.
+    /// Change a node's status. When it starts or stops taking jobs, its free
+    /// cores and those its running jobs give back when they end join or leave
+    /// what the queue can use.
     pub(crate) fn set_status(&mut self, n: usize, f: impl FnOnce(&mut NodeStatus)) {
         self.version += 1;
         f(&mut self.status[n]);
@@ -345,14 +420,41 @@ impl NodeEngine {
         if s.up && !s.drain {
             s.reason.clear();
         }
-        self.usable[n] = s.up && !s.drain;
+        let usable = s.up && !s.drain;
+        if usable == self.usable[n] {
+            return;
+        }
+        self.usable[n] = usable;
         self.usable_nodes = self.usable.iter().filter(|&&u| u).count();
+        let idle = self.free.cores[n] as u64;
+        if usable {
+            self.free_cores += idle;
+            self.first_free
+                .set(self.first_free.get().min(self.pos_in_part[n]));
+        } else {
+            self.free_cores -= idle;
+        }
+        let mut rs = std::mem::take(&mut self.running);
+        for r in rs.as_mut_slice() {
+            if let Some(a) = self.alloc[r.job.index()]
+                .as_ref()
+                .filter(|a| a.parts.iter().any(|p| p.node as usize == n))
+            {
+                r.procs = self.usable_cores(a).min(u32::MAX as u64) as u32;
+            }
+        }
+        self.running = rs;
     }
 
     /// The next instant a pass is needed though nothing outside happens: the
     /// earliest limit of a running job.
     pub(crate) fn next_deadline(&self, t: &JobTable) -> Option<Time> {
-        let limit = self.running.as_slice().iter().find(|r| matches!(t.state(r.job), JobState::Running { .. })).map(|r| r.expected_end);
+        let limit = self
+            .running
+            .as_slice()
+            .iter()
+            .find(|r| matches!(t.state(r.job), JobState::Running { .. }))
+            .map(|r| r.expected_end);
         match (limit, self.gang_next) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -382,7 +484,11 @@ impl NodeEngine {
                 } else {
                     self.pass_conservative(now, t, out);
                 }
-                if !self.placement_varies() || !out[before..].iter().any(|e| matches!(e, Effect::Start { .. })) {
+                if !self.placement_varies()
+                    || !out[before..]
+                        .iter()
+                        .any(|e| matches!(e, Effect::Start { .. }))
+                {
                     break;
                 }
             },
@@ -391,11 +497,11 @@ impl NodeEngine {
         }
     }
 
-    /// Whether any free cores will do for any job, as in a pool (so counting
-    /// cores over the machine is exact): a fungible cluster, every node usable,
-    /// and no job with its own node set.
+    /// Whether any free cores of the nodes that take jobs will do for any job, as
+    /// in a pool (so counting cores over them is exact): a fungible cluster and
+    /// no job with its own node set.
     fn cores_interchangeable(&self) -> bool {
-        self.fungible && self.board.requests.is_empty() && self.usable_nodes == self.usable.len()
+        self.fungible && self.board.requests.is_empty() && self.usable_nodes > 0
     }
 
     /// Whether a job's placement (and so its pace and end) can depend on which
@@ -403,7 +509,11 @@ impl NodeEngine {
     fn placement_varies(&self) -> bool {
         self.board.site_nodeset.is_some()
             || !self.board.requests.is_empty()
-            || self.board.parts.iter().any(|p| p.nodeset.is_some() || p.tiers.len() > 1)
+            || self
+                .board
+                .parts
+                .iter()
+                .any(|p| p.nodeset.is_some() || p.tiers.len() > 1)
     }
 
     /// Ask the driver to kill every running job whose limit has run out.
@@ -415,20 +525,35 @@ impl NodeEngine {
             }
             let e = t.get_mut(r.job);
             if let JobState::Running { start } = e.state {
-                e.state = JobState::Ending { start, at: now, reason: KillReason::TimeLimit };
-                out.push(Effect::Kill { job: e.spec.id, reason: KillReason::TimeLimit });
+                e.state = JobState::Ending {
+                    start,
+                    at: now,
+                    reason: KillReason::TimeLimit,
+                };
+                out.push(Effect::Kill {
+                    job: e.spec.id,
+                    reason: KillReason::TimeLimit,
+                });
                 any = true;
             }
         }
         any
     }
 
-    fn start(&mut self, now: Time, t: &mut JobTable, job: JobIdx, a: Allocation, out: &mut Vec<Effect>) {
+    fn start(
+        &mut self,
+        now: Time,
+        t: &mut JobTable,
+        job: JobIdx,
+        a: Allocation,
+        out: &mut Vec<Effect>,
+    ) {
         self.version += 1;
         let est = t.spec(job).estimate;
         let limit = scaled(est, a.factor);
         t.begin(now, job, Some(limit));
         self.free.take(&a);
+        // placed on nodes that take jobs
         let cores = cores_of(&a);
         self.free_cores -= cores;
         for p in &a.parts {
@@ -437,28 +562,49 @@ impl NodeEngine {
         let expected_end = now.saturating_add(limit);
         let e = t.get_mut(job);
         e.expected_end = expected_end;
-        self.running.insert(RunningJob { expected_end, job, procs: cores.min(u32::MAX as u64) as u32 });
-        out.push(Effect::Start { job: e.spec.id, alloc: a.clone(), limit: Some(limit) });
+        self.running.insert(RunningJob {
+            expected_end,
+            job,
+            procs: cores.min(u32::MAX as u64) as u32,
+        });
+        out.push(Effect::Start {
+            job: e.spec.id,
+            alloc: a.clone(),
+            limit: Some(limit),
+        });
         self.alloc[job.index()] = Some(a);
     }
 
     fn place_now(&self, d: &Demand, free: &Free, now: Time) -> Result<Allocation, Blocked> {
         let usable = &self.usable;
-        if self.board.parts.len() == 1 && self.cores_interchangeable() && std::ptr::eq(free, &self.free) {
+        if self.board.parts.len() == 1
+            && self.cores_interchangeable()
+            && std::ptr::eq(free, &self.free)
+        {
             let nodes = &self.board.parts[0].nodes;
             let mut k = self.first_free.get() as usize;
-            while k < nodes.len() && free.cores[nodes[k] as usize] == 0 {
+            while k < nodes.len()
+                && (free.cores[nodes[k] as usize] == 0 || !usable[nodes[k] as usize])
+            {
                 k += 1;
             }
             self.first_free.set(k as u32);
-            return self.board.pick_from(d, free, k, &|n| usable[n as usize]).ok_or(Blocked::Resources);
+            return self
+                .board
+                .pick_from(d, free, k, &|n| usable[n as usize])
+                .ok_or(Blocked::Resources);
         }
         self.board.place(d, free, now, &|n| usable[n as usize])
     }
 
     /// Start jobs from the head while the board can place them; returns the
     /// blocked head.
-    fn start_from_head(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) -> Option<(u32, JobIdx)> {
+    fn start_from_head(
+        &mut self,
+        now: Time,
+        t: &mut JobTable,
+        out: &mut Vec<Effect>,
+    ) -> Option<(u32, JobIdx)> {
         while let Some((pos, job)) = t.queue.head() {
             if t.get(job).need > self.free_cores {
                 return Some((pos, job));
@@ -477,30 +623,54 @@ impl NodeEngine {
     fn shadow(&mut self, now: Time, head: JobIdx, head_need: u64) -> (Time, Allocation) {
         let d = &self.demand[head.index()];
         let member = &self.board.parts[d.part as usize].member;
-        self.scratch.copy_from(&self.free);
-        let mut avail: u64 = if self.board.nodes.len() == 1 { self.free_cores } else { self.board.parts[d.part as usize].nodes.iter().map(|&n| self.scratch.cores[n as usize] as u64).sum() };
-        let rs = self.running.as_slice();
         let usable = &self.usable;
+        let board = &self.board;
+        // what the head could take on a node: its cores, as far as its memory
+        // and GPUs allow there (without node sets, the board places the head as
+        // soon as the sum reaches its need)
+        let units = |free: &Free, n: u32| {
+            if member[n as usize] && usable[n as usize] {
+                board.usable(d, free, n) as u64
+            } else {
+                0
+            }
+        };
+        self.scratch.copy_from(&self.free);
+        let mut avail: u64 = board.parts[d.part as usize]
+            .nodes
+            .iter()
+            .map(|&n| units(&self.scratch, n))
+            .sum();
+        let rs = self.running.as_slice();
         let mut i = 0;
         let mut last = now;
         while i < rs.len() {
             let t = rs[i].expected_end.max(now);
             while i < rs.len() && rs[i].expected_end.max(now) == t {
                 let a = self.alloc[rs[i].job.index()].as_ref().unwrap();
-                self.scratch.give(a);
-                avail += a.parts.iter().filter(|p| member[p.node as usize]).map(|p| p.cores as u64).sum::<u64>();
+                for p in &a.parts {
+                    let n = p.node as usize;
+                    avail -= units(&self.scratch, p.node);
+                    self.scratch.cores[n] += p.cores;
+                    self.scratch.mem[n] += p.mem;
+                    self.scratch.gpus[n] += p.gpus;
+                    avail += units(&self.scratch, p.node);
+                }
                 i += 1;
             }
             last = t;
             if avail >= head_need {
-                if let Ok(a) = self.board.place(d, &self.scratch, t, &|n| usable[n as usize]) {
+                if let Ok(a) = board.place(d, &self.scratch, t, &|n| usable[n as usize]) {
                     return (t, a);
                 }
             }
         }
         // everything has ended; a DELAY node set may still have to wait to span
         let t = last.max(d.submit.saturating_add(self.board.delay));
-        match self.board.place(d, &self.scratch, t, &|n| usable[n as usize]) {
+        match self
+            .board
+            .place(d, &self.scratch, t, &|n| usable[n as usize])
+        {
             Ok(a) => (t, a),
             // no usable node can ever hold it (down or drained nodes): nothing
             // may start before it, as with a reservation at the end of time
@@ -509,7 +679,9 @@ impl NodeEngine {
     }
 
     fn pass_easy(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
-        let Some((head_pos, head)) = self.start_from_head(now, t, out) else { return };
+        let Some((head_pos, head)) = self.start_from_head(now, t, out) else {
+            return;
+        };
         let ft = self.free_cores;
         if ft == 0 || t.queue.find_first(head_pos + 1, |n, _| n <= ft).is_none() {
             return;
@@ -520,7 +692,11 @@ impl NodeEngine {
         let head_need = t.get(head).need;
         // nothing changed since the last pass (arrivals only): same shadow and
         // extra resources, unless a running job is overdue (its end is clamped)
-        let overdue = self.running.as_slice().first().is_some_and(|r| r.expected_end < now);
+        let overdue = self
+            .running
+            .as_slice()
+            .first()
+            .is_some_and(|r| r.expected_end < now);
         let shadow = match self.shadow_cache {
             Some((v, h, shadow)) if v == self.version && h == head && !overdue => shadow,
             _ => {
@@ -533,50 +709,78 @@ impl NodeEngine {
         };
         // the extra cores usable now: free now and not needed by the head then
         let mut extra_now: u64 = 0;
-        for n in 0..self.free.cores.len() {
+        for n in (0..self.free.cores.len()).filter(|&n| self.usable[n]) {
             extra_now += self.free.cores[n].min(self.extra.cores[n]) as u64;
         }
         let mut pos = head_pos + 1;
         let slack = shadow.saturating_sub(now);
         let est_lim = est_limit(slack, self.max_factor);
+        // what is free and what is extra only shrink during the pass: a job at
+        // least as large as one that could not be placed is not tried
+        let (mut miss_free, mut miss_extra) =
+            (Misses::new(self.shortcuts), Misses::new(self.shortcuts));
+        let mut view_built = false;
         loop {
             let ft = self.free_cores;
             let xc = extra_now;
-            let found = t.queue.find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc));
+            let found = t
+                .queue
+                .find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc));
             let Some(p) = found else { break };
             pos = p + 1;
             let job = t.queue.job_at(p);
             let est = t.spec(job).estimate;
             let d = &self.demand[job.index()];
-            let Ok(a) = self.place_now(d, &self.free, now) else { continue };
-            if now.saturating_add(scaled(est, a.factor)) <= shadow {
-                extra_now -= self.extra_now_taken(&a, false);
-                self.start(now, t, job, a, out);
-                if self.free_cores == 0 {
-                    break;
+            // a job that cannot end by the shadow even on the fastest nodes can
+            // only have the extra resources; others try what is free first
+            let on_free = if est <= est_lim {
+                if miss_free.known(d, 0) {
+                    continue;
                 }
-                continue;
-            }
-            if t.get(job).need > xc {
-                continue;
-            }
-            // place on the extra resources: free now and not needed by the head
-            let view = &mut self.view;
-            view.cores.clear();
-            view.mem.clear();
-            view.gpus.clear();
-            for n in 0..self.free.cores.len() {
-                view.cores.push(self.free.cores[n].min(self.extra.cores[n]));
-                view.mem.push(self.free.mem[n].min(self.extra.mem[n]));
-                view.gpus.push(self.free.gpus[n].min(self.extra.gpus[n]));
-            }
-            if let Ok(b) = self.place_now(d, &self.view, now) {
-                extra_now -= self.extra_now_taken(&b, true);
-                self.extra.take(&b);
-                self.start(now, t, job, b, out);
-                if self.free_cores == 0 {
-                    break;
+                let Ok(a) = self.place_now(d, &self.free, now) else {
+                    miss_free.record(d, 0);
+                    continue;
+                };
+                if now.saturating_add(scaled(est, a.factor)) <= shadow {
+                    extra_now -= self.extra_now_taken(&a, false);
+                    Some(a)
+                } else {
+                    None
                 }
+            } else {
+                None
+            };
+            let b = match on_free {
+                Some(a) => a,
+                None => {
+                    if t.get(job).need > xc || miss_extra.known(d, 0) {
+                        continue;
+                    }
+                    // place on the extra resources: free now and not needed by the head
+                    if !view_built {
+                        self.view.copy_from(&self.free);
+                        self.view.clamp_to(&self.extra);
+                        view_built = true;
+                    }
+                    let Ok(b) = self.place_now(d, &self.view, now) else {
+                        miss_extra.record(d, 0);
+                        continue;
+                    };
+                    extra_now -= self.extra_now_taken(&b, true);
+                    self.extra.take(&b);
+                    b
+                }
+            };
+            self.start(now, t, job, b, out);
+            if view_built {
+                let a = self.alloc[job.index()].as_ref().expect("it just started");
+                for p in &a.parts {
+                    self.view
+                        .clamp_node(&self.free, &self.extra, p.node as usize);
+                }
+            }
+            if self.free_cores == 0 {
+                break;
             }
         }
     }
@@ -588,11 +792,24 @@ impl NodeEngine {
     /// starts of the pass (a job ending by the shadow gives its cores back by
     /// then; one started on the extra cores uses them up), so they are kept
     /// until something else changes.
-    fn backfill_cores(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>, head_pos: u32, head: JobIdx) {
+    fn backfill_cores(
+        &mut self,
+        now: Time,
+        t: &mut JobTable,
+        out: &mut Vec<Effect>,
+        head_pos: u32,
+        head: JobIdx,
+    ) {
         let need = t.get(head).need;
-        let overdue = self.running.as_slice().first().is_some_and(|r| r.expected_end < now);
+        let overdue = self
+            .running
+            .as_slice()
+            .first()
+            .is_some_and(|r| r.expected_end < now);
         let (shadow, mut extra) = match self.cores_cache {
-            Some((v, h, shadow, extra)) if v == self.version && h == head && !overdue => (shadow, extra),
+            Some((v, h, shadow, extra)) if v == self.version && h == head && !overdue => {
+                (shadow, extra)
+            }
             _ => {
                 let mut avail = self.free_cores;
                 let mut found = (Time::MAX, 0);
@@ -617,10 +834,17 @@ impl NodeEngine {
         while self.free_cores > 0 {
             let ft = self.free_cores;
             let xc = extra.min(ft);
-            let Some(p) = t.queue.find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc)) else { break };
+            let Some(p) = t
+                .queue
+                .find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc))
+            else {
+                break;
+            };
             pos = p + 1;
             let job = t.queue.job_at(p);
-            let Ok(a) = self.place_now(&self.demand[job.index()], &self.free, now) else { continue };
+            let Ok(a) = self.place_now(&self.demand[job.index()], &self.free, now) else {
+                continue;
+            };
             let by_shadow = now.saturating_add(scaled(t.spec(job).estimate, a.factor)) <= shadow;
             let cores = cores_of(&a);
             if by_shadow || cores <= xc {
@@ -639,7 +863,10 @@ impl NodeEngine {
         a.parts
             .iter()
             .map(|p| {
-                let (f, x) = (self.free.cores[p.node as usize], self.extra.cores[p.node as usize]);
+                let (f, x) = (
+                    self.free.cores[p.node as usize],
+                    self.extra.cores[p.node as usize],
+                );
                 let x_after = if from_extra { x - p.cores } else { x };
                 (f.min(x) - (f - p.cores).min(x_after)) as u64
             })
@@ -692,7 +919,13 @@ impl NodeEngine {
     /// Conservative's plan. `Plan::Pass` keeps the shortcuts and collects the jobs
     /// that start now; `Plan::Explain(job)` places every job in order, without
     /// them, and returns that job's start.
-    fn plan(&mut self, now: Time, t: &JobTable, mode: Plan, starts: &mut Vec<(JobIdx, Option<Allocation>)>) -> Option<Time> {
+    fn plan(
+        &mut self,
+        now: Time,
+        t: &JobTable,
+        mode: Plan,
+        starts: &mut Vec<(JobIdx, Option<Allocation>)>,
+    ) -> Option<Time> {
         let bounded = matches!(mode, Plan::Pass);
         let running = self.running.as_slice();
         let mut profile = std::mem::take(&mut self.profile);
@@ -718,20 +951,27 @@ impl NodeEngine {
             }
             tl
         });
-        let p_min = if bounded { t.queue.min_need().min(i64::MAX as u64) as i64 } else { 0 };
+        let p_min = if bounded {
+            t.queue.min_need().min(i64::MAX as u64) as i64
+        } else {
+            0
+        };
         let fmax = self.max_factor;
         let mut full_at = Time::MAX;
         let mut most = self.capacity().min(i64::MAX as u64) as i64;
         let mut could_start: Option<u32> = None;
         let mut pos = t.queue.head().map_or(0, |h| h.0);
         let mut answer = None;
+        let mut tl_miss = Misses::new(self.shortcuts);
         loop {
             let lim = full_at.saturating_sub(now);
             let p = if bounded {
                 let dur_of = |e: Time| footprint(scaled(e, fmax));
                 if could_start.is_none_or(|c| c < pos) {
                     let free_now = profile.free_now();
-                    could_start = t.queue.find_first(pos, |n, e| (n as i64) <= free_now && dur_of(e) <= lim);
+                    could_start = t
+                        .queue
+                        .find_first(pos, |n, e| (n as i64) <= free_now && dur_of(e) <= lim);
                     if could_start.is_none() {
                         break;
                     }
@@ -741,10 +981,14 @@ impl NodeEngine {
                     let dur = dur_of(e);
                     (n as i64) <= most && dur <= lim && !d_ref.dominates(n, dur)
                 };
-                let Some(p) = t.queue.find_first(pos, can_fit_early) else { break };
+                let Some(p) = t.queue.find_first(pos, can_fit_early) else {
+                    break;
+                };
                 p
             } else {
-                let Some(p) = t.queue.find_first(pos, |_, _| true) else { break };
+                let Some(p) = t.queue.find_first(pos, |_, _| true) else {
+                    break;
+                };
                 p
             };
             pos = p + 1;
@@ -766,8 +1010,19 @@ impl NodeEngine {
             };
             let placed = match tl.as_mut() {
                 None => Some((t0, seg, dur_min, None)),
+                // the timeline only fills during the pass and `full_at` only
+                // moves earlier: a job at least as large and as long as one with
+                // no window has none either
+                Some(_) if bounded && tl_miss.known(d, est) => None,
                 Some(tl) => {
-                    let found = if bounded { tl.earliest_between(&self.board, d, est, t0, full_at, &is_usable) } else { Some(tl.earliest(&self.board, d, est, &is_usable)) };
+                    let found = if bounded {
+                        tl.earliest_between(&self.board, d, est, t0, full_at, &is_usable)
+                    } else {
+                        Some(tl.earliest(&self.board, d, est, &is_usable))
+                    };
+                    if found.is_none() {
+                        tl_miss.record(d, est);
+                    }
                     found.map(|(ts, a)| {
                         let dur = footprint(scaled(est, a.factor));
                         tl.occupy(&a, ts, ts + dur);
@@ -775,7 +1030,9 @@ impl NodeEngine {
                     })
                 }
             };
-            let Some((ts, seg, dur, a)) = placed else { continue };
+            let Some((ts, seg, dur, a)) = placed else {
+                continue;
+            };
             let cores = a.as_ref().map_or(need, cores_of);
             if let Some(below) = profile.reserve(seg, dur, cores, p_min, running) {
                 if bounded && below < full_at {
@@ -800,13 +1057,21 @@ impl NodeEngine {
 
     pub fn head_reservation(&mut self, now: Time, t: &JobTable) -> Option<(JobIdx, Time)> {
         let (_, head) = t.queue.head()?;
-        if self.place_now(&self.demand[head.index()], &self.free, now).is_ok() {
+        if self
+            .place_now(&self.demand[head.index()], &self.free, now)
+            .is_ok()
+        {
             return None;
         }
         Some((head, self.shadow(now, head, t.get(head).need).0))
     }
 
-    pub fn pending_reason(&mut self, now: Time, t: &JobTable, job: JobIdx) -> Option<PendingReason> {
+    pub fn pending_reason(
+        &mut self,
+        now: Time,
+        t: &JobTable,
+        job: JobIdx,
+    ) -> Option<PendingReason> {
         let e = t.get(job);
         match e.state {
             JobState::Pending => {}
@@ -817,20 +1082,31 @@ impl NodeEngine {
         let d = &self.demand[job.index()];
         if self.board.parts[d.part as usize].preempt == PreemptMode::Gang {
             // gang jobs wait only for the partition's shared cores
-            return Some(PendingReason::Resources { needed: e.spec.procs, free: self.free_cores.min(u32::MAX as u64) as u32 });
+            return Some(PendingReason::Resources {
+                needed: e.spec.procs,
+                free: self.free_cores.min(u32::MAX as u64) as u32,
+            });
         }
         let blocked = match self.place_now(d, &self.free, now) {
             Err(Blocked::NodeSet) => {
                 let spec = &self.board.sets[d.sets.unwrap() as usize].spec;
-                PendingReason::NodeSet { policy: spec.policy, attribute: spec.attribute }
+                PendingReason::NodeSet {
+                    policy: spec.policy,
+                    attribute: spec.attribute,
+                }
             }
-            _ => PendingReason::Resources { needed: e.spec.procs, free: self.free_cores.min(u32::MAX as u64) as u32 },
+            _ => PendingReason::Resources {
+                needed: e.spec.procs,
+                free: self.free_cores.min(u32::MAX as u64) as u32,
+            },
         };
         Some(match self.policy {
             PolicyKind::Fcfs | PolicyKind::Easy if head => blocked,
             PolicyKind::Fcfs | PolicyKind::Easy | PolicyKind::Parm => PendingReason::Priority,
             PolicyKind::Conservative => {
-                let start = self.plan(now, t, Plan::Explain(job), &mut Vec::new()).expect("a pending job gets a reservation");
+                let start = self
+                    .plan(now, t, Plan::Explain(job), &mut Vec::new())
+                    .expect("a pending job gets a reservation");
                 if start == now && head {
                     blocked
                 } else {
@@ -848,21 +1124,53 @@ impl NodeEngine {
         for (i, a) in self.alloc.iter().enumerate() {
             let Some(a) = a else { continue };
             let st = t.state(JobIdx(i as u32));
-            assert!(st.start().is_some(), "job in slot {i} holds resources while {}", st.name());
+            assert!(
+                st.start().is_some(),
+                "job in slot {i} holds resources while {}",
+                st.name()
+            );
             used.take(a);
             if !matches!(st, JobState::Suspended { .. }) {
                 in_running += 1;
             }
         }
         assert_eq!(used, self.free, "node resources are not conserved");
-        assert_eq!(self.free_cores, self.free.cores.iter().map(|&c| c as u64).sum::<u64>());
+        let usable_free: u64 = self
+            .free
+            .cores
+            .iter()
+            .zip(&self.usable)
+            .filter(|(_, &u)| u)
+            .map(|(&c, _)| c as u64)
+            .sum();
+        assert_eq!(
+            self.free_cores, usable_free,
+            "free cores of the nodes that take jobs"
+        );
         let rs = self.running.as_slice();
-        assert_eq!(rs.len(), in_running, "the running list and the allocations disagree");
-        assert!(rs.windows(2).all(|w| (w[0].expected_end, w[0].job) < (w[1].expected_end, w[1].job)));
+        assert_eq!(
+            rs.len(),
+            in_running,
+            "the running list and the allocations disagree"
+        );
+        assert!(rs
+            .windows(2)
+            .all(|w| (w[0].expected_end, w[0].job) < (w[1].expected_end, w[1].job)));
         for r in rs {
             let e = t.get(r.job);
-            assert!(matches!(e.state, JobState::Running { .. } | JobState::Ending { .. }));
+            assert!(matches!(
+                e.state,
+                JobState::Running { .. } | JobState::Ending { .. }
+            ));
             assert_eq!(e.expected_end, r.expected_end);
+            let a = self.alloc[r.job.index()]
+                .as_ref()
+                .expect("a running job holds its allocation");
+            assert_eq!(
+                r.procs as u64,
+                self.usable_cores(a).min(u32::MAX as u64),
+                "cores a running job gives back to the queue"
+            );
         }
         for (n, s) in self.status.iter().enumerate() {
             assert_eq!(self.usable[n], s.up && !s.drain);
@@ -873,9 +1181,28 @@ impl NodeEngine {
             let j = JobIdx(i as u32);
             let whole = match &self.home[i] {
                 Some(h) => {
-                    assert!(matches!(t.state(j), JobState::Suspended { by: SuspendedBy::Preemption | SuspendedBy::Gang, .. }), "slot {i} is parked while {}", t.state(j).name());
-                    assert!(self.parked.contains(&j), "slot {i} is parked but not listed");
-                    assert!(h.parts.len() == a.parts.len() && h.parts.iter().zip(&a.parts).all(|(h, a)| h.node == a.node && h.cores >= a.cores && h.mem == a.mem && h.gpus == a.gpus));
+                    assert!(
+                        matches!(
+                            t.state(j),
+                            JobState::Suspended {
+                                by: SuspendedBy::Preemption | SuspendedBy::Gang,
+                                ..
+                            }
+                        ),
+                        "slot {i} is parked while {}",
+                        t.state(j).name()
+                    );
+                    assert!(
+                        self.parked.contains(&j),
+                        "slot {i} is parked but not listed"
+                    );
+                    assert!(
+                        h.parts.len() == a.parts.len()
+                            && h.parts.iter().zip(&a.parts).all(|(h, a)| h.node == a.node
+                                && h.cores >= a.cores
+                                && h.mem == a.mem
+                                && h.gpus == a.gpus)
+                    );
                     h
                 }
                 None => a,
@@ -884,11 +1211,20 @@ impl NodeEngine {
                 booked[p.node as usize] += p.cores;
             }
         }
-        assert_eq!(booked, self.booked, "booked cores disagree with the allocations");
-        assert!(self.parked.iter().all(|j| self.home[j.index()].is_some()), "a listed parked job has no allocation");
+        assert_eq!(
+            booked, self.booked,
+            "booked cores disagree with the allocations"
+        );
+        assert!(
+            self.parked.iter().all(|j| self.home[j.index()].is_some()),
+            "a listed parked job has no allocation"
+        );
         for (n, &b) in booked.iter().enumerate() {
             if self.gang_over[n] > 0 {
-                assert!(b <= self.board.nodes[n].cores * self.gang_over[n], "node {n} is allocated beyond its gang limit");
+                assert!(
+                    b <= self.board.nodes[n].cores * self.gang_over[n],
+                    "node {n} is allocated beyond its gang limit"
+                );
             }
         }
     }

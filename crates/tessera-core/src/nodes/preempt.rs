@@ -23,7 +23,7 @@
 //!
 //! Suspended time does not count against a job's limit.
 
-use super::{cores_of, NodeEngine};
+use super::NodeEngine;
 use crate::cluster::PreemptMode;
 use crate::engine::Effect;
 use crate::job::{scaled, JobIdx, JobState, SuspendedBy};
@@ -76,9 +76,16 @@ impl NodeEngine {
 
     /// Cores job `j` (parked) still lacks on each part of its allocation.
     fn lacking(&self, j: JobIdx) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let home = self.home[j.index()].as_ref().expect("a parked job has its allocation");
-        let held = self.alloc[j.index()].as_ref().expect("a parked job holds memory");
-        home.parts.iter().zip(&held.parts).map(|(h, a)| (h.node, h.cores - a.cores))
+        let home = self.home[j.index()]
+            .as_ref()
+            .expect("a parked job has its allocation");
+        let held = self.alloc[j.index()]
+            .as_ref()
+            .expect("a parked job holds memory");
+        home.parts
+            .iter()
+            .zip(&held.parts)
+            .map(|(h, a)| (h.node, h.cores - a.cores))
     }
 
     /// Parked jobs of tier `min_tier` or above that can hold their whole
@@ -88,7 +95,11 @@ impl NodeEngine {
             return;
         }
         for j in self.parked_order(t) {
-            if self.tier_of(j) >= min_tier && self.lacking(j).all(|(n, c)| self.free.cores[n as usize] >= c) {
+            if self.tier_of(j) >= min_tier
+                && self
+                    .lacking(j)
+                    .all(|(n, c)| self.free.cores[n as usize] >= c)
+            {
                 self.unpark(now, t, j, out);
             }
         }
@@ -110,7 +121,9 @@ impl NodeEngine {
                 if take > 0 {
                     a.cores += take;
                     self.free.cores[n] -= take;
-                    self.free_cores -= take as u64;
+                    if self.usable[n] {
+                        self.free_cores -= take as u64;
+                    }
                     self.version += 1;
                 }
             }
@@ -120,10 +133,19 @@ impl NodeEngine {
 
     /// Suspend running job `j`: it gives back its cores and keeps its memory and
     /// GPUs.
-    fn park(&mut self, now: Time, t: &mut JobTable, j: JobIdx, by: SuspendedBy, out: &mut Vec<Effect>) {
+    fn park(
+        &mut self,
+        now: Time,
+        t: &mut JobTable,
+        j: JobIdx,
+        by: SuspendedBy,
+        out: &mut Vec<Effect>,
+    ) {
         self.running.remove(t.get(j).expected_end, j);
         t.suspend(now, j, by);
-        let a = self.alloc[j.index()].as_ref().expect("a running job has its allocation");
+        let a = self.alloc[j.index()]
+            .as_ref()
+            .expect("a running job has its allocation");
         self.home[j.index()] = Some(a.clone());
         self.parked.push(j);
         self.strip(j);
@@ -136,7 +158,9 @@ impl NodeEngine {
         let held = self.alloc[j.index()].as_mut().expect("parked");
         for p in &mut held.parts {
             self.free.cores[p.node as usize] += p.cores;
-            self.free_cores += p.cores as u64;
+            if self.usable[p.node as usize] {
+                self.free_cores += p.cores as u64;
+            }
             p.cores = 0;
         }
     }
@@ -147,15 +171,23 @@ impl NodeEngine {
         self.version += 1;
         for (n, c) in self.lacking(j).collect::<Vec<_>>() {
             self.free.cores[n as usize] -= c;
-            self.free_cores -= c as u64;
+            if self.usable[n as usize] {
+                self.free_cores -= c as u64;
+            }
         }
         self.alloc[j.index()] = self.home[j.index()].take();
         self.parked.retain(|&p| p != j);
         t.resume(now, j);
         let end = t.get(j).deadline().unwrap_or(Time::MAX);
         t.get_mut(j).expected_end = end;
-        let procs = self.alloc[j.index()].as_ref().map_or(0, cores_of);
-        self.running.insert(RunningJob { expected_end: end, job: j, procs: procs.min(u32::MAX as u64) as u32 });
+        let procs = self.alloc[j.index()]
+            .as_ref()
+            .map_or(0, |a| self.usable_cores(a));
+        self.running.insert(RunningJob {
+            expected_end: end,
+            job: j,
+            procs: procs.min(u32::MAX as u64) as u32,
+        });
         out.push(Effect::Resume { job: t.spec(j).id });
     }
 
@@ -169,13 +201,42 @@ impl NodeEngine {
             return;
         }
         let gang = |me: &Self, j: JobIdx| me.mode_of(j) == PreemptMode::Gang;
-        let running: Vec<JobIdx> = self.running.as_slice().iter().map(|r| r.job).filter(|&j| gang(self, j) && matches!(t.state(j), JobState::Running { .. })).collect();
-        let (mut done, keep): (Vec<JobIdx>, Vec<JobIdx>) = running.into_iter().partition(|&j| now - t.get(j).period >= self.slice);
+        let running: Vec<JobIdx> = self
+            .running
+            .as_slice()
+            .iter()
+            .map(|r| r.job)
+            .filter(|&j| gang(self, j) && matches!(t.state(j), JobState::Running { .. }))
+            .collect();
+        let (mut done, keep): (Vec<JobIdx>, Vec<JobIdx>) = running
+            .into_iter()
+            .partition(|&j| now - t.get(j).period >= self.slice);
         done.sort_by_key(|&j| (t.get(j).period, t.spec(j).id));
-        let waiting: Vec<JobIdx> = self.parked_order(t).into_iter().filter(|&j| gang(self, j)).collect();
+        let waiting: Vec<JobIdx> = self
+            .parked_order(t)
+            .into_iter()
+            .filter(|&j| gang(self, j))
+            .collect();
         // real cores of the gang nodes not taken by the set so far
-        let mut room: Vec<u32> = (0..self.board.nodes.len()).map(|n| if self.gang_over[n] > 0 { self.board.nodes[n].cores } else { 0 }).collect();
-        let whole = |me: &Self, j: JobIdx| me.home[j.index()].as_ref().or(me.alloc[j.index()].as_ref()).expect("holds resources").parts.iter().map(|p| (p.node as usize, p.cores)).collect::<Vec<_>>();
+        let mut room: Vec<u32> = (0..self.board.nodes.len())
+            .map(|n| {
+                if self.gang_over[n] > 0 {
+                    self.board.nodes[n].cores
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let whole = |me: &Self, j: JobIdx| {
+            me.home[j.index()]
+                .as_ref()
+                .or(me.alloc[j.index()].as_ref())
+                .expect("holds resources")
+                .parts
+                .iter()
+                .map(|p| (p.node as usize, p.cores))
+                .collect::<Vec<_>>()
+        };
         let mut take = |parts: &[(usize, u32)], force: bool| {
             if force || parts.iter().all(|&(n, c)| room[n] >= c) {
                 for &(n, c) in parts {
@@ -206,7 +267,10 @@ impl NodeEngine {
         }
         for j in resume {
             // the set leaves it room: every core it lacks is free now
-            if self.lacking(j).all(|(n, c)| self.free.cores[n as usize] >= c) {
+            if self
+                .lacking(j)
+                .all(|(n, c)| self.free.cores[n as usize] >= c)
+            {
                 self.unpark(now, t, j, out);
             }
         }
@@ -215,13 +279,20 @@ impl NodeEngine {
     /// While a gang job waits: the next instant a running gang job will have run
     /// a whole slice (and may give its place).
     fn next_slice_end(&self, now: Time, t: &JobTable) -> Option<Time> {
-        if !self.parked.iter().any(|&j| self.mode_of(j) == PreemptMode::Gang) {
+        if !self
+            .parked
+            .iter()
+            .any(|&j| self.mode_of(j) == PreemptMode::Gang)
+        {
             return None;
         }
         self.running
             .as_slice()
             .iter()
-            .filter(|r| self.mode_of(r.job) == PreemptMode::Gang && matches!(t.state(r.job), JobState::Running { .. }))
+            .filter(|r| {
+                self.mode_of(r.job) == PreemptMode::Gang
+                    && matches!(t.state(r.job), JobState::Running { .. })
+            })
             .map(|r| t.get(r.job).period.saturating_add(self.slice))
             .filter(|&e| e > now)
             .min()
@@ -230,7 +301,10 @@ impl NodeEngine {
     /// Choose, in `pool` order, jobs whose cores together with the free ones give
     /// `needs` (node, cores) on every node; None if even all of them do not.
     fn choose(&self, needs: &[(u32, u32)], pool: &[JobIdx]) -> Option<Vec<JobIdx>> {
-        let mut got: Vec<u64> = needs.iter().map(|&(n, _)| self.free.cores[n as usize] as u64).collect();
+        let mut got: Vec<u64> = needs
+            .iter()
+            .map(|&(n, _)| self.free.cores[n as usize] as u64)
+            .collect();
         let short = |got: &[u64]| needs.iter().zip(got).any(|(&(_, c), &g)| g < c as u64);
         let mut victims = Vec::new();
         for &v in pool {
@@ -238,8 +312,18 @@ impl NodeEngine {
                 break;
             }
             let held = self.alloc[v.index()].as_ref().expect("holds resources");
-            let on = |n: u32| held.parts.iter().filter(|h| h.node == n).map(|h| h.cores as u64).sum::<u64>();
-            if !needs.iter().zip(&got).any(|(&(n, c), &g)| g < c as u64 && on(n) > 0) {
+            let on = |n: u32| {
+                held.parts
+                    .iter()
+                    .filter(|h| h.node == n)
+                    .map(|h| h.cores as u64)
+                    .sum::<u64>()
+            };
+            if !needs
+                .iter()
+                .zip(&got)
+                .any(|(&(n, c), &g)| g < c as u64 && on(n) > 0)
+            {
                 continue;
             }
             for (&(n, _), g) in needs.iter().zip(got.iter_mut()) {
@@ -258,7 +342,9 @@ impl NodeEngine {
         v.copy_from(&self.free);
         for (n, c) in v.cores.iter_mut().enumerate() {
             let node = self.board.nodes[n].cores;
-            *c = (node * self.gang_over[n]).saturating_sub(self.booked[n]).min(node);
+            *c = (node * self.gang_over[n])
+                .saturating_sub(self.booked[n])
+                .min(node);
         }
         v
     }
@@ -267,7 +353,11 @@ impl NodeEngine {
     /// shared budget (first come, first served); a job whose cores are busy starts
     /// suspended.
     fn start_gang(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
-        let first = |me: &Self, t: &JobTable| t.pending().map(|(_, j)| j).find(|&j| me.mode_of(j) == PreemptMode::Gang);
+        let first = |me: &Self, t: &JobTable| {
+            t.pending()
+                .map(|(_, j)| j)
+                .find(|&j| me.mode_of(j) == PreemptMode::Gang)
+        };
         if first(self, t).is_none() {
             return;
         }
@@ -279,15 +369,22 @@ impl NodeEngine {
             }
             // first come, first served on the shared budget: a job that does not
             // fit stops the others (no starvation of large jobs)
-            let Ok(a) = self.place_now(&self.demand[j.index()], &view, now) else { break };
-            let runs = a.parts.iter().all(|p| self.free.cores[p.node as usize] >= p.cores);
+            let Ok(a) = self.place_now(&self.demand[j.index()], &view, now) else {
+                break;
+            };
+            let runs = a
+                .parts
+                .iter()
+                .all(|p| self.free.cores[p.node as usize] >= p.cores);
             for p in &a.parts {
                 let n = p.node as usize;
                 room -= view.cores[n] as u64;
                 view.mem[n] -= p.mem;
                 view.gpus[n] -= p.gpus;
                 let node = self.board.nodes[n].cores;
-                view.cores[n] = (node * self.gang_over[n]).saturating_sub(self.booked[n] + p.cores).min(node);
+                view.cores[n] = (node * self.gang_over[n])
+                    .saturating_sub(self.booked[n] + p.cores)
+                    .min(node);
                 room += view.cores[n] as u64;
             }
             if runs {
@@ -300,7 +397,14 @@ impl NodeEngine {
 
     /// A gang job starts on cores that are busy: it holds its memory and GPUs and
     /// waits for its turn.
-    fn start_parked(&mut self, now: Time, t: &mut JobTable, j: JobIdx, a: Allocation, out: &mut Vec<Effect>) {
+    fn start_parked(
+        &mut self,
+        now: Time,
+        t: &mut JobTable,
+        j: JobIdx,
+        a: Allocation,
+        out: &mut Vec<Effect>,
+    ) {
         self.version += 1;
         let limit = scaled(t.spec(j).estimate, a.factor);
         t.begin(now, j, Some(limit));
@@ -311,7 +415,11 @@ impl NodeEngine {
             p.cores = 0;
         }
         self.free.take(&held);
-        out.push(Effect::Start { job: t.spec(j).id, alloc: a.clone(), limit: Some(limit) });
+        out.push(Effect::Start {
+            job: t.spec(j).id,
+            alloc: a.clone(),
+            limit: Some(limit),
+        });
         out.push(Effect::Suspend { job: t.spec(j).id });
         self.alloc[j.index()] = Some(held);
         self.home[j.index()] = Some(a);
@@ -322,14 +430,24 @@ impl NodeEngine {
     /// Parked jobs of their tier or above resume before them; the others after.
     fn start_tiers(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
         let floor = self.min_victim_tier;
-        let pending: Vec<JobIdx> = t.pending().map(|(_, j)| j).filter(|&j| self.tier_of(j) > floor && self.mode_of(j) != PreemptMode::Gang).collect();
+        let pending: Vec<JobIdx> = t
+            .pending()
+            .map(|(_, j)| j)
+            .filter(|&j| self.tier_of(j) > floor && self.mode_of(j) != PreemptMode::Gang)
+            .collect();
         let top = pending.iter().map(|&j| self.tier_of(j)).max().unwrap_or(0);
         self.resume_parked(now, t, out, top);
         self.start_tier_jobs(now, t, out, pending);
         self.resume_parked(now, t, out, 0);
     }
 
-    fn start_tier_jobs(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>, pending: Vec<JobIdx>) {
+    fn start_tier_jobs(
+        &mut self,
+        now: Time,
+        t: &mut JobTable,
+        out: &mut Vec<Effect>,
+        pending: Vec<JobIdx>,
+    ) {
         let mut blocked: Vec<u32> = Vec::new();
         for j in pending {
             let tier = self.tier_of(j);
@@ -349,23 +467,50 @@ impl NodeEngine {
 
     /// Suspend enough lower-tier jobs for pending job `j` to fit; its allocation,
     /// or None (nothing suspended) if even all of them would not do.
-    fn preempt_for(&mut self, now: Time, t: &mut JobTable, j: JobIdx, tier: u32, out: &mut Vec<Effect>) -> Option<Allocation> {
+    fn preempt_for(
+        &mut self,
+        now: Time,
+        t: &mut JobTable,
+        j: JobIdx,
+        tier: u32,
+        out: &mut Vec<Effect>,
+    ) -> Option<Allocation> {
         let preemptable = |v: JobIdx| {
             let p = &self.board.parts[self.demand[v.index()].part as usize];
             p.preempt == PreemptMode::Suspend && p.tier < tier
         };
-        let mut cands: Vec<JobIdx> = self.parked.iter().copied().filter(|&v| preemptable(v)).collect();
-        let mut running: Vec<JobIdx> = self.running.as_slice().iter().map(|r| r.job).filter(|&v| matches!(t.state(v), JobState::Running { .. }) && preemptable(v)).collect();
+        let mut cands: Vec<JobIdx> = self
+            .parked
+            .iter()
+            .copied()
+            .filter(|&v| preemptable(v))
+            .collect();
+        let mut running: Vec<JobIdx> = self
+            .running
+            .as_slice()
+            .iter()
+            .map(|r| r.job)
+            .filter(|&v| matches!(t.state(v), JobState::Running { .. }) && preemptable(v))
+            .collect();
         if cands.is_empty() && running.is_empty() {
             return None;
         }
         // lowest tier first, then the youngest (the last submitted among equals)
-        running.sort_by_key(|&v| (self.tier_of(v), std::cmp::Reverse((t.state(v).start(), t.spec(v).id))));
+        running.sort_by_key(|&v| {
+            (
+                self.tier_of(v),
+                std::cmp::Reverse((t.state(v).start(), t.spec(v).id)),
+            )
+        });
         cands.extend(running);
         let mut view = Free::default();
         view.copy_from(&self.free);
         for &v in &cands {
-            for p in &self.alloc[v.index()].as_ref().expect("holds resources").parts {
+            for p in &self.alloc[v.index()]
+                .as_ref()
+                .expect("holds resources")
+                .parts
+            {
                 view.cores[p.node as usize] += p.cores;
             }
         }
@@ -379,6 +524,9 @@ impl NodeEngine {
                 self.park(now, t, v, SuspendedBy::Preemption, out);
             }
         }
-        a.parts.iter().all(|p| self.free.cores[p.node as usize] >= p.cores).then_some(a)
+        a.parts
+            .iter()
+            .all(|p| self.free.cores[p.node as usize] >= p.cores)
+            .then_some(a)
     }
 }

@@ -1,7 +1,68 @@
 //! `TestEnv`: a hand-cranked driver for engine tests. Every effect must be consumed
 //! (by `pass`, `take` or the helpers) before the environment is dropped.
 
-use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobRecord, JobSpec, NodeSetSpec, Outcome, PendingReason, PolicyKind, Time};
+use std::collections::BTreeMap;
+use tessera_core::{
+    Cluster, Effect, Engine, Input, JobId, JobRecord, JobSpec, NodeSetSpec, Outcome, PendingReason,
+    PolicyKind, Time,
+};
+
+/// Replay jobs (submit time, spec, runtime in reference seconds, at most its
+/// estimate; on nodes of factor f it runs ceil(runtime / f) seconds) through
+/// `engine`: at each instant completions, then arrivals, then a pass, with
+/// `sanity_check` after it. Returns each job's start; every job must start.
+pub fn replay(mut e: Engine, jobs: &[(Time, JobSpec, Time)]) -> BTreeMap<u64, Time> {
+    let mut fx = Vec::new();
+    let mut arrivals: BTreeMap<Time, Vec<usize>> = BTreeMap::new();
+    for (i, j) in jobs.iter().enumerate() {
+        arrivals.entry(j.0).or_default().push(i);
+    }
+    let index: BTreeMap<u64, usize> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.1.id.0, i))
+        .collect();
+    let mut ends: BTreeMap<Time, Vec<u64>> = BTreeMap::new();
+    let mut starts = BTreeMap::new();
+    loop {
+        let now = match (arrivals.keys().next(), ends.keys().next()) {
+            (Some(&a), Some(&b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(&t) => t,
+                None => break,
+            },
+        };
+        for id in ends.remove(&now).unwrap_or_default() {
+            e.handle(
+                now,
+                Input::Complete {
+                    job: JobId(id),
+                    outcome: Outcome::Exited(0),
+                },
+                &mut fx,
+            );
+        }
+        for i in arrivals.remove(&now).unwrap_or_default() {
+            e.handle(now, Input::Submit(jobs[i].1.clone()), &mut fx);
+        }
+        e.handle(now, Input::Pass, &mut fx);
+        e.sanity_check();
+        for x in fx.drain(..) {
+            match x {
+                Effect::Start { job, alloc, .. } => {
+                    starts.insert(job.0, now);
+                    ends.entry(now + tessera_core::scaled(jobs[index[&job.0]].2, alloc.factor))
+                        .or_default()
+                        .push(job.0);
+                }
+                Effect::Finished(_) | Effect::WakeAt(_) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+    assert_eq!(starts.len(), jobs.len(), "every job starts");
+    starts
+}
 
 pub struct TestEnv {
     pub engine: Engine,
@@ -10,13 +71,19 @@ pub struct TestEnv {
 
 impl TestEnv {
     pub fn new(policy: PolicyKind, capacity: u32) -> Self {
-        TestEnv { engine: Engine::new(policy, capacity).unwrap(), effects: Vec::new() }
+        TestEnv {
+            engine: Engine::new(policy, capacity).unwrap(),
+            effects: Vec::new(),
+        }
     }
 
     /// An engine on the nodes of a cluster file's text.
     pub fn cluster(policy: PolicyKind, toml: &str) -> Self {
         let c = Cluster::from_toml(toml, "test.toml").unwrap();
-        TestEnv { engine: Engine::with_cluster(policy, &c).unwrap(), effects: Vec::new() }
+        TestEnv {
+            engine: Engine::with_cluster(policy, &c).unwrap(),
+            effects: Vec::new(),
+        }
     }
 
     /// Submit job `id` at `t` asking for `procs` processors for `est` seconds.
@@ -25,9 +92,24 @@ impl TestEnv {
     }
 
     /// Submit with a per-job node-set request (any of the three syntaxes).
-    pub fn submit_with_nodeset(&mut self, t: Time, id: u64, procs: u32, est: Time, nodeset: &str) -> &mut Self {
-        let ns = self.engine.register_nodeset(NodeSetSpec::parse_job(nodeset).unwrap());
-        self.submit_spec(t, JobSpec { nodeset: Some(ns), ..JobSpec::new(JobId(id), procs, est) })
+    pub fn submit_with_nodeset(
+        &mut self,
+        t: Time,
+        id: u64,
+        procs: u32,
+        est: Time,
+        nodeset: &str,
+    ) -> &mut Self {
+        let ns = self
+            .engine
+            .register_nodeset(NodeSetSpec::parse_job(nodeset).unwrap());
+        self.submit_spec(
+            t,
+            JobSpec {
+                nodeset: Some(ns),
+                ..JobSpec::new(JobId(id), procs, est)
+            },
+        )
     }
 
     pub fn submit_spec(&mut self, t: Time, spec: JobSpec) -> &mut Self {
@@ -41,7 +123,11 @@ impl TestEnv {
     pub fn input(&mut self, t: Time, input: Input) -> &mut Self {
         self.engine.handle(t, input, &mut self.effects);
         self.effects.retain(|e| !matches!(e, Effect::WakeAt(_)));
-        assert!(self.effects.is_empty(), "unexpected effects: {:?}", self.effects);
+        assert!(
+            self.effects.is_empty(),
+            "unexpected effects: {:?}",
+            self.effects
+        );
         self
     }
 
@@ -54,15 +140,35 @@ impl TestEnv {
 
     /// Job `id` ended normally at `t`; returns its final record.
     pub fn complete(&mut self, t: Time, id: u64) -> &mut Self {
-        let fx = self.take(t, Input::Complete { job: JobId(id), outcome: Outcome::Exited(0) });
-        assert!(fx.iter().any(|e| matches!(e, Effect::Finished(r) if r.spec.id.0 == id)), "job {id} did not finish: {fx:?}");
-        assert!(fx.iter().all(|e| matches!(e, Effect::Finished(_) | Effect::WakeAt(_))), "a completion did more: {fx:?}");
+        let fx = self.take(
+            t,
+            Input::Complete {
+                job: JobId(id),
+                outcome: Outcome::Exited(0),
+            },
+        );
+        assert!(
+            fx.iter()
+                .any(|e| matches!(e, Effect::Finished(r) if r.spec.id.0 == id)),
+            "job {id} did not finish: {fx:?}"
+        );
+        assert!(
+            fx.iter()
+                .all(|e| matches!(e, Effect::Finished(_) | Effect::WakeAt(_))),
+            "a completion did more: {fx:?}"
+        );
         self
     }
 
     /// Job `id` ended at `t` with `outcome`; returns its final record, if it left.
     pub fn complete_with(&mut self, t: Time, id: u64, outcome: Outcome) -> Option<JobRecord> {
-        let fx = self.take(t, Input::Complete { job: JobId(id), outcome });
+        let fx = self.take(
+            t,
+            Input::Complete {
+                job: JobId(id),
+                outcome,
+            },
+        );
         fx.into_iter().find_map(|e| match e {
             Effect::Finished(r) => Some(*r),
             _ => None,
@@ -90,14 +196,24 @@ impl TestEnv {
     /// Names of the nodes job `id` runs on, and its pace.
     pub fn placed(&self, c: &Cluster, id: u64) -> (Vec<String>, f64) {
         let a = self.engine.allocation(JobId(id)).expect("job has started");
-        (a.parts.iter().map(|p| c.nodes[p.node as usize].name.clone()).collect(), a.factor)
+        (
+            a.parts
+                .iter()
+                .map(|p| c.nodes[p.node as usize].name.clone())
+                .collect(),
+            a.factor,
+        )
     }
 }
 
 impl Drop for TestEnv {
     fn drop(&mut self) {
         if !std::thread::panicking() {
-            assert!(self.effects.is_empty(), "unconsumed effects: {:?}", self.effects);
+            assert!(
+                self.effects.is_empty(),
+                "unconsumed effects: {:?}",
+                self.effects
+            );
         }
     }
 }

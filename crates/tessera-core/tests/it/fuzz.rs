@@ -4,7 +4,9 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobSpec, NodeChange, Outcome, PolicyKind, Time, MAX_TIME};
+use tessera_core::{
+    Cluster, Effect, Engine, Input, JobId, JobSpec, NodeChange, Outcome, PolicyKind, Time, MAX_TIME,
+};
 
 /// Two partitions of tiers 1 (suspendable) and 2 over three nodes, a gang
 /// partition on a fourth, memory and GPUs.
@@ -52,14 +54,16 @@ fn spec() -> impl Strategy<Value = JobSpec> {
         any::<bool>(),
         prop_oneof![5 => Just(false), 1 => Just(true)],
     )
-        .prop_map(|(id, procs, est, partition, mem, gpus, requeue, hold)| JobSpec {
-            partition,
-            mem_per_proc_mb: mem,
-            gpus_per_node: gpus,
-            requeue,
-            hold,
-            ..JobSpec::new(JobId(id), procs, est)
-        })
+        .prop_map(
+            |(id, procs, est, partition, mem, gpus, requeue, hold)| JobSpec {
+                partition,
+                mem_per_proc_mb: mem,
+                gpus_per_node: gpus,
+                requeue,
+                hold,
+                ..JobSpec::new(JobId(id), procs, est)
+            },
+        )
 }
 
 fn input() -> impl Strategy<Value = Input> {
@@ -92,7 +96,11 @@ fn drive(mut engine: Engine, steps: Vec<(Time, Input)>) {
             d if d >= MAX_TIME => d,
             d => now + d,
         };
-        let submitted = if let Input::Submit(s) = &input { Some(s.id) } else { None };
+        let submitted = if let Input::Submit(s) = &input {
+            Some(s.id)
+        } else {
+            None
+        };
         engine.handle(t, input, &mut fx);
         engine.sanity_check();
         let rejected = fx.iter().any(|e| matches!(e, Effect::Rejected { .. }));
@@ -101,21 +109,37 @@ fn drive(mut engine: Engine, steps: Vec<(Time, Input)>) {
         }
         for e in fx.drain(..) {
             match e {
-                Effect::Finished(r) => assert!(live.remove(&r.spec.id), "job {} finished but was not live", r.spec.id),
+                Effect::Finished(r) => assert!(
+                    live.remove(&r.spec.id),
+                    "job {} finished but was not live",
+                    r.spec.id
+                ),
                 Effect::Start { limit, alloc, .. } => {
                     assert!(limit.is_none_or(|l| (0..=4 * MAX_TIME).contains(&l)));
-                    assert!(alloc.parts.iter().all(|p| p.cores > 0 || p.gpus > 0 || p.mem > 0));
+                    assert!(alloc
+                        .parts
+                        .iter()
+                        .all(|p| p.cores > 0 || p.gpus > 0 || p.mem > 0));
                 }
-                Effect::WakeAt(w) => assert!(w <= MAX_TIME, "a wake-up beyond the engine's clock: {w}"),
+                Effect::WakeAt(w) => {
+                    assert!(w <= MAX_TIME, "a wake-up beyond the engine's clock: {w}")
+                }
                 _ => {}
             }
         }
         if (-MAX_TIME..=MAX_TIME).contains(&t) && t >= now {
             now = t;
         }
-        assert_eq!(engine.jobs(), live.len(), "the engine lost or invented a job");
+        assert_eq!(
+            engine.jobs(),
+            live.len(),
+            "the engine lost or invented a job"
+        );
         for id in &live {
-            assert!(engine.job(*id).is_some(), "job {id} is live but unknown to the engine");
+            assert!(
+                engine.job(*id).is_some(),
+                "job {id} is live but unknown to the engine"
+            );
         }
     }
     // a snapshot restores to the same state
@@ -135,6 +159,14 @@ proptest! {
     #[test]
     fn any_inputs_on_a_pool_leave_the_engine_consistent(policy in prop_oneof![Just(PolicyKind::Fcfs), Just(PolicyKind::Easy), Just(PolicyKind::Conservative)], steps in steps()) {
         drive(Engine::new(policy, 8).unwrap(), steps);
+    }
+
+    /// Five nodes of two cores in one shared partition: the engine counts cores
+    /// over the nodes that take jobs, as nodes go down, drain and come back.
+    #[test]
+    fn any_inputs_on_interchangeable_nodes_leave_the_engine_consistent(policy in prop_oneof![Just(PolicyKind::Fcfs), Just(PolicyKind::Easy), Just(PolicyKind::Conservative)], steps in steps()) {
+        let c = Cluster::from_toml("[[nodetype]]\nname = \"n\"\ncount = 5\ncores = 2\n", "five.toml").unwrap();
+        drive(Engine::with_cluster(policy, &c).unwrap(), steps);
     }
 
     #[test]

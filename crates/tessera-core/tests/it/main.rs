@@ -1,5 +1,6 @@
 //! Integration tests of the engine, through a small `TestEnv`.
 mod contract;
+mod drained;
 mod env;
 mod fuzz;
 mod heterogeneous;
@@ -7,4 +8,5 @@ mod nodesets;
 mod power;
 mod purity;
 mod schedules;
+mod shortcuts;
 mod suspension;

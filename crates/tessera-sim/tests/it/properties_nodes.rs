@@ -15,18 +15,21 @@ struct Setup {
     recs: Vec<SwfRecord>,
 }
 
-/// 1-4 node types of 1-3 nodes, 1-4 cores, factors 1 / 1.5 / 2, on two switches;
-/// an exclusive or shared partition; an optional node-set request for every job.
+/// 1-4 node types of 1-3 nodes, 1-4 cores, factors 1 / 1.5 / 2, on two switches,
+/// memory not tracked or 1-2 GiB per core; an exclusive or shared partition; an
+/// optional node-set request for every job; jobs asking for no memory or for
+/// 256-1024 MiB per processor.
 fn arb_setup() -> impl Strategy<Value = Setup> {
-    let ntype = (1u32..=3, 1u32..=4, 0usize..3, 0usize..2);
+    let ntype = (1u32..=3, 1u32..=4, 0usize..3, 0usize..2, 0u32..=2);
     (prop::collection::vec(ntype, 1..=4), any::<bool>(), 0usize..6).prop_flat_map(|(types, exclusive, ns)| {
         let mut toml = String::new();
         let mut names = Vec::new();
         let mut max_procs = 0u32;
-        for (k, (count, cores, speed, switch)) in types.iter().enumerate() {
+        for (k, (count, cores, speed, switch, gib)) in types.iter().enumerate() {
             let hs = [10.0, 15.0, 20.0][*speed];
+            let memory = if *gib > 0 { format!("memory = \"{}G\"\n", cores * gib) } else { String::new() };
             toml += &format!(
-                "[[nodetype]]\nname = \"t{k}\"\nnodes = \"t{k}n[1-{count}]\"\ncores = {cores}\nhs06_per_core = {hs}\nspeed = {}\nfeatures = [\"switch{}\"]\n\n",
+                "[[nodetype]]\nname = \"t{k}\"\nnodes = \"t{k}n[1-{count}]\"\ncores = {cores}\nhs06_per_core = {hs}\nspeed = {}\nfeatures = [\"switch{}\"]\n{memory}\n",
                 [1000, 1500, 2000][*speed],
                 ["A", "B"][*switch]
             );
@@ -39,9 +42,13 @@ fn arb_setup() -> impl Strategy<Value = Setup> {
             if exclusive { "exclusive" } else { "shared" }
         );
         let nodeset = [None, Some("ONEOF:FEATURE"), Some("ONEOF:PROCSPEED"), Some("ANYOF:FEATURE:switchA,switchB"), Some("FIRSTOF:FEATURE:switchB,switchA"), Some("ONEOF:PROCSPEED")][ns].map(String::from);
-        let job = (0i64..50, 0i64..40, 1i64..=(max_procs as i64), prop::option::of(1i64..50));
+        let job = (0i64..50, 0i64..40, 1i64..=(max_procs as i64), prop::option::of(1i64..50), prop::option::of(256i64..=1024));
         (Just(toml), Just(nodeset), prop::collection::vec(job, 1..30)).prop_map(|(toml, nodeset, jobs)| {
-            let recs = jobs.into_iter().enumerate().map(|(i, (s, r, p, e))| rec(i as i64 + 1, s, r, p, e.unwrap_or(-1))).collect();
+            let recs = jobs
+                .into_iter()
+                .enumerate()
+                .map(|(i, (s, r, p, e, mem))| SwfRecord { requested_memory: mem.map_or(-1, |m| m * 1024), ..rec(i as i64 + 1, s, r, p, e.unwrap_or(-1)) })
+                .collect();
             Setup { toml, nodeset, recs }
         })
     })
@@ -54,7 +61,11 @@ fn machine(s: &Setup, optional: bool) -> Machine {
         spec.optional = optional;
         spec
     });
-    Machine::Cluster { cluster, partition: None, nodeset }
+    Machine::Cluster {
+        cluster,
+        partition: None,
+        nodeset,
+    }
 }
 
 proptest! {
