@@ -2,15 +2,9 @@
 //! The canonical-unit and billing examples of Andrijauskas, Sfiligoi & Würthwein
 //! (../shared/seeds/001_*.txt), each recreated by a tiny cluster file and trace.
 
+use crate::common::tessera;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("run tessera")
-}
+use std::process::Command;
 
 fn ok(args: &[&str]) -> String {
     let out = tessera(args);

@@ -1,18 +1,7 @@
 //! `sim bench-pass` and `sim bench-stream` at toy sizes: the reports' shape, the
 //! setup's realism check, and flat memory.
 
-use std::process::{Command, Output};
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("run tessera")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use crate::common::{tessera, text};
 
 fn ricc(test: &str) -> Option<String> {
     let trace = tessera_workload::traces::shared_trace("RICC-2010-2.swf.gz");

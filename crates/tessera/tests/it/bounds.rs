@@ -3,19 +3,8 @@
 //! file, line and field, or the flag, and what was expected: never a panic, a
 //! silent wrap or a negative makespan.
 
+use crate::common::{tessera, text};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("run tessera")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// Run `args`; expect exit code 1 and return stderr with `dir` shown as `DIR`.
 fn fails(args: &[&str], dir: &Path) -> String {

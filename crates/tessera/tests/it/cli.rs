@@ -1,16 +1,5 @@
+use crate::common::{tessera, text};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("run tessera")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// The summary table without the wall-time line (the only part that varies).
 fn stable(table: &str) -> String {

@@ -3,4 +3,5 @@ mod accounting;
 mod bench;
 mod bounds;
 mod cli;
+mod common;
 mod power;

@@ -1,18 +1,7 @@
 //! Power-aware runs end to end: PARM's variants and solvers, the baselines, the
 //! summary keys, power over time vs the budget, errors, the powercap CLI.
 
-use std::process::{Command, Output};
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("run tessera")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use crate::common::{tessera, text};
 
 const THETA_CLUSTER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
