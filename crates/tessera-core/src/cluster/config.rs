@@ -547,7 +547,14 @@ impl Cluster {
             },
             (None, true) => Reference {
                 name: node_types[0].name.clone(),
-                hs06_per_core: node_types[0].benchmark_per_core.unwrap(),
+                // every node type has one (checked above)
+                hs06_per_core: node_types[0].benchmark_per_core.ok_or_else(|| {
+                    src.err(
+                        src.line_of(raw.nodetype[0].span()),
+                        "nodetype[0]",
+                        "expected a benchmark",
+                    )
+                })?,
             },
             (Some(sp), _) => {
                 let r = sp.get_ref();
@@ -567,9 +574,9 @@ impl Cluster {
                 }
             }
         };
-        if raw.reference.is_some() && !any_bench {
+        if let (Some(sp), false) = (&raw.reference, any_bench) {
             return Err(src.err(
-                src.line_of(raw.reference.as_ref().unwrap().span()),
+                src.line_of(sp.span()),
                 "reference",
                 "a reference needs node types with benchmarks",
             ));

@@ -328,10 +328,12 @@ impl Cluster {
         })?;
         let part = &self.partitions[self.default_partition_index()];
         let first = &self.nodes[part.nodes[0]];
-        let power = self.node_types[first.node_type]
-            .power
-            .clone()
-            .expect("a budget implies a power model on every node type");
+        let power = self.node_types[first.node_type].power.clone().ok_or_else(|| {
+            format!(
+                "cluster `{}`: node type `{}` has no power model; power-aware scheduling needs one on every node type",
+                self.name, self.node_types[first.node_type].name
+            )
+        })?;
         for &n in &part.nodes {
             let t = &self.node_types[self.nodes[n].node_type];
             if t.power.as_ref() != Some(&power)
