@@ -64,29 +64,14 @@ pub fn state_name(s: &str) -> Option<&'static str> {
 }
 
 pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreError> {
-    let e = |source| StoreError::Sqlite {
-        path: store.path().to_string(),
-        source,
-    };
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
     let c = store.connection();
-    let offset: i64 = c
-        .query_row(
-            "SELECT epoch_offset FROM runs WHERE id = ?1",
-            params![run],
-            |r| r.get(0),
-        )
-        .map_err(e)?;
+    let offset: i64 = c.query_row("SELECT epoch_offset FROM runs WHERE id = ?1", params![run], |r| r.get(0)).map_err(e)?;
     // node lists
     let mut names: BTreeMap<i64, String> = BTreeMap::new();
     {
-        let mut q = c
-            .prepare("SELECT node_id, name FROM nodes WHERE run_id = ?1")
-            .map_err(e)?;
-        let rows = q
-            .query_map(params![run], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
-            .map_err(e)?;
+        let mut q = c.prepare("SELECT node_id, name FROM nodes WHERE run_id = ?1").map_err(e)?;
+        let rows = q.query_map(params![run], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))).map_err(e)?;
         for r in rows {
             let (k, v) = r.map_err(e)?;
             names.insert(k, v);
@@ -162,18 +147,10 @@ pub fn datetime(unix: i64) -> String {
     let month = month_of(unix);
     let secs = unix.rem_euclid(86400);
     // day of month: days since the first of the month
-    let (y, m): (i64, i64) = (
-        month[..4].parse().unwrap_or(1970),
-        month[5..].parse().unwrap_or(1),
-    );
+    let (y, m): (i64, i64) = (month[..4].parse().unwrap_or(1970), month[5..].parse().unwrap_or(1));
     let first = days_from_civil(y, m, 1);
     let day = unix.div_euclid(86400) - first + 1;
-    format!(
-        "{month}-{day:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    format!("{month}-{day:02}T{:02}:{:02}:{:02}", secs / 3600, secs % 3600 / 60, secs % 60)
 }
 
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -193,27 +170,12 @@ pub fn parse_time(s: &str) -> Option<i64> {
         return Some(x);
     }
     let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
-    let d: Vec<i64> = date
-        .split('-')
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    let t: Vec<i64> = time
-        .split(':')
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    if d.len() != 3
-        || t.is_empty()
-        || t.len() > 3
-        || !(0..=9999).contains(&d[0])
-        || !(1..=12).contains(&d[1])
-        || !(1..=31).contains(&d[2])
-    {
+    let d: Vec<i64> = date.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let t: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if d.len() != 3 || t.is_empty() || t.len() > 3 || !(0..=9999).contains(&d[0]) || !(1..=12).contains(&d[1]) || !(1..=31).contains(&d[2]) {
         return None;
     }
-    let secs = t[0]
-        .checked_mul(3600)?
-        .checked_add(t.get(1).unwrap_or(&0).checked_mul(60)?)?
-        .checked_add(*t.get(2).unwrap_or(&0))?;
+    let secs = t[0].checked_mul(3600)?.checked_add(t.get(1).unwrap_or(&0).checked_mul(60)?)?.checked_add(*t.get(2).unwrap_or(&0))?;
     (days_from_civil(d[0], d[1], d[2]) * 86400).checked_add(secs)
 }
 
@@ -261,10 +223,7 @@ pub const FIELDS: &[(&str, usize)] = &[
 
 /// The canonical name of a field (case-insensitive), or None.
 pub fn field_name(s: &str) -> Option<&'static str> {
-    FIELDS
-        .iter()
-        .find(|f| f.0.eq_ignore_ascii_case(s.trim()))
-        .map(|f| f.0)
+    FIELDS.iter().find(|f| f.0.eq_ignore_ascii_case(s.trim())).map(|f| f.0)
 }
 
 impl AcctJob {
@@ -291,21 +250,13 @@ impl AcctJob {
             "CPUTimeRAW" => (self.wall_raw_s * self.alloc_cores).to_string(),
             "Timelimit" => duration(self.time_limit),
             "ReqCPUS" => self.req_procs.to_string(),
-            "ReqMem" => {
-                if self.req_mem_mb > 0 {
-                    format!("{}M", self.req_mem_mb)
-                } else {
-                    "0".into()
-                }
-            }
+            "ReqMem" => if self.req_mem_mb > 0 { format!("{}M", self.req_mem_mb) } else { "0".into() },
             "Factor" => format!("{}", self.factor),
             "NormElapsed" => format!("{:.0}", self.wall_norm_s),
             "CoreHours" => format!("{:.2}", self.core_hours),
             "NormCoreHours" => format!("{:.2}", self.norm_core_hours),
             "HS06Hours" => self.hs06_hours.map_or(String::new(), |h| format!("{h:.2}")),
-            "HS06PerCore" => self
-                .hs06_per_core
-                .map_or(String::new(), |h| format!("{h:.2}")),
+            "HS06PerCore" => self.hs06_per_core.map_or(String::new(), |h| format!("{h:.2}")),
             _ => String::new(),
         }
     }

@@ -50,32 +50,11 @@ impl Message {
     /// Mandatory fields (the loader's `_mandatory_fields`).
     pub fn mandatory(self) -> &'static [&'static str] {
         match self {
-            Message::Individual03 | Message::Individual04 => &[
-                "Site",
-                "LocalJobId",
-                "WallDuration",
-                "CpuDuration",
-                "StartTime",
-                "EndTime",
-            ],
-            Message::Summary02 | Message::Summary04 => &[
-                "Site",
-                "Month",
-                "Year",
-                "WallDuration",
-                "CpuDuration",
-                "NumberOfJobs",
-            ],
-            Message::Normalised03 | Message::Normalised04 => &[
-                "Site",
-                "Month",
-                "Year",
-                "WallDuration",
-                "CpuDuration",
-                "NormalisedWallDuration",
-                "NormalisedCpuDuration",
-                "NumberOfJobs",
-            ],
+            Message::Individual03 | Message::Individual04 => &["Site", "LocalJobId", "WallDuration", "CpuDuration", "StartTime", "EndTime"],
+            Message::Summary02 | Message::Summary04 => &["Site", "Month", "Year", "WallDuration", "CpuDuration", "NumberOfJobs"],
+            Message::Normalised03 | Message::Normalised04 => {
+                &["Site", "Month", "Year", "WallDuration", "CpuDuration", "NormalisedWallDuration", "NormalisedCpuDuration", "NumberOfJobs"]
+            }
             Message::Sync01 => &["Site", "NumberOfJobs", "Month", "Year"],
         }
     }
@@ -120,18 +99,9 @@ struct JobRow {
 }
 
 fn rows(store: &Store, run: i64) -> Result<(i64, Vec<JobRow>), StoreError> {
-    let e = |source| StoreError::Sqlite {
-        path: store.path().to_string(),
-        source,
-    };
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
     let c = store.connection();
-    let offset: i64 = c
-        .query_row(
-            "SELECT epoch_offset FROM runs WHERE id = ?1",
-            params![run],
-            |r| r.get(0),
-        )
-        .map_err(e)?;
+    let offset: i64 = c.query_row("SELECT epoch_offset FROM runs WHERE id = ?1", params![run], |r| r.get(0)).map_err(e)?;
     let mut q = c
         .prepare("SELECT job_id, user, account, partition, start_time, end_time, wall_raw_s, cpu_raw_s, alloc_cores, alloc_nodes, req_mem_mb, hs06_per_core FROM jobs WHERE run_id = ?1 ORDER BY id")
         .map_err(e)?;
@@ -164,12 +134,7 @@ fn bench(x: f64) -> String {
 }
 
 /// Render one message of `kind` for a run.
-pub fn export(
-    store: &Store,
-    run: i64,
-    kind: Message,
-    who: &Reporter,
-) -> Result<String, StoreError> {
+pub fn export(store: &Store, run: i64, kind: Message, who: &Reporter) -> Result<String, StoreError> {
     let (_, jobs) = rows(store, run)?;
     let mut out = String::new();
     let _ = writeln!(out, "{}", kind.header());
@@ -226,21 +191,10 @@ pub fn export(
                 norm_cpu: f64,
                 n: u64,
             }
-            let mut groups: BTreeMap<(String, String, i64, i64, Option<i64>), Agg> =
-                BTreeMap::new();
+            let mut groups: BTreeMap<(String, String, i64, i64, Option<i64>), Agg> = BTreeMap::new();
             for j in &jobs {
-                let level = if normalised {
-                    None
-                } else {
-                    j.hs06.map(|b| (b * 10_000.0).round() as i64)
-                };
-                let g = groups
-                    .entry((month_of(j.end), j.account.clone(), j.procs, j.nodes, level))
-                    .or_insert(Agg {
-                        earliest: i64::MAX,
-                        latest: i64::MIN,
-                        ..Default::default()
-                    });
+                let level = if normalised { None } else { j.hs06.map(|b| (b * 10_000.0).round() as i64) };
+                let g = groups.entry((month_of(j.end), j.account.clone(), j.procs, j.nodes, level)).or_insert(Agg { earliest: i64::MAX, latest: i64::MIN, ..Default::default() });
                 g.earliest = g.earliest.min(j.end);
                 g.latest = g.latest.max(j.end);
                 g.wall += j.wall;
@@ -267,10 +221,7 @@ pub fn export(
                             f.push(("ServiceLevelType", "HEPSPEC".into()));
                             f.push(("ServiceLevel", bench(l as f64 / 10_000.0)));
                         }
-                        (Message::Summary04, Some(l)) => f.push((
-                            "ServiceLevel",
-                            format!("{{hepspec: {}}}", bench(l as f64 / 10_000.0)),
-                        )),
+                        (Message::Summary04, Some(l)) => f.push(("ServiceLevel", format!("{{hepspec: {}}}", bench(l as f64 / 10_000.0)))),
                         _ => {}
                     }
                 }
@@ -283,23 +234,11 @@ pub fn export(
                     ("CpuDuration", (g.cpu.round() as i64).to_string()),
                 ]);
                 if kind == Message::Normalised03 {
-                    f.push((
-                        "NormalisedWallDuration",
-                        (g.norm_wall.round() as i64).to_string(),
-                    ));
-                    f.push((
-                        "NormalisedCpuDuration",
-                        (g.norm_cpu.round() as i64).to_string(),
-                    ));
+                    f.push(("NormalisedWallDuration", (g.norm_wall.round() as i64).to_string()));
+                    f.push(("NormalisedCpuDuration", (g.norm_cpu.round() as i64).to_string()));
                 } else if kind == Message::Normalised04 {
-                    f.push((
-                        "NormalisedWallDuration",
-                        format!("{{hepspec: {}}}", g.norm_wall.round() as i64),
-                    ));
-                    f.push((
-                        "NormalisedCpuDuration",
-                        format!("{{hepspec: {}}}", g.norm_cpu.round() as i64),
-                    ));
+                    f.push(("NormalisedWallDuration", format!("{{hepspec: {}}}", g.norm_wall.round() as i64)));
+                    f.push(("NormalisedCpuDuration", format!("{{hepspec: {}}}", g.norm_cpu.round() as i64)));
                 }
                 f.push(("NumberOfJobs", g.n.to_string()));
                 record(&f);
@@ -342,21 +281,7 @@ pub fn validate(msg: &str) -> Result<usize, String> {
     .into_iter()
     .find(|m| m.header() == header)
     .ok_or_else(|| format!("unknown header `{header}`"))?;
-    let ints = [
-        "WallDuration",
-        "CpuDuration",
-        "Processors",
-        "NodeCount",
-        "MemoryReal",
-        "MemoryVirtual",
-        "Month",
-        "Year",
-        "NumberOfJobs",
-        "StartTime",
-        "EndTime",
-        "EarliestEndTime",
-        "LatestEndTime",
-    ];
+    let ints = ["WallDuration", "CpuDuration", "Processors", "NodeCount", "MemoryReal", "MemoryVirtual", "Month", "Year", "NumberOfJobs", "StartTime", "EndTime", "EarliestEndTime", "LatestEndTime"];
     let mut count = 0;
     for (i, rec) in body.split("%%").enumerate() {
         if rec.trim().is_empty() {
@@ -364,9 +289,7 @@ pub fn validate(msg: &str) -> Result<usize, String> {
         }
         let mut f: BTreeMap<&str, &str> = BTreeMap::new();
         for line in rec.trim().lines() {
-            let (k, v) = line
-                .split_once(':')
-                .ok_or_else(|| format!("record {i}: line `{line}` has no `:`"))?;
+            let (k, v) = line.split_once(':').ok_or_else(|| format!("record {i}: line `{line}` has no `:`"))?;
             if f.insert(k.trim(), v.trim()).is_some() {
                 return Err(format!("record {i}: field {} twice", k.trim()));
             }
@@ -374,24 +297,13 @@ pub fn validate(msg: &str) -> Result<usize, String> {
         for m in kind.mandatory() {
             match f.get(m) {
                 None => return Err(format!("record {i}: mandatory field {m} missing")),
-                Some(v)
-                    if v.is_empty()
-                        || v.eq_ignore_ascii_case("none")
-                        || v.eq_ignore_ascii_case("null") =>
-                {
+                Some(v) if v.is_empty() || v.eq_ignore_ascii_case("none") || v.eq_ignore_ascii_case("null") => {
                     return Err(format!("record {i}: mandatory field {m} is null"))
                 }
                 _ => {}
             }
         }
-        let int = |k: &str| {
-            f.get(k)
-                .map(|v| {
-                    v.parse::<i64>()
-                        .map_err(|_| format!("record {i}: {k} `{v}` is not an integer"))
-                })
-                .transpose()
-        };
+        let int = |k: &str| f.get(k).map(|v| v.parse::<i64>().map_err(|_| format!("record {i}: {k} `{v}` is not an integer"))).transpose();
         for k in ints {
             if let Some(v) = int(k)? {
                 if v < 0 {
@@ -401,21 +313,11 @@ pub fn validate(msg: &str) -> Result<usize, String> {
         }
         for (k, v) in &f {
             if v.starts_with('{') {
-                let inner = v
-                    .strip_prefix('{')
-                    .and_then(|x| x.strip_suffix('}'))
-                    .ok_or_else(|| format!("record {i}: {k} dictionary not closed"))?;
+                let inner = v.strip_prefix('{').and_then(|x| x.strip_suffix('}')).ok_or_else(|| format!("record {i}: {k} dictionary not closed"))?;
                 for pair in inner.split(',') {
-                    let (name, num) = pair.split_once(':').ok_or_else(|| {
-                        format!("record {i}: {k} entry `{pair}` is not name: number")
-                    })?;
-                    if !["hepspec", "hepscore23", "si2k"]
-                        .contains(&name.trim().to_ascii_lowercase().as_str())
-                        || num.trim().parse::<f64>().is_err()
-                    {
-                        return Err(format!(
-                            "record {i}: {k} entry `{pair}` is not a benchmark and a number"
-                        ));
+                    let (name, num) = pair.split_once(':').ok_or_else(|| format!("record {i}: {k} entry `{pair}` is not name: number"))?;
+                    if !["hepspec", "hepscore23", "si2k"].contains(&name.trim().to_ascii_lowercase().as_str()) || num.trim().parse::<f64>().is_err() {
+                        return Err(format!("record {i}: {k} entry `{pair}` is not a benchmark and a number"));
                     }
                 }
             }
@@ -444,12 +346,8 @@ pub fn validate(msg: &str) -> Result<usize, String> {
                 }
             }
         }
-        if f.contains_key("ServiceLevelType") != f.contains_key("ServiceLevel")
-            && matches!(kind, Message::Individual03 | Message::Summary02)
-        {
-            return Err(format!(
-                "record {i}: ServiceLevelType and ServiceLevel go together"
-            ));
+        if f.contains_key("ServiceLevelType") != f.contains_key("ServiceLevel") && matches!(kind, Message::Individual03 | Message::Summary02) {
+            return Err(format!("record {i}: ServiceLevelType and ServiceLevel go together"));
         }
         count += 1;
     }

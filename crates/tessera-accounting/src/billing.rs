@@ -45,11 +45,7 @@ pub struct Rates {
 
 fn rates(alloc: &Amounts, billed: &Amounts) -> Rates {
     let r = |b: f64, a: f64| (a > 0.0).then(|| b / a);
-    Rates {
-        cpu: r(billed.core_hours, alloc.core_hours),
-        memory: r(billed.memory_gb_hours, alloc.memory_gb_hours),
-        gpu: r(billed.gpu_hours, alloc.gpu_hours),
-    }
+    Rates { cpu: r(billed.core_hours, alloc.core_hours), memory: r(billed.memory_gb_hours, alloc.memory_gb_hours), gpu: r(billed.gpu_hours, alloc.gpu_hours) }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -85,16 +81,8 @@ pub struct BillReport {
 }
 
 fn finish(alloc: Amounts, billed: Amounts, hs06: f64, p: &Prices) -> Bill {
-    let cost = billed.core_hours * p.core_hour
-        + billed.memory_gb_hours * p.gb_hour
-        + billed.gpu_hours * p.gpu_hour;
-    Bill {
-        rates: rates(&alloc, &billed),
-        allocated: alloc,
-        billed,
-        hs06_hours: hs06,
-        cost,
-    }
+    let cost = billed.core_hours * p.core_hour + billed.memory_gb_hours * p.gb_hour + billed.gpu_hours * p.gpu_hour;
+    Bill { rates: rates(&alloc, &billed), allocated: alloc, billed, hs06_hours: hs06, cost }
 }
 
 pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, StoreError> {
@@ -108,54 +96,24 @@ pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, Store
     for (n, h) in node_rows.iter().zip(&hold) {
         let cap = n.capacity();
         let span = (to - from) as f64 / 3600.0;
-        capacity.add(&Amounts {
-            core_hours: cap.0 as f64 * span,
-            memory_gb_hours: cap.1 as f64 / 1024.0 * span,
-            gpu_hours: cap.2 as f64 * span,
-        });
+        capacity.add(&Amounts { core_hours: cap.0 as f64 * span, memory_gb_hours: cap.1 as f64 / 1024.0 * span, gpu_hours: cap.2 as f64 * span });
         walk(h, from, to, |p| {
             if p.active.is_empty() {
                 return;
             }
-            let free = (
-                cap.0 - p.used.0,
-                cap.1.saturating_sub(p.used.1),
-                cap.2.saturating_sub(p.used.2),
-            );
+            let free = (cap.0 - p.used.0, cap.1.saturating_sub(p.used.1), cap.2.saturating_sub(p.used.2));
             let k = n.unit.units(free, cap);
             // the true overhead is not billed
             let billable = |c: u64, thr: u64| if thr > 0 && c > 0 { c - k * thr } else { c };
-            let b = (
-                billable(cap.0, n.unit.cores as u64),
-                billable(cap.1, n.unit.memory_mb),
-                billable(cap.2, n.unit.gpus as u64),
-            );
+            let b = (billable(cap.0, n.unit.cores as u64), billable(cap.1, n.unit.memory_mb), billable(cap.2, n.unit.gpus as u64));
             let dt = (p.to - p.from) as f64 / 3600.0;
-            let rate = |b: u64, used: u64| {
-                if used > 0 {
-                    b as f64 / used as f64
-                } else {
-                    0.0
-                }
-            };
-            let (rc, rm, rg) = (
-                rate(b.0, p.used.0),
-                rate(b.1, p.used.1),
-                rate(b.2, p.used.2),
-            );
+            let rate = |b: u64, used: u64| if used > 0 { b as f64 / used as f64 } else { 0.0 };
+            let (rc, rm, rg) = (rate(b.0, p.used.0), rate(b.1, p.used.1), rate(b.2, p.used.2));
             for &i in p.active {
                 let hd = &p.holdings[i];
                 let e = per_job.entry(hd.job).or_default();
-                let a = Amounts {
-                    core_hours: hd.cores as f64 * dt,
-                    memory_gb_hours: hd.memory_mb as f64 / 1024.0 * dt,
-                    gpu_hours: hd.gpus as f64 * dt,
-                };
-                let bl = Amounts {
-                    core_hours: a.core_hours * rc,
-                    memory_gb_hours: a.memory_gb_hours * rm,
-                    gpu_hours: a.gpu_hours * rg,
-                };
+                let a = Amounts { core_hours: hd.cores as f64 * dt, memory_gb_hours: hd.memory_mb as f64 / 1024.0 * dt, gpu_hours: hd.gpus as f64 * dt };
+                let bl = Amounts { core_hours: a.core_hours * rc, memory_gb_hours: a.memory_gb_hours * rm, gpu_hours: a.gpu_hours * rg };
                 e.0.add(&a);
                 e.1.add(&bl);
                 e.2 += bl.core_hours * n.hs06_per_core.unwrap_or(0.0);
@@ -163,18 +121,10 @@ pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, Store
             }
         });
     }
-    let e = |source| StoreError::Sqlite {
-        path: store.path().to_string(),
-        source,
-    };
-    let mut q = store
-        .connection()
-        .prepare("SELECT id, job_id, user, account FROM jobs WHERE run_id = ?1 ORDER BY id")
-        .map_err(e)?;
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
+    let mut q = store.connection().prepare("SELECT id, job_id, user, account FROM jobs WHERE run_id = ?1 ORDER BY id").map_err(e)?;
     let meta: Vec<(i64, i64, String, String)> = q
-        .query_map(params![run], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
+        .query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .map_err(e)?
         .collect::<Result<_, _>>()
         .map_err(e)?;
@@ -183,38 +133,18 @@ pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, Store
     let mut users: BTreeMap<String, (Amounts, Amounts, f64)> = BTreeMap::new();
     for (id, job_id, user, account) in meta {
         let (a, b, h) = per_job.get(&id).copied().unwrap_or_default();
-        for agg in [
-            accounts.entry(account.clone()).or_default(),
-            users.entry(user.clone()).or_default(),
-        ] {
+        for agg in [accounts.entry(account.clone()).or_default(), users.entry(user.clone()).or_default()] {
             agg.0.add(&a);
             agg.1.add(&b);
             agg.2 += h;
         }
-        jobs.push(JobBill {
-            job_id,
-            user,
-            account,
-            bill: finish(a, b, h, &prices),
-        });
+        jobs.push(JobBill { job_id, user, account, bill: finish(a, b, h, &prices) });
     }
-    let close = |m: BTreeMap<String, (Amounts, Amounts, f64)>| {
-        m.into_iter()
-            .map(|(k, (a, b, h))| (k, finish(a, b, h, &prices)))
-            .collect()
-    };
+    let close = |m: BTreeMap<String, (Amounts, Amounts, f64)>| m.into_iter().map(|(k, (a, b, h))| (k, finish(a, b, h, &prices))).collect();
     let provider_loss = Amounts {
         core_hours: capacity.core_hours - billed_total.core_hours,
         memory_gb_hours: capacity.memory_gb_hours - billed_total.memory_gb_hours,
         gpu_hours: capacity.gpu_hours - billed_total.gpu_hours,
     };
-    Ok(BillReport {
-        run,
-        prices,
-        jobs,
-        accounts: close(accounts),
-        users: close(users),
-        provider_loss,
-        capacity,
-    })
+    Ok(BillReport { run, prices, jobs, accounts: close(accounts), users: close(users), provider_loss, capacity })
 }

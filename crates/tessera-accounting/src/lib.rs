@@ -6,11 +6,11 @@
 //!   GLUE 1.3 attributes, YAIM `site-info.def` variables), with the scaling
 //!   factors of every node type in both conventions (TORQUE and GLUE 2).
 
-pub mod acct;
-pub mod apel;
-pub mod billing;
-pub mod overhead;
 pub mod publish;
 pub mod store;
+pub mod billing;
+pub mod overhead;
 mod timeline;
 pub mod usage;
+pub mod acct;
+pub mod apel;

@@ -67,19 +67,9 @@ impl Waits {
     }
 }
 
-fn waits(
-    store: &Store,
-    run: i64,
-    node_rows: &[NodeRow],
-) -> Result<BTreeMap<String, Waits>, StoreError> {
-    let e = |source| StoreError::Sqlite {
-        path: store.path().to_string(),
-        source,
-    };
-    let unit_of: BTreeMap<&str, tessera_core::CanonicalUnit> = node_rows
-        .iter()
-        .map(|n| (n.partition.as_str(), n.unit))
-        .collect();
+fn waits(store: &Store, run: i64, node_rows: &[NodeRow]) -> Result<BTreeMap<String, Waits>, StoreError> {
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
+    let unit_of: BTreeMap<&str, tessera_core::CanonicalUnit> = node_rows.iter().map(|n| (n.partition.as_str(), n.unit)).collect();
     let mut q = store
         .connection()
         .prepare("SELECT partition, submit_time, start_time, job_id, req_procs, req_mem_mb FROM jobs WHERE run_id = ?1 AND start_time > submit_time ORDER BY submit_time")
@@ -88,22 +78,12 @@ fn waits(
     let mut rows = q.query(params![run]).map_err(e)?;
     while let Some(r) = rows.next().map_err(e)? {
         let part: String = r.get(0).map_err(e)?;
-        let Some(unit) = unit_of.get(part.as_str()) else {
-            continue;
-        };
-        let need = unit.need(
-            r.get::<_, i64>(4).map_err(e)? as u64,
-            r.get::<_, i64>(5).map_err(e)? as u64,
-            0,
-        );
+        let Some(unit) = unit_of.get(part.as_str()) else { continue };
+        let need = unit.need(r.get::<_, i64>(4).map_err(e)? as u64, r.get::<_, i64>(5).map_err(e)? as u64, 0);
         if need == 0 {
             continue;
         }
-        raw.entry(part).or_default().entry(need).or_default().push((
-            r.get(1).map_err(e)?,
-            r.get(2).map_err(e)?,
-            r.get(3).map_err(e)?,
-        ));
+        raw.entry(part).or_default().entry(need).or_default().push((r.get(1).map_err(e)?, r.get(2).map_err(e)?, r.get(3).map_err(e)?));
     }
     Ok(raw
         .into_iter()
@@ -135,12 +115,7 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
     let hold = holdings(store, run, node_rows.len())?;
     let (from, to) = window(store, run)?;
     let waits = waits(store, run, &node_rows)?;
-    let mut hours = UnitHours {
-        total: 0.0,
-        by_node: BTreeMap::new(),
-        by_node_type: BTreeMap::new(),
-        by_partition: BTreeMap::new(),
-    };
+    let mut hours = UnitHours { total: 0.0, by_node: BTreeMap::new(), by_node_type: BTreeMap::new(), by_partition: BTreeMap::new() };
     let mut histogram: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
     let mut flagged: Vec<Flagged> = Vec::new();
     for (n, h) in node_rows.iter().zip(&hold) {
@@ -148,37 +123,16 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
         let mut unit_seconds = 0f64;
         let hist = histogram.entry(n.name.clone()).or_default();
         walk(h, from, to, |p| {
-            let free = (
-                cap.0 - p.used.0,
-                cap.1.saturating_sub(p.used.1),
-                cap.2.saturating_sub(p.used.2),
-            );
+            let free = (cap.0 - p.used.0, cap.1.saturating_sub(p.used.1), cap.2.saturating_sub(p.used.2));
             let k = n.unit.units(free, cap);
             let dt = (p.to - p.from) as f64;
             unit_seconds += k as f64 * dt;
             *hist.entry(k).or_default() += dt / 3600.0;
             if k > 0 {
-                if let Some((job, need)) = waits
-                    .get(&n.partition)
-                    .and_then(|w| w.find(k, p.from, p.to))
-                {
+                if let Some((job, need)) = waits.get(&n.partition).and_then(|w| w.find(k, p.from, p.to)) {
                     match flagged.last_mut() {
-                        Some(f)
-                            if f.node == n.name
-                                && f.to == p.from
-                                && f.units == k
-                                && f.waiting_job == job =>
-                        {
-                            f.to = p.to
-                        }
-                        _ => flagged.push(Flagged {
-                            node: n.name.clone(),
-                            from: p.from,
-                            to: p.to,
-                            units: k,
-                            waiting_job: job,
-                            job_units: need,
-                        }),
+                        Some(f) if f.node == n.name && f.to == p.from && f.units == k && f.waiting_job == job => f.to = p.to,
+                        _ => flagged.push(Flagged { node: n.name.clone(), from: p.from, to: p.to, units: k, waiting_job: job, job_units: need }),
                     }
                 }
             }
@@ -189,22 +143,7 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
         *hours.by_node_type.entry(n.node_type.clone()).or_default() += uh;
         *hours.by_partition.entry(n.partition.clone()).or_default() += uh;
     }
-    let flagged_hours = flagged
-        .iter()
-        .map(|f| (f.to - f.from) as f64 / 3600.0)
-        .fold(0.0, |a, b| a + b);
-    let canonical_units = node_rows
-        .iter()
-        .map(|n| (n.partition.clone(), n.unit.to_string()))
-        .collect();
-    Ok(OverheadReport {
-        run,
-        from,
-        to,
-        canonical_units,
-        canonical_unit_hours: hours,
-        histogram,
-        flagged_intervals: flagged,
-        flagged_hours,
-    })
+    let flagged_hours = flagged.iter().map(|f| (f.to - f.from) as f64 / 3600.0).fold(0.0, |a, b| a + b);
+    let canonical_units = node_rows.iter().map(|n| (n.partition.clone(), n.unit.to_string())).collect();
+    Ok(OverheadReport { run, from, to, canonical_units, canonical_unit_hours: hours, histogram, flagged_intervals: flagged, flagged_hours })
 }

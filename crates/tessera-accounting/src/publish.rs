@@ -95,20 +95,12 @@ pub fn capacity(c: &Cluster) -> Capacity {
             glue2_wall_time_scaling_factor: t.factor,
         });
     }
-    let benchmark = if logical > 0 {
-        total_hs06 / logical as f64
-    } else {
-        0.0
-    };
+    let benchmark = if logical > 0 { total_hs06 / logical as f64 } else { 0.0 };
     Capacity {
         cluster: c.name.clone(),
         physical_cpus: phys,
         logical_cpus: logical,
-        cores: if phys > 0 {
-            logical as f64 / phys as f64
-        } else {
-            0.0
-        },
+        cores: if phys > 0 { logical as f64 / phys as f64 } else { 0.0 },
         benchmark_hs06: benchmark,
         si00: benchmark * SI00_PER_HS06,
         cpu_scaling_reference_si00: c.reference.hs06_per_core * SI00_PER_HS06,
@@ -132,11 +124,7 @@ impl Capacity {
     /// `Cores=1.5,Benchmark=6.85-HEP-SPEC06` (GlueHostProcessorOtherDescription,
     /// YAIM CE_OTHERDESCR).
     pub fn other_description(&self) -> String {
-        format!(
-            "Cores={},Benchmark={}-HEP-SPEC06",
-            num(self.cores, 2),
-            num(self.benchmark_hs06, 2)
-        )
+        format!("Cores={},Benchmark={}-HEP-SPEC06", num(self.cores, 2), num(self.benchmark_hs06, 2))
     }
 
     pub fn text(&self) -> String {
@@ -145,25 +133,12 @@ impl Capacity {
         let _ = writeln!(s, "PhysicalCPUs              {}", self.physical_cpus);
         let _ = writeln!(s, "LogicalCPUs               {}", self.logical_cpus);
         let _ = writeln!(s, "Cores                     {}", num(self.cores, 4));
-        let _ = writeln!(
-            s,
-            "Benchmark (HS06/core)     {}",
-            num(self.benchmark_hs06, 4)
-        );
+        let _ = writeln!(s, "Benchmark (HS06/core)     {}", num(self.benchmark_hs06, 4));
         let _ = writeln!(s, "SI00                      {}", num(self.si00, 0));
-        let _ = writeln!(
-            s,
-            "CPUScalingReferenceSI00   {} (reference: {})",
-            num(self.cpu_scaling_reference_si00, 0),
-            self.reference
-        );
+        let _ = writeln!(s, "CPUScalingReferenceSI00   {} (reference: {})", num(self.cpu_scaling_reference_si00, 0), self.reference);
         let _ = writeln!(s, "total capacity (HS06)     {}", num(self.total_hs06, 2));
         let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "{:<12} {:>6} {:>9} {:>9} {:>11} {:>8}  TORQUE mom config",
-            "NODETYPE", "COUNT", "PHYSCPUS", "LOGCPUS", "HS06/CORE", "FACTOR"
-        );
+        let _ = writeln!(s, "{:<12} {:>6} {:>9} {:>9} {:>11} {:>8}  TORQUE mom config", "NODETYPE", "COUNT", "PHYSCPUS", "LOGCPUS", "HS06/CORE", "FACTOR");
         for t in &self.node_types {
             let _ = writeln!(
                 s,
@@ -198,51 +173,18 @@ impl Capacity {
     pub fn glue13(&self) -> String {
         let c = &self.cluster;
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "dn: GlueSubClusterUniqueID={c},GlueClusterUniqueID={c},mds-vo-name=resource,o=grid"
-        );
-        for oc in [
-            "GlueClusterTop",
-            "GlueSubCluster",
-            "GlueSchemaVersion",
-            "GlueHostArchitecture",
-            "GlueHostBenchmark",
-            "GlueHostMainMemory",
-            "GlueHostProcessor",
-            "GlueInformationService",
-            "GlueKey",
-        ] {
+        let _ = writeln!(s, "dn: GlueSubClusterUniqueID={c},GlueClusterUniqueID={c},mds-vo-name=resource,o=grid");
+        for oc in ["GlueClusterTop", "GlueSubCluster", "GlueSchemaVersion", "GlueHostArchitecture", "GlueHostBenchmark", "GlueHostMainMemory", "GlueHostProcessor", "GlueInformationService", "GlueKey"] {
             let _ = writeln!(s, "objectClass: {oc}");
         }
         let _ = writeln!(s, "GlueSubClusterUniqueID: {c}");
         let _ = writeln!(s, "GlueSubClusterName: {c}");
         let _ = writeln!(s, "GlueSubClusterPhysicalCPUs: {}", self.physical_cpus);
         let _ = writeln!(s, "GlueSubClusterLogicalCPUs: {}", self.logical_cpus);
-        let _ = writeln!(
-            s,
-            "GlueHostArchitectureSMPSize: {}",
-            self.node_types
-                .iter()
-                .map(|t| t.logical_cpus_per_node)
-                .max()
-                .unwrap_or(0)
-        );
-        let _ = writeln!(
-            s,
-            "GlueHostProcessorOtherDescription: {}",
-            self.other_description()
-        );
+        let _ = writeln!(s, "GlueHostArchitectureSMPSize: {}", self.node_types.iter().map(|t| t.logical_cpus_per_node).max().unwrap_or(0));
+        let _ = writeln!(s, "GlueHostProcessorOtherDescription: {}", self.other_description());
         let _ = writeln!(s, "GlueHostBenchmarkSI00: {}", num(self.si00, 0));
-        let _ = writeln!(
-            s,
-            "GlueHostMainMemoryRAMSize: {}",
-            self.node_types
-                .iter()
-                .map(|t| t.memory_mb)
-                .min()
-                .unwrap_or(0)
-        );
+        let _ = writeln!(s, "GlueHostMainMemoryRAMSize: {}", self.node_types.iter().map(|t| t.memory_mb).min().unwrap_or(0));
         let _ = writeln!(s, "GlueChunkKey: GlueClusterUniqueID={c}");
         let _ = writeln!(s, "GlueSchemaVersionMajor: 1");
         let _ = writeln!(s, "GlueSchemaVersionMinor: 3");
@@ -251,11 +193,7 @@ impl Capacity {
         let _ = writeln!(s, "objectClass: GlueCETop");
         let _ = writeln!(s, "objectClass: GlueCE");
         let _ = writeln!(s, "GlueCEUniqueID: {c}-ce");
-        let _ = writeln!(
-            s,
-            "GlueCECapability: CPUScalingReferenceSI00={}",
-            num(self.cpu_scaling_reference_si00, 0)
-        );
+        let _ = writeln!(s, "GlueCECapability: CPUScalingReferenceSI00={}", num(self.cpu_scaling_reference_si00, 0));
         let _ = writeln!(s, "GlueForeignKey: GlueClusterUniqueID={c}");
         s
     }
@@ -276,36 +214,13 @@ impl Capacity {
         let _ = writeln!(s, "GLUE2ManagerID: {mgr}");
         let _ = writeln!(s, "GLUE2ManagerProductName: tessera");
         let _ = writeln!(s, "GLUE2ManagerServiceForeignKey: {svc}");
-        let _ = writeln!(
-            s,
-            "GLUE2ComputingManagerTotalPhysicalCPUs: {}",
-            self.physical_cpus
-        );
-        let _ = writeln!(
-            s,
-            "GLUE2ComputingManagerTotalLogicalCPUs: {}",
-            self.logical_cpus
-        );
-        let _ = writeln!(
-            s,
-            "GLUE2ComputingManagerHomogeneous: {}",
-            if self.node_types.len() == 1 {
-                "TRUE"
-            } else {
-                "FALSE"
-            }
-        );
-        let _ = writeln!(
-            s,
-            "GLUE2EntityOtherInfo: CPUScalingReferenceSI00={}",
-            num(self.cpu_scaling_reference_si00, 0)
-        );
+        let _ = writeln!(s, "GLUE2ComputingManagerTotalPhysicalCPUs: {}", self.physical_cpus);
+        let _ = writeln!(s, "GLUE2ComputingManagerTotalLogicalCPUs: {}", self.logical_cpus);
+        let _ = writeln!(s, "GLUE2ComputingManagerHomogeneous: {}", if self.node_types.len() == 1 { "TRUE" } else { "FALSE" });
+        let _ = writeln!(s, "GLUE2EntityOtherInfo: CPUScalingReferenceSI00={}", num(self.cpu_scaling_reference_si00, 0));
         let _ = writeln!(s, "GLUE2EntityOtherInfo: {}", self.other_description());
         let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "dn: GLUE2BenchmarkID={mgr}_hep-spec06,GLUE2ManagerID={mgr},{base}"
-        );
+        let _ = writeln!(s, "dn: GLUE2BenchmarkID={mgr}_hep-spec06,GLUE2ManagerID={mgr},{base}");
         let _ = writeln!(s, "objectClass: GLUE2Entity");
         let _ = writeln!(s, "objectClass: GLUE2Benchmark");
         let _ = writeln!(s, "GLUE2BenchmarkID: {mgr}_hep-spec06");
@@ -322,59 +237,27 @@ impl Capacity {
             let _ = writeln!(s, "GLUE2ResourceID: {ee}");
             let _ = writeln!(s, "GLUE2EntityName: {}", t.name);
             let _ = writeln!(s, "GLUE2ResourceManagerForeignKey: {mgr}");
-            let _ = writeln!(
-                s,
-                "GLUE2ExecutionEnvironmentComputingManagerForeignKey: {mgr}"
-            );
+            let _ = writeln!(s, "GLUE2ExecutionEnvironmentComputingManagerForeignKey: {mgr}");
             let _ = writeln!(s, "GLUE2ExecutionEnvironmentPlatform: amd64");
             let _ = writeln!(s, "GLUE2ExecutionEnvironmentTotalInstances: {}", t.count);
-            let _ = writeln!(
-                s,
-                "GLUE2ExecutionEnvironmentPhysicalCPUs: {}",
-                t.physical_cpus_per_node
-            );
-            let _ = writeln!(
-                s,
-                "GLUE2ExecutionEnvironmentLogicalCPUs: {}",
-                t.logical_cpus_per_node
-            );
-            let multiplicity = match (
-                t.physical_cpus_per_node > 1,
-                t.logical_cpus_per_node > t.physical_cpus_per_node,
-            ) {
+            let _ = writeln!(s, "GLUE2ExecutionEnvironmentPhysicalCPUs: {}", t.physical_cpus_per_node);
+            let _ = writeln!(s, "GLUE2ExecutionEnvironmentLogicalCPUs: {}", t.logical_cpus_per_node);
+            let multiplicity = match (t.physical_cpus_per_node > 1, t.logical_cpus_per_node > t.physical_cpus_per_node) {
                 (false, false) => "singlecpu-singlecore",
                 (false, true) => "singlecpu-multicore",
                 (true, false) => "multicpu-singlecore",
                 (true, true) => "multicpu-multicore",
             };
-            let _ = writeln!(
-                s,
-                "GLUE2ExecutionEnvironmentCPUMultiplicity: {multiplicity}"
-            );
-            let _ = writeln!(
-                s,
-                "GLUE2ExecutionEnvironmentMainMemorySize: {}",
-                t.memory_mb
-            );
+            let _ = writeln!(s, "GLUE2ExecutionEnvironmentCPUMultiplicity: {multiplicity}");
+            let _ = writeln!(s, "GLUE2ExecutionEnvironmentMainMemorySize: {}", t.memory_mb);
             let _ = writeln!(s, "GLUE2ExecutionEnvironmentOSFamily: linux");
             let _ = writeln!(s, "GLUE2ExecutionEnvironmentConnectivityIn: FALSE");
             let _ = writeln!(s, "GLUE2ExecutionEnvironmentConnectivityOut: TRUE");
-            let _ = writeln!(
-                s,
-                "GLUE2ExecutionEnvironmentCPUTimeScalingFactor: {}",
-                num(t.glue2_cpu_time_scaling_factor, 4)
-            );
-            let _ = writeln!(
-                s,
-                "GLUE2ExecutionEnvironmentWallTimeScalingFactor: {}",
-                num(t.glue2_wall_time_scaling_factor, 4)
-            );
+            let _ = writeln!(s, "GLUE2ExecutionEnvironmentCPUTimeScalingFactor: {}", num(t.glue2_cpu_time_scaling_factor, 4));
+            let _ = writeln!(s, "GLUE2ExecutionEnvironmentWallTimeScalingFactor: {}", num(t.glue2_wall_time_scaling_factor, 4));
             if let (Some(b), Some(kind)) = (t.hs06_per_core, t.benchmark_type) {
                 let _ = writeln!(s);
-                let _ = writeln!(
-                    s,
-                    "dn: GLUE2BenchmarkID={ee}_{kind},GLUE2ResourceID={ee},{base}"
-                );
+                let _ = writeln!(s, "dn: GLUE2BenchmarkID={ee}_{kind},GLUE2ResourceID={ee},{base}");
                 let _ = writeln!(s, "objectClass: GLUE2Entity");
                 let _ = writeln!(s, "objectClass: GLUE2Benchmark");
                 let _ = writeln!(s, "GLUE2BenchmarkID: {ee}_{kind}");

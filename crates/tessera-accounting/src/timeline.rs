@@ -50,10 +50,7 @@ pub struct Piece<'a> {
 
 pub fn nodes(store: &Store, run: i64) -> Result<Vec<NodeRow>, StoreError> {
     let c = store.connection();
-    let e = |source| StoreError::Sqlite {
-        path: store.path().to_string(),
-        source,
-    };
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
     let mut q = c
         .prepare("SELECT node_id, name, node_type, partition, cores, memory_mb, gpus, hs06_per_core, factor, unit_cores, unit_memory_mb, unit_gpus FROM nodes WHERE run_id = ?1 ORDER BY node_id")
         .map_err(e)?;
@@ -68,11 +65,7 @@ pub fn nodes(store: &Store, run: i64) -> Result<Vec<NodeRow>, StoreError> {
                 gpus: r.get::<_, i64>(6)? as u64,
                 hs06_per_core: r.get(7)?,
                 factor: r.get(8)?,
-                unit: CanonicalUnit {
-                    cores: r.get::<_, i64>(9)? as u32,
-                    memory_mb: r.get::<_, i64>(10)? as u64,
-                    gpus: r.get::<_, i64>(11)? as u32,
-                },
+                unit: CanonicalUnit { cores: r.get::<_, i64>(9)? as u32, memory_mb: r.get::<_, i64>(10)? as u64, gpus: r.get::<_, i64>(11)? as u32 },
             })
         })
         .map_err(e)?;
@@ -80,16 +73,9 @@ pub fn nodes(store: &Store, run: i64) -> Result<Vec<NodeRow>, StoreError> {
 }
 
 /// Every holding of every node, by node id, each list sorted by start.
-pub fn holdings(
-    store: &Store,
-    run: i64,
-    node_count: usize,
-) -> Result<Vec<Vec<Holding>>, StoreError> {
+pub fn holdings(store: &Store, run: i64, node_count: usize) -> Result<Vec<Vec<Holding>>, StoreError> {
     let c = store.connection();
-    let e = |source| StoreError::Sqlite {
-        path: store.path().to_string(),
-        source,
-    };
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
     let mut q = c
         .prepare("SELECT node_id, job, cores, memory_mb, gpus, start_time, end_time FROM allocations WHERE run_id = ?1 ORDER BY node_id, start_time, job")
         .map_err(e)?;
@@ -147,13 +133,7 @@ pub fn walk(holdings: &[Holding], from: i64, to: i64, mut f: impl FnMut(&Piece<'
         }
         let next = events.get(k).map_or(to, |e| e.0.min(to));
         if next > t {
-            f(&Piece {
-                from: t,
-                to: next,
-                used,
-                holdings,
-                active: &active,
-            });
+            f(&Piece { from: t, to: next, used, holdings, active: &active });
         }
         t = next;
     }

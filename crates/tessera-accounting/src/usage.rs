@@ -62,10 +62,7 @@ pub fn month_of(unix: i64) -> String {
 
 /// Usage per user, group, account, partition, node type or month (of the job's end).
 pub fn usage(store: &Store, run: i64, by: By) -> Result<Vec<UsageRow>, StoreError> {
-    let e = |source| StoreError::Sqlite {
-        path: store.path().to_string(),
-        source,
-    };
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
     let c = store.connection();
     let mut out: BTreeMap<String, UsageRow> = BTreeMap::new();
     if by == By::NodeType {
@@ -87,10 +84,7 @@ pub fn usage(store: &Store, run: i64, by: By) -> Result<Vec<UsageRow>, StoreErro
             let hs: Option<f64> = r.get(5).map_err(e)?;
             let cpu: f64 = r.get(6).map_err(e)?;
             let total_cores = r.get::<_, i64>(7).map_err(e)?.max(1) as f64;
-            let row = out.entry(key.clone()).or_insert_with(|| UsageRow {
-                key: key.clone(),
-                ..Default::default()
-            });
+            let row = out.entry(key.clone()).or_insert_with(|| UsageRow { key: key.clone(), ..Default::default() });
             let share = cores / total_cores;
             row.wall_hours += hours * share;
             row.norm_wall_hours += hours * share * f;
@@ -106,13 +100,7 @@ pub fn usage(store: &Store, run: i64, by: By) -> Result<Vec<UsageRow>, StoreErro
         }
         return Ok(out.into_values().collect());
     }
-    let offset: i64 = c
-        .query_row(
-            "SELECT epoch_offset FROM runs WHERE id = ?1",
-            params![run],
-            |r| r.get(0),
-        )
-        .map_err(e)?;
+    let offset: i64 = c.query_row("SELECT epoch_offset FROM runs WHERE id = ?1", params![run], |r| r.get(0)).map_err(e)?;
     let col = match by {
         By::User => "user",
         By::Group => "grp",
@@ -128,15 +116,8 @@ pub fn usage(store: &Store, run: i64, by: By) -> Result<Vec<UsageRow>, StoreErro
         .map_err(e)?;
     let mut rows = q.query(params![run]).map_err(e)?;
     while let Some(r) = rows.next().map_err(e)? {
-        let key = if by == By::Month {
-            month_of(r.get::<_, i64>(0).map_err(e)? + offset)
-        } else {
-            r.get(0).map_err(e)?
-        };
-        let row = out.entry(key.clone()).or_insert_with(|| UsageRow {
-            key,
-            ..Default::default()
-        });
+        let key = if by == By::Month { month_of(r.get::<_, i64>(0).map_err(e)? + offset) } else { r.get(0).map_err(e)? };
+        let row = out.entry(key.clone()).or_insert_with(|| UsageRow { key, ..Default::default() });
         row.jobs += 1;
         row.wall_hours += r.get::<_, i64>(1).map_err(e)? as f64 / 3600.0;
         row.norm_wall_hours += r.get::<_, f64>(2).map_err(e)? / 3600.0;
@@ -170,19 +151,10 @@ pub fn utilization(store: &Store, run: i64) -> Result<(i64, i64, Vec<Utilization
     let mut rows: BTreeMap<String, UtilizationRow> = BTreeMap::new();
     for (n, h) in node_rows.iter().zip(&hold) {
         let mut used = 0f64;
-        walk(h, from, to, |p| {
-            used += p.used.0 as f64 * (p.to - p.from) as f64 / 3600.0
-        });
+        walk(h, from, to, |p| used += p.used.0 as f64 * (p.to - p.from) as f64 / 3600.0);
         let cap = n.cores as f64 * (to - from) as f64 / 3600.0;
-        for key in [
-            format!("nodetype {}", n.node_type),
-            format!("partition {}", n.partition),
-            "total".to_string(),
-        ] {
-            let r = rows.entry(key.clone()).or_insert_with(|| UtilizationRow {
-                key,
-                ..Default::default()
-            });
+        for key in [format!("nodetype {}", n.node_type), format!("partition {}", n.partition), "total".to_string()] {
+            let r = rows.entry(key.clone()).or_insert_with(|| UtilizationRow { key, ..Default::default() });
             r.nodes += 1;
             r.capacity_core_hours += cap;
             r.allocated_core_hours += used;
@@ -191,11 +163,7 @@ pub fn utilization(store: &Store, run: i64) -> Result<(i64, i64, Vec<Utilization
     }
     for r in rows.values_mut() {
         r.idle_core_hours = r.capacity_core_hours - r.allocated_core_hours;
-        r.utilization = if r.capacity_core_hours > 0.0 {
-            r.allocated_core_hours / r.capacity_core_hours
-        } else {
-            0.0
-        };
+        r.utilization = if r.capacity_core_hours > 0.0 { r.allocated_core_hours / r.capacity_core_hours } else { 0.0 };
     }
     Ok((from, to, rows.into_values().collect()))
 }

@@ -65,9 +65,7 @@ impl Zone {
     /// A CPU package (or die) zone: a top-level `intel-rapl:N` zone named `package-…`.
     /// `psys` zones and the `intel-rapl-mmio` duplicates of package zones are not packages.
     pub fn is_package(&self) -> bool {
-        self.control_type() == "intel-rapl"
-            && self.id.matches(':').count() == 1
-            && self.name.starts_with("package-")
+        self.control_type() == "intel-rapl" && self.id.matches(':').count() == 1 && self.name.starts_with("package-")
     }
 
     pub fn constraint(&self, name: &str) -> Option<&Constraint> {
@@ -114,49 +112,24 @@ pub enum PowercapError {
     )]
     PermissionDenied { path: PathBuf },
     #[error("{}: expected {expected}, found {found:?}", path.display())]
-    Malformed {
-        path: PathBuf,
-        expected: &'static str,
-        found: String,
-    },
+    Malformed { path: PathBuf, expected: &'static str, found: String },
     #[error("no power zone {selector:?} (by id or name); zones: {known}")]
     UnknownZone { selector: String, known: String },
     #[error("zone name {selector:?} matches several zones ({ids}); select one by id")]
     AmbiguousZone { selector: String, ids: String },
     #[error("zone {zone_id} ({zone_name}) has no constraint named {constraint:?}; its constraints: {known}")]
-    UnknownConstraint {
-        zone_id: String,
-        zone_name: String,
-        constraint: String,
-        known: String,
-    },
+    UnknownConstraint { zone_id: String, zone_name: String, constraint: String, known: String },
     #[error("invalid power limit {watts} W: expected a finite number of watts greater than 0")]
     InvalidWatts { watts: f64 },
     #[error("{zone_id} {constraint}: {} W is above the maximum of {} W ({})", w(.new_uw), w(.max_uw), path.display())]
-    AboveMax {
-        zone_id: String,
-        constraint: String,
-        new_uw: u64,
-        max_uw: u64,
-        path: PathBuf,
-    },
+    AboveMax { zone_id: String, constraint: String, new_uw: u64, max_uw: u64, path: PathBuf },
     #[error("{zone_id} {constraint}: {} W is below the minimum of {} W ({})", w(.new_uw), w(.min_uw), path.display())]
-    BelowMin {
-        zone_id: String,
-        constraint: String,
-        new_uw: u64,
-        min_uw: u64,
-        path: PathBuf,
-    },
+    BelowMin { zone_id: String, constraint: String, new_uw: u64, min_uw: u64, path: PathBuf },
     #[error(
         "{}: wrote {written_uw} µW but read back {read_uw} µW (the kernel clamped or rounded it); {read_uw} µW is in force",
         path.display()
     )]
-    ReadBack {
-        path: PathBuf,
-        written_uw: u64,
-        read_uw: u64,
-    },
+    ReadBack { path: PathBuf, written_uw: u64, read_uw: u64 },
     #[error("no CPU package zone (intel-rapl:N named package-N) under {}; zones: {known}", root.display())]
     NoPackages { root: PathBuf, known: String },
 }
@@ -201,26 +174,14 @@ impl Powercap {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(PowercapError::NotAvailable {
-                    root: self.root.clone(),
-                })
+                return Err(PowercapError::NotAvailable { root: self.root.clone() })
             }
-            Err(source) => {
-                return Err(PowercapError::Read {
-                    path: self.root.clone(),
-                    source,
-                })
-            }
+            Err(source) => return Err(PowercapError::Read { path: self.root.clone(), source }),
         };
         let mut ids = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|source| PowercapError::Read {
-                path: self.root.clone(),
-                source,
-            })?;
-            let Ok(id) = entry.file_name().into_string() else {
-                continue;
-            };
+            let entry = entry.map_err(|source| PowercapError::Read { path: self.root.clone(), source })?;
+            let Ok(id) = entry.file_name().into_string() else { continue };
             // `is_dir` follows symlinks, as real sysfs zone entries are.
             if let Some(key) = sort_key(&id) {
                 if entry.path().is_dir() {
@@ -229,9 +190,7 @@ impl Powercap {
             }
         }
         if ids.is_empty() {
-            return Err(PowercapError::NotAvailable {
-                root: self.root.clone(),
-            });
+            return Err(PowercapError::NotAvailable { root: self.root.clone() });
         }
         ids.sort();
         ids.into_iter().map(|(_, id)| self.read_zone(id)).collect()
@@ -245,13 +204,7 @@ impl Powercap {
 
     /// Set the constraint named `constraint` of one zone to `watts`. In [`Mode::Apply`] the
     /// value is written and read back; in [`Mode::DryRun`] nothing is written.
-    pub fn set_limit(
-        &self,
-        zone: &str,
-        constraint: &str,
-        watts: f64,
-        mode: Mode,
-    ) -> Result<Change, PowercapError> {
+    pub fn set_limit(&self, zone: &str, constraint: &str, watts: f64, mode: Mode) -> Result<Change, PowercapError> {
         let zones = self.zones()?;
         let mut change = self.plan(select(&zones, zone)?, constraint, watts)?;
         if mode == Mode::Apply {
@@ -274,45 +227,22 @@ impl Powercap {
 
     /// Apply a node's CPU cap: `watts_per_node` is split evenly over the node's CPU packages,
     /// as [`Powercap::cap_packages`] then sets each. An error when the node has no package zone.
-    pub fn cap_node(
-        &self,
-        watts_per_node: f64,
-        constraint: &str,
-        mode: Mode,
-    ) -> Result<Vec<Change>, PowercapError> {
+    pub fn cap_node(&self, watts_per_node: f64, constraint: &str, mode: Mode) -> Result<Vec<Change>, PowercapError> {
         if watts_to_uw(watts_per_node).is_none() {
-            return Err(PowercapError::InvalidWatts {
-                watts: watts_per_node,
-            });
+            return Err(PowercapError::InvalidWatts { watts: watts_per_node });
         }
         let zones = self.zones()?;
         let packages = zones.iter().filter(|z| z.is_package()).count();
-        self.cap(
-            &zones,
-            watts_per_node / packages.max(1) as f64,
-            constraint,
-            mode,
-        )
+        self.cap(&zones, watts_per_node / packages.max(1) as f64, constraint, mode)
     }
 
-    fn cap(
-        &self,
-        zones: &[Zone],
-        watts: f64,
-        constraint: &str,
-        mode: Mode,
-    ) -> Result<Vec<Change>, PowercapError> {
+    fn cap(&self, zones: &[Zone], watts: f64, constraint: &str, mode: Mode) -> Result<Vec<Change>, PowercapError> {
         let packages: Vec<&Zone> = zones.iter().filter(|z| z.is_package()).collect();
         if packages.is_empty() {
-            return Err(PowercapError::NoPackages {
-                root: self.root.clone(),
-                known: known_zones(zones),
-            });
+            return Err(PowercapError::NoPackages { root: self.root.clone(), known: known_zones(zones) });
         }
-        let mut changes = packages
-            .into_iter()
-            .map(|z| self.plan(z, constraint, watts))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut changes =
+            packages.into_iter().map(|z| self.plan(z, constraint, watts)).collect::<Result<Vec<_>, _>>()?;
         if mode == Mode::Apply {
             changes.iter_mut().try_for_each(apply)?;
         }
@@ -321,37 +251,20 @@ impl Powercap {
 
     fn plan(&self, zone: &Zone, constraint: &str, watts: f64) -> Result<Change, PowercapError> {
         let new_uw = watts_to_uw(watts).ok_or(PowercapError::InvalidWatts { watts })?;
-        let c = zone
-            .constraint(constraint)
-            .ok_or_else(|| PowercapError::UnknownConstraint {
-                zone_id: zone.id.clone(),
-                zone_name: zone.name.clone(),
-                constraint: constraint.to_owned(),
-                known: list(zone.constraints.iter().map(|c| c.name.clone())),
-            })?;
-        let path = self
-            .root
-            .join(&zone.id)
-            .join(format!("constraint_{}_power_limit_uw", c.index));
+        let c = zone.constraint(constraint).ok_or_else(|| PowercapError::UnknownConstraint {
+            zone_id: zone.id.clone(),
+            zone_name: zone.name.clone(),
+            constraint: constraint.to_owned(),
+            known: list(zone.constraints.iter().map(|c| c.name.clone())),
+        })?;
+        let path = self.root.join(&zone.id).join(format!("constraint_{}_power_limit_uw", c.index));
         if let Some(max_uw) = c.max_power_uw.filter(|&max| new_uw > max) {
             let (zone_id, constraint) = (zone.id.clone(), c.name.clone());
-            return Err(PowercapError::AboveMax {
-                zone_id,
-                constraint,
-                new_uw,
-                max_uw,
-                path,
-            });
+            return Err(PowercapError::AboveMax { zone_id, constraint, new_uw, max_uw, path });
         }
         if let Some(min_uw) = c.min_power_uw.filter(|&min| new_uw < min) {
             let (zone_id, constraint) = (zone.id.clone(), c.name.clone());
-            return Err(PowercapError::BelowMin {
-                zone_id,
-                constraint,
-                new_uw,
-                min_uw,
-                path,
-            });
+            return Err(PowercapError::BelowMin { zone_id, constraint, new_uw, min_uw, path });
         }
         Ok(Change {
             zone_id: zone.id.clone(),
@@ -373,31 +286,15 @@ impl Powercap {
         let enabled = match read_text(&path)?.trim() {
             "0" => false,
             "1" => true,
-            other => {
-                return Err(PowercapError::Malformed {
-                    path,
-                    expected: "0 or 1",
-                    found: other.to_owned(),
-                })
-            }
+            other => return Err(PowercapError::Malformed { path, expected: "0 or 1", found: other.to_owned() }),
         };
         let energy_uj = read_opt_u64(&dir.join("energy_uj"), UJ)?;
         let mut indices = Vec::new();
-        for entry in fs::read_dir(&dir).map_err(|source| PowercapError::Read {
-            path: dir.clone(),
-            source,
-        })? {
-            let entry = entry.map_err(|source| PowercapError::Read {
-                path: dir.clone(),
-                source,
-            })?;
+        for entry in fs::read_dir(&dir).map_err(|source| PowercapError::Read { path: dir.clone(), source })? {
+            let entry = entry.map_err(|source| PowercapError::Read { path: dir.clone(), source })?;
             let file = entry.file_name();
-            let index = file.to_str().and_then(|f| {
-                f.strip_prefix("constraint_")?
-                    .strip_suffix("_name")?
-                    .parse::<u32>()
-                    .ok()
-            });
+            let index =
+                file.to_str().and_then(|f| f.strip_prefix("constraint_")?.strip_suffix("_name")?.parse::<u32>().ok());
             indices.extend(index);
         }
         indices.sort_unstable();
@@ -415,13 +312,7 @@ impl Powercap {
                 })
             })
             .collect::<Result<_, PowercapError>>()?;
-        Ok(Zone {
-            id,
-            name,
-            enabled,
-            energy_uj,
-            constraints,
-        })
+        Ok(Zone { id, name, enabled, energy_uj, constraints })
     }
 }
 
@@ -430,9 +321,7 @@ impl Powercap {
 fn sort_key(id: &str) -> Option<(String, Vec<u32>)> {
     let mut parts = id.split(':');
     let control_type = parts.next().filter(|t| !t.is_empty())?;
-    let indices = parts
-        .map(|p| p.parse().ok())
-        .collect::<Option<Vec<u32>>>()?;
+    let indices = parts.map(|p| p.parse().ok()).collect::<Option<Vec<u32>>>()?;
     (!indices.is_empty()).then(|| (control_type.to_owned(), indices))
 }
 
@@ -440,17 +329,9 @@ fn select<'a>(zones: &'a [Zone], selector: &str) -> Result<&'a Zone, PowercapErr
     if let Some(zone) = zones.iter().find(|z| z.id == selector) {
         return Ok(zone);
     }
-    match zones
-        .iter()
-        .filter(|z| z.name == selector)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
+    match zones.iter().filter(|z| z.name == selector).collect::<Vec<_>>().as_slice() {
         [zone] => Ok(zone),
-        [] => Err(PowercapError::UnknownZone {
-            selector: selector.to_owned(),
-            known: known_zones(zones),
-        }),
+        [] => Err(PowercapError::UnknownZone { selector: selector.to_owned(), known: known_zones(zones) }),
         many => Err(PowercapError::AmbiguousZone {
             selector: selector.to_owned(),
             ids: list(many.iter().map(|z| z.id.clone())),
@@ -470,22 +351,13 @@ fn apply(change: &mut Change) -> Result<(), PowercapError> {
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
             return Err(PowercapError::PermissionDenied { path: path.clone() })
         }
-        Err(source) => {
-            return Err(PowercapError::Write {
-                path: path.clone(),
-                source,
-            })
-        }
+        Err(source) => return Err(PowercapError::Write { path: path.clone(), source }),
     }
     let read_uw = read_u64(path, UW)?;
     // RAPL stores limits in its power unit (1/2^k W): a read-back less than 1 W off
     // is the hardware's rounding, anything else a clamp or a refusal
     if read_uw.abs_diff(change.new_uw) >= 1_000_000 {
-        return Err(PowercapError::ReadBack {
-            path: path.clone(),
-            written_uw: change.new_uw,
-            read_uw,
-        });
+        return Err(PowercapError::ReadBack { path: path.clone(), written_uw: change.new_uw, read_uw });
     }
     change.applied = true;
     change.in_force_uw = Some(read_uw);
@@ -506,19 +378,12 @@ fn list(items: impl Iterator<Item = String>) -> String {
 }
 
 fn read_text(path: &Path) -> Result<String, PowercapError> {
-    fs::read_to_string(path).map_err(|source| PowercapError::Read {
-        path: path.to_owned(),
-        source,
-    })
+    fs::read_to_string(path).map_err(|source| PowercapError::Read { path: path.to_owned(), source })
 }
 
 fn parse_u64(path: &Path, text: &str, expected: &'static str) -> Result<u64, PowercapError> {
     let text = text.trim();
-    text.parse().map_err(|_| PowercapError::Malformed {
-        path: path.to_owned(),
-        expected,
-        found: text.to_owned(),
-    })
+    text.parse().map_err(|_| PowercapError::Malformed { path: path.to_owned(), expected, found: text.to_owned() })
 }
 
 fn read_u64(path: &Path, expected: &'static str) -> Result<u64, PowercapError> {
@@ -530,17 +395,12 @@ fn read_opt_u64(path: &Path, expected: &'static str) -> Result<Option<u64>, Powe
     match fs::read_to_string(path) {
         Ok(text) => parse_u64(path, &text, expected).map(Some),
         Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied
-            ) || matches!(e.raw_os_error(), Some(ENODATA | EOPNOTSUPP)) =>
+            if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied)
+                || matches!(e.raw_os_error(), Some(ENODATA | EOPNOTSUPP)) =>
         {
             Ok(None)
         }
-        Err(source) => Err(PowercapError::Read {
-            path: path.to_owned(),
-            source,
-        }),
+        Err(source) => Err(PowercapError::Read { path: path.to_owned(), source }),
     }
 }
 
@@ -564,24 +424,9 @@ mod tests {
 
     #[test]
     fn zone_ids_sort_numerically_and_control_dirs_are_not_zones() {
-        let mut ids = vec![
-            "intel-rapl:10",
-            "intel-rapl-mmio:0",
-            "intel-rapl:2",
-            "intel-rapl:0:1",
-            "intel-rapl:0",
-        ];
+        let mut ids = vec!["intel-rapl:10", "intel-rapl-mmio:0", "intel-rapl:2", "intel-rapl:0:1", "intel-rapl:0"];
         ids.sort_by_key(|id| sort_key(id).unwrap());
-        assert_eq!(
-            ids,
-            [
-                "intel-rapl:0",
-                "intel-rapl:0:1",
-                "intel-rapl:2",
-                "intel-rapl:10",
-                "intel-rapl-mmio:0"
-            ]
-        );
+        assert_eq!(ids, ["intel-rapl:0", "intel-rapl:0:1", "intel-rapl:2", "intel-rapl:10", "intel-rapl-mmio:0"]);
         for not_zone in ["intel-rapl", "intel-rapl:", ":0", "intel-rapl:x", "dtpm"] {
             assert_eq!(sort_key(not_zone), None, "{not_zone}");
         }

@@ -22,10 +22,7 @@ pub const MAX_HOSTS: usize = 1 << 22;
 
 /// Expand a hostlist into node names, in order.
 pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
-    let err = |m: &str| HostlistError {
-        hostlist: list.to_string(),
-        message: m.to_string(),
-    };
+    let err = |m: &str| HostlistError { hostlist: list.to_string(), message: m.to_string() };
     let mut out = Vec::new();
     for item in split_top_level(list).map_err(|m| err(&m))? {
         let item = item.trim();
@@ -36,10 +33,7 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
         let mut rest = item;
         while !rest.is_empty() {
             if let Some(open) = rest.find('[') {
-                let close = rest[open..]
-                    .find(']')
-                    .map(|c| c + open)
-                    .ok_or_else(|| err("`[` without `]`"))?;
+                let close = rest[open..].find(']').map(|c| c + open).ok_or_else(|| err("`[` without `]`"))?;
                 let prefix = &rest[..open];
                 if prefix.contains(']') {
                     return Err(err("`]` without `[`"));
@@ -109,10 +103,7 @@ fn expand_ranges(inner: &str) -> Result<Vec<String>, String> {
         if !digits(lo) || !digits(hi) {
             return Err(format!("`{part}` is not a number or a range like 01-16"));
         }
-        let (a, b): (u64, u64) = (
-            lo.parse().map_err(|_| "number too large")?,
-            hi.parse().map_err(|_| "number too large")?,
-        );
+        let (a, b): (u64, u64) = (lo.parse().map_err(|_| "number too large")?, hi.parse().map_err(|_| "number too large")?);
         if a > b {
             return Err(format!("range `{part}` goes backwards"));
         }
@@ -134,11 +125,7 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
     let mut order: Vec<(bool, usize)> = Vec::new();
     for name in names {
         let name = name.as_ref();
-        let digits = name
-            .bytes()
-            .rev()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
+        let digits = name.bytes().rev().take_while(|b| b.is_ascii_digit()).count();
         if digits == 0 || digits > 18 {
             plain.push((order.len(), name.to_string()));
             order.push((false, plain.len() - 1));
@@ -147,11 +134,7 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
         let (prefix, num) = name.split_at(name.len() - digits);
         let value: u64 = num.parse().unwrap_or(0);
         match groups.last_mut() {
-            Some((p, w, vals))
-                if p == prefix && *w == digits && matches!(order.last(), Some((true, _))) =>
-            {
-                vals.push(value)
-            }
+            Some((p, w, vals)) if p == prefix && *w == digits && matches!(order.last(), Some((true, _))) => vals.push(value),
             _ => {
                 groups.push((prefix.to_string(), digits, vec![value]));
                 order.push((true, groups.len() - 1));
@@ -194,18 +177,9 @@ mod tests {
 
     #[test]
     fn expands_ranges_with_padding_and_lists() {
-        assert_eq!(
-            expand("node[001-003]").unwrap(),
-            ["node001", "node002", "node003"]
-        );
-        assert_eq!(
-            expand("gpu[1-2,7],login1").unwrap(),
-            ["gpu1", "gpu2", "gpu7", "login1"]
-        );
-        assert_eq!(
-            expand("r[1-2]n[01-02]").unwrap(),
-            ["r1n01", "r1n02", "r2n01", "r2n02"]
-        );
+        assert_eq!(expand("node[001-003]").unwrap(), ["node001", "node002", "node003"]);
+        assert_eq!(expand("gpu[1-2,7],login1").unwrap(), ["gpu1", "gpu2", "gpu7", "login1"]);
+        assert_eq!(expand("r[1-2]n[01-02]").unwrap(), ["r1n01", "r1n02", "r2n01", "r2n02"]);
         assert_eq!(expand("node[8-10]").unwrap(), ["node8", "node9", "node10"]);
         assert_eq!(expand("node[001-128]").unwrap().len(), 128);
     }
@@ -227,12 +201,7 @@ mod tests {
 
     #[test]
     fn compress_inverts_expand() {
-        for list in [
-            "node[001-128]",
-            "n[01-03,05],login",
-            "gpu[1-2,7],login1",
-            "a1",
-        ] {
+        for list in ["node[001-128]", "n[01-03,05],login", "gpu[1-2,7],login1", "a1"] {
             assert_eq!(compress(&expand(list).unwrap()), list);
         }
     }

@@ -112,18 +112,10 @@ pub enum JobState {
     /// Started at `start` (its first start since it last entered the queue).
     Running { start: Time },
     /// Stopped since `since`; its limit does not run meanwhile.
-    Suspended {
-        start: Time,
-        since: Time,
-        by: SuspendedBy,
-    },
+    Suspended { start: Time, since: Time, by: SuspendedBy },
     /// Asked to die (`reason`) at `at`; it holds its resources until the driver
     /// reports its completion.
-    Ending {
-        start: Time,
-        at: Time,
-        reason: KillReason,
-    },
+    Ending { start: Time, at: Time, reason: KillReason },
 }
 
 impl JobState {
@@ -146,9 +138,7 @@ impl JobState {
     pub fn start(&self) -> Option<Time> {
         match *self {
             JobState::Pending | JobState::Held => None,
-            JobState::Running { start }
-            | JobState::Suspended { start, .. }
-            | JobState::Ending { start, .. } => Some(start),
+            JobState::Running { start } | JobState::Suspended { start, .. } | JobState::Ending { start, .. } => Some(start),
         }
     }
 }

@@ -88,10 +88,7 @@ pub struct NodeSetError {
 }
 
 fn err(input: &str, message: impl Into<String>) -> NodeSetError {
-    NodeSetError {
-        input: input.to_string(),
-        message: message.into(),
-    }
+    NodeSetError { input: input.to_string(), message: message.into() }
 }
 
 macro_rules! keyword_enum {
@@ -136,36 +133,19 @@ impl NodeSetSpec {
     /// Parse `POLICY:ATTRIBUTE[:v1,v2…]` (values separated by `,` or `:`).
     pub fn parse_moab(s: &str) -> Result<Self, NodeSetError> {
         let mut parts = s.trim().splitn(3, ':');
-        let policy = parts
-            .next()
-            .unwrap_or("")
-            .parse::<SetPolicy>()
-            .map_err(|m| err(s, m))?;
+        let policy = parts.next().unwrap_or("").parse::<SetPolicy>().map_err(|m| err(s, m))?;
         let attribute = parts
             .next()
-            .ok_or_else(|| {
-                err(
-                    s,
-                    "expected POLICY:ATTRIBUTE[:VALUES], e.g. ONEOF:FEATURE:switchA,switchB",
-                )
-            })?
+            .ok_or_else(|| err(s, "expected POLICY:ATTRIBUTE[:VALUES], e.g. ONEOF:FEATURE:switchA,switchB"))?
             .parse::<SetAttribute>()
             .map_err(|m| err(s, m))?;
         let list: Vec<String> = parts
             .next()
-            .map(|v| {
-                v.split([',', ':'])
-                    .map(|x| x.trim().to_string())
-                    .filter(|x| !x.is_empty())
-                    .collect()
-            })
+            .map(|v| v.split([',', ':']).map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect())
             .unwrap_or_default();
         if attribute == SetAttribute::ProcSpeed || attribute == SetAttribute::Memory {
             if let Some(bad) = list.iter().find(|v| v.parse::<f64>().is_err()) {
-                return Err(err(
-                    s,
-                    format!("`{bad}` is not a number ({attribute} values are numbers)"),
-                ));
+                return Err(err(s, format!("`{bad}` is not a number ({attribute} values are numbers)")));
             }
         }
         Ok(NodeSetSpec::new(policy, attribute, list))
@@ -186,24 +166,13 @@ impl NodeSetSpec {
             None => (false, t),
         };
         if body.contains('&') || body.contains('*') || body.contains('(') {
-            return Err(err(
-                s,
-                "only Slurm matching-OR constraints (`[a|b]`) and `a|b` are node sets",
-            ));
+            return Err(err(s, "only Slurm matching-OR constraints (`[a|b]`) and `a|b` are node sets"));
         }
-        let list: Vec<String> = body
-            .split('|')
-            .map(|x| x.trim().to_string())
-            .filter(|x| !x.is_empty())
-            .collect();
+        let list: Vec<String> = body.split('|').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
         if list.is_empty() {
             return Err(err(s, "no feature named"));
         }
-        let policy = if bracketed {
-            SetPolicy::OneOf
-        } else {
-            SetPolicy::AnyOf
-        };
+        let policy = if bracketed { SetPolicy::OneOf } else { SetPolicy::AnyOf };
         Ok(NodeSetSpec::new(policy, SetAttribute::Feature, list))
     }
 
@@ -261,34 +230,19 @@ mod tests {
         assert_eq!(moab, slurm);
         assert_eq!(moab.list, vec!["switchA", "switchB"]);
         let any = NodeSetSpec::parse_job("ib|opa").unwrap();
-        assert_eq!(
-            (any.policy, any.attribute),
-            (SetPolicy::AnyOf, SetAttribute::Feature)
-        );
+        assert_eq!((any.policy, any.attribute), (SetPolicy::AnyOf, SetAttribute::Feature));
         let p = NodeSetSpec::parse_job("oneof:procspeed").unwrap();
-        assert_eq!(
-            (p.policy, p.attribute, p.list.len()),
-            (SetPolicy::OneOf, SetAttribute::ProcSpeed, 0)
-        );
+        assert_eq!((p.policy, p.attribute, p.list.len()), (SetPolicy::OneOf, SetAttribute::ProcSpeed, 0));
         assert_eq!(p.to_string(), "ONEOF:PROCSPEED");
     }
 
     #[test]
     fn errors_name_the_input_and_the_choices() {
-        let e = NodeSetSpec::parse_job("SOMEOF:FEATURE:a")
-            .unwrap_err()
-            .to_string();
+        let e = NodeSetSpec::parse_job("SOMEOF:FEATURE:a").unwrap_err().to_string();
         assert_eq!(e, "node set `SOMEOF:FEATURE:a`: unknown node set policy `SOMEOF`; expected one of ONEOF, ANYOF, FIRSTOF");
-        let e = NodeSetSpec::parse_job("ONEOF:COLOUR")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("expected one of FEATURE, PROCSPEED, MEMORY, NETWORK"),
-            "{e}"
-        );
-        let e = NodeSetSpec::parse_job("ANYOF:PROCSPEED:fast")
-            .unwrap_err()
-            .to_string();
+        let e = NodeSetSpec::parse_job("ONEOF:COLOUR").unwrap_err().to_string();
+        assert!(e.contains("expected one of FEATURE, PROCSPEED, MEMORY, NETWORK"), "{e}");
+        let e = NodeSetSpec::parse_job("ANYOF:PROCSPEED:fast").unwrap_err().to_string();
         assert!(e.contains("`fast` is not a number"), "{e}");
         let e = NodeSetSpec::parse_job("a&b").unwrap_err().to_string();
         assert!(e.contains("matching-OR"), "{e}");

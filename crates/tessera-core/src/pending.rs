@@ -16,10 +16,7 @@ pub enum PendingReason {
     /// Conservative backfilling holds a reservation for it from `start`.
     ReservedFor { start: Time },
     /// Enough resources are free, but not within a node set as the job requires.
-    NodeSet {
-        policy: SetPolicy,
-        attribute: SetAttribute,
-    },
+    NodeSet { policy: SetPolicy, attribute: SetAttribute },
     /// Held by its user or an operator: it waits until released.
     Held,
     /// The power budget cannot feed even the job's smallest, lowest-cap shape now.
@@ -35,13 +32,8 @@ impl fmt::Display for PendingReason {
             PendingReason::Priority => write!(f, "Priority"),
             PendingReason::Held => write!(f, "JobHeld"),
             PendingReason::ReservedFor { start } => write!(f, "ReservedFor (start at {start})"),
-            PendingReason::NodeSet { policy, attribute } => write!(
-                f,
-                "NodeSet (waiting for a complete {policy}:{attribute} set)"
-            ),
-            PendingReason::PowerBudget { needed_w, free_w } => {
-                write!(f, "PowerBudget (needs {needed_w} W, {free_w} W free)")
-            }
+            PendingReason::NodeSet { policy, attribute } => write!(f, "NodeSet (waiting for a complete {policy}:{attribute} set)"),
+            PendingReason::PowerBudget { needed_w, free_w } => write!(f, "PowerBudget (needs {needed_w} W, {free_w} W free)"),
         }
     }
 }

@@ -20,35 +20,19 @@ pub enum PolicyKind {
 
 /// The one registry: name, policy, one-line description.
 pub const POLICIES: &[(&str, PolicyKind, &str)] = &[
-    (
-        "fcfs",
-        PolicyKind::Fcfs,
-        "first come, first served; no backfilling",
-    ),
-    (
-        "easy",
-        PolicyKind::Easy,
-        "EASY backfilling: a reservation for the head job only",
-    ),
+    ("fcfs", PolicyKind::Fcfs, "first come, first served; no backfilling"),
+    ("easy", PolicyKind::Easy, "EASY backfilling: a reservation for the head job only"),
     (
         "conservative",
         PolicyKind::Conservative,
         "conservative backfilling: a reservation for every queued job",
     ),
-    (
-        "parm",
-        PolicyKind::Parm,
-        "PARM: node counts and CPU power caps chosen under a power budget",
-    ),
+    ("parm", PolicyKind::Parm, "PARM: node counts and CPU power caps chosen under a power budget"),
 ];
 
 impl PolicyKind {
     pub fn name(self) -> &'static str {
-        POLICIES
-            .iter()
-            .find(|p| p.1 == self)
-            .map(|p| p.0)
-            .unwrap_or("?")
+        POLICIES.iter().find(|p| p.1 == self).map(|p| p.0).unwrap_or("?")
     }
 }
 
@@ -70,14 +54,10 @@ impl FromStr for PolicyKind {
     type Err = UnknownPolicy;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let lower = s.to_ascii_lowercase();
-        POLICIES
-            .iter()
-            .find(|p| p.0 == lower)
-            .map(|p| p.1)
-            .ok_or_else(|| UnknownPolicy {
-                name: s.to_string(),
-                known: POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
-            })
+        POLICIES.iter().find(|p| p.0 == lower).map(|p| p.1).ok_or_else(|| UnknownPolicy {
+            name: s.to_string(),
+            known: POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
+        })
     }
 }
 
@@ -92,9 +72,6 @@ mod tests {
             assert_eq!(kind.name(), *name);
         }
         let err = "sjf".parse::<PolicyKind>().unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown policy `sjf`; known policies: fcfs, easy, conservative, parm"
-        );
+        assert_eq!(err.to_string(), "unknown policy `sjf`; known policies: fcfs, easy, conservative, parm");
     }
 }

@@ -77,11 +77,7 @@ impl Profile {
     }
 
     fn push_back(&mut self, t: Time, f: i64) {
-        if self
-            .blocks
-            .last()
-            .is_none_or(|b| b.times.len() >= BLOCK_FILL)
-        {
+        if self.blocks.last().is_none_or(|b| b.times.len() >= BLOCK_FILL) {
             let mut b = self.new_block();
             b.min = i64::MAX;
             b.max = i64::MIN;
@@ -113,14 +109,9 @@ impl Profile {
     /// Past the last segment no reservation exists, so a new segment's free count
     /// is that of the running jobs alone.
     fn grow(&mut self, running: &[RunningJob]) -> bool {
-        let Some(first) = running.get(self.cursor) else {
-            return false;
-        };
+        let Some(first) = running.get(self.cursor) else { return false };
         let end = first.expected_end.max(self.now + 1);
-        while let Some(r) = running
-            .get(self.cursor)
-            .filter(|r| r.expected_end.max(self.now + 1) == end)
-        {
+        while let Some(r) = running.get(self.cursor).filter(|r| r.expected_end.max(self.now + 1) == end) {
             self.base_free += r.procs as i64;
             self.cursor += 1;
         }
@@ -279,17 +270,10 @@ impl Profile {
         let (b, i) = match self.locate(t, keep.0) {
             Some(pos) if self.time(pos) == t => return keep,
             Some(pos) => pos,
-            None => (
-                self.blocks.len() - 1,
-                self.blocks.last().unwrap().times.len(),
-            ),
+            None => (self.blocks.len() - 1, self.blocks.last().unwrap().times.len()),
         };
         // the free count of the segment that contained `t`
-        let prev = if i > 0 {
-            self.blocks[b].get(i - 1)
-        } else {
-            self.blocks[b - 1].get(self.blocks[b - 1].times.len() - 1)
-        };
+        let prev = if i > 0 { self.blocks[b].get(i - 1) } else { self.blocks[b - 1].get(self.blocks[b - 1].times.len() - 1) };
         let blk = &mut self.blocks[b];
         let v = prev - blk.lazy;
         blk.times.insert(i, t);
@@ -325,14 +309,7 @@ impl Profile {
     ///
     /// Block maxima are left as upper bounds (free counts only go down during a
     /// pass); minima stay exact.
-    pub fn reserve(
-        &mut self,
-        pos: Pos,
-        dur: Time,
-        procs: u64,
-        threshold: i64,
-        running: &[RunningJob],
-    ) -> Option<Time> {
+    pub fn reserve(&mut self, pos: Pos, dur: Time, procs: u64, threshold: i64, running: &[RunningJob]) -> Option<Time> {
         let end = self.time(pos).saturating_add(dur);
         let (b0, i0) = self.split_at(end, pos, running);
         let p = procs.min(i64::MAX as u64) as i64;
@@ -357,20 +334,13 @@ impl Profile {
                 }
                 blk.min = min;
                 if below.is_none() && blk.min + blk.lazy < threshold {
-                    below = (from..to)
-                        .find(|&i| blk.get(i) < threshold)
-                        .map(|i| blk.times[i]);
+                    below = (from..to).find(|&i| blk.get(i) < threshold).map(|i| blk.times[i]);
                 }
                 b += 1;
                 continue;
             }
             if below.is_none() && blk.min + blk.lazy < threshold {
-                below = blk
-                    .times
-                    .iter()
-                    .zip(&blk.free)
-                    .find(|(_, f)| **f + blk.lazy < threshold)
-                    .map(|(t, _)| *t);
+                below = blk.times.iter().zip(&blk.free).find(|(_, f)| **f + blk.lazy < threshold).map(|(t, _)| *t);
             }
             b += 1;
         }
@@ -411,10 +381,7 @@ impl Profile {
     #[cfg(test)]
     pub fn segments(&mut self, running: &[RunningJob]) -> Vec<(Time, i64)> {
         while self.grow(running) {}
-        self.blocks
-            .iter()
-            .flat_map(|b| (0..b.times.len()).map(move |i| (b.times[i], b.get(i))))
-            .collect()
+        self.blocks.iter().flat_map(|b| (0..b.times.len()).map(move |i| (b.times[i], b.get(i)))).collect()
     }
 }
 
@@ -457,11 +424,7 @@ mod tests {
     use crate::job::JobIdx;
 
     fn rj(end: Time, procs: u32) -> RunningJob {
-        RunningJob {
-            expected_end: end,
-            job: JobIdx(0),
-            procs,
-        }
+        RunningJob { expected_end: end, job: JobIdx(0), procs }
     }
 
     #[test]
@@ -475,16 +438,9 @@ mod tests {
         assert_eq!(p.earliest_fit(6, 1, &run), (50, (0, 2)));
         assert_eq!(p.clone().segments(&run), vec![(0, 2), (20, 5), (50, 10)]);
         let (t, i) = p.earliest_fit(4, 10, &run);
-        assert_eq!(
-            p.reserve(i, 10, 4, 2, &run),
-            Some(20),
-            "[20,30) is left with 1 < 2 free"
-        );
+        assert_eq!(p.reserve(i, 10, 4, 2, &run), Some(20), "[20,30) is left with 1 < 2 free");
         assert_eq!(t, 20);
-        assert_eq!(
-            p.clone().segments(&run),
-            vec![(0, 2), (20, 1), (30, 5), (50, 10)]
-        );
+        assert_eq!(p.clone().segments(&run), vec![(0, 2), (20, 1), (30, 5), (50, 10)]);
         // a 2-processor job for 25 s no longer fits at 0 (window hits [20,30) with 1)
         assert_eq!(p.earliest_fit(2, 25, &run).0, 30);
         assert_eq!(p.earliest_fit(2, 20, &run).0, 0);
@@ -553,11 +509,7 @@ mod tests {
                 let mut run_len = 0;
                 let mut want = None;
                 for t in now as usize..horizon {
-                    run_len = if flat[t] >= procs as i64 {
-                        run_len + 1
-                    } else {
-                        0
-                    };
+                    run_len = if flat[t] >= procs as i64 { run_len + 1 } else { 0 };
                     if run_len == dur as usize {
                         want = Some((t + 1 - dur as usize) as Time);
                         break;
@@ -565,19 +517,13 @@ mod tests {
                 }
                 let want = want.filter(|&s| s.saturating_add(dur) <= limit);
                 let got = p.earliest_fit_before(procs, dur, limit, &run);
-                assert_eq!(
-                    got.map(|g| g.0),
-                    want,
-                    "round {round}: fit of {procs} x {dur}"
-                );
+                assert_eq!(got.map(|g| g.0), want, "round {round}: fit of {procs} x {dur}");
                 if let Some((s, pos)) = got {
                     let below = p.reserve(pos, dur, procs, 3, &run);
                     for f in &mut flat[s as usize..(s + dur) as usize] {
                         *f -= procs as i64;
                     }
-                    let want_below = (s as usize..(s + dur) as usize)
-                        .find(|&t| flat[t] < 3)
-                        .map(|t| t as Time);
+                    let want_below = (s as usize..(s + dur) as usize).find(|&t| flat[t] < 3).map(|t| t as Time);
                     assert_eq!(below, want_below, "round {round}: first instant below 3");
                     if round % 2 == 0 {
                         if let Some(b) = below.filter(|&b| b < limit) {

@@ -20,18 +20,12 @@ struct Mins {
     est: Time,
 }
 
-const EMPTY: Mins = Mins {
-    need: EMPTY_NEED,
-    est: EMPTY_EST,
-};
+const EMPTY: Mins = Mins { need: EMPTY_NEED, est: EMPTY_EST };
 
 impl Mins {
     #[inline]
     fn min(self, o: Mins) -> Mins {
-        Mins {
-            need: self.need.min(o.need),
-            est: self.est.min(o.est),
-        }
+        Mins { need: self.need.min(o.need), est: self.est.min(o.est) }
     }
 }
 
@@ -60,15 +54,7 @@ impl Queue {
 
     pub fn new() -> Self {
         let size = 64;
-        Queue {
-            size,
-            tree: vec![EMPTY; 2 * size],
-            jobs: Vec::with_capacity(size),
-            base: 0,
-            head: 0,
-            tail: 0,
-            len: 0,
-        }
+        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -98,20 +84,14 @@ impl Queue {
     /// Change what the job at `pos` is filed under (hold and release).
     pub fn set(&mut self, pos: u32, need: u64, est: Time) {
         let p = self.phys(pos);
-        debug_assert!(
-            self.tree[self.size + p] != EMPTY,
-            "updating an empty position"
-        );
+        debug_assert!(self.tree[self.size + p] != EMPTY, "updating an empty position");
         self.put(p, Mins { need, est });
     }
 
     /// Remove the job at `pos`.
     pub fn remove(&mut self, pos: u32) {
         let p = self.phys(pos);
-        debug_assert!(
-            self.tree[self.size + p] != EMPTY,
-            "removing an empty position"
-        );
+        debug_assert!(self.tree[self.size + p] != EMPTY, "removing an empty position");
         self.len -= 1;
         self.put(p, EMPTY);
         if p == self.head {
@@ -199,11 +179,7 @@ impl Queue {
     fn make_room(&mut self) {
         let shift = self.head;
         let live = self.tail - shift;
-        let size = if live * 2 <= self.size {
-            self.size
-        } else {
-            self.size * 2
-        };
+        let size = if live * 2 <= self.size { self.size } else { self.size * 2 };
         let old_size = self.size;
         let old = std::mem::take(&mut self.tree);
         self.size = size;
@@ -230,10 +206,7 @@ mod tests {
         for i in 0..1000u32 {
             let pos = q.push(JobIdx(i), 1 + i as u64 % 7, i as Time);
             live.push((pos, i));
-            assert_eq!(
-                q.find_first(0, |_, _| true).map(|p| q.job_at(p)),
-                q.head().map(|h| h.1)
-            );
+            assert_eq!(q.find_first(0, |_, _| true).map(|p| q.job_at(p)), q.head().map(|h| h.1));
             // remove every job but the multiples of 10 soon after it arrives
             if i >= 3 && (i - 3) % 10 != 0 {
                 let (p, j) = live.remove(live.len() - 4);
@@ -252,11 +225,7 @@ mod tests {
     fn find_first_respects_from_and_predicate() {
         let mut q = Queue::new();
         let sizes = [5, 3, 8, 1, 4, 1];
-        let pos: Vec<u32> = sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| q.push(JobIdx(i as u32), s, 10 * i as Time))
-            .collect();
+        let pos: Vec<u32> = sizes.iter().enumerate().map(|(i, &s)| q.push(JobIdx(i as u32), s, 10 * i as Time)).collect();
         let fits = |f: u64| move |p: u64, _e: Time| p <= f;
         assert_eq!(q.find_first(pos[0], fits(3)), Some(pos[1]));
         assert_eq!(q.find_first(pos[2], fits(3)), Some(pos[3]));
@@ -272,16 +241,8 @@ mod tests {
         assert_eq!(q.find_first(pos[0], fits(3)), Some(pos[5]));
         assert_eq!(q.head(), Some((pos[0], JobIdx(0))));
         q.remove(pos[0]);
-        assert_eq!(
-            q.head(),
-            Some((pos[2], JobIdx(2))),
-            "the held job is skipped"
-        );
+        assert_eq!(q.head(), Some((pos[2], JobIdx(2))), "the held job is skipped");
         q.set(pos[1], 3, 10);
-        assert_eq!(
-            q.head(),
-            Some((pos[1], JobIdx(1))),
-            "released, it is first again"
-        );
+        assert_eq!(q.head(), Some((pos[1], JobIdx(1))), "released, it is first again");
     }
 }

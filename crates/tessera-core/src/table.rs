@@ -51,12 +51,7 @@ pub(crate) struct JobTable {
 
 impl JobTable {
     pub fn new() -> Self {
-        JobTable {
-            slots: Vec::new(),
-            free_slots: Vec::new(),
-            ids: BTreeMap::new(),
-            queue: Queue::new(),
-        }
+        JobTable { slots: Vec::new(), free_slots: Vec::new(), ids: BTreeMap::new(), queue: Queue::new() }
     }
 
     /// Jobs held (queued, running, suspended, ending).
@@ -98,9 +93,7 @@ impl JobTable {
 
     /// Pending (eligible) jobs in queue order.
     pub fn pending(&self) -> impl Iterator<Item = (u32, JobIdx)> + '_ {
-        self.queue
-            .iter()
-            .filter(|&(_, j)| self.get(j).state == JobState::Pending)
+        self.queue.iter().filter(|&(_, j)| self.get(j).state == JobState::Pending)
     }
 
     /// Add a job, queued now (held if it asks to be). The caller checked that its
@@ -113,16 +106,8 @@ impl JobTable {
                 JobIdx(self.slots.len() as u32 - 1)
             }
         };
-        let state = if spec.hold {
-            JobState::Held
-        } else {
-            JobState::Pending
-        };
-        let queue_pos = self.queue.push(
-            idx,
-            if spec.hold { Queue::HELD } else { need },
-            spec.estimate,
-        );
+        let state = if spec.hold { JobState::Held } else { JobState::Pending };
+        let queue_pos = self.queue.push(idx, if spec.hold { Queue::HELD } else { need }, spec.estimate);
         self.slots[idx.index()] = Some(JobEntry {
             spec,
             state,
@@ -154,26 +139,14 @@ impl JobTable {
     /// Hold or release a queued job; it keeps its place in the queue.
     pub fn set_held(&mut self, job: JobIdx, held: bool) {
         let e = self.slots[job.index()].as_mut().unwrap();
-        e.state = if held {
-            JobState::Held
-        } else {
-            JobState::Pending
-        };
-        self.queue.set(
-            e.queue_pos,
-            if held { Queue::HELD } else { e.need },
-            e.spec.estimate,
-        );
+        e.state = if held { JobState::Held } else { JobState::Pending };
+        self.queue.set(e.queue_pos, if held { Queue::HELD } else { e.need }, e.spec.estimate);
     }
 
     /// Take a pending job out of the queue to run it now.
     pub fn begin(&mut self, now: Time, job: JobIdx, limit: Option<Time>) {
         let e = self.slots[job.index()].as_mut().unwrap();
-        debug_assert_eq!(
-            e.state,
-            JobState::Pending,
-            "starting a job that is not pending"
-        );
+        debug_assert_eq!(e.state, JobState::Pending, "starting a job that is not pending");
         e.state = JobState::Running { start: now };
         e.limit = limit;
         e.ran = 0;
@@ -186,11 +159,7 @@ impl JobTable {
         let e = self.slots[job.index()].as_mut().unwrap();
         if let JobState::Running { start } = e.state {
             e.ran += now - e.period;
-            e.state = JobState::Suspended {
-                start,
-                since: now,
-                by,
-            };
+            e.state = JobState::Suspended { start, since: now, by };
         }
     }
 
@@ -224,12 +193,7 @@ impl JobTable {
         let mut queued = 0;
         for (pos, j) in self.queue.iter() {
             let e = self.get(j);
-            assert!(
-                e.state.queued(),
-                "queued job {} is {}",
-                e.spec.id,
-                e.state.name()
-            );
+            assert!(e.state.queued(), "queued job {} is {}", e.spec.id, e.state.name());
             assert_eq!(e.queue_pos, pos);
             queued += 1;
         }
@@ -240,15 +204,7 @@ impl JobTable {
         for (&id, &j) in &self.ids {
             assert_eq!(self.get(j).spec.id, id);
         }
-        let states_queued = self
-            .slots
-            .iter()
-            .flatten()
-            .filter(|e| e.state.queued())
-            .count();
-        assert_eq!(
-            states_queued, queued,
-            "a queued job is missing from the queue"
-        );
+        let states_queued = self.slots.iter().flatten().filter(|e| e.state.queued()).count();
+        assert_eq!(states_queued, queued, "a queued job is missing from the queue");
     }
 }

@@ -22,7 +22,4 @@ pub use workload::{prepare, prepare_on, spec_of, Machine, Workload, WorkloadErro
 
 // The workload crate bounds times without depending on the engine: the two bounds
 // must be one.
-const _: () = assert!(
-    tessera_core::MAX_TIME == tessera_workload::bounds::MAX_TIME,
-    "the workload bounds differ from the engine's"
-);
+const _: () = assert!(tessera_core::MAX_TIME == tessera_workload::bounds::MAX_TIME, "the workload bounds differ from the engine's");

@@ -12,10 +12,10 @@
 
 use crate::power::{PowerMode, PowerSetup};
 use crate::run::{PowerOutcome, SimOutcome};
+use tessera_core::power::ParmStats;
 use crate::workload::{Machine, Workload};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use tessera_core::power::ParmStats;
 
 pub const BOUNDED_SLOWDOWN_THRESHOLD: i64 = 10;
 
@@ -107,22 +107,12 @@ impl PowerMetrics {
             _ => 0.0,
         };
         let mean = if span > 0.0 {
-            p.timeline
-                .windows(2)
-                .map(|w| w[0].1 * (w[1].0 - w[0].0) as f64)
-                .sum::<f64>()
-                / span
+            p.timeline.windows(2).map(|w| w[0].1 * (w[1].0 - w[0].0) as f64).sum::<f64>() / span
         } else {
             0.0
         };
         let (mode, variant, solver, alpha, cap_w) = match &setup.mode {
-            PowerMode::Parm(c) => (
-                "parm",
-                Some(c.variant.to_string()),
-                Some(c.solver.to_string()),
-                Some(c.alpha),
-                None,
-            ),
+            PowerMode::Parm(c) => ("parm", Some(c.variant.to_string()), Some(c.solver.to_string()), Some(c.alpha), None),
             PowerMode::FixedCap { cap_w } => ("fixed_cap", None, None, None, Some(*cap_w)),
         };
         PowerMetrics {
@@ -225,10 +215,7 @@ impl Summary {
                 None => j.procs as f64,
             };
             // power-aware runs: nodes held can change while a job runs (PARM)
-            let a = o
-                .power
-                .as_ref()
-                .map_or(held * run as f64, |p| p.job_node_s[i]);
+            let a = o.power.as_ref().map_or(held * run as f64, |p| p.job_node_s[i]);
             raw_cs += a;
             norm_cs += a * o.factor.get(i).copied().unwrap_or(1.0);
             area += a;
@@ -243,11 +230,8 @@ impl Summary {
         let last_end = if n == 0 { first_submit } else { last_end };
         let makespan = last_end - first_submit;
         let mean = |s: f64| if n == 0 { 0.0 } else { s / n as f64 };
-        let jobs_skipped: BTreeMap<String, u64> = w
-            .skipped
-            .iter()
-            .map(|(r, c)| (r.key().to_string(), *c))
-            .collect();
+        let jobs_skipped: BTreeMap<String, u64> =
+            w.skipped.iter().map(|(r, c)| (r.key().to_string(), *c)).collect();
         Summary {
             trace: trace.to_string(),
             policy: String::new(),
@@ -267,23 +251,10 @@ impl Summary {
             mean_slowdown: mean(sum_sd),
             mean_bounded_slowdown: mean(sum_bsd),
             area_weighted_slowdown: {
-                let work: f64 = w
-                    .jobs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, j)| j.procs as f64 * (o.end[i] - o.start[i] - o.suspended[i]) as f64)
-                    .sum();
-                if work > 0.0 {
-                    area_sd / work
-                } else {
-                    0.0
-                }
+                let work: f64 = w.jobs.iter().enumerate().map(|(i, j)| j.procs as f64 * (o.end[i] - o.start[i] - o.suspended[i]) as f64).sum();
+                if work > 0.0 { area_sd / work } else { 0.0 }
             },
-            utilization: if makespan > 0 {
-                area / (w.capacity as f64 * makespan as f64)
-            } else {
-                0.0
-            },
+            utilization: if makespan > 0 { area / (w.capacity as f64 * makespan as f64) } else { 0.0 },
             first_submit,
             last_end,
             makespan,
@@ -298,31 +269,18 @@ impl Summary {
             },
             cluster: match &w.machine {
                 Machine::Pool(_) | Machine::Power(_) => None,
-                Machine::Cluster {
-                    cluster, nodeset, ..
-                } => Some(ClusterMetrics {
+                Machine::Cluster { cluster, nodeset, .. } => Some(ClusterMetrics {
                     name: cluster.name.clone(),
                     nodes: cluster.nodes.len(),
                     reference: cluster.reference.name.clone(),
-                    nodeset: nodeset
-                        .as_ref()
-                        .map(|s| s.to_string())
-                        .or_else(|| cluster.nodeset.as_ref().map(|s| s.to_string())),
+                    nodeset: nodeset.as_ref().map(|s| s.to_string()).or_else(|| cluster.nodeset.as_ref().map(|s| s.to_string())),
                     nodeset_dropped: o.dropped_nodesets,
                     raw_core_seconds: raw_cs,
                     normalized_core_seconds: norm_cs,
                     lost_core_seconds: lost_cs,
                     lost_fraction: if raw_cs > 0.0 { lost_cs / raw_cs } else { 0.0 },
-                    jobs_per_day: if makespan > 0 {
-                        n as f64 * 86400.0 / makespan as f64
-                    } else {
-                        0.0
-                    },
-                    normalized_throughput: if makespan > 0 {
-                        norm_cs / makespan as f64
-                    } else {
-                        0.0
-                    },
+                    jobs_per_day: if makespan > 0 { n as f64 * 86400.0 / makespan as f64 } else { 0.0 },
+                    normalized_throughput: if makespan > 0 { norm_cs / makespan as f64 } else { 0.0 },
                 }),
             },
             parse_wall_time_s: 0.0,
@@ -345,32 +303,19 @@ impl Summary {
             format!(
                 "{} ({})",
                 self.jobs_skipped_total,
-                self.jobs_skipped
-                    .iter()
-                    .map(|(k, v)| format!("{k}: {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                self.jobs_skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
             )
         };
         rows.extend([
             ("jobs skipped", skipped),
-            (
-                "jobs killed at their limit",
-                self.jobs_killed_at_limit.to_string(),
-            ),
+            ("jobs killed at their limit", self.jobs_killed_at_limit.to_string()),
             ("mean wait (s)", format!("{:.1}", self.mean_wait)),
             ("median wait (s)", format!("{:.1}", self.median_wait)),
             ("p95 wait (s)", format!("{:.1}", self.p95_wait)),
             ("mean response (s)", format!("{:.1}", self.mean_response)),
             ("mean slowdown", format!("{:.2}", self.mean_slowdown)),
-            (
-                "mean bounded slowdown (10 s)",
-                format!("{:.2}", self.mean_bounded_slowdown),
-            ),
-            (
-                "area-weighted slowdown",
-                format!("{:.2}", self.area_weighted_slowdown),
-            ),
+            ("mean bounded slowdown (10 s)", format!("{:.2}", self.mean_bounded_slowdown)),
+            ("area-weighted slowdown", format!("{:.2}", self.area_weighted_slowdown)),
             ("utilization", format!("{:.4}", self.utilization)),
             ("makespan (s)", self.makespan.to_string()),
             ("scheduling passes", self.passes.to_string()),
@@ -383,35 +328,16 @@ impl Summary {
                 ("mean running (s)", format!("{:.1}", self.mean_run)),
             ]);
         }
-        if let (Some(p), Some(b), Some(m), Some(e)) = (
-            &self.power,
-            self.power_budget_w,
-            self.max_power_w,
-            self.energy_j,
-        ) {
+        if let (Some(p), Some(b), Some(m), Some(e)) = (&self.power, self.power_budget_w, self.max_power_w, self.energy_j) {
             let how = match (&p.variant, &p.solver, p.cap_w) {
-                (Some(v), Some(s), _) => {
-                    format!("PARM {v}, {s} solver, alpha {}", p.alpha.unwrap_or(1.0))
-                }
+                (Some(v), Some(s), _) => format!("PARM {v}, {s} solver, alpha {}", p.alpha.unwrap_or(1.0)),
                 (_, _, Some(c)) => format!("every CPU at {c} W"),
                 _ => p.mode.clone(),
             };
             rows.extend([
-                (
-                    "power machine",
-                    format!(
-                        "{} ({} nodes, {} scheduled; {how})",
-                        p.machine, p.machine_nodes, p.scheduled_nodes
-                    ),
-                ),
+                ("power machine", format!("{} ({} nodes, {} scheduled; {how})", p.machine, p.machine_nodes, p.scheduled_nodes)),
                 ("power budget (W)", format!("{b:.0}")),
-                (
-                    "max power drawn (W)",
-                    format!(
-                        "{m:.0} ({:.2}% of budget)",
-                        100.0 * p.peak_fraction_of_budget
-                    ),
-                ),
+                ("max power drawn (W)", format!("{m:.0} ({:.2}% of budget)", 100.0 * p.peak_fraction_of_budget)),
                 ("mean power drawn (W)", format!("{:.0}", p.mean_power_w)),
                 ("energy (kWh)", format!("{:.1}", e / 3.6e6)),
             ]);
@@ -424,45 +350,20 @@ impl Summary {
         }
         if let Some(c) = &self.cluster {
             rows.extend([
-                (
-                    "cluster",
-                    format!("{} ({} nodes, reference {})", c.name, c.nodes, c.reference),
-                ),
-                (
-                    "node set",
-                    c.nodeset.clone().unwrap_or_else(|| "none".into()),
-                ),
+                ("cluster", format!("{} ({} nodes, reference {})", c.name, c.nodes, c.reference)),
+                ("node set", c.nodeset.clone().unwrap_or_else(|| "none".into())),
                 ("node sets dropped", c.nodeset_dropped.to_string()),
-                (
-                    "raw core-hours",
-                    format!("{:.1}", c.raw_core_seconds / 3600.0),
-                ),
-                (
-                    "normalized core-hours",
-                    format!("{:.1}", c.normalized_core_seconds / 3600.0),
-                ),
-                (
-                    "lost core-hours (slowest node)",
-                    format!(
-                        "{:.1} ({:.2}%)",
-                        c.lost_core_seconds / 3600.0,
-                        100.0 * c.lost_fraction
-                    ),
-                ),
+                ("raw core-hours", format!("{:.1}", c.raw_core_seconds / 3600.0)),
+                ("normalized core-hours", format!("{:.1}", c.normalized_core_seconds / 3600.0)),
+                ("lost core-hours (slowest node)", format!("{:.1} ({:.2}%)", c.lost_core_seconds / 3600.0, 100.0 * c.lost_fraction)),
                 ("jobs per day", format!("{:.1}", c.jobs_per_day)),
             ]);
         }
-        rows.extend([(
-            "wall time (s)",
-            format!(
-                "{:.3} (parse {:.3}, simulate {:.3})",
-                self.wall_time_s, self.parse_wall_time_s, self.sim_wall_time_s
-            ),
-        )]);
+        rows.extend([
+            ("wall time (s)", format!("{:.3} (parse {:.3}, simulate {:.3})", self.wall_time_s, self.parse_wall_time_s, self.sim_wall_time_s)),
+        ]);
         let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-        rows.iter()
-            .map(|(k, v)| format!("{k:<width$}  {v}\n"))
-            .collect()
+        rows.iter().map(|(k, v)| format!("{k:<width$}  {v}\n")).collect()
     }
 }
 

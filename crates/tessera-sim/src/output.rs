@@ -2,8 +2,8 @@
 
 use crate::run::SimOutcome;
 use crate::workload::{Machine, Workload};
-use std::io::{self, Write};
 use tessera_core::hostlist;
+use std::io::{self, Write};
 use tessera_workload::swf::{SwfHeader, SwfRecord, SwfWriter};
 
 /// One row per simulated job, in queue order:
@@ -19,29 +19,14 @@ use tessera_workload::swf::{SwfHeader, SwfRecord, SwfWriter};
 pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
     let power = o.power.as_ref().filter(|_| !w.power_jobs.is_empty());
-    write!(
-        out,
-        "job_id,submit,start,end,procs,estimate,wait,killed,factor,raw_s,normalized_s,nodes"
-    )?;
-    writeln!(
-        out,
-        "{}",
-        if power.is_some() {
-            ",app,n_min,start_nodes,node_s,energy_j"
-        } else {
-            ""
-        }
-    )?;
+    write!(out, "job_id,submit,start,end,procs,estimate,wait,killed,factor,raw_s,normalized_s,nodes")?;
+    writeln!(out, "{}", if power.is_some() { ",app,n_min,start_nodes,node_s,energy_j" } else { "" })?;
     for (i, j) in w.jobs.iter().enumerate() {
         let raw = o.end[i] - o.start[i];
         let f = o.factor.get(i).copied().unwrap_or(1.0);
         let nodes = match (&w.machine, o.alloc.get(i).and_then(|a| a.as_ref())) {
             (Machine::Cluster { cluster, .. }, Some(a)) => {
-                let names: Vec<&str> = a
-                    .parts
-                    .iter()
-                    .map(|p| cluster.nodes[p.node as usize].name.as_str())
-                    .collect();
+                let names: Vec<&str> = a.parts.iter().map(|p| cluster.nodes[p.node as usize].name.as_str()).collect();
                 format!("\"{}\"", hostlist::compress(&names))
             }
             _ => String::new(),
@@ -64,11 +49,7 @@ pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Res
         )?;
         if let Some(p) = power {
             let pj = &w.power_jobs[i];
-            write!(
-                out,
-                ",{},{},{},{:.0},{:.0}",
-                pj.app.name, pj.n_min, p.start_nodes[i], p.job_node_s[i], p.job_energy_j[i]
-            )?;
+            write!(out, ",{},{},{},{:.0},{:.0}", pj.app.name, pj.n_min, p.start_nodes[i], p.job_node_s[i], p.job_energy_j[i])?;
         }
         writeln!(out)?;
     }

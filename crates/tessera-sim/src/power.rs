@@ -48,14 +48,7 @@ pub struct PowerRule {
 
 impl Default for PowerRule {
     fn default() -> Self {
-        PowerRule {
-            seed: 1,
-            theta: (0.2, 0.6),
-            parallelism: (0.5, 2.0),
-            sigma: (0.0, 1.0),
-            mem_per_node_mb: 1024.0,
-            package_base_w: tessera_core::power::pass::BASE_PACKAGE_POWER_W,
-        }
+        PowerRule { seed: 1, theta: (0.2, 0.6), parallelism: (0.5, 2.0), sigma: (0.0, 1.0), mem_per_node_mb: 1024.0, package_base_w: tessera_core::power::pass::BASE_PACKAGE_POWER_W }
     }
 }
 
@@ -63,20 +56,9 @@ impl PowerRule {
     /// The PASS job of trace job `j` on `n_max` nodes, on CPUs whose maximum power
     /// is `cpu_max_w`.
     pub fn job(&self, j: &TraceJob, n_max: u32, cpu_max_w: f64) -> PowerJob {
-        let mut rng = ChaCha8Rng::seed_from_u64(
-            self.seed ^ (j.id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        );
-        let app = AppProfile {
-            c: self.package_base_w,
-            ..PRESETS[rng.gen_range(0..PRESETS.len())]
-        };
-        let draw = |rng: &mut ChaCha8Rng, (lo, hi): (f64, f64)| {
-            if hi > lo {
-                rng.gen_range(lo..hi)
-            } else {
-                lo
-            }
-        };
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ (j.id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let app = AppProfile { c: self.package_base_w, ..PRESETS[rng.gen_range(0..PRESETS.len())] };
+        let draw = |rng: &mut ChaCha8Rng, (lo, hi): (f64, f64)| if hi > lo { rng.gen_range(lo..hi) } else { lo };
         let theta = draw(&mut rng, self.theta);
         let a = (n_max as f64 * draw(&mut rng, self.parallelism)).max(1.0);
         let sigma = draw(&mut rng, self.sigma);
@@ -85,14 +67,7 @@ impl PowerRule {
         // the trace ran on n_max nodes at full power; a job takes at least 1 s
         let runtime = j.effective_runtime().max(1) as f64;
         let t1 = runtime / (scaling.fraction(n_max as f64) * app.slowdown(cpu_max_w));
-        PowerJob {
-            app,
-            scaling,
-            t1,
-            n_min,
-            n_max,
-            mem_mb: n_max as f64 * self.mem_per_node_mb,
-        }
+        PowerJob { app, scaling, t1, n_min, n_max, mem_mb: n_max as f64 * self.mem_per_node_mb }
     }
 }
 
@@ -164,10 +139,7 @@ pub fn prepare_power(records: &[SwfRecord], setup: Arc<PowerSetup>) -> Workload 
             continue;
         }
         let pj = setup.rule.job(&j, n_max as u32, cpu_max);
-        let mut job = TraceJob {
-            procs: n_max as u32,
-            ..j
-        };
+        let mut job = TraceJob { procs: n_max as u32, ..j };
         if let PowerMode::FixedCap { cap_w } = setup.mode {
             let s = pj.app.slowdown(cap_w) / pj.app.slowdown(cpu_max);
             job.runtime = stretch(job.runtime, s);
@@ -185,14 +157,7 @@ pub fn prepare_power(records: &[SwfRecord], setup: Arc<PowerSetup>) -> Workload 
         power_jobs.push(pj);
         record_index.push(i);
     }
-    Workload {
-        jobs,
-        record_index,
-        skipped,
-        capacity,
-        machine: Machine::Power(setup),
-        power_jobs,
-    }
+    Workload { jobs, record_index, skipped, capacity, machine: Machine::Power(setup), power_jobs }
 }
 
 /// `t · s` rounded up to whole seconds.
@@ -205,15 +170,7 @@ mod tests {
     use super::*;
 
     fn job(id: i64, procs: u32, runtime: i64) -> TraceJob {
-        TraceJob {
-            id,
-            submit: 0,
-            procs,
-            estimate: runtime * 2,
-            runtime,
-            mem_per_proc_mb: 0,
-            queue: -1,
-        }
+        TraceJob { id, submit: 0, procs, estimate: runtime * 2, runtime, mem_per_proc_mb: 0, queue: -1 }
     }
 
     #[test]
@@ -222,29 +179,15 @@ mod tests {
         for id in 1..200 {
             let j = job(id, 64, 3600);
             let pj = rule.job(&j, 64, 60.0);
-            assert!(
-                (pj.time(64, 60.0) - 3600.0).abs() < 1e-6,
-                "t(n_max, full power) is the trace runtime"
-            );
-            assert!(
-                pj.n_min >= 13 && pj.n_min <= 38,
-                "θ in [0.2, 0.6]: n_min {}",
-                pj.n_min
-            );
+            assert!((pj.time(64, 60.0) - 3600.0).abs() < 1e-6, "t(n_max, full power) is the trace runtime");
+            assert!(pj.n_min >= 13 && pj.n_min <= 38, "θ in [0.2, 0.6]: n_min {}", pj.n_min);
             assert!(pj.scaling.a >= 32.0 && pj.scaling.a <= 128.0);
             assert_eq!(rule.job(&j, 64, 60.0), pj, "same seed and id, same job");
         }
-        let apps: std::collections::BTreeSet<_> = (1..200)
-            .map(|id| rule.job(&job(id, 8, 10), 8, 60.0).app.name)
-            .collect();
+        let apps: std::collections::BTreeSet<_> = (1..200).map(|id| rule.job(&job(id, 8, 10), 8, 60.0).app.name).collect();
         assert_eq!(apps.len(), PRESETS.len(), "every profile is drawn");
-        let other = PowerRule {
-            seed: 2,
-            ..PowerRule::default()
-        };
-        assert!((1..50)
-            .any(|id| other.job(&job(id, 64, 100), 64, 60.0)
-                != rule.job(&job(id, 64, 100), 64, 60.0)));
+        let other = PowerRule { seed: 2, ..PowerRule::default() };
+        assert!((1..50).any(|id| other.job(&job(id, 64, 100), 64, 60.0) != rule.job(&job(id, 64, 100), 64, 60.0)));
     }
 
     #[test]

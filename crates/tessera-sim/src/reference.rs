@@ -21,10 +21,7 @@ struct Run {
 ///
 /// Queue policies only: PARM is checked against its MILP formulation instead.
 pub fn simulate_reference(w: &Workload, policy: PolicyKind) -> SimOutcome {
-    assert!(
-        policy != PolicyKind::Parm,
-        "the reference simulator has no PARM"
-    );
+    assert!(policy != PolicyKind::Parm, "the reference simulator has no PARM");
     let n = w.jobs.len();
     let mut start = vec![Time::MIN; n];
     let mut end = vec![Time::MIN; n];
@@ -72,18 +69,7 @@ pub fn simulate_reference(w: &Workload, policy: PolicyKind) -> SimOutcome {
             }
         }
     }
-    SimOutcome {
-        start,
-        end,
-        suspended: vec![0; n],
-        factor: vec![1.0; n],
-        alloc: Vec::new(),
-        dropped_nodesets: 0,
-        passes,
-        max_queue,
-        power: None,
-        rejected: 0,
-    }
+    SimOutcome { start, end, suspended: vec![0; n], factor: vec![1.0; n], alloc: Vec::new(), dropped_nodesets: 0, passes, max_queue, power: None, rejected: 0 }
 }
 
 fn complete(now: Time, running: &mut Vec<Run>, free: &mut u32, end: &mut [Time]) -> bool {
@@ -117,24 +103,12 @@ fn pass_fcfs(w: &Workload, queue: &mut Vec<usize>, free: u32) -> Vec<usize> {
     take_head(w, queue, free).0
 }
 
-fn pass_easy(
-    now: Time,
-    w: &Workload,
-    queue: &mut Vec<usize>,
-    running: &[Run],
-    free: u32,
-) -> Vec<usize> {
+fn pass_easy(now: Time, w: &Workload, queue: &mut Vec<usize>, running: &[Run], free: u32) -> Vec<usize> {
     let (mut started, mut free) = take_head(w, queue, free);
-    let Some(&head) = queue.first() else {
-        return started;
-    };
+    let Some(&head) = queue.first() else { return started };
     // expected ends of everything running, including the jobs just started
     let mut ends: Vec<(Time, u32)> = running.iter().map(|r| (r.expected_end, r.procs)).collect();
-    ends.extend(
-        started
-            .iter()
-            .map(|&j| (now + w.jobs[j].estimate, w.jobs[j].procs)),
-    );
+    ends.extend(started.iter().map(|&j| (now + w.jobs[j].estimate, w.jobs[j].procs)));
     ends.sort();
     let need = w.jobs[head].procs;
     let mut avail = free;
@@ -147,12 +121,7 @@ fn pass_easy(
         }
     }
     let shadow = shadow.expect("the head fits once everything has ended");
-    let at_shadow = free
-        + ends
-            .iter()
-            .filter(|e| e.0 <= shadow)
-            .map(|e| e.1)
-            .sum::<u32>();
+    let at_shadow = free + ends.iter().filter(|e| e.0 <= shadow).map(|e| e.1).sum::<u32>();
     let mut extra = at_shadow - need;
     let mut i = 1;
     while i < queue.len() {
@@ -178,27 +147,12 @@ struct Busy {
     procs: u32,
 }
 
-fn pass_conservative(
-    now: Time,
-    w: &Workload,
-    queue: &mut Vec<usize>,
-    running: &[Run],
-    free: u32,
-) -> Vec<usize> {
+fn pass_conservative(now: Time, w: &Workload, queue: &mut Vec<usize>, running: &[Run], free: u32) -> Vec<usize> {
     let capacity = w.capacity;
-    debug_assert_eq!(
-        capacity - running.iter().map(|r| r.procs).sum::<u32>(),
-        free
-    );
+    debug_assert_eq!(capacity - running.iter().map(|r| r.procs).sum::<u32>(), free);
     // a job holds its processors at least for the instant it starts
-    let mut busy: Vec<Busy> = running
-        .iter()
-        .map(|r| Busy {
-            from: now,
-            to: r.expected_end.max(now + 1),
-            procs: r.procs,
-        })
-        .collect();
+    let mut busy: Vec<Busy> =
+        running.iter().map(|r| Busy { from: now, to: r.expected_end.max(now + 1), procs: r.procs }).collect();
     let mut started = Vec::new();
     for &j in queue.iter() {
         let job = &w.jobs[j];
@@ -209,30 +163,16 @@ fn pass_conservative(
         candidates.sort();
         candidates.dedup();
         let used_at = |t: Time, busy: &[Busy]| -> u32 {
-            busy.iter()
-                .filter(|b| b.from <= t && t < b.to)
-                .map(|b| b.procs)
-                .sum()
+            busy.iter().filter(|b| b.from <= t && t < b.to).map(|b| b.procs).sum()
         };
         let fits = |s: Time| -> bool {
             // free processors only change where an occupation starts
             std::iter::once(s)
-                .chain(
-                    busy.iter()
-                        .map(|b| b.from)
-                        .filter(|&t| t > s && t < s + dur),
-                )
+                .chain(busy.iter().map(|b| b.from).filter(|&t| t > s && t < s + dur))
                 .all(|t| capacity - used_at(t, &busy) >= job.procs)
         };
-        let s = candidates
-            .into_iter()
-            .find(|&s| fits(s))
-            .expect("fits after everything ends");
-        busy.push(Busy {
-            from: s,
-            to: s + dur,
-            procs: job.procs,
-        });
+        let s = candidates.into_iter().find(|&s| fits(s)).expect("fits after everything ends");
+        busy.push(Busy { from: s, to: s + dur, procs: job.procs });
         if s == now {
             started.push(j);
         }

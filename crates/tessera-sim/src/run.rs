@@ -5,9 +5,7 @@ use crate::workload::{spec_of, Machine, Workload};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tessera_core::power::ParmStats;
-use tessera_core::{
-    scaled, Allocation, Effect, Engine, Input, JobId, JobSpec, Outcome, PolicyKind, Time,
-};
+use tessera_core::{scaled, Allocation, Effect, Engine, Input, JobId, JobSpec, Outcome, PolicyKind, Time};
 
 /// Start and end of every job of a [`Workload`], by index, plus loop statistics.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,31 +68,20 @@ pub struct PowerOutcome {
 /// On a power-aware machine ([`Machine::Power`]) `policy` must be
 /// [`PolicyKind::Parm`] exactly when the machine's mode is PARM; elsewhere it must
 /// not be PARM (callers check: the CLI refuses the combination with a message).
-pub fn simulate_observed(
-    w: &Workload,
-    policy: PolicyKind,
-    mut observe: impl FnMut(&mut Engine, Time),
-) -> SimOutcome {
+pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnMut(&mut Engine, Time)) -> SimOutcome {
     let n = w.jobs.len();
     let built = match &w.machine {
         Machine::Pool(c) => Engine::new(policy, *c),
         Machine::Cluster { cluster, .. } => Engine::with_cluster(policy, cluster),
         Machine::Power(setup) => match (&setup.mode, policy) {
-            (PowerMode::Parm(cfg), PolicyKind::Parm) => {
-                Ok(Engine::parm(setup.info.machine.clone(), cfg.clone()))
-            }
-            (PowerMode::FixedCap { .. }, p) if p != PolicyKind::Parm => {
-                Engine::new(policy, setup.nodes())
-            }
+            (PowerMode::Parm(cfg), PolicyKind::Parm) => Ok(Engine::parm(setup.info.machine.clone(), cfg.clone())),
+            (PowerMode::FixedCap { .. }, p) if p != PolicyKind::Parm => Engine::new(policy, setup.nodes()),
             (mode, p) => panic!("policy {p} cannot run a power-aware machine in mode {mode:?}"),
         },
     };
     let mut engine = built.expect("the caller matched the policy to the machine");
     let nodeset = match &w.machine {
-        Machine::Cluster {
-            nodeset: Some(spec),
-            ..
-        } => Some(engine.register_nodeset(spec.clone())),
+        Machine::Cluster { nodeset: Some(spec), .. } => Some(engine.register_nodeset(spec.clone())),
         _ => None,
     };
     let clustered = matches!(w.machine, Machine::Cluster { .. });
@@ -126,13 +113,7 @@ pub fn simulate_observed(
     loop {
         let t_arrival = w.jobs.get(next).map(|j| j.submit);
         let t_completion = book.completions.peek().map(|r| r.0 .0);
-        let Some(now) = [t_arrival, t_completion, book.wake]
-            .into_iter()
-            .flatten()
-            .min()
-        else {
-            break;
-        };
+        let Some(now) = [t_arrival, t_completion, book.wake].into_iter().flatten().min() else { break };
         let delivered = book.deliver(now, &mut engine, &mut effects, meter.as_mut());
         if !delivered && t_arrival != Some(now) && book.wake != Some(now) && !parm {
             // only stale ends (of jobs killed earlier): nothing happens now. (PARM
@@ -141,11 +122,7 @@ pub fn simulate_observed(
             continue;
         }
         while let Some(j) = w.jobs.get(next).filter(|j| j.submit == now) {
-            let mut spec = JobSpec {
-                partition: w.machine.partition_of(j),
-                nodeset,
-                ..spec_of(j)
-            };
+            let mut spec = JobSpec { partition: w.machine.partition_of(j), nodeset, ..spec_of(j) };
             spec.id = JobId(next as u64);
             if parm {
                 spec.power = Some(w.power_jobs[next]);
@@ -188,31 +165,12 @@ pub fn simulate_observed(
             m.sample(now, &engine);
         }
     }
-    let Book {
-        start,
-        end,
-        suspended,
-        factor,
-        alloc,
-        rejected,
-        ..
-    } = book;
+    let Book { start, end, suspended, factor, alloc, rejected, .. } = book;
     debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
     debug_assert_eq!(rejected, 0, "the engine rejected an input of the simulator");
     let dropped_nodesets = engine.dropped_nodesets();
     let power = meter.map(|m| m.finish(&engine, w, &end));
-    SimOutcome {
-        start,
-        end,
-        suspended,
-        factor,
-        alloc,
-        dropped_nodesets,
-        passes,
-        max_queue,
-        power,
-        rejected,
-    }
+    SimOutcome { start, end, suspended, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
 }
 
 /// What the run loop keeps per job, and the events still to deliver.
@@ -256,8 +214,7 @@ impl Book<'_> {
                 if !self.parm {
                     // reference seconds run at the pace of the slowest node
                     self.due[i] = now.saturating_add(scaled(j.runtime, f));
-                    self.completions
-                        .push(Reverse((self.due[i], i as u32, self.version[i])));
+                    self.completions.push(Reverse((self.due[i], i as u32, self.version[i])));
                 }
                 if self.clustered {
                     self.alloc[i] = Some(a);
@@ -266,8 +223,7 @@ impl Book<'_> {
             Effect::Configure { job, end: at, .. } => {
                 let i = job.0 as usize;
                 self.version[i] += 1;
-                self.completions
-                    .push(Reverse((at, i as u32, self.version[i])));
+                self.completions.push(Reverse((at, i as u32, self.version[i])));
             }
             Effect::Kill { job, .. } => self.killed.push(job.0 as u32),
             Effect::WakeAt(t) => self.wake = Some(t),
@@ -290,8 +246,7 @@ impl Book<'_> {
             Effect::Resume { job } => {
                 let i = job.0 as usize;
                 self.due[i] += now;
-                self.completions
-                    .push(Reverse((self.due[i], i as u32, self.version[i])));
+                self.completions.push(Reverse((self.due[i], i as u32, self.version[i])));
             }
             Effect::Rejected { .. } => self.rejected += 1,
         }
@@ -299,27 +254,14 @@ impl Book<'_> {
 
     /// Deliver every completion due at `now` (killed jobs first); returns whether
     /// there was any.
-    fn deliver(
-        &mut self,
-        now: Time,
-        engine: &mut Engine,
-        effects: &mut Vec<Effect>,
-        mut meter: Option<&mut Meter>,
-    ) -> bool {
+    fn deliver(&mut self, now: Time, engine: &mut Engine, effects: &mut Vec<Effect>, mut meter: Option<&mut Meter>) -> bool {
         let mut any = false;
         for j in self.killed.drain(..) {
             if let Some(m) = meter.as_deref_mut() {
                 m.ended(j as usize, engine);
             }
             self.version[j as usize] += 1;
-            engine.handle(
-                now,
-                Input::Complete {
-                    job: JobId(j as u64),
-                    outcome: Outcome::Signaled(9),
-                },
-                effects,
-            );
+            engine.handle(now, Input::Complete { job: JobId(j as u64), outcome: Outcome::Signaled(9) }, effects);
             any = true;
         }
         while let Some(&Reverse((t, j, v))) = self.completions.peek() {
@@ -334,14 +276,7 @@ impl Book<'_> {
                 m.ended(j as usize, engine);
             }
             self.version[j as usize] += 1;
-            engine.handle(
-                now,
-                Input::Complete {
-                    job: JobId(j as u64),
-                    outcome: Outcome::Exited(0),
-                },
-                effects,
-            );
+            engine.handle(now, Input::Complete { job: JobId(j as u64), outcome: Outcome::Exited(0) }, effects);
             any = true;
         }
         any
@@ -404,16 +339,9 @@ impl Meter {
     fn sample(&mut self, now: Time, engine: &Engine) {
         let (w, busy) = match engine.as_parm() {
             Some(p) => (p.power_w(), p.used_nodes()),
-            None => (
-                self.busy as f64 * self.busy_w + (self.nodes - self.busy) as f64 * self.idle_w,
-                self.busy,
-            ),
+            None => (self.busy as f64 * self.busy_w + (self.nodes - self.busy) as f64 * self.idle_w, self.busy),
         };
-        assert!(
-            w <= self.budget_w * (1.0 + 1e-9) + 1e-6,
-            "power drawn at t={now}: {w} W exceeds the budget {} W",
-            self.budget_w
-        );
+        assert!(w <= self.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn at t={now}: {w} W exceeds the budget {} W", self.budget_w);
         self.max_power_w = self.max_power_w.max(w);
         match self.timeline.last_mut() {
             Some(last) if last.0 == now => *last = (now, w, busy),

@@ -1,8 +1,8 @@
 //! Turning SWF records into the job list the simulator replays, for a machine.
 
-use crate::power::{PowerMode, PowerSetup};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use crate::power::{PowerMode, PowerSetup};
 use tessera_core::power::PowerJob;
 use tessera_core::{scaled, Cluster, Engine, JobId, JobSpec, NodeSetSpec, PolicyKind, MAX_TIME};
 use tessera_workload::jobs::{job_from_record, SkipReason, TraceJob};
@@ -16,11 +16,7 @@ pub enum Machine {
     /// The nodes of a cluster; jobs go to `partition` (None: the partition whose
     /// `swf_queue` is the job's queue number, else the default), with an
     /// optional node-set request applied to every job.
-    Cluster {
-        cluster: Arc<Cluster>,
-        partition: Option<u16>,
-        nodeset: Option<NodeSetSpec>,
-    },
+    Cluster { cluster: Arc<Cluster>, partition: Option<u16>, nodeset: Option<NodeSetSpec> },
     /// An overprovisioned machine under a power budget; jobs are sized in nodes
     /// (see [`crate::power`]).
     Power(Arc<PowerSetup>),
@@ -48,11 +44,7 @@ pub enum WorkloadError {
     #[error("machine size {0} is not usable: expected 1..=4294967295 processors")]
     BadCapacity(u64),
     #[error("{trace}: the replay could run past 2^42 = {MAX_TIME} s, the end of the engine's clock: the last job is submitted at {last_submit} s, and the jobs could take up to {work} s more (run one after another on the slowest nodes, with the longest limit); expected submit times and run times that add up to at most 2^42 s")]
-    BeyondTimeRange {
-        trace: String,
-        last_submit: i64,
-        work: i128,
-    },
+    BeyondTimeRange { trace: String, last_submit: i64, work: i128 },
 }
 
 impl Workload {
@@ -66,24 +58,13 @@ impl Workload {
     /// for such a delay. For PARM a job's run is its time on its fewest nodes at
     /// the lowest cap (the cost of resizing is not counted).
     pub fn check_time_range(&self, trace: &str) -> Result<(), WorkloadError> {
-        let Some(last_submit) = self.jobs.iter().map(|j| j.submit).max() else {
-            return Ok(());
-        };
+        let Some(last_submit) = self.jobs.iter().map(|j| j.submit).max() else { return Ok(()) };
         let (slowest, delay) = match &self.machine {
             Machine::Pool(_) | Machine::Power(_) => (1.0, 0),
-            Machine::Cluster { cluster, .. } => (
-                cluster
-                    .node_types
-                    .iter()
-                    .map(|t| t.factor)
-                    .fold(f64::INFINITY, f64::min),
-                cluster.nodeset_delay,
-            ),
+            Machine::Cluster { cluster, .. } => (cluster.node_types.iter().map(|t| t.factor).fold(f64::INFINITY, f64::min), cluster.nodeset_delay),
         };
         let parm_cap = match &self.machine {
-            Machine::Power(s) if matches!(s.mode, PowerMode::Parm(_)) => {
-                s.info.machine.cap_levels_w.first().copied()
-            }
+            Machine::Power(s) if matches!(s.mode, PowerMode::Parm(_)) => s.info.machine.cap_levels_w.first().copied(),
             _ => None,
         };
         let (mut work, mut limit) = (0i128, 0i128);
@@ -97,11 +78,7 @@ impl Workload {
         }
         let work = work + if parm_cap.is_some() { 0 } else { limit };
         if last_submit as i128 + work > MAX_TIME as i128 {
-            return Err(WorkloadError::BeyondTimeRange {
-                trace: trace.to_string(),
-                last_submit,
-                work,
-            });
+            return Err(WorkloadError::BeyondTimeRange { trace: trace.to_string(), last_submit, work });
         }
         Ok(())
     }
@@ -109,23 +86,13 @@ impl Workload {
 
 /// The machine size a trace implies: `MaxProcs`, else `MaxNodes`.
 pub fn default_capacity(header: &SwfHeader, trace: &str) -> Result<u32, WorkloadError> {
-    let size = header
-        .machine_size()
-        .ok_or_else(|| WorkloadError::NoMachineSize {
-            trace: trace.to_string(),
-        })?;
-    u32::try_from(size)
-        .ok()
-        .filter(|&c| c > 0)
-        .ok_or(WorkloadError::BadCapacity(size))
+    let size = header.machine_size().ok_or_else(|| WorkloadError::NoMachineSize { trace: trace.to_string() })?;
+    u32::try_from(size).ok().filter(|&c| c > 0).ok_or(WorkloadError::BadCapacity(size))
 }
 
 /// The engine's view of a trace job (partition and node set are the driver's).
 pub fn spec_of(j: &TraceJob) -> JobSpec {
-    JobSpec {
-        mem_per_proc_mb: j.mem_per_proc_mb,
-        ..JobSpec::new(JobId(j.id as u64), j.procs, j.estimate)
-    }
+    JobSpec { mem_per_proc_mb: j.mem_per_proc_mb, ..JobSpec::new(JobId(j.id as u64), j.procs, j.estimate) }
 }
 
 impl Machine {
@@ -133,18 +100,8 @@ impl Machine {
     /// `swf_queue` is the job's queue number, else the default (None).
     pub fn partition_of(&self, j: &TraceJob) -> Option<u16> {
         match self {
-            Machine::Cluster {
-                partition: Some(p), ..
-            } => Some(*p),
-            Machine::Cluster {
-                cluster,
-                partition: None,
-                ..
-            } => cluster
-                .partitions
-                .iter()
-                .position(|p| p.swf_queue == Some(j.queue))
-                .map(|p| p as u16),
+            Machine::Cluster { partition: Some(p), .. } => Some(*p),
+            Machine::Cluster { cluster, partition: None, .. } => cluster.partitions.iter().position(|p| p.swf_queue == Some(j.queue)).map(|p| p as u16),
             Machine::Pool(_) | Machine::Power(_) => None,
         }
     }
@@ -168,19 +125,9 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
             let cores = cluster
                 .partitions
                 .iter()
-                .map(|p| {
-                    if p.exclusive {
-                        p.nodes.len() as u64 * p.cores_per_node as u64
-                    } else {
-                        p.nodes.iter().map(|&n| cluster.nodes[n].cores as u64).sum()
-                    }
-                })
+                .map(|p| if p.exclusive { p.nodes.len() as u64 * p.cores_per_node as u64 } else { p.nodes.iter().map(|&n| cluster.nodes[n].cores as u64).sum() })
                 .collect();
-            (
-                cluster.total_cores().min(u32::MAX as u64) as u32,
-                Engine::with_cluster(PolicyKind::Fcfs, cluster).ok(),
-                cores,
-            )
+            (cluster.total_cores().min(u32::MAX as u64) as u32, Engine::with_cluster(PolicyKind::Fcfs, cluster).ok(), cores)
         }
     };
     let default_part = match &machine {
@@ -192,16 +139,9 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
             Err(reason) => Some(reason),
             Ok(j) => {
                 let partition = machine.partition_of(&j);
-                if j.procs as u64 > partition_cores[partition.map_or(default_part, |p| p as usize)]
-                {
+                if j.procs as u64 > partition_cores[partition.map_or(default_part, |p| p as usize)] {
                     Some(SkipReason::LargerThanMachine)
-                } else if probe.as_mut().is_none_or(|e| {
-                    e.can_run(&JobSpec {
-                        partition,
-                        ..spec_of(&j)
-                    })
-                    .is_ok()
-                }) {
+                } else if probe.as_mut().is_none_or(|e| e.can_run(&JobSpec { partition, ..spec_of(&j) }).is_ok()) {
                     keyed.push((j, i as u32));
                     None
                 } else {
@@ -215,14 +155,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     }
     keyed.sort_by_key(|(j, i)| (j.submit, j.id, *i));
     let (jobs, record_index) = keyed.into_iter().unzip();
-    Workload {
-        jobs,
-        record_index,
-        skipped,
-        capacity,
-        machine,
-        power_jobs: Vec::new(),
-    }
+    Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new() }
 }
 
 #[cfg(test)]
@@ -230,56 +163,26 @@ mod tests {
     use super::*;
 
     fn rec(id: i64, submit: i64, run: i64, limit: i64) -> SwfRecord {
-        SwfRecord {
-            submit_time: submit,
-            run_time: run,
-            requested_time: limit,
-            allocated_procs: 1,
-            ..SwfRecord::unknown(id)
-        }
+        SwfRecord { submit_time: submit, run_time: run, requested_time: limit, allocated_procs: 1, ..SwfRecord::unknown(id) }
     }
 
     #[test]
     fn a_replay_that_could_pass_two_to_the_42_is_an_error() {
         // work 100 + 100, longest limit 200: the clock can reach the last submit + 400
-        let at = |last: i64| {
-            prepare(&[rec(1, 0, 100, 200), rec(2, last, 100, 200)], 8).check_time_range("t.swf")
-        };
+        let at = |last: i64| prepare(&[rec(1, 0, 100, 200), rec(2, last, 100, 200)], 8).check_time_range("t.swf");
         assert_eq!(at(MAX_TIME - 400), Ok(()));
         let e = at(MAX_TIME - 399).unwrap_err();
-        assert_eq!(
-            e,
-            WorkloadError::BeyondTimeRange {
-                trace: "t.swf".into(),
-                last_submit: MAX_TIME - 399,
-                work: 400
-            }
-        );
-        assert!(
-            e.to_string()
-                .starts_with("t.swf: the replay could run past 2^42 = 4398046511104 s"),
-            "{e}"
-        );
+        assert_eq!(e, WorkloadError::BeyondTimeRange { trace: "t.swf".into(), last_submit: MAX_TIME - 399, work: 400 });
+        assert!(e.to_string().starts_with("t.swf: the replay could run past 2^42 = 4398046511104 s"), "{e}");
         // a job killed at its limit long before the clock's end still wakes the engine there
-        assert!(prepare(&[rec(1, 100, 10, MAX_TIME)], 8)
-            .check_time_range("t.swf")
-            .is_err());
+        assert!(prepare(&[rec(1, 100, 10, MAX_TIME)], 8).check_time_range("t.swf").is_err());
         // on a cluster, on its slowest nodes (factor 0.5: twice as long)
         let half = MAX_TIME / 4 + 1;
         let recs = [rec(1, 0, half, half)];
         assert_eq!(prepare(&recs, 8).check_time_range("t.swf"), Ok(()));
         let toml = "[[nodetype]]\nname = \"fast\"\ncount = 1\ncores = 8\nhs06_per_core = 10\n\n[[nodetype]]\nname = \"slow\"\ncount = 1\ncores = 8\nhs06_per_core = 5\n";
         let cluster = Arc::new(Cluster::from_toml(toml, "c.toml").unwrap());
-        let w = prepare_on(
-            &recs,
-            Machine::Cluster {
-                cluster,
-                partition: None,
-                nodeset: None,
-            },
-        );
-        assert!(
-            matches!(w.check_time_range("t.swf"), Err(WorkloadError::BeyondTimeRange { work, .. }) if work == 4 * half as i128)
-        );
+        let w = prepare_on(&recs, Machine::Cluster { cluster, partition: None, nodeset: None });
+        assert!(matches!(w.check_time_range("t.swf"), Err(WorkloadError::BeyondTimeRange { work, .. }) if work == 4 * half as i128));
     }
 }

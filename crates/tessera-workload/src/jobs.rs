@@ -65,11 +65,7 @@ impl SkipReason {
 /// Apply the job semantics to one record. A record with neither a processor count
 /// nor a runtime is counted under the first rule it breaks (processors first).
 pub fn job_from_record(r: &SwfRecord) -> Result<TraceJob, SkipReason> {
-    let procs = if r.requested_procs > 0 {
-        r.requested_procs
-    } else {
-        r.allocated_procs
-    };
+    let procs = if r.requested_procs > 0 { r.requested_procs } else { r.allocated_procs };
     if procs <= 0 {
         return Err(SkipReason::NoProcessorCount);
     }
@@ -77,25 +73,9 @@ pub fn job_from_record(r: &SwfRecord) -> Result<TraceJob, SkipReason> {
         return Err(SkipReason::NegativeRuntime);
     }
     let procs = u32::try_from(procs).map_err(|_| SkipReason::LargerThanMachine)?;
-    let estimate = if r.requested_time > 0 {
-        r.requested_time
-    } else {
-        r.run_time
-    };
-    let mem_per_proc_mb = if r.requested_memory > 0 {
-        (r.requested_memory as u64).div_ceil(1024)
-    } else {
-        0
-    };
-    Ok(TraceJob {
-        id: r.job_number,
-        submit: r.submit_time,
-        procs,
-        estimate,
-        runtime: r.run_time,
-        mem_per_proc_mb,
-        queue: r.queue,
-    })
+    let estimate = if r.requested_time > 0 { r.requested_time } else { r.run_time };
+    let mem_per_proc_mb = if r.requested_memory > 0 { (r.requested_memory as u64).div_ceil(1024) } else { 0 };
+    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time, mem_per_proc_mb, queue: r.queue })
 }
 
 #[cfg(test)]
@@ -116,25 +96,13 @@ mod tests {
     #[test]
     fn semantics() {
         let j = job_from_record(&rec(4, 8, 100, 50)).unwrap();
-        assert_eq!(
-            (j.procs, j.estimate, j.runtime, j.effective_runtime()),
-            (8, 50, 100, 50)
-        );
+        assert_eq!((j.procs, j.estimate, j.runtime, j.effective_runtime()), (8, 50, 100, 50));
         let j = job_from_record(&rec(4, -1, 100, -1)).unwrap();
         assert_eq!((j.procs, j.estimate, j.effective_runtime()), (4, 100, 100));
         let j = job_from_record(&rec(4, 0, 0, 0)).unwrap();
         assert_eq!((j.procs, j.estimate, j.effective_runtime()), (4, 0, 0));
-        assert_eq!(
-            job_from_record(&rec(-1, 0, 100, 10)),
-            Err(SkipReason::NoProcessorCount)
-        );
-        assert_eq!(
-            job_from_record(&rec(-1, -1, -1, 10)),
-            Err(SkipReason::NoProcessorCount)
-        );
-        assert_eq!(
-            job_from_record(&rec(2, -1, -1, 10)),
-            Err(SkipReason::NegativeRuntime)
-        );
+        assert_eq!(job_from_record(&rec(-1, 0, 100, 10)), Err(SkipReason::NoProcessorCount));
+        assert_eq!(job_from_record(&rec(-1, -1, -1, 10)), Err(SkipReason::NoProcessorCount));
+        assert_eq!(job_from_record(&rec(2, -1, -1, 10)), Err(SkipReason::NegativeRuntime));
     }
 }

@@ -13,8 +13,8 @@
 pub mod bounds;
 pub mod jobs;
 pub mod lublin;
-mod special;
 pub mod swf;
+mod special;
 pub mod traces;
 pub mod transform;
 

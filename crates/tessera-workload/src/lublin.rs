@@ -147,22 +147,14 @@ impl Arrivals {
         let mut weights = [0.0; BUCKETS];
         for i in CYCLIC_DAY_START..BUCKETS + CYCLIC_DAY_START {
             let x = i as f64;
-            weights[(i - 1) % BUCKETS] =
-                gamma_cdf(x + 0.5, c.a_num, c.b_num) - gamma_cdf(x - 0.5, c.a_num, c.b_num);
+            weights[(i - 1) % BUCKETS] = gamma_cdf(x + 0.5, c.a_num, c.b_num) - gamma_cdf(x - 0.5, c.a_num, c.b_num);
         }
         let mean = weights.iter().sum::<f64>() / BUCKETS as f64;
         for w in &mut weights {
             *w /= mean;
         }
         let gamma = Gamma::new(c.a_arr, c.b_arr).expect("valid arrival gamma");
-        Arrivals {
-            weights,
-            gamma,
-            bucket: 0,
-            points: 0.0,
-            remainder: 0.0,
-            next: 0.0,
-        }
+        Arrivals { weights, gamma, bucket: 0, points: 0.0, remainder: 0.0, next: 0.0 }
     }
 
     /// Draw the next inter-arrival time and move `next` forward by it.
@@ -194,32 +186,18 @@ fn size(c: &ClassParams, procs: u32, rng: &mut ChaCha8Rng) -> u32 {
     }
     let v: f64 = rng.gen();
     let w: f64 = rng.gen();
-    let mut x = if v <= c.u_prob {
-        c.u_low + w * (c.u_med - c.u_low)
-    } else {
-        c.u_med + w * (c.u_hi - c.u_med)
-    };
+    let mut x = if v <= c.u_prob { c.u_low + w * (c.u_med - c.u_low) } else { c.u_med + w * (c.u_hi - c.u_med) };
     if u <= c.serial_prob + c.pow2_prob {
         x = x.round();
     }
     (2f64.powf(x).round() as u32).clamp(1, procs)
 }
 
-fn runtime(
-    c: &ClassParams,
-    nodes: u32,
-    g1: &Gamma<f64>,
-    g2: &Gamma<f64>,
-    rng: &mut ChaCha8Rng,
-) -> i64 {
+fn runtime(c: &ClassParams, nodes: u32, g1: &Gamma<f64>, g2: &Gamma<f64>, rng: &mut ChaCha8Rng) -> i64 {
     let p = (c.pa * nodes as f64 + c.pb).clamp(0.0, 1.0);
     let hg = loop {
         let u: f64 = rng.gen();
-        let hg = if u <= p {
-            g1.sample(rng)
-        } else {
-            g2.sample(rng)
-        };
+        let hg = if u <= p { g1.sample(rng) } else { g2.sample(rng) };
         if hg <= MAX_LN_RUNTIME {
             break hg;
         }
@@ -247,12 +225,7 @@ pub fn generate(params: &LublinParams) -> Result<(SwfHeader, Vec<SwfRecord>), Ge
     let mut arrivals = [Arrivals::new(&classes[0]), Arrivals::new(&classes[1])];
     let gammas: Vec<(Gamma<f64>, Gamma<f64>)> = classes
         .iter()
-        .map(|c| {
-            (
-                Gamma::new(c.a1, c.b1).expect("valid gamma"),
-                Gamma::new(c.a2, c.b2).expect("valid gamma"),
-            )
-        })
+        .map(|c| (Gamma::new(c.a1, c.b1).expect("valid gamma"), Gamma::new(c.a2, c.b2).expect("valid gamma")))
         .collect();
     for a in &mut arrivals {
         a.advance(&mut rng, params.arrival_factor);
@@ -260,16 +233,9 @@ pub fn generate(params: &LublinParams) -> Result<(SwfHeader, Vec<SwfRecord>), Ge
     let mut records = Vec::with_capacity(params.jobs.min(1 << 20));
     for i in 0..params.jobs {
         // 0 = interactive, 1 = batch; the class whose next job arrives first
-        let class = if arrivals[1].next < arrivals[0].next {
-            1
-        } else {
-            0
-        };
+        let class = if arrivals[1].next < arrivals[0].next { 1 } else { 0 };
         let next = arrivals[class].next.floor();
-        let submit = whole_seconds(next).ok_or(GenerateError::BeyondRange {
-            job: i + 1,
-            submit: next,
-        })?;
+        let submit = whole_seconds(next).ok_or(GenerateError::BeyondRange { job: i + 1, submit: next })?;
         arrivals[class].advance(&mut rng, params.arrival_factor);
         let c = &classes[class];
         let nodes = size(c, params.procs, &mut rng);
@@ -314,50 +280,26 @@ mod tests {
     fn same_seed_same_workload_and_different_seed_differs() {
         let p = LublinParams::new(256, 500, 7);
         assert_eq!(generate(&p), generate(&p));
-        let q = LublinParams {
-            seed: 8,
-            ..p.clone()
-        };
+        let q = LublinParams { seed: 8, ..p.clone() };
         assert_ne!(generate(&p).unwrap().1, generate(&q).unwrap().1);
     }
 
     #[test]
     fn submit_times_beyond_two_to_the_42_are_an_error() {
-        let p = LublinParams {
-            arrival_factor: 1e300,
-            ..LublinParams::new(64, 10, 1)
-        };
+        let p = LublinParams { arrival_factor: 1e300, ..LublinParams::new(64, 10, 1) };
         let e = generate(&p).unwrap_err();
-        assert!(
-            matches!(e, GenerateError::BeyondRange { job: 1 | 2, .. }),
-            "{e:?}"
-        );
-        assert!(
-            e.to_string()
-                .contains("expected at most 2^42 = 4398046511104 s"),
-            "{e}"
-        );
-        let p = LublinParams {
-            arrival_factor: 1e9,
-            ..LublinParams::new(64, 10_000, 1)
-        };
-        assert!(
-            matches!(generate(&p), Err(GenerateError::BeyondRange { job, .. }) if job > 1),
-            "the clock passes 2^42 part way"
-        );
-        assert_eq!(
-            generate(&LublinParams::new(64, usize::MAX, 1)),
-            Err(GenerateError::TooManyJobs(usize::MAX))
-        );
+        assert!(matches!(e, GenerateError::BeyondRange { job: 1 | 2, .. }), "{e:?}");
+        assert!(e.to_string().contains("expected at most 2^42 = 4398046511104 s"), "{e}");
+        let p = LublinParams { arrival_factor: 1e9, ..LublinParams::new(64, 10_000, 1) };
+        assert!(matches!(generate(&p), Err(GenerateError::BeyondRange { job, .. }) if job > 1), "the clock passes 2^42 part way");
+        assert_eq!(generate(&LublinParams::new(64, usize::MAX, 1)), Err(GenerateError::TooManyJobs(usize::MAX)));
     }
 
     #[test]
     fn statistics_follow_the_model() {
         let p = LublinParams::new(128, 20_000, 1);
         let (_, jobs) = generate(&p).unwrap();
-        assert!(jobs
-            .windows(2)
-            .all(|w| w[0].submit_time <= w[1].submit_time));
+        assert!(jobs.windows(2).all(|w| w[0].submit_time <= w[1].submit_time));
         assert!(jobs.iter().all(|j| (1..=128).contains(&j.allocated_procs)));
         assert!(jobs.iter().all(|j| (1..=162_754).contains(&j.run_time)));
         let n = jobs.len() as f64;
@@ -366,11 +308,7 @@ mod tests {
         assert!((0.14..0.31).contains(&serial), "serial share {serial}");
         // most parallel jobs have power-of-two sizes
         let par: Vec<_> = jobs.iter().filter(|j| j.allocated_procs > 1).collect();
-        let pow2 = par
-            .iter()
-            .filter(|j| (j.allocated_procs as u64).is_power_of_two())
-            .count() as f64
-            / par.len() as f64;
+        let pow2 = par.iter().filter(|j| (j.allocated_procs as u64).is_power_of_two()).count() as f64 / par.len() as f64;
         assert!(pow2 > 0.7, "power-of-two share {pow2}");
         // the daily cycle: more arrivals in the busiest 12 hours than in the quietest
         let mut per_hour = [0u32; 24];
@@ -381,15 +319,9 @@ mod tests {
         sorted.sort();
         let quiet: u32 = sorted[..12].iter().sum();
         let busy: u32 = sorted[12..].iter().sum();
-        assert!(
-            busy as f64 > 1.5 * quiet as f64,
-            "no daily cycle: {per_hour:?}"
-        );
+        assert!(busy as f64 > 1.5 * quiet as f64, "no daily cycle: {per_hour:?}");
         // both classes appear
         let batch = jobs.iter().filter(|j| j.queue == 1).count();
-        assert!(
-            batch > 1000 && batch < jobs.len() - 1000,
-            "batch jobs: {batch}"
-        );
+        assert!(batch > 1000 && batch < jobs.len() - 1000, "batch jobs: {batch}");
     }
 }

@@ -28,29 +28,11 @@ pub fn scale_arrivals(records: &mut [SwfRecord], gamma: f64) -> Result<(), Scale
     if !(gamma.is_finite() && gamma > 0.0) {
         return Err(ScaleError::Factor(gamma));
     }
-    let Some(first) = records
-        .iter()
-        .map(|r| r.submit_time)
-        .filter(|&t| t >= 0)
-        .min()
-    else {
-        return Ok(());
-    };
+    let Some(first) = records.iter().map(|r| r.submit_time).filter(|&t| t >= 0).min() else { return Ok(()) };
     let offset = |t: i64| (t - first) as f64 * gamma;
-    let scaled = |t: i64| {
-        whole_seconds(offset(t))
-            .and_then(|d| first.checked_add(d))
-            .filter(|&s| s <= MAX_TIME)
-    };
-    if let Some(r) = records
-        .iter()
-        .find(|r| r.submit_time >= 0 && scaled(r.submit_time).is_none())
-    {
-        return Err(ScaleError::BeyondRange {
-            job: r.job_number,
-            submit: r.submit_time,
-            scaled: first as f64 + offset(r.submit_time),
-        });
+    let scaled = |t: i64| whole_seconds(offset(t)).and_then(|d| first.checked_add(d)).filter(|&s| s <= MAX_TIME);
+    if let Some(r) = records.iter().find(|r| r.submit_time >= 0 && scaled(r.submit_time).is_none()) {
+        return Err(ScaleError::BeyondRange { job: r.job_number, submit: r.submit_time, scaled: first as f64 + offset(r.submit_time) });
     }
     for r in records.iter_mut().filter(|r| r.submit_time >= 0) {
         r.submit_time = scaled(r.submit_time).expect("checked above");
@@ -63,24 +45,14 @@ mod tests {
     use super::*;
 
     fn submits(times: &[i64]) -> Vec<SwfRecord> {
-        times
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| SwfRecord {
-                submit_time: t,
-                ..SwfRecord::unknown(i as i64 + 1)
-            })
-            .collect()
+        times.iter().enumerate().map(|(i, &t)| SwfRecord { submit_time: t, ..SwfRecord::unknown(i as i64 + 1) }).collect()
     }
 
     #[test]
     fn arrivals_scale_around_the_first() {
         let mut r = submits(&[100, 110, 200, -1]);
         scale_arrivals(&mut r, 0.5).unwrap();
-        assert_eq!(
-            r.iter().map(|x| x.submit_time).collect::<Vec<_>>(),
-            vec![100, 105, 150, -1]
-        );
+        assert_eq!(r.iter().map(|x| x.submit_time).collect::<Vec<_>>(), vec![100, 105, 150, -1]);
         first_jobs(&mut r, 2);
         assert_eq!(r.len(), 2);
     }
@@ -89,37 +61,17 @@ mod tests {
     fn scaling_beyond_two_to_the_42_names_the_job_and_changes_nothing() {
         let mut r = submits(&[0, 10, 20]);
         let e = scale_arrivals(&mut r, 1e15).unwrap_err();
-        assert_eq!(
-            e,
-            ScaleError::BeyondRange {
-                job: 2,
-                submit: 10,
-                scaled: 1e16
-            }
-        );
+        assert_eq!(e, ScaleError::BeyondRange { job: 2, submit: 10, scaled: 1e16 });
         assert_eq!(e.to_string(), "job 2 (submitted at 10 s) would be submitted at 1e16 s: expected at most 2^42 = 4398046511104 s");
-        assert_eq!(
-            r,
-            submits(&[0, 10, 20]),
-            "an error leaves the records as they were"
-        );
+        assert_eq!(r, submits(&[0, 10, 20]), "an error leaves the records as they were");
         // the last second that fits, and the first that does not
         let mut r = submits(&[0, 1 << 41]);
         assert!(scale_arrivals(&mut r, 2.0).is_ok());
         assert_eq!(r[1].submit_time, MAX_TIME);
         let mut r = submits(&[1, (1 << 41) + 1]);
-        assert!(
-            scale_arrivals(&mut r, 2.0).is_err(),
-            "first + 2^42 is beyond the range"
-        );
+        assert!(scale_arrivals(&mut r, 2.0).is_err(), "first + 2^42 is beyond the range");
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(
-                matches!(
-                    scale_arrivals(&mut submits(&[0, 1]), bad),
-                    Err(ScaleError::Factor(_))
-                ),
-                "{bad}"
-            );
+            assert!(matches!(scale_arrivals(&mut submits(&[0, 1]), bad), Err(ScaleError::Factor(_))), "{bad}");
         }
     }
 }

@@ -12,11 +12,7 @@ use tessera_accounting::usage::{usage, utilization, By};
 
 fn open(db: &DbArgs) -> Result<(Store, i64)> {
     if !db.db.exists() {
-        bail!(
-            "{}: no accounting store (record a run with `tessera sim run --db {}`)",
-            db.db.display(),
-            db.db.display()
-        );
+        bail!("{}: no accounting store (record a run with `tessera sim run --db {}`)", db.db.display(), db.db.display());
     }
     let store = Store::open(&db.db)?;
     let run = store.resolve_run(db.run)?;
@@ -24,11 +20,7 @@ fn open(db: &DbArgs) -> Result<(Store, i64)> {
 }
 
 fn list(v: &Option<String>) -> Vec<String> {
-    v.iter()
-        .flat_map(|s| s.split(','))
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
+    v.iter().flat_map(|s| s.split(',')).map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()
 }
 
 pub fn list_jobs(a: AcctArgs) -> Result<()> {
@@ -37,11 +29,7 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
         .split(',')
         .map(|f| {
             field_name(f).with_context(|| {
-                format!(
-                    "--format: unknown field `{}`; known: {}",
-                    f.trim(),
-                    FIELDS.iter().map(|f| f.0).collect::<Vec<_>>().join(", ")
-                )
+                format!("--format: unknown field `{}`; known: {}", f.trim(), FIELDS.iter().map(|f| f.0).collect::<Vec<_>>().join(", "))
             })
         })
         .collect::<Result<_>>()?;
@@ -50,21 +38,9 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
         bail!("--state: unknown state `{bad}`; known: COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO)");
     }
     let time = |v: &Option<String>, flag: &str| -> Result<Option<i64>> {
-        v.as_deref()
-            .map(|s| {
-                parse_time(s).with_context(|| {
-                    format!("{flag} {s}: expected YYYY-MM-DD[THH:MM[:SS]] (UTC) or Unix seconds")
-                })
-            })
-            .transpose()
+        v.as_deref().map(|s| parse_time(s).with_context(|| format!("{flag} {s}: expected YYYY-MM-DD[THH:MM[:SS]] (UTC) or Unix seconds"))).transpose()
     };
-    let filter = Filter {
-        users: list(&a.user),
-        accounts: list(&a.account),
-        states,
-        start_time: time(&a.starttime, "--starttime")?,
-        end_time: time(&a.endtime, "--endtime")?,
-    };
+    let filter = Filter { users: list(&a.user), accounts: list(&a.account), states, start_time: time(&a.starttime, "--starttime")?, end_time: time(&a.endtime, "--endtime")? };
     let (store, run) = open(&a.db)?;
     let jobs = acct::jobs(&store, run, &filter)?;
     let mut out = String::new();
@@ -72,36 +48,12 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
         let end = if a.parsable { "|" } else { "" };
         let _ = writeln!(out, "{}{end}", fields.join("|"));
         for j in &jobs {
-            let _ = writeln!(
-                out,
-                "{}{end}",
-                fields
-                    .iter()
-                    .map(|f| j.field(f))
-                    .collect::<Vec<_>>()
-                    .join("|")
-            );
+            let _ = writeln!(out, "{}{end}", fields.iter().map(|f| j.field(f)).collect::<Vec<_>>().join("|"));
         }
     } else {
         let width = |f: &str| FIELDS.iter().find(|x| x.0 == f).map_or(10, |x| x.1);
-        let _ = writeln!(
-            out,
-            "{}",
-            fields
-                .iter()
-                .map(|f| format!("{:>w$}", f, w = width(f)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let _ = writeln!(
-            out,
-            "{}",
-            fields
-                .iter()
-                .map(|f| "-".repeat(width(f)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+        let _ = writeln!(out, "{}", fields.iter().map(|f| format!("{:>w$}", f, w = width(f))).collect::<Vec<_>>().join(" "));
+        let _ = writeln!(out, "{}", fields.iter().map(|f| "-".repeat(width(f))).collect::<Vec<_>>().join(" "));
         for j in &jobs {
             let cells: Vec<String> = fields
                 .iter()
@@ -109,11 +61,7 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
                     let w = width(f);
                     let v = j.field(f);
                     // sacct truncates long values and marks them with '+'
-                    let v = if v.chars().count() > w {
-                        format!("{}+", v.chars().take(w - 1).collect::<String>())
-                    } else {
-                        v
-                    };
+                    let v = if v.chars().count() > w { format!("{}+", v.chars().take(w - 1).collect::<String>()) } else { v };
                     format!("{v:>w$}")
                 })
                 .collect();
@@ -125,28 +73,12 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
 }
 
 pub fn apel_export(a: ApelArgs) -> Result<()> {
-    let kind = Message::from_kind(
-        &format!("{:?}", a.kind).to_ascii_lowercase(),
-        a.version.as_deref(),
-    )
-    .map_err(anyhow::Error::msg)?;
+    let kind = Message::from_kind(&format!("{:?}", a.kind).to_ascii_lowercase(), a.version.as_deref()).map_err(anyhow::Error::msg)?;
     let (store, run) = open(&a.db)?;
-    let (site, cluster): (String, String) = store.connection().query_row(
-        "SELECT site, cluster FROM runs WHERE id = ?1",
-        [run],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let who = Reporter {
-        submit_host: a
-            .submit_host
-            .clone()
-            .unwrap_or_else(|| format!("{site}-ce")),
-        site,
-        machine: cluster,
-    };
+    let (site, cluster): (String, String) = store.connection().query_row("SELECT site, cluster FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let who = Reporter { submit_host: a.submit_host.clone().unwrap_or_else(|| format!("{site}-ce")), site, machine: cluster };
     let msg = apel::export(&store, run, kind, &who)?;
-    apel::validate(&msg)
-        .map_err(|e| anyhow::anyhow!("internal error: the APEL message fails validation: {e}"))?;
+    apel::validate(&msg).map_err(|e| anyhow::anyhow!("internal error: the APEL message fails validation: {e}"))?;
     match &a.output {
         Some(p) => std::fs::write(p, &msg).with_context(|| format!("writing {}", p.display()))?,
         None => print!("{msg}"),
@@ -168,55 +100,14 @@ fn table(format: ReportFormat, header: &[&str], rows: &[Vec<String>]) -> String 
     if format == ReportFormat::Csv {
         let _ = writeln!(out, "{}", header.join(","));
         for r in rows {
-            let _ = writeln!(
-                out,
-                "{}",
-                r.iter()
-                    .map(|c| csv_escape(c))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            );
+            let _ = writeln!(out, "{}", r.iter().map(|c| csv_escape(c)).collect::<Vec<_>>().join(","));
         }
         return out;
     }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].len())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
-    let _ = writeln!(
-        out,
-        "{}",
-        line(&header.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-    );
-    let _ = writeln!(
-        out,
-        "{}",
-        widths
-            .iter()
-            .map(|w| "-".repeat(*w))
-            .collect::<Vec<_>>()
-            .join("  ")
-    );
+    let widths: Vec<usize> = (0..header.len()).map(|i| rows.iter().map(|r| r[i].len()).chain([header[i].len()]).max().unwrap_or(0)).collect();
+    let line = |cells: &[String]| cells.iter().zip(&widths).enumerate().map(|(i, (c, w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") }).collect::<Vec<_>>().join("  ");
+    let _ = writeln!(out, "{}", line(&header.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+    let _ = writeln!(out, "{}", widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
     for r in rows {
         let _ = writeln!(out, "{}", line(r));
     }
@@ -237,90 +128,28 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             let (store, run) = open(&a.db)?;
             let (from, to, rows) = utilization(&store, run)?;
             if a.format == ReportFormat::Json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(
-                        &serde_json::json!({ "run": run, "from": from, "to": to, "rows": rows })
-                    )?
-                );
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "run": run, "from": from, "to": to, "rows": rows }))?);
                 return Ok(());
             }
             let cells: Vec<Vec<String>> = rows
                 .iter()
-                .map(|r| {
-                    vec![
-                        r.key.clone(),
-                        r.nodes.to_string(),
-                        f2(r.capacity_core_hours),
-                        f2(r.allocated_core_hours),
-                        f2(r.idle_core_hours),
-                        pct(Some(r.utilization)),
-                        f2(r.allocated_norm_core_hours),
-                    ]
-                })
+                .map(|r| vec![r.key.clone(), r.nodes.to_string(), f2(r.capacity_core_hours), f2(r.allocated_core_hours), f2(r.idle_core_hours), pct(Some(r.utilization)), f2(r.allocated_norm_core_hours)])
                 .collect();
-            print!(
-                "{}",
-                table(
-                    a.format,
-                    &[
-                        "scope",
-                        "nodes",
-                        "capacity_core_h",
-                        "allocated_core_h",
-                        "idle_core_h",
-                        "utilization",
-                        "allocated_norm_core_h"
-                    ],
-                    &cells
-                )
-            );
+            print!("{}", table(a.format, &["scope", "nodes", "capacity_core_h", "allocated_core_h", "idle_core_h", "utilization", "allocated_norm_core_h"], &cells));
         }
         ReportCommand::Usage { args: a, by } => {
             let by: By = by.parse().map_err(anyhow::Error::msg)?;
             let (store, run) = open(&a.db)?;
             let rows = usage(&store, run, by)?;
             if a.format == ReportFormat::Json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({ "run": run, "rows": rows }))?
-                );
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "run": run, "rows": rows }))?);
                 return Ok(());
             }
             let cells: Vec<Vec<String>> = rows
                 .iter()
-                .map(|r| {
-                    vec![
-                        r.key.clone(),
-                        r.jobs.to_string(),
-                        f2(r.wall_hours),
-                        f2(r.norm_wall_hours),
-                        f2(r.cpu_hours),
-                        f2(r.norm_cpu_hours),
-                        f2(r.core_hours),
-                        f2(r.norm_core_hours),
-                        f2(r.hs06_hours),
-                    ]
-                })
+                .map(|r| vec![r.key.clone(), r.jobs.to_string(), f2(r.wall_hours), f2(r.norm_wall_hours), f2(r.cpu_hours), f2(r.norm_cpu_hours), f2(r.core_hours), f2(r.norm_core_hours), f2(r.hs06_hours)])
                 .collect();
-            print!(
-                "{}",
-                table(
-                    a.format,
-                    &[
-                        "key",
-                        "jobs",
-                        "wall_h",
-                        "norm_wall_h",
-                        "cpu_h",
-                        "norm_cpu_h",
-                        "core_h",
-                        "norm_core_h",
-                        "hs06_h"
-                    ],
-                    &cells
-                )
-            );
+            print!("{}", table(a.format, &["key", "jobs", "wall_h", "norm_wall_h", "cpu_h", "norm_cpu_h", "core_h", "norm_core_h", "hs06_h"], &cells));
         }
         ReportCommand::Overhead { args: a, top } => {
             let (store, run) = open(&a.db)?;
@@ -330,20 +159,8 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
                 return Ok(());
             }
             if a.format == ReportFormat::Table {
-                println!(
-                    "canonical units: {}",
-                    r.canonical_units
-                        .iter()
-                        .map(|(p, u)| format!("{p}: {u}"))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                );
-                println!(
-                    "true overhead: {:.2} canonical-unit-hours; flagged: {} intervals, {:.2} h",
-                    r.canonical_unit_hours.total,
-                    r.flagged_intervals.len(),
-                    r.flagged_hours
-                );
+                println!("canonical units: {}", r.canonical_units.iter().map(|(p, u)| format!("{p}: {u}")).collect::<Vec<_>>().join("; "));
+                println!("true overhead: {:.2} canonical-unit-hours; flagged: {} intervals, {:.2} h", r.canonical_unit_hours.total, r.flagged_intervals.len(), r.flagged_hours);
                 println!();
             }
             let cells: Vec<Vec<String>> = r
@@ -352,24 +169,10 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
                 .iter()
                 .map(|(n, h)| {
                     let hist = &r.histogram[n];
-                    vec![
-                        n.clone(),
-                        f2(*h),
-                        hist.iter()
-                            .map(|(k, v)| format!("{k}:{v:.1}h"))
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                    ]
+                    vec![n.clone(), f2(*h), hist.iter().map(|(k, v)| format!("{k}:{v:.1}h")).collect::<Vec<_>>().join(" ")]
                 })
                 .collect();
-            print!(
-                "{}",
-                table(
-                    a.format,
-                    &["node", "unit_hours", "histogram (units:hours)"],
-                    &cells
-                )
-            );
+            print!("{}", table(a.format, &["node", "unit_hours", "histogram (units:hours)"], &cells));
             if a.format == ReportFormat::Table && !r.flagged_intervals.is_empty() {
                 println!();
                 let mut flagged = r.flagged_intervals.clone();
@@ -377,44 +180,15 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
                 let cells: Vec<Vec<String>> = flagged
                     .iter()
                     .take(top)
-                    .map(|f| {
-                        vec![
-                            f.node.clone(),
-                            f.from.to_string(),
-                            f.to.to_string(),
-                            f.units.to_string(),
-                            f.waiting_job.to_string(),
-                            f.job_units.to_string(),
-                        ]
-                    })
+                    .map(|f| vec![f.node.clone(), f.from.to_string(), f.to.to_string(), f.units.to_string(), f.waiting_job.to_string(), f.job_units.to_string()])
                     .collect();
                 println!("longest flagged intervals (a node with k units idle while a job needing <= k waited):");
-                print!(
-                    "{}",
-                    table(
-                        a.format,
-                        &["node", "from", "to", "units", "waiting_job", "job_units"],
-                        &cells
-                    )
-                );
+                print!("{}", table(a.format, &["node", "from", "to", "units", "waiting_job", "job_units"], &cells));
             }
         }
-        ReportCommand::Bill {
-            args: a,
-            price_core_hour,
-            price_gb_hour,
-            price_gpu_hour,
-        } => {
+        ReportCommand::Bill { args: a, price_core_hour, price_gb_hour, price_gpu_hour } => {
             let (store, run) = open(&a.db)?;
-            let r = bill(
-                &store,
-                run,
-                Prices {
-                    core_hour: price_core_hour,
-                    gb_hour: price_gb_hour,
-                    gpu_hour: price_gpu_hour,
-                },
-            )?;
+            let r = bill(&store, run, Prices { core_hour: price_core_hour, gb_hour: price_gb_hour, gpu_hour: price_gpu_hour })?;
             if a.format == ReportFormat::Json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
                 return Ok(());
@@ -439,22 +213,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
                 .collect();
             print!(
                 "{}",
-                table(
-                    a.format,
-                    &[
-                        "account",
-                        "alloc_core_h",
-                        "billed_core_h",
-                        "cpu_rate",
-                        "alloc_gb_h",
-                        "billed_gb_h",
-                        "mem_rate",
-                        "billed_gpu_h",
-                        "billed_hs06_h",
-                        "cost"
-                    ],
-                    &cells
-                )
+                table(a.format, &["account", "alloc_core_h", "billed_core_h", "cpu_rate", "alloc_gb_h", "billed_gb_h", "mem_rate", "billed_gpu_h", "billed_hs06_h", "cost"], &cells)
             );
             if a.format == ReportFormat::Table {
                 println!(
@@ -466,3 +225,4 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
     }
     Ok(())
 }
+

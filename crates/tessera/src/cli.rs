@@ -4,11 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(
-    name = "tessera",
-    version,
-    about = "Batch scheduling for heterogeneous, power-constrained HPC clusters"
-)]
+#[command(name = "tessera", version, about = "Batch scheduling for heterogeneous, power-constrained HPC clusters")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -469,11 +465,7 @@ pub struct AcctArgs {
     /// Account, Partition, AllocCPUS, AllocNodes, NodeList, State, ExitCode, Submit,
     /// Start, End, Elapsed, ElapsedRaw, CPUTime, CPUTimeRAW, Timelimit, ReqCPUS,
     /// ReqMem; and Factor, NormElapsed, CoreHours, NormCoreHours, HS06Hours, HS06PerCore).
-    #[arg(
-        long = "format",
-        short = 'o',
-        default_value = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
-    )]
+    #[arg(long = "format", short = 'o', default_value = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode")]
     pub fields: String,
     /// Parsable: `|` between fields and at the end of each line.
     #[arg(short = 'p', long)]

@@ -10,24 +10,13 @@ pub fn show(a: ShowArgs) -> Result<()> {
         Some(p) => load_cluster(p)?,
         None => default_cluster(),
     };
-    println!(
-        "cluster {}: {} nodes, {} cores, reference {}",
-        c.name,
-        c.nodes.len(),
-        c.total_cores(),
-        c.reference.name
-    );
+    println!("cluster {}: {} nodes, {} cores, reference {}", c.name, c.nodes.len(), c.total_cores(), c.reference.name);
     println!(
         "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} nodes",
         "NODETYPE", "COUNT", "SOCKETS", "CORES", "MEMORY_MB", "GPUS", "SPEED", "FACTOR", "FEATURES"
     );
     for (i, t) in c.node_types.iter().enumerate() {
-        let names: Vec<&str> = c
-            .nodes
-            .iter()
-            .filter(|n| n.node_type == i)
-            .map(|n| n.name.as_str())
-            .collect();
+        let names: Vec<&str> = c.nodes.iter().filter(|n| n.node_type == i).map(|n| n.name.as_str()).collect();
         println!(
             "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} {}",
             t.name,
@@ -38,18 +27,11 @@ pub fn show(a: ShowArgs) -> Result<()> {
             t.gpus,
             tessera_accounting::publish::num(t.speed, 3),
             tessera_accounting::publish::num(t.factor, 4),
-            if t.features.is_empty() {
-                "-".to_string()
-            } else {
-                t.features.join(",")
-            },
+            if t.features.is_empty() { "-".to_string() } else { t.features.join(",") },
             hostlist::compress(&names)
         );
     }
-    println!(
-        "{:<12} {:>6} {:>8} {:>10}  {:<24} nodes",
-        "PARTITION", "NODES", "DEFAULT", "ALLOCATION", "NODESET"
-    );
+    println!("{:<12} {:>6} {:>8} {:>10}  {:<24} nodes", "PARTITION", "NODES", "DEFAULT", "ALLOCATION", "NODESET");
     for p in &c.partitions {
         let names: Vec<&str> = p.nodes.iter().map(|&i| c.nodes[i].name.as_str()).collect();
         println!(
@@ -58,17 +40,12 @@ pub fn show(a: ShowArgs) -> Result<()> {
             p.nodes.len(),
             if p.default { "yes" } else { "" },
             if p.exclusive { "exclusive" } else { "shared" },
-            p.nodeset
-                .as_ref()
-                .map_or("-".to_string(), |s| s.to_string()),
+            p.nodeset.as_ref().map_or("-".to_string(), |s| s.to_string()),
             hostlist::compress(&names)
         );
     }
     if let Some(ns) = &c.nodeset {
-        println!(
-            "site node set: {ns} (optional {}, priority {}, plus {})",
-            ns.optional, ns.priority, ns.plus
-        );
+        println!("site node set: {ns} (optional {}, priority {}, plus {})", ns.optional, ns.priority, ns.plus);
     }
     for t in &c.node_types {
         if let Some(pw) = &t.power {

@@ -10,10 +10,7 @@ use tessera_core::{Cluster, NodeSetSpec, PolicyKind, SetPriority};
 const SDSC_BLUE_3GEN: &str = include_str!("../../../examples/clusters/sdsc-blue-3gen.toml");
 
 /// An experiment's trace: the one given, else `default` from the shared traces.
-pub fn trace_or_shared(
-    given: &Option<std::path::PathBuf>,
-    default: &str,
-) -> Result<std::path::PathBuf> {
+pub fn trace_or_shared(given: &Option<std::path::PathBuf>, default: &str) -> Result<std::path::PathBuf> {
     match given {
         Some(t) => Ok(t.clone()),
         None => tessera_workload::traces::shared_trace(default)
@@ -23,17 +20,10 @@ pub fn trace_or_shared(
 
 /// An experiment's cluster and how to name it: the file given, else the embedded
 /// copy `text` of the repository's `path`.
-pub fn cluster_or_embedded(
-    given: &Option<std::path::PathBuf>,
-    path: &str,
-    text: &str,
-) -> Result<(String, Cluster)> {
+pub fn cluster_or_embedded(given: &Option<std::path::PathBuf>, path: &str, text: &str) -> Result<(String, Cluster)> {
     match given {
         Some(p) => Ok((p.display().to_string(), load_cluster(p)?)),
-        None => Ok((
-            path.to_string(),
-            Cluster::from_toml(text, path).expect("the embedded cluster is valid"),
-        )),
+        None => Ok((path.to_string(), Cluster::from_toml(text, path).expect("the embedded cluster is valid"))),
     }
 }
 use tessera_sim::{prepare_on, simulate, Machine, Summary};
@@ -60,14 +50,8 @@ struct Row {
 
 fn configs() -> Vec<(&'static str, Option<NodeSetSpec>)> {
     let speed = NodeSetSpec::parse_job("ONEOF:PROCSPEED").unwrap();
-    let tolerant = NodeSetSpec {
-        tolerance: Some(0.5),
-        ..speed.clone()
-    };
-    let minloss = NodeSetSpec {
-        priority: SetPriority::MinLoss,
-        ..tolerant.clone()
-    };
+    let tolerant = NodeSetSpec { tolerance: Some(0.5), ..speed.clone() };
+    let minloss = NodeSetSpec { priority: SetPriority::MinLoss, ..tolerant.clone() };
     vec![
         ("no node sets", None),
         ("ONEOF:PROCSPEED", Some(speed)),
@@ -78,11 +62,7 @@ fn configs() -> Vec<(&'static str, Option<NodeSetSpec>)> {
 
 pub fn nodesets(a: NodesetsArgs) -> Result<()> {
     let trace = trace_or_shared(&a.trace, "SDSC-BLUE-2000-4.2-cln.swf.gz")?;
-    let (cluster_label, cluster) = cluster_or_embedded(
-        &a.cluster,
-        "examples/clusters/sdsc-blue-3gen.toml",
-        SDSC_BLUE_3GEN,
-    )?;
+    let (cluster_label, cluster) = cluster_or_embedded(&a.cluster, "examples/clusters/sdsc-blue-3gen.toml", SDSC_BLUE_3GEN)?;
     let cluster = Arc::new(cluster);
     let policy: PolicyKind = a.policy.parse()?;
     let (_, mut records, _) = SwfReader::read_file(&trace, false)?;
@@ -93,8 +73,7 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
     let label = trace.display().to_string();
     for &scale in &a.arrival_scales {
         let mut recs = records.clone();
-        transform::scale_arrivals(&mut recs, scale)
-            .with_context(|| format!("--arrival-scale {scale:?} on {label}"))?;
+        transform::scale_arrivals(&mut recs, scale).with_context(|| format!("--arrival-scale {scale:?} on {label}"))?;
         // the configurations are independent: run them on every core
         let results: Vec<(String, Summary, f64)> = std::thread::scope(|s| {
             let handles: Vec<_> = configs()
@@ -103,14 +82,7 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
                     let (recs, label) = (&recs, &label);
                     let cluster = cluster.clone();
                     s.spawn(move || -> Result<(String, Summary, f64)> {
-                        let w = prepare_on(
-                            recs,
-                            Machine::Cluster {
-                                cluster,
-                                partition: None,
-                                nodeset,
-                            },
-                        );
+                        let w = prepare_on(recs, Machine::Cluster { cluster, partition: None, nodeset });
                         w.check_time_range(label)?;
                         let t = std::time::Instant::now();
                         let o = simulate(&w, policy);
@@ -119,21 +91,11 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a simulation thread panicked"))
-                .collect::<Result<_>>()
+            handles.into_iter().map(|h| h.join().expect("a simulation thread panicked")).collect::<Result<_>>()
         })?;
-        let base = results[0]
-            .1
-            .cluster
-            .as_ref()
-            .map_or(1.0, |c| c.jobs_per_day);
+        let base = results[0].1.cluster.as_ref().map_or(1.0, |c| c.jobs_per_day);
         for (name, s, wall) in results {
-            let c = s
-                .cluster
-                .as_ref()
-                .expect("cluster runs have cluster metrics");
+            let c = s.cluster.as_ref().expect("cluster runs have cluster metrics");
             rows.push(Row {
                 arrival_scale: scale,
                 config: name,
@@ -155,12 +117,7 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Table => {
-            println!(
-                "trace: {}  cluster: {}  policy: {}",
-                trace.display(),
-                cluster_label,
-                policy
-            );
+            println!("trace: {}  cluster: {}  policy: {}", trace.display(), cluster_label, policy);
             println!();
             println!("| arrival scale | configuration | jobs | mean wait (s) | mean bounded slowdown | utilization | makespan (days) | jobs/day | throughput vs none | reference core-s/s | lost core-hours (%) | node sets dropped |");
             println!("|---|---|---|---|---|---|---|---|---|---|---|---|");

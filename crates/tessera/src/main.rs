@@ -29,8 +29,7 @@ fn main() -> ExitCode {
     let args = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TESSERA_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -59,20 +58,12 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::ClusterCommand::Show(a) => cluster_cmd::show(a),
         },
         cli::Command::Publish(a) => cluster_cmd::publish(a),
-        cli::Command::Node {
-            command: cli::NodeCommand::Powercap(a),
-        } => node_cmd::powercap(a),
+        cli::Command::Node { command: cli::NodeCommand::Powercap(a) } => node_cmd::powercap(a),
         cli::Command::Power { command } => match command {
             cli::PowerCommand::Bench(a) => power_cmd::bench(a),
         },
-        cli::Command::Acct {
-            command: Some(cli::AcctCommand::Apel(a)),
-            ..
-        } => acct_cmd::apel_export(a),
-        cli::Command::Acct {
-            command: None,
-            list,
-        } => acct_cmd::list_jobs(list),
+        cli::Command::Acct { command: Some(cli::AcctCommand::Apel(a)), .. } => acct_cmd::apel_export(a),
+        cli::Command::Acct { command: None, list } => acct_cmd::list_jobs(list),
         cli::Command::Report { command } => acct_cmd::report(command),
         cli::Command::Experiment { command } => match command {
             cli::ExperimentCommand::Nodesets(a) => experiment_cmd::nodesets(a),

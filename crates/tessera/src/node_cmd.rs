@@ -36,11 +36,7 @@ pub enum PowercapCommand {
         #[arg(long, default_value = "long_term")]
         constraint: String,
         /// Limit in watts for each selected zone.
-        #[arg(
-            long,
-            required_unless_present = "node_watts",
-            conflicts_with = "node_watts"
-        )]
+        #[arg(long, required_unless_present = "node_watts", conflicts_with = "node_watts")]
         watts: Option<f64>,
         /// Limit in watts for the whole node, split evenly over its CPU packages.
         #[arg(long)]
@@ -60,14 +56,7 @@ pub fn powercap(a: PowercapArgs) -> anyhow::Result<()> {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&zones)?),
             }
         }
-        PowercapCommand::Set {
-            root,
-            zone,
-            constraint,
-            watts,
-            node_watts,
-            dry_run,
-        } => {
+        PowercapCommand::Set { root, zone, constraint, watts, node_watts, dry_run } => {
             let pc = Powercap::new(root);
             let mode = if dry_run { Mode::DryRun } else { Mode::Apply };
             let changes = match (zone, watts, node_watts) {
@@ -90,29 +79,12 @@ fn watts(uw: u64) -> String {
 
 /// One row per constraint (a zone without constraints gets one row of dashes).
 fn zone_table(zones: &[Zone]) -> String {
-    let mut rows = vec![[
-        "ZONE",
-        "NAME",
-        "ENABLED",
-        "CONSTRAINT",
-        "LIMIT_W",
-        "MAX_W",
-        "WINDOW_MS",
-    ]
-    .map(String::from)];
+    let mut rows = vec![["ZONE", "NAME", "ENABLED", "CONSTRAINT", "LIMIT_W", "MAX_W", "WINDOW_MS"].map(String::from)];
     for z in zones {
         let enabled = if z.enabled { "yes" } else { "no" };
         let head = |rest: [String; 4]| {
             let [c, limit, max, window] = rest;
-            [
-                z.id.clone(),
-                z.name.clone(),
-                enabled.to_owned(),
-                c,
-                limit,
-                max,
-                window,
-            ]
+            [z.id.clone(), z.name.clone(), enabled.to_owned(), c, limit, max, window]
         };
         if z.constraints.is_empty() {
             rows.push(head(["-", "-", "-", "-"].map(String::from)));
@@ -122,8 +94,7 @@ fn zone_table(zones: &[Zone]) -> String {
                 c.name.clone(),
                 watts(c.power_limit_uw),
                 c.max_power_uw.map_or("-".into(), watts),
-                c.time_window_us
-                    .map_or("-".into(), |us| format!("{:.3}", us as f64 / 1e3)),
+                c.time_window_us.map_or("-".into(), |us| format!("{:.3}", us as f64 / 1e3)),
             ]));
         }
     }
@@ -140,13 +111,7 @@ fn zone_table(zones: &[Zone]) -> String {
             .zip(width)
             .enumerate()
             // Text columns left-aligned, numbers right-aligned.
-            .map(|(i, (cell, w))| {
-                if i < 4 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
+            .map(|(i, (cell, w))| if i < 4 { format!("{cell:<w$}") } else { format!("{cell:>w$}") })
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
@@ -218,10 +183,8 @@ mod tests {
             max_power_uw: Some(125_000_000),
             min_power_uw: None,
         };
-        let table = zone_table(&[
-            zone("intel-rapl:0", "package-0", vec![long_term]),
-            zone("intel-rapl:1", "psys", vec![]),
-        ]);
+        let table =
+            zone_table(&[zone("intel-rapl:0", "package-0", vec![long_term]), zone("intel-rapl:1", "psys", vec![])]);
         assert_eq!(
             table,
             "ZONE          NAME       ENABLED  CONSTRAINT  LIMIT_W    MAX_W  WINDOW_MS\n\

@@ -15,10 +15,7 @@ use tessera_sim::{PowerMode, PowerOutcome, PowerRule, PowerSetup};
 /// bounded (2^42 s, as simulated times are) rather than cast and saturated.
 fn time_limit_ms(seconds: f64) -> Result<u64> {
     if !(seconds > 0.0 && seconds <= tessera_core::MAX_TIME as f64) {
-        bail!(
-            "--milp-time-limit {seconds:?}: expected seconds > 0 and at most 2^42 = {}",
-            tessera_core::MAX_TIME
-        );
+        bail!("--milp-time-limit {seconds:?}: expected seconds > 0 and at most 2^42 = {}", tessera_core::MAX_TIME);
     }
     Ok((seconds * 1e3).ceil() as u64)
 }
@@ -27,75 +24,36 @@ fn time_limit_ms(seconds: f64) -> Result<u64> {
 pub fn solver(name: &str, node_limit: u64, time_limit_s: Option<f64>) -> Result<Solver> {
     let time_limit_ms = time_limit_s.map(time_limit_ms).transpose()?;
     match name.to_ascii_lowercase().as_str() {
-        "structured" if time_limit_ms.is_some() => {
-            bail!("--milp-time-limit applies to --solver milp only")
-        }
+        "structured" if time_limit_ms.is_some() => bail!("--milp-time-limit applies to --solver milp only"),
         "structured" => Ok(Solver::Structured),
-        "milp" => Ok(Solver::Milp {
-            node_limit,
-            time_limit_ms,
-        }),
+        "milp" => Ok(Solver::Milp { node_limit, time_limit_ms }),
         _ => bail!("--solver {name}: expected structured or milp"),
     }
 }
 
 /// A `lo,hi` range within (min, max] (or [min, max] when `closed`).
-fn range(
-    flag: &str,
-    text: &str,
-    min: f64,
-    max: f64,
-    closed: bool,
-    example: &str,
-) -> Result<(f64, f64)> {
-    let parsed = text
-        .split_once(',')
-        .and_then(|(a, b)| Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?)));
+fn range(flag: &str, text: &str, min: f64, max: f64, closed: bool, example: &str) -> Result<(f64, f64)> {
+    let parsed = text.split_once(',').and_then(|(a, b)| Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?)));
     match parsed {
-        Some((lo, hi)) if (lo > min || (closed && lo == min)) && lo <= hi && hi <= max => {
-            Ok((lo, hi))
-        }
-        _ => bail!(
-            "{flag} {text}: expected lo,hi with {min} {} lo <= hi <= {max}, e.g. {example}",
-            if closed { "<=" } else { "<" }
-        ),
+        Some((lo, hi)) if (lo > min || (closed && lo == min)) && lo <= hi && hi <= max => Ok((lo, hi)),
+        _ => bail!("{flag} {text}: expected lo,hi with {min} {} lo <= hi <= {max}, e.g. {example}", if closed { "<=" } else { "<" }),
     }
 }
 
 /// The power-aware setup of a run: None when the cluster has no power budget
 /// (then no power flag may be given).
 pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Option<PowerSetup>> {
-    let parm_flags = a.parm_variant.is_some()
-        || a.solver.is_some()
-        || a.milp_node_limit.is_some()
-        || a.milp_time_limit.is_some()
-        || a.alpha.is_some()
-        || a.fse.is_some()
-        || a.amortize_resizes;
+    let parm_flags = a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.milp_time_limit.is_some() || a.alpha.is_some() || a.fse.is_some() || a.amortize_resizes;
     if cluster.power_budget_w.is_none() {
         if policy == PolicyKind::Parm {
             bail!("policy parm needs a cluster file with power_budget_w and a power model (e.g. examples/clusters/theta-overprovisioned.toml); cluster `{}` has none", cluster.name);
         }
-        if parm_flags
-            || a.cap.is_some()
-            || a.power_seed.is_some()
-            || a.theta.is_some()
-            || a.parallelism.is_some()
-            || a.sigma.is_some()
-            || a.package_base_w.is_some()
-            || a.power_out.is_some()
-        {
-            bail!(
-                "power flags need a cluster file with power_budget_w; cluster `{}` has none",
-                cluster.name
-            );
+        if parm_flags || a.cap.is_some() || a.power_seed.is_some() || a.theta.is_some() || a.parallelism.is_some() || a.sigma.is_some() || a.package_base_w.is_some() || a.power_out.is_some() {
+            bail!("power flags need a cluster file with power_budget_w; cluster `{}` has none", cluster.name);
         }
         return Ok(None);
     }
-    let info = cluster
-        .power_machine()
-        .map_err(anyhow::Error::msg)
-        .with_context(|| format!("cluster `{}`", cluster.name))?;
+    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
     let mut rule = PowerRule::default();
     if let Some(s) = a.power_seed {
         rule.seed = s;
@@ -110,28 +68,16 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         rule.sigma = range("--sigma", t, 0.0, 1.0, true, "0,1")?;
     }
     if let Some(c) = a.package_base_w {
-        anyhow::ensure!(
-            c.is_finite() && (0.0..30.0).contains(&c),
-            "--package-base-w {c}: expected watts in [0, 30) (below every application's p_l)"
-        );
+        anyhow::ensure!(c.is_finite() && (0.0..30.0).contains(&c), "--package-base-w {c}: expected watts in [0, 30) (below every application's p_l)");
         rule.package_base_w = c;
     }
     let mode = if policy == PolicyKind::Parm {
         if a.cap.is_some() {
             bail!("--cap fixes every CPU's cap for a queue policy; PARM chooses caps itself");
         }
-        let variant: ParmVariant = a
-            .parm_variant
-            .as_deref()
-            .unwrap_or("wSE")
-            .parse()
-            .map_err(anyhow::Error::msg)?;
+        let variant: ParmVariant = a.parm_variant.as_deref().unwrap_or("wSE").parse().map_err(anyhow::Error::msg)?;
         let mut cfg = ParmConfig::new(variant);
-        cfg.solver = solver(
-            a.solver.as_deref().unwrap_or("structured"),
-            a.milp_node_limit.unwrap_or(20_000),
-            a.milp_time_limit,
-        )?;
+        cfg.solver = solver(a.solver.as_deref().unwrap_or("structured"), a.milp_node_limit.unwrap_or(20_000), a.milp_time_limit)?;
         if let Some(al) = a.alpha {
             if !(al.is_finite() && al >= 0.0) {
                 bail!("--alpha {al}: expected a number >= 0");
@@ -152,32 +98,21 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         }
         let cap_w = a.cap.unwrap_or(info.cpu_max_w);
         if !(cap_w > 0.0 && cap_w <= info.cpu_max_w) {
-            bail!(
-                "--cap {cap_w}: expected watts in (0, {}] (the CPU's maximum)",
-                info.cpu_max_w
-            );
+            bail!("--cap {cap_w}: expected watts in (0, {}] (the CPU's maximum)", info.cpu_max_w);
         }
         PowerMode::FixedCap { cap_w }
     };
-    Ok(Some(PowerSetup {
-        name: cluster.name.clone(),
-        info,
-        rule,
-        mode,
-    }))
+    Ok(Some(PowerSetup { name: cluster.name.clone(), info, rule, mode }))
 }
 
 /// Write the power drawn over time as CSV.
 pub fn write_power_csv(path: &Path, p: &PowerOutcome) -> Result<()> {
-    let mut f = std::io::BufWriter::new(
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-    );
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
     writeln!(f, "time,power_w,budget_w,busy_nodes")?;
     for &(t, w, busy) in &p.timeline {
         writeln!(f, "{t},{w:.3},{:.3},{busy}", p.budget_w)?;
     }
-    f.flush()
-        .with_context(|| format!("writing {}", path.display()))
+    f.flush().with_context(|| format!("writing {}", path.display()))
 }
 
 /// The experiment's and the bench's default cluster, embedded, and its trace.
@@ -233,22 +168,9 @@ struct Row {
 }
 
 /// Run one case on its set's records, already scaled by the case's γ.
-fn run_case(
-    recs: &[tessera_workload::swf::SwfRecord],
-    case: &Case,
-    info: &tessera_core::PowerSetupInfo,
-    name: &str,
-    rule: &PowerRule,
-    solver: Solver,
-    amortize: bool,
-) -> Result<(tessera_sim::Summary, f64)> {
+fn run_case(recs: &[tessera_workload::swf::SwfRecord], case: &Case, info: &tessera_core::PowerSetupInfo, name: &str, rule: &PowerRule, solver: Solver, amortize: bool) -> Result<(tessera_sim::Summary, f64)> {
     let (mode, policy) = match case.scheme {
-        Scheme::Baseline => (
-            PowerMode::FixedCap {
-                cap_w: info.cpu_max_w,
-            },
-            PolicyKind::Easy,
-        ),
+        Scheme::Baseline => (PowerMode::FixedCap { cap_w: info.cpu_max_w }, PolicyKind::Easy),
         Scheme::Naive(cap_w) => (PowerMode::FixedCap { cap_w }, PolicyKind::Easy),
         Scheme::Parm(v, alpha) => {
             let mut cfg = ParmConfig::new(v);
@@ -258,12 +180,7 @@ fn run_case(
             (PowerMode::Parm(cfg), PolicyKind::Parm)
         }
     };
-    let setup = PowerSetup {
-        name: name.to_string(),
-        info: info.clone(),
-        rule: rule.clone(),
-        mode,
-    };
+    let setup = PowerSetup { name: name.to_string(), info: info.clone(), rule: rule.clone(), mode };
     let w = tessera_sim::prepare_power(recs, std::sync::Arc::new(setup));
     w.check_time_range(&format!("set {} at γ = {}", case.set + 1, case.gamma))?;
     let t = std::time::Instant::now();
@@ -271,57 +188,32 @@ fn run_case(
     let wall = t.elapsed().as_secs_f64();
     let mut s = tessera_sim::Summary::compute("", &w, &o);
     s.sim_wall_time_s = wall;
-    let max_completion = w
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| o.end[i] - j.submit)
-        .max()
-        .unwrap_or(0);
+    let max_completion = w.jobs.iter().enumerate().map(|(i, j)| o.end[i] - j.submit).max().unwrap_or(0);
     Ok((s, max_completion as f64))
 }
 
 pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
     let (cluster_label, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
-    let info = cluster
-        .power_machine()
-        .map_err(anyhow::Error::msg)
-        .with_context(|| cluster_label.clone())?;
+    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| cluster_label.clone())?;
     let solver = solver(&a.solver, a.milp_node_limit, a.milp_time_limit)?;
-    let rule = PowerRule {
-        seed: a.power_seed,
-        ..PowerRule::default()
-    };
-    let variants: Vec<ParmVariant> = a
-        .variants
-        .iter()
-        .map(|v| v.parse().map_err(anyhow::Error::msg))
-        .collect::<Result<_>>()?;
+    let rule = PowerRule { seed: a.power_seed, ..PowerRule::default() };
+    let variants: Vec<ParmVariant> = a.variants.iter().map(|v| v.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;
     for &al in a.alphas.iter().chain([&a.table_alpha]) {
-        anyhow::ensure!(
-            al.is_finite() && al >= 0.0,
-            "--alpha {al}: expected a number >= 0"
-        );
+        anyhow::ensure!(al.is_finite() && al >= 0.0, "--alpha {al}: expected a number >= 0");
     }
     let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
     let n = records.len();
     // the paper's sets start at jobs 1, 10500 and 27000 of Intrepid's 68,936
     let starts: Vec<usize> = if a.set_starts.is_empty() {
-        [0.0, 10499.0, 26999.0]
-            .iter()
-            .map(|f: &f64| (f * n as f64 / 68936.0).round() as usize + 1)
-            .collect()
+        [0.0, 10499.0, 26999.0].iter().map(|f: &f64| (f * n as f64 / 68936.0).round() as usize + 1).collect()
     } else {
         a.set_starts.clone()
     };
     for &s in &starts {
         anyhow::ensure!(s >= 1 && s <= n, "--set-start {s}: the trace has {n} jobs");
     }
-    let sets: Vec<&[tessera_workload::swf::SwfRecord]> = starts
-        .iter()
-        .map(|&s| &records[s - 1..(s - 1).saturating_add(a.jobs).min(n)])
-        .collect();
+    let sets: Vec<&[tessera_workload::swf::SwfRecord]> = starts.iter().map(|&s| &records[s - 1..(s - 1).saturating_add(a.jobs).min(n)]).collect();
     let mut cases: Vec<Case> = Vec::new();
     let mut add = |c: Case| {
         if !cases.contains(&c) {
@@ -330,66 +222,29 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     };
     for set in 0..sets.len() {
         for &gamma in &a.gammas {
-            add(Case {
-                set,
-                gamma,
-                scheme: Scheme::Baseline,
-            });
+            add(Case { set, gamma, scheme: Scheme::Baseline });
             for &v in &variants {
-                add(Case {
-                    set,
-                    gamma,
-                    scheme: Scheme::Parm(v, a.table_alpha),
-                });
+                add(Case { set, gamma, scheme: Scheme::Parm(v, a.table_alpha) });
             }
         }
     }
     for &v in &variants {
         for &alpha in a.alphas.iter().chain([&a.table_alpha]) {
-            add(Case {
-                set: 0,
-                gamma: a.curve_gamma,
-                scheme: Scheme::Parm(v, alpha),
-            });
+            add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Parm(v, alpha) });
         }
     }
-    add(Case {
-        set: 0,
-        gamma: a.curve_gamma,
-        scheme: Scheme::Baseline,
-    });
+    add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Baseline });
     for &cap in &a.naive_caps {
-        anyhow::ensure!(
-            cap > 0.0 && cap <= info.cpu_max_w,
-            "--naive-cap {cap}: expected watts in (0, {}]",
-            info.cpu_max_w
-        );
-        add(Case {
-            set: 0,
-            gamma: a.curve_gamma,
-            scheme: Scheme::Naive(cap),
-        });
+        anyhow::ensure!(cap > 0.0 && cap <= info.cpu_max_w, "--naive-cap {cap}: expected watts in (0, {}]", info.cpu_max_w);
+        add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Naive(cap) });
     }
     // every set at every γ it runs at, scaled once, here, where an error can stop the run
     let mut scaled: BTreeMap<(usize, u64), Vec<tessera_workload::swf::SwfRecord>> = BTreeMap::new();
     for c in &cases {
-        if let std::collections::btree_map::Entry::Vacant(v) =
-            scaled.entry((c.set, c.gamma.to_bits()))
-        {
+        if let std::collections::btree_map::Entry::Vacant(v) = scaled.entry((c.set, c.gamma.to_bits())) {
             let mut recs = sets[c.set].to_vec();
-            let flag = if c.gamma == a.curve_gamma && !a.gammas.contains(&c.gamma) {
-                "--curve-gamma"
-            } else {
-                "--gamma"
-            };
-            tessera_workload::transform::scale_arrivals(&mut recs, c.gamma).with_context(|| {
-                format!(
-                    "{flag} {:?} on set {} of {}",
-                    c.gamma,
-                    c.set + 1,
-                    trace.display()
-                )
-            })?;
+            let flag = if c.gamma == a.curve_gamma && !a.gammas.contains(&c.gamma) { "--curve-gamma" } else { "--gamma" };
+            tessera_workload::transform::scale_arrivals(&mut recs, c.gamma).with_context(|| format!("{flag} {:?} on set {} of {}", c.gamma, c.set + 1, trace.display()))?;
             v.insert(recs);
         }
     }
@@ -399,13 +254,9 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         let key = |c: &Case| (matches!(c.scheme, Scheme::Parm(..)), -c.gamma);
         key(&cases[y]).partial_cmp(&key(&cases[x])).unwrap()
     });
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get()))
-        .max(1);
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get())).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Result<Row>>>> =
-        std::sync::Mutex::new((0..cases.len()).map(|_| None).collect());
+    let results: std::sync::Mutex<Vec<Option<Result<Row>>>> = std::sync::Mutex::new((0..cases.len()).map(|_| None).collect());
     let failed = std::sync::atomic::AtomicBool::new(false);
     let t0 = std::time::Instant::now();
     std::thread::scope(|s| {
@@ -417,15 +268,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
                     break;
                 }
                 let c = cases[i];
-                let (sum, max_completion) = match run_case(
-                    &scaled[&(c.set, c.gamma.to_bits())],
-                    &c,
-                    &info,
-                    &cluster.name,
-                    &rule,
-                    solver,
-                    a.amortize_resizes,
-                ) {
+                let (sum, max_completion) = match run_case(&scaled[&(c.set, c.gamma.to_bits())], &c, &info, &cluster.name, &rule, solver, a.amortize_resizes) {
                     Ok(r) => r,
                     Err(e) => {
                         failed.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -453,66 +296,29 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
                     max_decision_s: p.max_decision_wall_s,
                     sim_wall_s: sum.sim_wall_time_s,
                 };
-                eprintln!(
-                    "set {} γ={} {:<14} avg completion {:>8.1} min  ({:.1} s)",
-                    row.set, row.gamma, row.scheme, row.avg_completion_min, row.sim_wall_s
-                );
+                eprintln!("set {} γ={} {:<14} avg completion {:>8.1} min  ({:.1} s)", row.set, row.gamma, row.scheme, row.avg_completion_min, row.sim_wall_s);
                 results.lock().unwrap()[i] = Some(Ok(row));
             });
         }
     });
     // in case order; a case is missing only when another failed
-    let rows: Vec<Row> = results
-        .into_inner()
-        .unwrap()
-        .into_iter()
-        .flatten()
-        .collect::<Result<_>>()?;
+    let rows: Vec<Row> = results.into_inner().unwrap().into_iter().flatten().collect::<Result<_>>()?;
     assert_eq!(rows.len(), cases.len(), "every case ran");
     for r in &rows {
-        anyhow::ensure!(
-            r.max_power_w <= r.budget_w * (1.0 + 1e-9),
-            "set {} γ={} {}: power {} W over the budget {} W",
-            r.set,
-            r.gamma,
-            r.scheme,
-            r.max_power_w,
-            r.budget_w
-        );
+        anyhow::ensure!(r.max_power_w <= r.budget_w * (1.0 + 1e-9), "set {} γ={} {}: power {} W over the budget {} W", r.set, r.gamma, r.scheme, r.max_power_w, r.budget_w);
     }
-    let find = |set: usize, gamma: f64, scheme: Scheme| {
-        rows.iter()
-            .zip(&cases)
-            .find(|(_, c)| c.set == set && c.gamma == gamma && c.scheme == scheme)
-            .map(|(r, _)| r)
-    };
+    let find = |set: usize, gamma: f64, scheme: Scheme| rows.iter().zip(&cases).find(|(_, c)| c.set == set && c.gamma == gamma && c.scheme == scheme).map(|(r, _)| r);
     if a.format == crate::cli::Format::Json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    println!(
-        "trace: {}  ({} jobs; sets of {} jobs starting at {:?})",
-        trace.display(),
-        n,
-        a.jobs,
-        starts
-    );
-    let base_nodes = rows
-        .iter()
-        .find(|r| r.scheme == Scheme::Baseline.label())
-        .map_or(0, |r| r.nodes);
+    println!("trace: {}  ({} jobs; sets of {} jobs starting at {:?})", trace.display(), n, a.jobs, starts);
+    let base_nodes = rows.iter().find(|r| r.scheme == Scheme::Baseline.label()).map_or(0, |r| r.nodes);
     println!("cluster: {cluster_label}: {} nodes, budget {:.0} W; the baseline powers {base_nodes} of them at full power", info.machine.nodes, info.machine.budget_w);
-    let amortized = if a.amortize_resizes {
-        "; wSE resizes amortized"
-    } else {
-        ""
-    };
+    let amortized = if a.amortize_resizes { "; wSE resizes amortized" } else { "" };
     println!("solver: {solver}; power-profile seed {}{amortized}; wall time {:.1} s on {threads} thread(s)", a.power_seed, t0.elapsed().as_secs_f64());
     println!();
-    println!(
-        "Average completion time (minutes) and speedup over the baseline (α = {}):",
-        a.table_alpha
-    );
+    println!("Average completion time (minutes) and speedup over the baseline (α = {}):", a.table_alpha);
     println!();
     let mut head = "| set | γ | baseline |".to_string();
     let mut rule_line = "|---|---|---|".to_string();
@@ -525,19 +331,10 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     for set in 0..sets.len() {
         for &gamma in &a.gammas {
             let base = find(set, gamma, Scheme::Baseline).unwrap();
-            let mut line = format!(
-                "| {} ({}) | {gamma} | {:.1} |",
-                set + 1,
-                starts[set],
-                base.avg_completion_min
-            );
+            let mut line = format!("| {} ({}) | {gamma} | {:.1} |", set + 1, starts[set], base.avg_completion_min);
             for &v in &variants {
                 let r = find(set, gamma, Scheme::Parm(v, a.table_alpha)).unwrap();
-                line += &format!(
-                    " {:.1} | {:.2}× |",
-                    r.avg_completion_min,
-                    base.avg_completion_min / r.avg_completion_min
-                );
+                line += &format!(" {:.1} | {:.2}× |", r.avg_completion_min, base.avg_completion_min / r.avg_completion_min);
             }
             println!("{line}");
         }
@@ -563,20 +360,14 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         let mut line = format!("| {alpha} |");
         for &v in &variants {
             let r = find(0, a.curve_gamma, Scheme::Parm(v, alpha)).unwrap();
-            line += &format!(
-                " {:.1} | {:.1} |",
-                r.avg_completion_min, r.max_completion_min
-            );
+            line += &format!(" {:.1} | {:.1} |", r.avg_completion_min, r.max_completion_min);
         }
         println!("{line}");
     }
     println!();
     println!("Naive overprovisioning (EASY, every CPU at one cap), set 1, γ = {}: PARM's speedup over it (α = {}):", a.curve_gamma, a.table_alpha);
     println!();
-    let (mut head, mut rule_line) = (
-        "| CPU cap (W) | nodes | average completion (min) |".to_string(),
-        "|---|---|---|".to_string(),
-    );
+    let (mut head, mut rule_line) = ("| CPU cap (W) | nodes | average completion (min) |".to_string(), "|---|---|---|".to_string());
     for v in &variants {
         head += &format!(" {v} speedup |");
         rule_line += "---|";
@@ -592,10 +383,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         }
         println!("{line}");
     }
-    let worst = rows
-        .iter()
-        .map(|r| r.max_power_w / r.budget_w)
-        .fold(0.0, f64::max);
+    let worst = rows.iter().map(|r| r.max_power_w / r.budget_w).fold(0.0, f64::max);
     let slowest = rows.iter().map(|r| r.max_decision_s).fold(0.0, f64::max);
     println!();
     println!("Every run stayed within the budget (highest draw {:.2}% of it); longest PARM decision {:.1} ms.", 100.0 * worst, slowest * 1e3);
@@ -626,15 +414,9 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
     use tessera_core::power::knapsack;
     let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
     let (_, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
-    let info = cluster
-        .power_machine()
-        .map_err(anyhow::Error::msg)
-        .with_context(|| format!("cluster `{}`", cluster.name))?;
+    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
     let variant: ParmVariant = a.variant.parse().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(
-        a.repeat >= 1 && a.instances >= 1,
-        "--repeat and --instances must be >= 1"
-    );
+    anyhow::ensure!(a.repeat >= 1 && a.instances >= 1, "--repeat and --instances must be >= 1");
     let time_limit = time_limit_ms(a.milp_time_limit)?;
     let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
     let setup = std::sync::Arc::new(PowerSetup {
@@ -646,11 +428,7 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
     let w = tessera_sim::prepare_power(&records, setup);
     let mut rows = Vec::new();
     for &k in &a.jobs {
-        anyhow::ensure!(
-            k >= 1 && k <= w.jobs.len(),
-            "--jobs {k}: the trace has {} usable jobs",
-            w.jobs.len()
-        );
+        anyhow::ensure!(k >= 1 && k <= w.jobs.len(), "--jobs {k}: the trace has {} usable jobs", w.jobs.len());
         for inst in 0..a.instances {
             // instances spread from the trace's start to its end
             let first = (w.jobs.len() - k) * inst / (a.instances - 1).max(1);
@@ -661,18 +439,11 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
             let mut e = tessera_core::Engine::parm(info.machine.clone(), cfg.clone());
             let mut out = Vec::new();
             for i in first..first + k {
-                let spec = tessera_core::JobSpec {
-                    power: Some(w.power_jobs[i]),
-                    ..tessera_sim::spec_of(&w.jobs[i])
-                };
+                let spec = tessera_core::JobSpec { power: Some(w.power_jobs[i]), ..tessera_sim::spec_of(&w.jobs[i]) };
                 e.handle(0, tessera_core::Input::Submit(spec), &mut out);
             }
             e.handle(0, tessera_core::Input::Pass, &mut out);
-            anyhow::ensure!(
-                !out.iter()
-                    .any(|x| matches!(x, tessera_core::Effect::Rejected { .. })),
-                "the engine rejected a job of the benchmark: {out:?}"
-            );
+            anyhow::ensure!(!out.iter().any(|x| matches!(x, tessera_core::Effect::Rejected { .. })), "the engine rejected a job of the benchmark: {out:?}");
             let (problem, incumbent) = e.decision_problem(cfg.fse.max(1)).expect("a PARM engine");
             let running = problem.groups.iter().filter(|g| g.forced).count();
             let items = problem.groups.iter().map(|g| g.items.len()).sum();
@@ -686,20 +457,9 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
             times.sort_by(f64::total_cmp);
             // the MILP cold, falling back to the running jobs' current configurations
             // (feasible), so that its objective is its own search's
-            let current = knapsack::Solution {
-                objective: problem.value(&incumbent),
-                choice: incumbent.clone(),
-                bound: None,
-                status: tessera_core::power::Status::Feasible,
-            };
+            let current = knapsack::Solution { objective: problem.value(&incumbent), choice: incumbent.clone(), bound: None, status: tessera_core::power::Status::Feasible };
             let t = std::time::Instant::now();
-            let m = knapsack::milp(
-                &problem,
-                a.milp_node_limit,
-                Some(time_limit),
-                &current,
-                false,
-            );
+            let m = knapsack::milp(&problem, a.milp_node_limit, Some(time_limit), &current, false);
             let milp_s = t.elapsed().as_secs_f64();
             let bound = s.bound.unwrap_or(f64::NAN);
             let row = BenchRow {
@@ -715,12 +475,7 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
                 gap_to_milp: (m.objective - s.objective) / m.objective,
                 gap_to_bound: (bound - s.objective) / bound,
             };
-            eprintln!(
-                "{k} jobs, instance {}: structured {:.2} ms, MILP {:.2} s",
-                inst + 1,
-                row.structured_ms_min,
-                row.milp_s
-            );
+            eprintln!("{k} jobs, instance {}: structured {:.2} ms, MILP {:.2} s", inst + 1, row.structured_ms_min, row.milp_s);
             rows.push(row);
         }
     }

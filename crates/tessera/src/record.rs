@@ -3,9 +3,7 @@
 
 use anyhow::{Context, Result};
 use std::path::Path;
-use tessera_accounting::store::{
-    AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind, Store,
-};
+use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind, Store};
 use tessera_core::{CanonicalUnit, Cluster};
 use tessera_sim::{Machine, SimOutcome, Workload};
 use tessera_workload::jobs::TraceJob;
@@ -44,11 +42,7 @@ fn cluster_nodes(c: &Cluster) -> Vec<NodeRecord> {
         .enumerate()
         .map(|(i, n)| {
             let t = &c.node_types[n.node_type];
-            let p = c
-                .partitions
-                .iter()
-                .find(|p| p.nodes.contains(&i))
-                .unwrap_or(c.default_partition());
+            let p = c.partitions.iter().find(|p| p.nodes.contains(&i)).unwrap_or(c.default_partition());
             NodeRecord {
                 name: n.name.clone(),
                 node_type: t.name.clone(),
@@ -74,20 +68,11 @@ fn who(id: i64, prefix: &str) -> String {
     }
 }
 
-pub fn job_records<'a>(
-    w: &'a Workload,
-    o: &'a SimOutcome,
-    records: &'a [SwfRecord],
-) -> impl Iterator<Item = JobRecord> + 'a {
+pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfRecord]) -> impl Iterator<Item = JobRecord> + 'a {
     let partition_of = |j: &TraceJob| match &w.machine {
         Machine::Pool(_) => "pool".to_string(),
         Machine::Power(s) => s.name.clone(),
-        Machine::Cluster { cluster, .. } => cluster.partitions[w
-            .machine
-            .partition_of(j)
-            .map_or(cluster.default_partition_index(), |p| p as usize)]
-        .name
-        .clone(),
+        Machine::Cluster { cluster, .. } => cluster.partitions[w.machine.partition_of(j).map_or(cluster.default_partition_index(), |p| p as usize)].name.clone(),
     };
     w.jobs.iter().enumerate().map(move |(i, j)| {
         let r = &records[w.record_index[i] as usize];
@@ -102,24 +87,10 @@ pub fn job_records<'a>(
             }
         };
         let allocations = match o.alloc.get(i).and_then(|a| a.as_ref()) {
-            Some(a) => a
-                .parts
-                .iter()
-                .map(|p| AllocationRecord {
-                    node: p.node,
-                    cores: p.cores,
-                    memory_mb: p.mem,
-                    gpus: 0,
-                })
-                .collect(),
+            Some(a) => a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: 0 }).collect(),
             None => {
                 let held = o.power.as_ref().map_or(j.procs, |p| p.start_nodes[i]);
-                vec![AllocationRecord {
-                    node: 0,
-                    cores: held,
-                    memory_mb: 0,
-                    gpus: 0,
-                }]
+                vec![AllocationRecord { node: 0, cores: held, memory_mb: 0, gpus: 0 }]
             }
         };
         // SWF field 6 is CPU seconds per processor, measured at reference pace
@@ -148,16 +119,7 @@ pub fn job_records<'a>(
 }
 
 /// Record a simulation in the store at `path`; returns the run id.
-pub fn record(
-    path: &Path,
-    site: &str,
-    label: &str,
-    policy: &str,
-    epoch_offset: i64,
-    w: &Workload,
-    o: &SimOutcome,
-    records: &[SwfRecord],
-) -> Result<i64> {
+pub fn record(path: &Path, site: &str, label: &str, policy: &str, epoch_offset: i64, w: &Workload, o: &SimOutcome, records: &[SwfRecord]) -> Result<i64> {
     let mut store = Store::open(path)?;
     let cluster = match &w.machine {
         Machine::Pool(c) => format!("pool-{c}"),
@@ -171,12 +133,8 @@ pub fn record(
         cluster,
         policy: policy.to_string(),
         epoch_offset,
-        recorded_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64),
+        recorded_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64),
     };
     let nodes = node_records(w);
-    store
-        .record_run(&run, &nodes, job_records(w, o, records))
-        .with_context(|| format!("recording the run in {}", path.display()))
+    store.record_run(&run, &nodes, job_records(w, o, records)).with_context(|| format!("recording the run in {}", path.display()))
 }

@@ -4,12 +4,12 @@ use crate::cli::{Format, SimBenchArgs, SimRunArgs};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
-use tessera_core::NodeSetSpec;
 use tessera_core::{Cluster, PolicyKind};
 use tessera_sim::output::{write_jobs_csv, write_swf};
 use tessera_sim::reference::simulate_reference;
+use std::sync::Arc;
+use tessera_core::NodeSetSpec;
 use tessera_sim::workload::{default_capacity, prepare, prepare_on, Machine};
 use tessera_sim::{simulate, Summary};
 use tessera_workload::lublin::{generate, LublinParams};
@@ -22,14 +22,12 @@ pub const DEFAULT_JOBS: usize = 10_000;
 pub const DEFAULT_SEED: u64 = 1;
 
 pub fn load_cluster(path: &Path) -> Result<Cluster> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading cluster file {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading cluster file {}", path.display()))?;
     Ok(Cluster::from_toml(&text, &path.display().to_string())?)
 }
 
 pub fn default_cluster() -> Cluster {
-    Cluster::from_toml(DEFAULT_CLUSTER, "examples/clusters/default.toml")
-        .expect("the embedded default cluster is valid")
+    Cluster::from_toml(DEFAULT_CLUSTER, "examples/clusters/default.toml").expect("the embedded default cluster is valid")
 }
 
 fn read_trace(path: &Path, lenient: bool) -> Result<(SwfHeader, Vec<SwfRecord>)> {
@@ -43,9 +41,7 @@ fn read_trace(path: &Path, lenient: bool) -> Result<(SwfHeader, Vec<SwfRecord>)>
 /// The node set given on the command line, with the cluster's site options unless
 /// overridden by flags.
 fn nodeset_of(a: &SimRunArgs, cluster: &Cluster) -> Result<Option<NodeSetSpec>> {
-    let Some(text) = &a.nodeset else {
-        return Ok(None);
-    };
+    let Some(text) = &a.nodeset else { return Ok(None) };
     let mut spec = NodeSetSpec::parse_job(text)?.with_site_options(cluster.nodeset.as_ref());
     if a.nodeset_optional {
         spec.optional = true;
@@ -54,17 +50,12 @@ fn nodeset_of(a: &SimRunArgs, cluster: &Cluster) -> Result<Option<NodeSetSpec>> 
         spec.tolerance = Some(t);
     }
     if let Some(p) = &a.nodeset_priority {
-        spec.priority = p
-            .parse()
-            .map_err(|m: String| anyhow::anyhow!("--nodeset-priority: {m}"))?;
+        spec.priority = p.parse().map_err(|m: String| anyhow::anyhow!("--nodeset-priority: {m}"))?;
     }
     if let Some(p) = &a.nodeset_plus {
-        spec.plus = p
-            .parse()
-            .map_err(|m: String| anyhow::anyhow!("--nodeset-plus: {m}"))?;
+        spec.plus = p.parse().map_err(|m: String| anyhow::anyhow!("--nodeset-plus: {m}"))?;
     }
-    spec.validate()
-        .map_err(|m| anyhow::anyhow!("--nodeset {text}: {m}"))?;
+    spec.validate().map_err(|m| anyhow::anyhow!("--nodeset {text}: {m}"))?;
     Ok(Some(spec))
 }
 
@@ -77,9 +68,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         None => None,
     };
     let cluster_cores = match &cluster {
-        Some(c) => {
-            Some(u32::try_from(c.total_cores()).context("the cluster has more than 2^32 cores")?)
-        }
+        Some(c) => Some(u32::try_from(c.total_cores()).context("the cluster has more than 2^32 cores")?),
         None => None,
     };
     let (label, header, mut records) = match &a.trace {
@@ -89,8 +78,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         }
         None => {
             let procs = cluster_cores.expect("default cluster");
-            let (h, r) = generate(&LublinParams::new(procs, DEFAULT_JOBS, DEFAULT_SEED))
-                .context("generating the default workload")?;
+            let (h, r) = generate(&LublinParams::new(procs, DEFAULT_JOBS, DEFAULT_SEED)).context("generating the default workload")?;
             (format!("default (Lublin-Feitelson 2003 model, {DEFAULT_JOBS} jobs, seed {DEFAULT_SEED}, {procs} processors)"), h, r)
         }
     };
@@ -99,8 +87,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         tessera_workload::transform::first_jobs(&mut records, n);
     }
     if let Some(g) = a.arrival_scale {
-        tessera_workload::transform::scale_arrivals(&mut records, g)
-            .with_context(|| format!("--arrival-scale {g:?} on {label}"))?;
+        tessera_workload::transform::scale_arrivals(&mut records, g).with_context(|| format!("--arrival-scale {g:?} on {label}"))?;
     }
     let w = match cluster {
         Some(cluster) => {
@@ -135,8 +122,7 @@ pub fn run(a: SimRunArgs) -> Result<()> {
     let capacity = w.capacity;
     let t1 = Instant::now();
     let outcome = {
-        let _span =
-            tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();
+        let _span = tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();
         simulate(&w, policy)
     };
     anyhow::ensure!(outcome.rejected == 0, "{label}: the engine rejected {} of the simulator's inputs (a simulator defect; please report it with this trace)", outcome.rejected);
@@ -154,13 +140,8 @@ pub fn run(a: SimRunArgs) -> Result<()> {
     }
     if let Some(p) = &a.swf_out {
         let f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
-        let note = format!(
-            "simulated by tessera {} with policy {} on {capacity} processors",
-            env!("CARGO_PKG_VERSION"),
-            policy.name()
-        );
-        write_swf(f, &header, &note, &records, &w, &outcome)
-            .with_context(|| format!("writing {}", p.display()))?;
+        let note = format!("simulated by tessera {} with policy {} on {capacity} processors", env!("CARGO_PKG_VERSION"), policy.name());
+        write_swf(f, &header, &note, &records, &w, &outcome).with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(db) = &a.db {
         let site = a.site.clone().unwrap_or_else(|| match &w.machine {
@@ -169,23 +150,13 @@ pub fn run(a: SimRunArgs) -> Result<()> {
             Machine::Power(s) => s.name.clone(),
         });
         let offset = header.unix_start_time.unwrap_or(0);
-        let run = crate::record::record(
-            db,
-            &site,
-            &label,
-            policy.name(),
-            offset,
-            &w,
-            &outcome,
-            &records,
-        )?;
+        let run = crate::record::record(db, &site, &label, policy.name(), offset, &w, &outcome, &records)?;
         eprintln!("recorded as run {run} in {}", db.display());
     }
     summary.wall_time_s = t0.elapsed().as_secs_f64();
     let json = serde_json::to_string_pretty(&summary)?;
     if let Some(p) = &a.summary {
-        std::fs::write(p, format!("{json}\n"))
-            .with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(p, format!("{json}\n")).with_context(|| format!("writing {}", p.display()))?;
     }
     match a.format {
         Format::Json => println!("{json}"),
@@ -226,46 +197,24 @@ fn time_min_median<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, f64, T) 
 
 pub fn bench(a: SimBenchArgs) -> Result<()> {
     let traces: Vec<PathBuf> = if a.traces.is_empty() {
-        let dir = tessera_workload::traces::shared_dir().context(
-            "no --trace given and the shared traces directory was not found (set TESSERA_TRACES)",
-        )?;
-        [
-            "HPC2N-2002-2.2-cln.swf.gz",
-            "CEA-Curie-2011-2.1-cln.swf.gz",
-            "RICC-2010-2.swf.gz",
-        ]
-        .iter()
-        .map(|f| dir.join(f))
-        .collect()
+        let dir = tessera_workload::traces::shared_dir()
+            .context("no --trace given and the shared traces directory was not found (set TESSERA_TRACES)")?;
+        ["HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz", "RICC-2010-2.swf.gz"].iter().map(|f| dir.join(f)).collect()
     } else {
         a.traces.clone()
     };
     let policies: Vec<PolicyKind> = if a.policies.is_empty() {
         vec![PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative]
     } else {
-        a.policies
-            .iter()
-            .map(|p| p.parse())
-            .collect::<Result<_, _>>()?
+        a.policies.iter().map(|p| p.parse()).collect::<Result<_, _>>()?
     };
-    let cluster = a
-        .cluster
-        .as_deref()
-        .map(load_cluster)
-        .transpose()?
-        .map(Arc::new);
+    let cluster = a.cluster.as_deref().map(load_cluster).transpose()?.map(Arc::new);
     let mut rows = Vec::new();
     for path in &traces {
         if !path.is_file() {
             bail!("{}: no such trace", path.display());
         }
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("?")
-            .trim_end_matches(".gz")
-            .trim_end_matches(".swf")
-            .to_string();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?").trim_end_matches(".gz").trim_end_matches(".swf").to_string();
         let (parse_s, _, parsed) = time_min_median(a.repeat, || SwfReader::read_file(path, false));
         let (header, mut records, _) = parsed?;
         if a.max_jobs > 0 {
@@ -273,24 +222,12 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
         }
         let w = prepare(&records, default_capacity(&header, &name)?);
         w.check_time_range(&name)?;
-        let on_nodes = cluster.as_ref().map(|c| {
-            prepare_on(
-                &records,
-                Machine::Cluster {
-                    cluster: c.clone(),
-                    partition: None,
-                    nodeset: None,
-                },
-            )
-        });
+        let on_nodes = cluster.as_ref().map(|c| prepare_on(&records, Machine::Cluster { cluster: c.clone(), partition: None, nodeset: None }));
         if let Some(wn) = &on_nodes {
             wn.check_time_range(&name)?;
         }
         if a.max_jobs > 0 && a.format == Format::Table {
-            println!(
-                "{name}: first {} records (parse time is for the whole file)",
-                records.len()
-            );
+            println!("{name}: first {} records (parse time is for the whole file)", records.len());
         }
         for &policy in &policies {
             let (sim_s, sim_median_s, outcome) = time_min_median(a.repeat, || simulate(&w, policy));
@@ -306,9 +243,7 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
                 );
                 t
             });
-            let nodes_s = on_nodes
-                .as_ref()
-                .map(|wn| time_min_median(a.repeat, || simulate(wn, policy)).0);
+            let nodes_s = on_nodes.as_ref().map(|wn| time_min_median(a.repeat, || simulate(wn, policy)).0);
             rows.push(BenchRow {
                 nodes_s,
                 nodes_over_pool: nodes_s.map(|n| n / sim_s),
@@ -340,19 +275,12 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
     if a.format == Format::Table {
         // conservative against EASY, per trace, in the pool and on nodes
         for r in rows.iter().filter(|r| r.policy == "conservative") {
-            if let Some(e) = rows
-                .iter()
-                .find(|e| e.trace == r.trace && e.policy == "easy")
-            {
+            if let Some(e) = rows.iter().find(|e| e.trace == r.trace && e.policy == "easy") {
                 let nodes = match (r.nodes_s, e.nodes_s) {
                     (Some(c), Some(x)) => format!(", on nodes {:.1}x", c / x),
                     _ => String::new(),
                 };
-                println!(
-                    "{}: conservative / EASY {:.1}x in the pool{nodes}",
-                    r.trace,
-                    r.sim_s / e.sim_s
-                );
+                println!("{}: conservative / EASY {:.1}x in the pool{nodes}", r.trace, r.sim_s / e.sim_s);
             }
         }
     }

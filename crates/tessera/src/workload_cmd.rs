@@ -8,29 +8,17 @@ use tessera_workload::lublin::{generate as lublin, LublinParams};
 use tessera_workload::swf::{SwfReader, SwfWriter};
 
 pub fn generate(a: GenerateArgs) -> Result<()> {
-    anyhow::ensure!(
-        a.procs >= 1,
-        "--procs {}: expected at least 1 processor",
-        a.procs
-    );
-    anyhow::ensure!(
-        a.arrival_factor.is_finite() && a.arrival_factor > 0.0,
-        "--arrival-factor {}: expected a number > 0",
-        a.arrival_factor
-    );
+    anyhow::ensure!(a.procs >= 1, "--procs {}: expected at least 1 processor", a.procs);
+    anyhow::ensure!(a.arrival_factor.is_finite() && a.arrival_factor > 0.0, "--arrival-factor {}: expected a number > 0", a.arrival_factor);
     let (header, records) = match a.model {
         Model::Lublin => {
             let mut p = LublinParams::new(a.procs, a.jobs, a.seed);
             p.arrival_factor = a.arrival_factor;
-            lublin(&p).with_context(|| {
-                format!("--jobs {} --arrival-factor {:?}", a.jobs, a.arrival_factor)
-            })?
+            lublin(&p).with_context(|| format!("--jobs {} --arrival-factor {:?}", a.jobs, a.arrival_factor))?
         }
     };
     let out: Box<dyn Write> = match &a.output {
-        Some(p) => {
-            Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
-        }
+        Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut w = SwfWriter::new(std::io::BufWriter::new(out));
@@ -62,10 +50,7 @@ struct Info {
 
 pub fn info(a: InfoArgs) -> Result<()> {
     let (h, records, report) = SwfReader::read_file(&a.trace, a.lenient)?;
-    let size = h
-        .machine_size()
-        .and_then(|s| u32::try_from(s).ok())
-        .unwrap_or(u32::MAX);
+    let size = h.machine_size().and_then(|s| u32::try_from(s).ok()).unwrap_or(u32::MAX);
     let w = prepare(&records, size);
     let info = Info {
         trace: a.trace.display().to_string(),
@@ -81,25 +66,14 @@ pub fn info(a: InfoArgs) -> Result<()> {
         first_submit: records.iter().map(|r| r.submit_time).min(),
         last_submit: records.iter().map(|r| r.submit_time).max(),
         jobs_simulatable: w.jobs.len(),
-        jobs_skipped: w
-            .skipped
-            .iter()
-            .map(|(k, v)| (k.key().to_string(), *v))
-            .collect(),
+        jobs_skipped: w.skipped.iter().map(|(k, v)| (k.key().to_string(), *v)).collect(),
     };
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&info)?),
         Format::Table => {
             let v = serde_json::to_value(&info)?;
             for (k, val) in v.as_object().unwrap() {
-                println!(
-                    "{k:<24} {}",
-                    if val.is_string() {
-                        val.as_str().unwrap().to_string()
-                    } else {
-                        val.to_string()
-                    }
-                );
+                println!("{k:<24} {}", if val.is_string() { val.as_str().unwrap().to_string() } else { val.to_string() });
             }
             if report.skipped > 0 {
                 println!("{report}");

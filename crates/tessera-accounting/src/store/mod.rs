@@ -32,11 +32,7 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     #[error("accounting store {path} has schema version {found}; this build knows up to {known}")]
-    TooNew {
-        path: String,
-        found: i64,
-        known: i64,
-    },
+    TooNew { path: String, found: i64, known: i64 },
     #[error("accounting store {path} has no run {run}")]
     NoRun { path: String, run: i64 },
     #[error("accounting store {path} holds no complete run")]
@@ -52,10 +48,7 @@ impl Store {
     /// Open (creating if needed) and migrate a store.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let p = path.display().to_string();
-        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite {
-            path: p.clone(),
-            source,
-        })?;
+        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite { path: p.clone(), source })?;
         let mut s = Store { conn, path: p };
         s.setup()?;
         Ok(s)
@@ -63,65 +56,37 @@ impl Store {
 
     /// A store in memory (tests).
     pub fn in_memory() -> Result<Store, StoreError> {
-        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite {
-            path: ":memory:".into(),
-            source,
-        })?;
-        let mut s = Store {
-            conn,
-            path: ":memory:".into(),
-        };
+        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite { path: ":memory:".into(), source })?;
+        let mut s = Store { conn, path: ":memory:".into() };
         s.setup()?;
         Ok(s)
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        move |source| StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+        move |source| StoreError::Sqlite { path: self.path.clone(), source }
     }
 
     fn setup(&mut self) -> Result<(), StoreError> {
         let path = self.path.clone();
-        let e = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        self.conn
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(e)?;
-        self.conn
-            .pragma_update(None, "synchronous", "NORMAL")
-            .map_err(e)?;
-        self.conn
-            .pragma_update(None, "foreign_keys", "ON")
-            .map_err(e)?;
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(e)?;
+        let e = |source| StoreError::Sqlite { path: path.clone(), source };
+        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(e)?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(e)?;
+        self.conn.pragma_update(None, "foreign_keys", "ON").map_err(e)?;
+        let version: i64 = self.conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(e)?;
         if version > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path,
-                found: version,
-                known: SCHEMA_VERSION,
-            });
+            return Err(StoreError::TooNew { path, found: version, known: SCHEMA_VERSION });
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self.conn.transaction().map_err(e)?;
             tx.execute_batch(sql).map_err(e)?;
-            tx.pragma_update(None, "user_version", i as i64 + 1)
-                .map_err(e)?;
+            tx.pragma_update(None, "user_version", i as i64 + 1).map_err(e)?;
             tx.commit().map_err(e)?;
         }
         Ok(())
     }
 
     pub fn schema_version(&self) -> Result<i64, StoreError> {
-        self.conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(self.err())
+        self.conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(self.err())
     }
 
     pub fn connection(&self) -> &Connection {
@@ -134,20 +99,12 @@ impl Store {
 
     /// Record a run: its nodes, then its jobs in batches of [`BATCH`], each batch one
     /// transaction; the last one also marks the run complete. Returns the run id.
-    pub fn record_run<I>(
-        &mut self,
-        run: &RunInfo,
-        nodes: &[NodeRecord],
-        jobs: I,
-    ) -> Result<i64, StoreError>
+    pub fn record_run<I>(&mut self, run: &RunInfo, nodes: &[NodeRecord], jobs: I) -> Result<i64, StoreError>
     where
         I: IntoIterator<Item = JobRecord>,
     {
         let path = self.path.clone();
-        let e = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let e = |source| StoreError::Sqlite { path: path.clone(), source };
         let tx = self.conn.transaction().map_err(e)?;
         tx.execute(
             "INSERT INTO runs (kind, label, site, cluster, policy, epoch_offset, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -167,30 +124,11 @@ impl Store {
                 .map_err(e)?;
             for (i, n) in nodes.iter().enumerate() {
                 ins.execute(params![
-                    run_id,
-                    i as i64,
-                    n.name,
-                    n.node_type,
-                    n.partition,
-                    n.cores,
-                    n.memory_mb as i64,
-                    n.gpus,
-                    n.hs06_per_core,
-                    n.factor,
-                    n.unit.cores,
-                    n.unit.memory_mb as i64,
-                    n.unit.gpus
+                    run_id, i as i64, n.name, n.node_type, n.partition, n.cores, n.memory_mb as i64, n.gpus, n.hs06_per_core, n.factor,
+                    n.unit.cores, n.unit.memory_mb as i64, n.unit.gpus
                 ])
                 .map_err(e)?;
-                cap.execute(params![
-                    run_id,
-                    i as i64,
-                    n.valid_from,
-                    n.cores,
-                    n.memory_mb as i64,
-                    n.gpus
-                ])
-                .map_err(e)?;
+                cap.execute(params![run_id, i as i64, n.valid_from, n.cores, n.memory_mb as i64, n.gpus]).map_err(e)?;
             }
         }
         tx.commit().map_err(e)?;
@@ -203,11 +141,7 @@ impl Store {
             let tx = self.conn.transaction().map_err(e)?;
             write_jobs(&tx, run_id, nodes, &batch).map_err(e)?;
             if last {
-                tx.execute(
-                    "UPDATE runs SET complete = 1 WHERE id = ?1",
-                    params![run_id],
-                )
-                .map_err(e)?;
+                tx.execute("UPDATE runs SET complete = 1 WHERE id = ?1", params![run_id]).map_err(e)?;
             }
             tx.commit().map_err(e)?;
         }
@@ -220,42 +154,22 @@ impl Store {
     pub fn resolve_run(&self, run: Option<i64>) -> Result<i64, StoreError> {
         match run {
             Some(r) => {
-                let found: Option<i64> = self
-                    .conn
-                    .query_row("SELECT id FROM runs WHERE id = ?1", params![r], |x| {
-                        x.get(0)
-                    })
-                    .optional()
-                    .map_err(self.err())?;
-                found.ok_or(StoreError::NoRun {
-                    path: self.path.clone(),
-                    run: r,
-                })
+                let found: Option<i64> = self.conn.query_row("SELECT id FROM runs WHERE id = ?1", params![r], |x| x.get(0)).optional().map_err(self.err())?;
+                found.ok_or(StoreError::NoRun { path: self.path.clone(), run: r })
             }
             None => {
                 let found: Option<i64> = self
                     .conn
-                    .query_row(
-                        "SELECT id FROM runs WHERE complete = 1 ORDER BY id DESC LIMIT 1",
-                        [],
-                        |x| x.get(0),
-                    )
+                    .query_row("SELECT id FROM runs WHERE complete = 1 ORDER BY id DESC LIMIT 1", [], |x| x.get(0))
                     .optional()
                     .map_err(self.err())?;
-                found.ok_or(StoreError::Empty {
-                    path: self.path.clone(),
-                })
+                found.ok_or(StoreError::Empty { path: self.path.clone() })
             }
         }
     }
 }
 
-fn write_jobs(
-    tx: &rusqlite::Transaction<'_>,
-    run_id: i64,
-    nodes: &[NodeRecord],
-    jobs: &[JobRecord],
-) -> rusqlite::Result<()> {
+fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord], jobs: &[JobRecord]) -> rusqlite::Result<()> {
     let mut job = tx.prepare_cached(
         "INSERT INTO jobs (run_id, job_id, name, user, grp, account, partition, submit_time, start_time, end_time, state, exit_code, req_procs, req_mem_mb, time_limit, \
          alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours, hs06_hours, hs06_per_core, energy_j) \
@@ -265,46 +179,13 @@ fn write_jobs(
     for j in jobs {
         let u = j.usage(nodes);
         job.execute(params![
-            run_id,
-            j.job_id,
-            j.name,
-            j.user,
-            j.group,
-            j.account,
-            j.partition,
-            j.submit,
-            j.start,
-            j.end,
-            j.state.as_str(),
-            j.exit_code,
-            j.req_procs,
-            j.req_mem_mb as i64,
-            j.time_limit,
-            u.alloc_cores,
-            j.allocations.len() as i64,
-            j.factor,
-            u.wall_raw_s,
-            u.wall_norm_s,
-            u.cpu_raw_s,
-            u.cpu_norm_s,
-            u.core_hours,
-            u.norm_core_hours,
-            u.hs06_hours,
-            u.hs06_per_core,
-            j.energy_j
+            run_id, j.job_id, j.name, j.user, j.group, j.account, j.partition, j.submit, j.start, j.end, j.state.as_str(), j.exit_code,
+            j.req_procs, j.req_mem_mb as i64, j.time_limit, u.alloc_cores, j.allocations.len() as i64, j.factor, u.wall_raw_s, u.wall_norm_s,
+            u.cpu_raw_s, u.cpu_norm_s, u.core_hours, u.norm_core_hours, u.hs06_hours, u.hs06_per_core, j.energy_j
         ])?;
         let id = tx.last_insert_rowid();
         for a in &j.allocations {
-            alloc.execute(params![
-                id,
-                run_id,
-                a.node,
-                a.cores,
-                a.memory_mb as i64,
-                a.gpus,
-                j.start,
-                j.end
-            ])?;
+            alloc.execute(params![id, run_id, a.node, a.cores, a.memory_mb as i64, a.gpus, j.start, j.end])?;
         }
     }
     Ok(())

@@ -129,11 +129,7 @@ impl JobRecord {
         let bench: Option<f64> = self
             .allocations
             .iter()
-            .map(|a| {
-                nodes[a.node as usize]
-                    .hs06_per_core
-                    .map(|b| b * a.cores as f64)
-            })
+            .map(|a| nodes[a.node as usize].hs06_per_core.map(|b| b * a.cores as f64))
             .sum::<Option<f64>>();
         Usage {
             alloc_cores,
@@ -144,9 +140,7 @@ impl JobRecord {
             core_hours: alloc_cores as f64 * hours,
             norm_core_hours: alloc_cores as f64 * hours * self.factor,
             hs06_hours: bench.map(|b| b * hours),
-            hs06_per_core: bench
-                .filter(|_| alloc_cores > 0)
-                .map(|b| b / alloc_cores as f64),
+            hs06_per_core: bench.filter(|_| alloc_cores > 0).map(|b| b / alloc_cores as f64),
         }
     }
 }

@@ -4,15 +4,8 @@ use tessera_accounting::publish::{capacity, num};
 use tessera_core::Cluster;
 
 fn liverpool() -> Cluster {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/clusters/liverpool-2010.toml"
-    );
-    Cluster::from_toml(
-        &std::fs::read_to_string(path).unwrap(),
-        "liverpool-2010.toml",
-    )
-    .unwrap()
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/liverpool-2010.toml");
+    Cluster::from_toml(&std::fs::read_to_string(path).unwrap(), "liverpool-2010.toml").unwrap()
 }
 
 /// "10 systems with 2 physical CPUs with 2 cores in each, and 5 systems with 4
@@ -38,11 +31,7 @@ fn physical_logical_and_cores() {
 fn hs06_to_si00() {
     let c = capacity(&liverpool());
     assert_eq!(c.cpu_scaling_reference_si00, 1330.0);
-    let homogeneous = Cluster::from_toml(
-        "[[nodetype]]\nname = \"n\"\nnodes = \"n1\"\ncores = 1\nhs06_per_core = 5.32\n",
-        "h",
-    )
-    .unwrap();
+    let homogeneous = Cluster::from_toml("[[nodetype]]\nname = \"n\"\nnodes = \"n1\"\ncores = 1\nhs06_per_core = 5.32\n", "h").unwrap();
     let h = capacity(&homogeneous);
     assert_eq!(num(h.si00, 0), "1330");
     assert_eq!(h.other_description(), "Cores=1,Benchmark=5.32-HEP-SPEC06");
@@ -55,13 +44,7 @@ fn hs06_to_si00() {
 fn normalizing_to_a_round_reference_delivers_the_same_si00_hours() {
     let node = "[[nodetype]]\nname = \"n\"\nnodes = \"n1\"\ncores = 1\nhs06_per_core = 5.32\n";
     let case1 = capacity(&Cluster::from_toml(node, "case1").unwrap());
-    let case2 = capacity(
-        &Cluster::from_toml(
-            &format!("[reference]\nhs06_per_core = 4.0\n{node}"),
-            "case2",
-        )
-        .unwrap(),
-    );
+    let case2 = capacity(&Cluster::from_toml(&format!("[reference]\nhs06_per_core = 4.0\n{node}"), "case2").unwrap());
     assert_eq!(case2.cpu_scaling_reference_si00, 1000.0);
     assert_eq!(case2.node_types[0].scaling_factor, 1.33);
     let hours = 1.0;
@@ -76,30 +59,12 @@ fn normalizing_to_a_round_reference_delivers_the_same_si00_hours() {
 fn every_format_carries_the_figures() {
     let c = capacity(&liverpool());
     let yaim = c.yaim();
-    for line in [
-        "CE_PHYSCPU=40",
-        "CE_LOGCPU=60",
-        "CE_OTHERDESCR=\"Cores=1.5,Benchmark=6.85-HEP-SPEC06\"",
-        "CE_SI00=1711",
-        "CE_CAPABILITY=\"CPUScalingReferenceSI00=1330\"",
-    ] {
-        assert!(
-            yaim.lines().any(|l| l == line),
-            "yaim lacks {line}:\n{yaim}"
-        );
+    for line in ["CE_PHYSCPU=40", "CE_LOGCPU=60", "CE_OTHERDESCR=\"Cores=1.5,Benchmark=6.85-HEP-SPEC06\"", "CE_SI00=1711", "CE_CAPABILITY=\"CPUScalingReferenceSI00=1330\""] {
+        assert!(yaim.lines().any(|l| l == line), "yaim lacks {line}:\n{yaim}");
     }
     let g13 = c.glue13();
-    for line in [
-        "GlueSubClusterPhysicalCPUs: 40",
-        "GlueSubClusterLogicalCPUs: 60",
-        "GlueHostProcessorOtherDescription: Cores=1.5,Benchmark=6.85-HEP-SPEC06",
-        "GlueHostBenchmarkSI00: 1711",
-        "GlueCECapability: CPUScalingReferenceSI00=1330",
-    ] {
-        assert!(
-            g13.lines().any(|l| l == line),
-            "glue13 lacks {line}:\n{g13}"
-        );
+    for line in ["GlueSubClusterPhysicalCPUs: 40", "GlueSubClusterLogicalCPUs: 60", "GlueHostProcessorOtherDescription: Cores=1.5,Benchmark=6.85-HEP-SPEC06", "GlueHostBenchmarkSI00: 1711", "GlueCECapability: CPUScalingReferenceSI00=1330"] {
+        assert!(g13.lines().any(|l| l == line), "glue13 lacks {line}:\n{g13}");
     }
     let g2 = c.glue2();
     for line in [
@@ -121,15 +86,7 @@ fn every_format_carries_the_figures() {
         assert!(entry.contains("objectClass: GLUE2Entity"), "{entry}");
     }
     let json = serde_json::to_value(&c).unwrap();
-    for key in [
-        "physical_cpus",
-        "logical_cpus",
-        "cores",
-        "benchmark_hs06",
-        "si00",
-        "cpu_scaling_reference_si00",
-        "total_hs06",
-    ] {
+    for key in ["physical_cpus", "logical_cpus", "cores", "benchmark_hs06", "si00", "cpu_scaling_reference_si00", "total_hs06"] {
         assert!(json.get(key).is_some(), "json lacks {key}");
     }
     assert!((json["node_types"][1]["scaling_factor"].as_f64().unwrap() - 1.86).abs() < 1e-12);

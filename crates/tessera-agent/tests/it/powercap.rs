@@ -93,25 +93,11 @@ fn lists_every_zone_in_numeric_order_with_its_constraints() {
     let tmp = two_packages();
     let zones = Powercap::new(tmp.path()).zones().unwrap();
     let ids: Vec<&str> = zones.iter().map(|z| z.id.as_str()).collect();
-    assert_eq!(
-        ids,
-        [
-            "intel-rapl:0",
-            "intel-rapl:0:0",
-            "intel-rapl:0:1",
-            "intel-rapl:1"
-        ]
-    );
+    assert_eq!(ids, ["intel-rapl:0", "intel-rapl:0:0", "intel-rapl:0:1", "intel-rapl:1"]);
     let names: Vec<&str> = zones.iter().map(|z| z.name.as_str()).collect();
     assert_eq!(names, ["package-0", "core", "dram", "package-1"]);
-    assert_eq!(
-        zones.iter().map(|z| z.enabled).collect::<Vec<_>>(),
-        [true, false, false, true]
-    );
-    assert_eq!(
-        zones.iter().map(|z| z.energy_uj).collect::<Vec<_>>(),
-        [Some(123456789), Some(5555), None, Some(42)]
-    );
+    assert_eq!(zones.iter().map(|z| z.enabled).collect::<Vec<_>>(), [true, false, false, true]);
+    assert_eq!(zones.iter().map(|z| z.energy_uj).collect::<Vec<_>>(), [Some(123456789), Some(5555), None, Some(42)]);
     assert_eq!(
         zones[3].constraints,
         [
@@ -134,14 +120,8 @@ fn lists_every_zone_in_numeric_order_with_its_constraints() {
         ]
     );
     let peak = zones[0].constraint("peak_power").unwrap();
-    assert_eq!(
-        (peak.index, peak.power_limit_uw, peak.time_window_us),
-        (2, 200_000_000, None)
-    );
-    assert_eq!(
-        zones[2].constraints[0].max_power_uw, None,
-        "a max of 0 means not reported"
-    );
+    assert_eq!((peak.index, peak.power_limit_uw, peak.time_window_us), (2, 200_000_000, None));
+    assert_eq!(zones[2].constraints[0].max_power_uw, None, "a max of 0 means not reported");
     assert!(zones[0].is_package() && zones[3].is_package());
     assert!(!zones[1].is_package() && !zones[2].is_package());
 }
@@ -149,107 +129,50 @@ fn lists_every_zone_in_numeric_order_with_its_constraints() {
 #[test]
 fn set_limit_by_zone_name_writes_the_named_constraint_file() {
     let tmp = two_packages();
-    let change = Powercap::new(tmp.path())
-        .set_limit("package-1", "long_term", 60.0, Mode::Apply)
-        .unwrap();
-    assert_eq!(
-        (change.zone_id.as_str(), change.zone_name.as_str()),
-        ("intel-rapl:1", "package-1")
-    );
+    let change = Powercap::new(tmp.path()).set_limit("package-1", "long_term", 60.0, Mode::Apply).unwrap();
+    assert_eq!((change.zone_id.as_str(), change.zone_name.as_str()), ("intel-rapl:1", "package-1"));
     assert_eq!((change.constraint.as_str(), change.index), ("long_term", 1));
-    assert_eq!(
-        change.path,
-        tmp.path().join("intel-rapl:1/constraint_1_power_limit_uw")
-    );
-    assert_eq!(
-        (change.old_uw, change.new_uw, change.applied),
-        (95_000_000, 60_000_000, true)
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:1/constraint_1_power_limit_uw"),
-        "60000000\n"
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:1/constraint_0_power_limit_uw"),
-        "150000000\n"
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"),
-        "95000000\n"
-    );
+    assert_eq!(change.path, tmp.path().join("intel-rapl:1/constraint_1_power_limit_uw"));
+    assert_eq!((change.old_uw, change.new_uw, change.applied), (95_000_000, 60_000_000, true));
+    assert_eq!(read(tmp.path(), "intel-rapl:1/constraint_1_power_limit_uw"), "60000000\n");
+    assert_eq!(read(tmp.path(), "intel-rapl:1/constraint_0_power_limit_uw"), "150000000\n");
+    assert_eq!(read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"), "95000000\n");
 }
 
 #[test]
 fn set_limit_by_zone_id_rounds_watts_to_micro_watts() {
     let tmp = two_packages();
-    let change = Powercap::new(tmp.path())
-        .set_limit("intel-rapl:0", "short_term", 62.500_000_4, Mode::Apply)
-        .unwrap();
+    let change = Powercap::new(tmp.path()).set_limit("intel-rapl:0", "short_term", 62.500_000_4, Mode::Apply).unwrap();
     assert_eq!((change.index, change.new_uw), (1, 62_500_000));
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:0/constraint_1_power_limit_uw"),
-        "62500000\n"
-    );
+    assert_eq!(read(tmp.path(), "intel-rapl:0/constraint_1_power_limit_uw"), "62500000\n");
 }
 
 #[test]
 fn dry_run_writes_nothing_and_reports_the_plan() {
     let tmp = two_packages();
-    let change = Powercap::new(tmp.path())
-        .set_limit("package-0", "long_term", 80.0, Mode::DryRun)
-        .unwrap();
-    assert_eq!(
-        (change.old_uw, change.new_uw, change.applied),
-        (95_000_000, 80_000_000, false)
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"),
-        "95000000\n"
-    );
+    let change = Powercap::new(tmp.path()).set_limit("package-0", "long_term", 80.0, Mode::DryRun).unwrap();
+    assert_eq!((change.old_uw, change.new_uw, change.applied), (95_000_000, 80_000_000, false));
+    assert_eq!(read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"), "95000000\n");
 }
 
 #[test]
 fn a_limit_above_the_maximum_is_rejected_and_nothing_is_written() {
     let tmp = two_packages();
-    let err = Powercap::new(tmp.path())
-        .set_limit("package-1", "long_term", 130.0, Mode::Apply)
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            PowercapError::AboveMax {
-                max_uw: 125_000_000,
-                new_uw: 130_000_000,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    let err = Powercap::new(tmp.path()).set_limit("package-1", "long_term", 130.0, Mode::Apply).unwrap_err();
+    assert!(matches!(err, PowercapError::AboveMax { max_uw: 125_000_000, new_uw: 130_000_000, .. }), "{err:?}");
     let path = tmp.path().join("intel-rapl:1/constraint_1_power_limit_uw");
     assert_eq!(
         err.to_string(),
-        format!(
-            "intel-rapl:1 long_term: 130.000 W is above the maximum of 125.000 W ({})",
-            path.display()
-        )
+        format!("intel-rapl:1 long_term: 130.000 W is above the maximum of 125.000 W ({})", path.display())
     );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:1/constraint_1_power_limit_uw"),
-        "95000000\n"
-    );
+    assert_eq!(read(tmp.path(), "intel-rapl:1/constraint_1_power_limit_uw"), "95000000\n");
 }
 
 #[test]
 fn a_limit_below_the_minimum_is_rejected() {
     let tmp = two_packages();
-    let err = Powercap::new(tmp.path())
-        .set_limit("intel-rapl:1", "long_term", 5.0, Mode::DryRun)
-        .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("5.000 W is below the minimum of 10.000 W"),
-        "{err}"
-    );
+    let err = Powercap::new(tmp.path()).set_limit("intel-rapl:1", "long_term", 5.0, Mode::DryRun).unwrap_err();
+    assert!(err.to_string().contains("5.000 W is below the minimum of 10.000 W"), "{err}");
 }
 
 #[test]
@@ -257,32 +180,18 @@ fn watts_that_are_not_a_positive_number_are_rejected() {
     let tmp = two_packages();
     let pc = Powercap::new(tmp.path());
     for watts in [0.0, -5.0, f64::NAN, f64::INFINITY] {
-        let err = pc
-            .set_limit("package-0", "long_term", watts, Mode::Apply)
-            .unwrap_err();
-        assert!(
-            matches!(err, PowercapError::InvalidWatts { .. }),
-            "{watts}: {err:?}"
-        );
+        let err = pc.set_limit("package-0", "long_term", watts, Mode::Apply).unwrap_err();
+        assert!(matches!(err, PowercapError::InvalidWatts { .. }), "{watts}: {err:?}");
         let err = pc.cap_node(watts, "long_term", Mode::Apply).unwrap_err();
-        assert!(
-            matches!(err, PowercapError::InvalidWatts { .. }),
-            "{watts}: {err:?}"
-        );
+        assert!(matches!(err, PowercapError::InvalidWatts { .. }), "{watts}: {err:?}");
     }
-    assert!(pc
-        .set_limit("package-0", "long_term", -5.0, Mode::Apply)
-        .unwrap_err()
-        .to_string()
-        .contains("-5 W"));
+    assert!(pc.set_limit("package-0", "long_term", -5.0, Mode::Apply).unwrap_err().to_string().contains("-5 W"));
 }
 
 #[test]
 fn an_unknown_constraint_lists_the_zones_constraints() {
     let tmp = two_packages();
-    let err = Powercap::new(tmp.path())
-        .set_limit("package-1", "long-term", 60.0, Mode::Apply)
-        .unwrap_err();
+    let err = Powercap::new(tmp.path()).set_limit("package-1", "long-term", 60.0, Mode::Apply).unwrap_err();
     assert_eq!(
         err.to_string(),
         "zone intel-rapl:1 (package-1) has no constraint named \"long-term\"; its constraints: short_term, long_term"
@@ -292,9 +201,7 @@ fn an_unknown_constraint_lists_the_zones_constraints() {
 #[test]
 fn an_unknown_zone_lists_ids_and_names() {
     let tmp = two_packages();
-    let err = Powercap::new(tmp.path())
-        .set_limit("package-2", "long_term", 60.0, Mode::Apply)
-        .unwrap_err();
+    let err = Powercap::new(tmp.path()).set_limit("package-2", "long_term", 60.0, Mode::Apply).unwrap_err();
     assert_eq!(
         err.to_string(),
         "no power zone \"package-2\" (by id or name); zones: intel-rapl:0 (package-0), intel-rapl:0:0 (core), \
@@ -305,31 +212,16 @@ fn an_unknown_zone_lists_ids_and_names() {
 #[test]
 fn a_malformed_value_names_the_file_and_what_was_expected() {
     let tmp = two_packages();
-    zone(
-        tmp.path(),
-        "intel-rapl:1",
-        &[("constraint_1_power_limit_uw", "abc")],
-    );
+    zone(tmp.path(), "intel-rapl:1", &[("constraint_1_power_limit_uw", "abc")]);
     let err = Powercap::new(tmp.path()).zones().unwrap_err();
     let path = tmp.path().join("intel-rapl:1/constraint_1_power_limit_uw");
     assert_eq!(
         err.to_string(),
-        format!(
-            "{}: expected an integer number of micro-watts, found \"abc\"",
-            path.display()
-        )
+        format!("{}: expected an integer number of micro-watts, found \"abc\"", path.display())
     );
-    zone(
-        tmp.path(),
-        "intel-rapl:1",
-        &[("constraint_1_power_limit_uw", "1"), ("enabled", "yes")],
-    );
+    zone(tmp.path(), "intel-rapl:1", &[("constraint_1_power_limit_uw", "1"), ("enabled", "yes")]);
     let err = Powercap::new(tmp.path()).zones().unwrap_err();
-    assert!(
-        err.to_string()
-            .ends_with("intel-rapl:1/enabled: expected 0 or 1, found \"yes\""),
-        "{err}"
-    );
+    assert!(err.to_string().ends_with("intel-rapl:1/enabled: expected 0 or 1, found \"yes\""), "{err}");
 }
 
 #[test]
@@ -339,10 +231,7 @@ fn no_powercap_tree_says_powercap_is_not_available() {
         let err = Powercap::new(&root).zones().unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!(
-                "powercap is not available: no power zones (intel-rapl:N) under {}",
-                root.display()
-            )
+            format!("powercap is not available: no power zones (intel-rapl:N) under {}", root.display())
         );
     }
 }
@@ -350,36 +239,17 @@ fn no_powercap_tree_says_powercap_is_not_available() {
 #[test]
 fn cap_node_splits_the_node_cap_evenly_over_the_packages() {
     let tmp = two_packages();
-    let changes = Powercap::new(tmp.path())
-        .cap_node(120.0, "long_term", Mode::Apply)
-        .unwrap();
-    let got: Vec<(&str, u32, u64, u64, bool)> = changes
-        .iter()
-        .map(|c| (c.zone_id.as_str(), c.index, c.old_uw, c.new_uw, c.applied))
-        .collect();
+    let changes = Powercap::new(tmp.path()).cap_node(120.0, "long_term", Mode::Apply).unwrap();
+    let got: Vec<(&str, u32, u64, u64, bool)> =
+        changes.iter().map(|c| (c.zone_id.as_str(), c.index, c.old_uw, c.new_uw, c.applied)).collect();
     assert_eq!(
         got,
-        [
-            ("intel-rapl:0", 0, 95_000_000, 60_000_000, true),
-            ("intel-rapl:1", 1, 95_000_000, 60_000_000, true)
-        ]
+        [("intel-rapl:0", 0, 95_000_000, 60_000_000, true), ("intel-rapl:1", 1, 95_000_000, 60_000_000, true)]
     );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"),
-        "60000000\n"
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:1/constraint_1_power_limit_uw"),
-        "60000000\n"
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:1/constraint_0_power_limit_uw"),
-        "150000000\n"
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:0:1/constraint_0_power_limit_uw"),
-        "0\n"
-    );
+    assert_eq!(read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"), "60000000\n");
+    assert_eq!(read(tmp.path(), "intel-rapl:1/constraint_1_power_limit_uw"), "60000000\n");
+    assert_eq!(read(tmp.path(), "intel-rapl:1/constraint_0_power_limit_uw"), "150000000\n");
+    assert_eq!(read(tmp.path(), "intel-rapl:0:1/constraint_0_power_limit_uw"), "0\n");
 }
 
 #[test]
@@ -388,33 +258,18 @@ fn cap_packages_validates_every_package_before_writing_any() {
     let pc = Powercap::new(tmp.path());
     // package-0 has no min, package-1 has a 10 W min: the second plan fails, the first is not written.
     let err = pc.cap_packages(8.0, "long_term", Mode::Apply).unwrap_err();
-    assert!(
-        matches!(err, PowercapError::BelowMin { ref zone_id, .. } if zone_id == "intel-rapl:1"),
-        "{err:?}"
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"),
-        "95000000\n"
-    );
+    assert!(matches!(err, PowercapError::BelowMin { ref zone_id, .. } if zone_id == "intel-rapl:1"), "{err:?}");
+    assert_eq!(read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"), "95000000\n");
     let planned = pc.cap_packages(50.0, "long_term", Mode::DryRun).unwrap();
     assert!(planned.iter().all(|c| c.new_uw == 50_000_000 && !c.applied));
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"),
-        "95000000\n"
-    );
+    assert_eq!(read(tmp.path(), "intel-rapl:0/constraint_0_power_limit_uw"), "95000000\n");
 }
 
 #[test]
 fn cap_node_without_a_package_zone_is_an_error() {
     let tmp = TempDir::new().unwrap();
-    zone(
-        tmp.path(),
-        "intel-rapl:0",
-        &[("name", "psys"), ("enabled", "1")],
-    );
-    let err = Powercap::new(tmp.path())
-        .cap_node(100.0, "long_term", Mode::DryRun)
-        .unwrap_err();
+    zone(tmp.path(), "intel-rapl:0", &[("name", "psys"), ("enabled", "1")]);
+    let err = Powercap::new(tmp.path()).cap_node(100.0, "long_term", Mode::DryRun).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!(
@@ -439,17 +294,9 @@ fn mmio_zones_are_listed_but_are_not_packages_and_shared_names_are_ambiguous() {
     );
     let pc = Powercap::new(tmp.path());
     let zones = pc.zones().unwrap();
-    assert_eq!(
-        zones.last().map(|z| (z.id.as_str(), z.control_type())),
-        Some(("intel-rapl-mmio:0", "intel-rapl-mmio"))
-    );
-    assert_eq!(
-        pc.cap_node(120.0, "long_term", Mode::DryRun).unwrap().len(),
-        2
-    );
-    let err = pc
-        .set_limit("package-0", "long_term", 60.0, Mode::DryRun)
-        .unwrap_err();
+    assert_eq!(zones.last().map(|z| (z.id.as_str(), z.control_type())), Some(("intel-rapl-mmio:0", "intel-rapl-mmio")));
+    assert_eq!(pc.cap_node(120.0, "long_term", Mode::DryRun).unwrap().len(), 2);
+    let err = pc.set_limit("package-0", "long_term", 60.0, Mode::DryRun).unwrap_err();
     assert_eq!(
         err.to_string(),
         "zone name \"package-0\" matches several zones (intel-rapl:0, intel-rapl-mmio:0); select one by id"
@@ -469,17 +316,9 @@ fn symlinked_zones_are_followed_as_in_real_sysfs() {
     let pc = Powercap::new(&class);
     let ids: Vec<String> = pc.zones().unwrap().into_iter().map(|z| z.id).collect();
     assert_eq!(ids, ["intel-rapl:0", "intel-rapl:1"]);
-    let change = pc
-        .set_limit("package-1", "long_term", 70.0, Mode::Apply)
-        .unwrap();
-    assert_eq!(
-        change.path,
-        class.join("intel-rapl:1/constraint_1_power_limit_uw")
-    );
-    assert_eq!(
-        read(tmp.path(), "intel-rapl:1/constraint_1_power_limit_uw"),
-        "70000000\n"
-    );
+    let change = pc.set_limit("package-1", "long_term", 70.0, Mode::Apply).unwrap();
+    assert_eq!(change.path, class.join("intel-rapl:1/constraint_1_power_limit_uw"));
+    assert_eq!(read(tmp.path(), "intel-rapl:1/constraint_1_power_limit_uw"), "70000000\n");
 }
 
 #[cfg(unix)]
@@ -493,9 +332,7 @@ fn a_read_only_limit_file_gives_a_permission_error_naming_it() {
         eprintln!("skipped: running as root, file permissions are not enforced");
         return;
     }
-    let err = Powercap::new(tmp.path())
-        .set_limit("package-0", "long_term", 60.0, Mode::Apply)
-        .unwrap_err();
+    let err = Powercap::new(tmp.path()).set_limit("package-0", "long_term", 60.0, Mode::Apply).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!(

@@ -9,13 +9,10 @@
 //! within [`FACTORS`], so that a time scaled by one stays well inside the engine's
 //! arithmetic.
 
-use super::{
-    BenchmarkKind, CanonicalUnit, Cluster, Node, NodePower, NodeType, Partition, PreemptMode,
-    Reference, DEFAULT_OVERSUBSCRIBE, DEFAULT_TIME_SLICE_S,
-};
+use super::{BenchmarkKind, CanonicalUnit, Cluster, Node, NodePower, NodeType, Partition, PreemptMode, Reference, DEFAULT_OVERSUBSCRIBE, DEFAULT_TIME_SLICE_S};
 use crate::hostlist::{self, MAX_HOSTS};
-use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use crate::MAX_TIME;
+use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -189,12 +186,7 @@ struct Source<'a> {
 
 impl Source<'_> {
     fn line_of(&self, span: Range<usize>) -> Option<usize> {
-        Some(
-            self.text[..span.start.min(self.text.len())]
-                .matches('\n')
-                .count()
-                + 1,
-        )
+        Some(self.text[..span.start.min(self.text.len())].matches('\n').count() + 1)
     }
 
     /// The line of `key = ...` inside a table, else the table's own line.
@@ -204,9 +196,7 @@ impl Source<'_> {
         let mut offset = start;
         for l in body.split_inclusive('\n') {
             let t = l.trim_start();
-            if t.strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-            {
+            if t.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('=')) {
                 return self.line_of(offset..offset);
             }
             offset += l.len();
@@ -214,28 +204,15 @@ impl Source<'_> {
         self.line_of(span)
     }
 
-    fn err(
-        &self,
-        line: Option<usize>,
-        key: impl Into<String>,
-        message: impl Into<String>,
-    ) -> ClusterError {
-        ClusterError {
-            source_name: self.name.to_string(),
-            line,
-            key: key.into(),
-            message: message.into(),
-        }
+    fn err(&self, line: Option<usize>, key: impl Into<String>, message: impl Into<String>) -> ClusterError {
+        ClusterError { source_name: self.name.to_string(), line, key: key.into(), message: message.into() }
     }
 }
 
 impl Cluster {
     /// Parse and validate a cluster file's text. `source_name` labels errors.
     pub fn from_toml(text: &str, source_name: &str) -> Result<Cluster, ClusterError> {
-        let src = Source {
-            text,
-            name: source_name,
-        };
+        let src = Source { text, name: source_name };
         let raw: RawCluster = toml::from_str(text).map_err(|e| {
             let line = e.span().and_then(|s| src.line_of(s));
             src.err(line, String::new(), e.message().trim().to_string())
@@ -246,13 +223,7 @@ impl Cluster {
         let nodeset_delay = match raw.nodeset_delay {
             None => 0,
             Some(d) if (0..=MAX_TIME).contains(&d) => d,
-            Some(d) => {
-                return Err(src.err(
-                    src.key_line(0..text.len(), "nodeset_delay"),
-                    "nodeset_delay",
-                    format!("expected seconds from 0 to 2^42 = {MAX_TIME}, found {d}"),
-                ))
-            }
+            Some(d) => return Err(src.err(src.key_line(0..text.len(), "nodeset_delay"), "nodeset_delay", format!("expected seconds from 0 to 2^42 = {MAX_TIME}, found {d}"))),
         };
         let site_nodeset = match &raw.nodeset {
             None => None,
@@ -274,64 +245,33 @@ impl Cluster {
                 if v >= 1 && v <= u32::MAX as i64 {
                     Ok(v as u32)
                 } else {
-                    Err(src.err(
-                        at(k),
-                        key(k),
-                        format!("expected an integer >= 1, found {v}"),
-                    ))
+                    Err(src.err(at(k), key(k), format!("expected an integer >= 1, found {v}")))
                 }
             };
             let positive_f = |k: &str, v: f64| {
                 if positive_number(v) {
                     Ok(v)
                 } else {
-                    Err(src.err(
-                        at(k),
-                        key(k),
-                        format!("expected a number > 0 and at most {MAX_NUMBER:e}, found {v:?}"),
-                    ))
+                    Err(src.err(at(k), key(k), format!("expected a number > 0 and at most {MAX_NUMBER:e}, found {v:?}")))
                 }
             };
             if t.name.trim().is_empty() {
                 return Err(src.err(at("name"), key("name"), "expected a non-empty name"));
             }
             if node_types.iter().any(|nt: &NodeType| nt.name == t.name) {
-                return Err(src.err(
-                    at("name"),
-                    key("name"),
-                    format!("node type `{}` is defined twice", t.name),
-                ));
+                return Err(src.err(at("name"), key("name"), format!("node type `{}` is defined twice", t.name)));
             }
             let (sockets, cores_per_socket) = match (t.cores, t.sockets, t.cores_per_socket) {
                 (Some(c), None, None) => (1, positive("cores", c)?),
-                (None, Some(s), Some(c)) => {
-                    (positive("sockets", s)?, positive("cores_per_socket", c)?)
-                }
+                (None, Some(s), Some(c)) => (positive("sockets", s)?, positive("cores_per_socket", c)?),
                 (Some(c), Some(s), Some(cps)) => {
-                    let (c, s, cps) = (
-                        positive("cores", c)?,
-                        positive("sockets", s)?,
-                        positive("cores_per_socket", cps)?,
-                    );
+                    let (c, s, cps) = (positive("cores", c)?, positive("sockets", s)?, positive("cores_per_socket", cps)?);
                     if c as u64 != s as u64 * cps as u64 {
-                        return Err(src.err(
-                            at("cores"),
-                            key("cores"),
-                            format!(
-                                "cores = {c} but sockets x cores_per_socket = {}",
-                                s as u64 * cps as u64
-                            ),
-                        ));
+                        return Err(src.err(at("cores"), key("cores"), format!("cores = {c} but sockets x cores_per_socket = {}", s as u64 * cps as u64)));
                     }
                     (s, cps)
                 }
-                _ => {
-                    return Err(src.err(
-                        line,
-                        key("cores"),
-                        "expected `cores`, or `sockets` and `cores_per_socket`",
-                    ))
-                }
+                _ => return Err(src.err(line, key("cores"), "expected `cores`, or `sockets` and `cores_per_socket`")),
             };
             if (sockets as u64) * (cores_per_socket as u64) > u32::MAX as u64 {
                 return Err(src.err(at("cores"), key("cores"), "too many cores per node"));
@@ -344,25 +284,14 @@ impl Cluster {
             let gpus = match t.gpus {
                 None => 0,
                 Some(g) if (0..=u32::MAX as i64).contains(&g) => g as u32,
-                Some(g) => {
-                    return Err(src.err(
-                        at("gpus"),
-                        key("gpus"),
-                        format!("expected an integer >= 0, found {g}"),
-                    ))
-                }
+                Some(g) => return Err(src.err(at("gpus"), key("gpus"), format!("expected an integer >= 0, found {g}"))),
             };
             let names = match (&t.nodes, t.count) {
                 (Some(list), count) => {
-                    let names = hostlist::expand(list)
-                        .map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?;
+                    let names = hostlist::expand(list).map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?;
                     if let Some(c) = count {
                         if c != names.len() as i64 {
-                            return Err(src.err(
-                                at("count"),
-                                key("count"),
-                                format!("count = {c} but `nodes` names {} nodes", names.len()),
-                            ));
+                            return Err(src.err(at("count"), key("count"), format!("count = {c} but `nodes` names {} nodes", names.len())));
                         }
                     }
                     names
@@ -370,22 +299,12 @@ impl Cluster {
                 (None, Some(c)) => {
                     let c = positive("count", c)?;
                     if c as usize > MAX_HOSTS {
-                        return Err(src.err(
-                            at("count"),
-                            key("count"),
-                            format!("expected at most {MAX_HOSTS} nodes, found {c}"),
-                        ));
+                        return Err(src.err(at("count"), key("count"), format!("expected at most {MAX_HOSTS} nodes, found {c}")));
                     }
                     let width = c.to_string().len().max(2);
                     (1..=c).map(|k| format!("{}{k:0width$}", t.name)).collect()
                 }
-                (None, None) => {
-                    return Err(src.err(
-                        line,
-                        key("nodes"),
-                        "expected `nodes` (a hostlist such as node[001-128]) or `count`",
-                    ))
-                }
+                (None, None) => return Err(src.err(line, key("nodes"), "expected `nodes` (a hostlist such as node[001-128]) or `count`")),
             };
             // the cluster's totals with this type's nodes
             let n = names.len() as u64;
@@ -398,42 +317,19 @@ impl Cluster {
                 Some(m) => m,
                 None => return Err(src.err(at("memory"), key("memory"), format!("{n} nodes of {memory_mb} MiB take the cluster beyond {MAX_MEMORY_MB} MiB: expected at most that in total"))),
             };
-            let bench_keys = [
-                ("hs06", t.hs06),
-                ("hs06_per_core", t.hs06_per_core),
-                ("hepscore23", t.hepscore23),
-                ("hepscore23_per_core", t.hepscore23_per_core),
-            ];
-            let given: Vec<(&str, f64)> = bench_keys
-                .iter()
-                .filter_map(|(k, v)| v.map(|v| (*k, v)))
-                .collect();
+            let bench_keys = [("hs06", t.hs06), ("hs06_per_core", t.hs06_per_core), ("hepscore23", t.hepscore23), ("hepscore23_per_core", t.hepscore23_per_core)];
+            let given: Vec<(&str, f64)> = bench_keys.iter().filter_map(|(k, v)| v.map(|v| (*k, v))).collect();
             let benchmark = match given.as_slice() {
                 [] => None,
                 [(k, v)] => {
                     let v = positive_f(k, *v)?;
-                    let per_core = if k.ends_with("_per_core") {
-                        v
-                    } else {
-                        v / cores as f64
-                    };
-                    let kind = if k.starts_with("hs06") {
-                        BenchmarkKind::Hs06
-                    } else {
-                        BenchmarkKind::HepScore23
-                    };
+                    let per_core = if k.ends_with("_per_core") { v } else { v / cores as f64 };
+                    let kind = if k.starts_with("hs06") { BenchmarkKind::Hs06 } else { BenchmarkKind::HepScore23 };
                     Some((per_core, kind, *k))
                 }
                 _ => {
                     let ks: Vec<&str> = given.iter().map(|g| g.0).collect();
-                    return Err(src.err(
-                        at(ks[1]),
-                        key(ks[1]),
-                        format!(
-                            "give one benchmark per node type, found {}",
-                            ks.join(" and ")
-                        ),
-                    ));
+                    return Err(src.err(at(ks[1]), key(ks[1]), format!("give one benchmark per node type, found {}", ks.join(" and "))));
                 }
             };
             benchmarks.push(benchmark);
@@ -444,46 +340,21 @@ impl Cluster {
             let negative_affinity = match t.affinity.as_deref() {
                 None | Some("none") => false,
                 Some("negative") => true,
-                Some(other) => {
-                    return Err(src.err(
-                        at("affinity"),
-                        key("affinity"),
-                        format!("expected \"negative\" or \"none\", found \"{other}\""),
-                    ))
-                }
+                Some(other) => return Err(src.err(at("affinity"), key("affinity"), format!("expected \"negative\" or \"none\", found \"{other}\""))),
             };
             let power_keys = [t.base_power_w, t.memory_power_w, t.cpu_max_power_w];
-            let power = if power_keys.iter().all(|k| k.is_none())
-                && t.cpu_cap_levels_w.is_none()
-                && t.idle_power_w.is_none()
-            {
+            let power = if power_keys.iter().all(|k| k.is_none()) && t.cpu_cap_levels_w.is_none() && t.idle_power_w.is_none() {
                 None
             } else {
-                let need = |k: &str, v: Option<f64>| {
-                    match v {
+                let need = |k: &str, v: Option<f64>| match v {
                     Some(x) if x == 0.0 || positive_number(x) => Ok(x),
                     Some(x) => Err(src.err(at(k), key(k), format!("expected watts from 0 to {MAX_NUMBER:e}, found {x:?}"))),
                     None => Err(src.err(line, key(k), "a power model needs base_power_w, memory_power_w, cpu_max_power_w and cpu_cap_levels_w")),
-                }
                 };
                 let cpu_max_w = need("cpu_max_power_w", t.cpu_max_power_w)?;
-                let mut levels = t.cpu_cap_levels_w.clone().ok_or_else(|| {
-                    src.err(
-                        line,
-                        key("cpu_cap_levels_w"),
-                        "a power model needs cpu_cap_levels_w, e.g. [30, 33, 36, 44, 50, 60]",
-                    )
-                })?;
-                if levels.is_empty()
-                    || levels
-                        .iter()
-                        .any(|&l| !(l.is_finite() && l > 0.0 && l <= cpu_max_w))
-                {
-                    return Err(src.err(
-                        at("cpu_cap_levels_w"),
-                        key("cpu_cap_levels_w"),
-                        format!("expected caps in (0, cpu_max_power_w = {cpu_max_w}] W"),
-                    ));
+                let mut levels = t.cpu_cap_levels_w.clone().ok_or_else(|| src.err(line, key("cpu_cap_levels_w"), "a power model needs cpu_cap_levels_w, e.g. [30, 33, 36, 44, 50, 60]"))?;
+                if levels.is_empty() || levels.iter().any(|&l| !(l.is_finite() && l > 0.0 && l <= cpu_max_w)) {
+                    return Err(src.err(at("cpu_cap_levels_w"), key("cpu_cap_levels_w"), format!("expected caps in (0, cpu_max_power_w = {cpu_max_w}] W")));
                 }
                 levels.sort_by(f64::total_cmp);
                 levels.dedup();
@@ -516,20 +387,10 @@ impl Cluster {
             });
             for name in names {
                 if by_name.contains_key(&name) {
-                    return Err(src.err(
-                        at("nodes"),
-                        key("nodes"),
-                        format!("node `{name}` is listed twice"),
-                    ));
+                    return Err(src.err(at("nodes"), key("nodes"), format!("node `{name}` is listed twice")));
                 }
                 by_name.insert(name.clone(), nodes.len());
-                nodes.push(Node {
-                    name,
-                    node_type: ti,
-                    cores,
-                    memory_mb,
-                    gpus,
-                });
+                nodes.push(Node { name, node_type: ti, cores, memory_mb, gpus });
             }
         }
         // scaling factors
@@ -541,20 +402,11 @@ impl Cluster {
             }
         }
         let reference = match (&raw.reference, any_bench) {
-            (None, false) => Reference {
-                name: "none".into(),
-                hs06_per_core: 0.0,
-            },
+            (None, false) => Reference { name: "none".into(), hs06_per_core: 0.0 },
+            // every node type has a benchmark (checked above)
             (None, true) => Reference {
                 name: node_types[0].name.clone(),
-                // every node type has one (checked above)
-                hs06_per_core: node_types[0].benchmark_per_core.ok_or_else(|| {
-                    src.err(
-                        src.line_of(raw.nodetype[0].span()),
-                        "nodetype[0]",
-                        "expected a benchmark",
-                    )
-                })?,
+                hs06_per_core: node_types[0].benchmark_per_core.ok_or_else(|| src.err(src.line_of(raw.nodetype[0].span()), "nodetype[0]", "expected a benchmark"))?,
             },
             (Some(sp), _) => {
                 let r = sp.get_ref();
@@ -575,11 +427,7 @@ impl Cluster {
             }
         };
         if let (Some(sp), false) = (&raw.reference, any_bench) {
-            return Err(src.err(
-                src.line_of(sp.span()),
-                "reference",
-                "a reference needs node types with benchmarks",
-            ));
+            return Err(src.err(src.line_of(sp.span()), "reference", "a reference needs node types with benchmarks"));
         }
         for (i, t) in node_types.iter_mut().enumerate() {
             if let (Some(b), Some((_, _, k))) = (t.benchmark_per_core, benchmarks[i]) {
@@ -602,79 +450,34 @@ impl Cluster {
             let key = |k: &str| format!("partition[{i}].{k}");
             let at = |k: &str| src.key_line(spanned.span(), k);
             if partitions.iter().any(|q: &Partition| q.name == p.name) {
-                return Err(src.err(
-                    at("name"),
-                    key("name"),
-                    format!("partition `{}` is defined twice", p.name),
-                ));
+                return Err(src.err(at("name"), key("name"), format!("partition `{}` is defined twice", p.name)));
             }
-            let members: Vec<usize> =
-                match (&p.nodes, &p.nodetypes) {
-                    (Some(list), None) => hostlist::expand(list)
-                        .map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?
-                        .iter()
-                        .map(|n| {
-                            by_name.get(n).copied().ok_or_else(|| {
-                                src.err(
-                                    at("nodes"),
-                                    key("nodes"),
-                                    format!("node `{n}` is not defined by any [[nodetype]]"),
-                                )
-                            })
-                        })
-                        .collect::<Result<_, _>>()?,
-                    (None, Some(types)) => {
-                        let mut v = Vec::new();
-                        for t in types {
-                            let ti = node_types.iter().position(|nt| &nt.name == t).ok_or_else(
-                                || {
-                                    let known: Vec<&str> =
-                                        node_types.iter().map(|nt| nt.name.as_str()).collect();
-                                    src.err(
-                                        at("nodetypes"),
-                                        key("nodetypes"),
-                                        format!(
-                                            "unknown node type `{t}`; known: {}",
-                                            known.join(", ")
-                                        ),
-                                    )
-                                },
-                            )?;
-                            v.extend(
-                                nodes
-                                    .iter()
-                                    .enumerate()
-                                    .filter(|(_, n)| n.node_type == ti)
-                                    .map(|(k, _)| k),
-                            );
-                        }
-                        v
+            let members: Vec<usize> = match (&p.nodes, &p.nodetypes) {
+                (Some(list), None) => hostlist::expand(list)
+                    .map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?
+                    .iter()
+                    .map(|n| by_name.get(n).copied().ok_or_else(|| src.err(at("nodes"), key("nodes"), format!("node `{n}` is not defined by any [[nodetype]]"))))
+                    .collect::<Result<_, _>>()?,
+                (None, Some(types)) => {
+                    let mut v = Vec::new();
+                    for t in types {
+                        let ti = node_types.iter().position(|nt| &nt.name == t).ok_or_else(|| {
+                            let known: Vec<&str> = node_types.iter().map(|nt| nt.name.as_str()).collect();
+                            src.err(at("nodetypes"), key("nodetypes"), format!("unknown node type `{t}`; known: {}", known.join(", ")))
+                        })?;
+                        v.extend(nodes.iter().enumerate().filter(|(_, n)| n.node_type == ti).map(|(k, _)| k));
                     }
-                    _ => {
-                        return Err(src.err(
-                            at("nodes"),
-                            key("nodes"),
-                            "expected exactly one of `nodes` (a hostlist) or `nodetypes`",
-                        ))
-                    }
-                };
+                    v
+                }
+                _ => return Err(src.err(at("nodes"), key("nodes"), "expected exactly one of `nodes` (a hostlist) or `nodetypes`")),
+            };
             if members.is_empty() {
-                return Err(src.err(
-                    at("nodes"),
-                    key("nodes"),
-                    "a partition needs at least one node",
-                ));
+                return Err(src.err(at("nodes"), key("nodes"), "a partition needs at least one node"));
             }
             let exclusive = match p.allocation.as_deref() {
                 None | Some("shared") => false,
                 Some("exclusive") => true,
-                Some(o) => {
-                    return Err(src.err(
-                        at("allocation"),
-                        key("allocation"),
-                        format!("expected \"exclusive\" or \"shared\", found \"{o}\""),
-                    ))
-                }
+                Some(o) => return Err(src.err(at("allocation"), key("allocation"), format!("expected \"exclusive\" or \"shared\", found \"{o}\""))),
             };
             let min_cores = members.iter().map(|&n| nodes[n].cores).min().unwrap();
             let cores_per_node = match p.cores_per_node {
@@ -685,11 +488,9 @@ impl Cluster {
             let nodeset = match &p.nodeset {
                 None => None,
                 Some(s) => {
-                    let spec = NodeSetSpec::parse_job(s)
-                        .map_err(|e| src.err(at("nodeset"), key("nodeset"), e.to_string()))?;
+                    let spec = NodeSetSpec::parse_job(s).map_err(|e| src.err(at("nodeset"), key("nodeset"), e.to_string()))?;
                     let spec = spec.with_site_options(site_nodeset.as_ref());
-                    spec.validate()
-                        .map_err(|m| src.err(at("nodeset"), key("nodeset"), m))?;
+                    spec.validate().map_err(|m| src.err(at("nodeset"), key("nodeset"), m))?;
                     Some(spec)
                 }
             };
@@ -708,18 +509,8 @@ impl Cluster {
                         None => 0,
                         Some(m) => memory_mb(m).map_err(|m| bad(format!("memory: {m}")))?,
                     };
-                    let unit = CanonicalUnit {
-                        cores: count(u.cores, "cores")?,
-                        memory_mb,
-                        gpus: count(u.gpus, "gpus")?,
-                    };
-                    if unit
-                        == (CanonicalUnit {
-                            cores: 0,
-                            memory_mb: 0,
-                            gpus: 0,
-                        })
-                    {
+                    let unit = CanonicalUnit { cores: count(u.cores, "cores")?, memory_mb, gpus: count(u.gpus, "gpus")? };
+                    if unit == (CanonicalUnit { cores: 0, memory_mb: 0, gpus: 0 }) {
                         return Err(bad("expected at least one threshold (cores, memory or gpus), e.g. { cores = 1, memory = \"2G\" }".into()));
                     }
                     unit
@@ -728,69 +519,30 @@ impl Cluster {
             let priority_tier = match p.priority_tier {
                 None => 1,
                 Some(t) if (0..=u16::MAX as i64).contains(&t) => t as u32,
-                Some(t) => {
-                    return Err(src.err(
-                        at("priority_tier"),
-                        key("priority_tier"),
-                        format!("expected an integer 0..=65535, found {t}"),
-                    ))
-                }
+                Some(t) => return Err(src.err(at("priority_tier"), key("priority_tier"), format!("expected an integer 0..=65535, found {t}"))),
             };
             let preempt = match p.preempt_mode.as_deref() {
                 None | Some("off") => PreemptMode::Off,
                 Some("suspend") => PreemptMode::Suspend,
                 Some("gang") => PreemptMode::Gang,
-                Some(o) => {
-                    return Err(src.err(
-                        at("preempt_mode"),
-                        key("preempt_mode"),
-                        format!("expected \"off\", \"suspend\" or \"gang\", found \"{o}\""),
-                    ))
-                }
+                Some(o) => return Err(src.err(at("preempt_mode"), key("preempt_mode"), format!("expected \"off\", \"suspend\" or \"gang\", found \"{o}\""))),
             };
             let oversubscribe = match (p.oversubscribe, preempt) {
                 (None, PreemptMode::Gang) => DEFAULT_OVERSUBSCRIBE,
                 (None, _) => 1,
                 (Some(n), PreemptMode::Gang) if (2..=64).contains(&n) => n as u32,
-                (Some(n), PreemptMode::Gang) => {
-                    return Err(src.err(
-                        at("oversubscribe"),
-                        key("oversubscribe"),
-                        format!("expected 2..=64 jobs per core, found {n}"),
-                    ))
-                }
-                (Some(_), _) => {
-                    return Err(src.err(
-                        at("oversubscribe"),
-                        key("oversubscribe"),
-                        "only a partition with preempt_mode = \"gang\" shares cores",
-                    ))
-                }
+                (Some(n), PreemptMode::Gang) => return Err(src.err(at("oversubscribe"), key("oversubscribe"), format!("expected 2..=64 jobs per core, found {n}"))),
+                (Some(_), _) => return Err(src.err(at("oversubscribe"), key("oversubscribe"), "only a partition with preempt_mode = \"gang\" shares cores")),
             };
             if preempt == PreemptMode::Gang && exclusive {
-                return Err(src.err(
-                    at("preempt_mode"),
-                    key("preempt_mode"),
-                    "a gang partition shares cores: it needs allocation = \"shared\"",
-                ));
+                return Err(src.err(at("preempt_mode"), key("preempt_mode"), "a gang partition shares cores: it needs allocation = \"shared\""));
             }
             if preempt == PreemptMode::Gang && nodeset.is_some() {
-                return Err(src.err(
-                    at("nodeset"),
-                    key("nodeset"),
-                    "a gang partition cannot have a node set",
-                ));
+                return Err(src.err(at("nodeset"), key("nodeset"), "a gang partition cannot have a node set"));
             }
             if let Some(q) = p.swf_queue {
-                if let Some(other) = partitions
-                    .iter()
-                    .find(|o: &&Partition| o.swf_queue == Some(q))
-                {
-                    return Err(src.err(
-                        at("swf_queue"),
-                        key("swf_queue"),
-                        format!("queue {q} already goes to partition `{}`", other.name),
-                    ));
+                if let Some(other) = partitions.iter().find(|o: &&Partition| o.swf_queue == Some(q)) {
+                    return Err(src.err(at("swf_queue"), key("swf_queue"), format!("queue {q} already goes to partition `{}`", other.name)));
                 }
             }
             partitions.push(Partition {
@@ -808,39 +560,17 @@ impl Cluster {
             });
         }
         if partitions.iter().filter(|p| p.default).count() > 1 {
-            return Err(src.err(
-                None,
-                "partition.default",
-                "at most one partition may be the default",
-            ));
+            return Err(src.err(None, "partition.default", "at most one partition may be the default"));
         }
         if partitions.is_empty() {
             let min_cores = nodes.iter().map(|n| n.cores).min().unwrap();
-            let canonical_unit = if nodes.iter().any(|n| n.gpus > 0) {
-                CanonicalUnit::GPU
-            } else {
-                CanonicalUnit::CPU
-            };
-            partitions.push(Partition {
-                name: "all".into(),
-                nodes: (0..nodes.len()).collect(),
-                default: true,
-                cores_per_node: min_cores,
-                canonical_unit,
-                ..Partition::plain()
-            });
+            let canonical_unit = if nodes.iter().any(|n| n.gpus > 0) { CanonicalUnit::GPU } else { CanonicalUnit::CPU };
+            partitions.push(Partition { name: "all".into(), nodes: (0..nodes.len()).collect(), default: true, cores_per_node: min_cores, canonical_unit, ..Partition::plain() });
         } else if !partitions.iter().any(|p| p.default) {
             partitions[0].default = true;
         }
-        for (i, g) in partitions
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.preempt == PreemptMode::Gang)
-        {
-            if let Some(o) = partitions
-                .iter()
-                .find(|o| o.name != g.name && o.nodes.iter().any(|n| g.nodes.contains(n)))
-            {
+        for (i, g) in partitions.iter().enumerate().filter(|(_, p)| p.preempt == PreemptMode::Gang) {
+            if let Some(o) = partitions.iter().find(|o| o.name != g.name && o.nodes.iter().any(|n| g.nodes.contains(n))) {
                 let line = src.key_line(raw.partition[i].span(), "preempt_mode");
                 return Err(src.err(line, format!("partition[{i}].nodes"), format!("the nodes of gang partition `{}` must belong to no other partition; `{}` shares some", g.name, o.name)));
             }
@@ -848,13 +578,7 @@ impl Cluster {
         let time_slice_s = match raw.time_slice {
             None => DEFAULT_TIME_SLICE_S,
             Some(d) if (1..=86_400).contains(&d) => d,
-            Some(d) => {
-                return Err(src.err(
-                    src.key_line(0..text.len(), "time_slice"),
-                    "time_slice",
-                    format!("expected seconds 1..=86400, found {d}"),
-                ))
-            }
+            Some(d) => return Err(src.err(src.key_line(0..text.len(), "time_slice"), "time_slice", format!("expected seconds 1..=86400, found {d}"))),
         };
         let power_budget_w = match raw.power_budget_w {
             None => None,
@@ -864,13 +588,7 @@ impl Cluster {
                 }
                 Some(w)
             }
-            Some(w) => {
-                return Err(src.err(
-                    src.key_line(0..text.len(), "power_budget_w"),
-                    "power_budget_w",
-                    format!("expected watts > 0, found {w}"),
-                ))
-            }
+            Some(w) => return Err(src.err(src.key_line(0..text.len(), "power_budget_w"), "power_budget_w", format!("expected watts > 0, found {w}"))),
         };
         Ok(Cluster {
             power_budget_w,
@@ -886,40 +604,25 @@ impl Cluster {
     }
 }
 
-fn site_nodeset(
-    src: &Source<'_>,
-    sp: &toml::Spanned<RawNodeSet>,
-) -> Result<NodeSetSpec, ClusterError> {
+fn site_nodeset(src: &Source<'_>, sp: &toml::Spanned<RawNodeSet>) -> Result<NodeSetSpec, ClusterError> {
     let r = sp.get_ref();
     let at = |k: &str| src.key_line(sp.span(), k);
     let key = |k: &str| format!("nodeset.{k}");
-    let policy: SetPolicy = r
-        .policy
-        .parse()
-        .map_err(|m: String| src.err(at("policy"), key("policy"), m))?;
-    let attribute: SetAttribute = r
-        .attribute
-        .parse()
-        .map_err(|m: String| src.err(at("attribute"), key("attribute"), m))?;
+    let policy: SetPolicy = r.policy.parse().map_err(|m: String| src.err(at("policy"), key("policy"), m))?;
+    let attribute: SetAttribute = r.attribute.parse().map_err(|m: String| src.err(at("attribute"), key("attribute"), m))?;
     let list: Vec<String> = r.list.iter().map(RawValue::text).collect();
     let mut spec = NodeSetSpec::new(policy, attribute, list);
     spec.optional = r.optional;
     spec.tolerance = r.tolerance;
     if let Some(p) = &r.priority {
-        spec.priority = p
-            .parse::<SetPriority>()
-            .map_err(|m| src.err(at("priority"), key("priority"), m))?;
+        spec.priority = p.parse::<SetPriority>().map_err(|m| src.err(at("priority"), key("priority"), m))?;
     }
     if let Some(p) = &r.plus {
-        spec.plus = p
-            .parse::<SetPlus>()
-            .map_err(|m| src.err(at("plus"), key("plus"), m))?;
+        spec.plus = p.parse::<SetPlus>().map_err(|m| src.err(at("plus"), key("plus"), m))?;
     }
-    spec.validate()
-        .map_err(|m| src.err(src.line_of(sp.span()), "nodeset", m))?;
+    spec.validate().map_err(|m| src.err(src.line_of(sp.span()), "nodeset", m))?;
     // list values must be numbers for numeric attributes
-    NodeSetSpec::parse_moab(&spec.to_string())
-        .map_err(|e| src.err(at("list"), key("list"), e.to_string()))?;
+    NodeSetSpec::parse_moab(&spec.to_string()).map_err(|e| src.err(at("list"), key("list"), e.to_string()))?;
     Ok(spec)
 }
 
@@ -998,43 +701,24 @@ nodes = "n[01-04],g[1-2]"
     #[test]
     fn errors_name_file_line_key_and_expectation() {
         let bad = EXAMPLE.replace("cores = 16", "cores = 0");
-        let e = Cluster::from_toml(&bad, "mini.toml")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "mini.toml:14: `nodetype[1].cores`: expected an integer >= 1, found 0"
-        );
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
+        assert_eq!(e, "mini.toml:14: `nodetype[1].cores`: expected an integer >= 1, found 0");
 
         let bad = EXAMPLE.replace("gpus = 4", "gpu = 4");
-        let e = Cluster::from_toml(&bad, "mini.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("mini.toml:16: unknown field `gpu`, expected one of"),
-            "{e}"
-        );
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
+        assert!(e.starts_with("mini.toml:16: unknown field `gpu`, expected one of"), "{e}");
         assert!(e.contains("`gpus`"), "{e}");
 
         let bad = EXAMPLE.replace("nodetypes = [\"std\"]", "nodetypes = [\"fat\"]");
-        let e = Cluster::from_toml(&bad, "mini.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("`partition[0].nodetypes`: unknown node type `fat`; known: std, gpu"),
-            "{e}"
-        );
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
+        assert!(e.contains("`partition[0].nodetypes`: unknown node type `fat`; known: std, gpu"), "{e}");
 
         let bad = EXAMPLE.replace("memory = \"32G\"", "memory = \"lots\"");
-        let e = Cluster::from_toml(&bad, "mini.toml")
-            .unwrap_err()
-            .to_string();
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
         assert!(e.contains("`nodetype[0].memory`: expected a size"), "{e}");
 
         let bad = EXAMPLE.replace("n[01-04],g[1-2]", "n[01-05]");
-        let e = Cluster::from_toml(&bad, "mini.toml")
-            .unwrap_err()
-            .to_string();
+        let e = Cluster::from_toml(&bad, "mini.toml").unwrap_err().to_string();
         assert!(e.contains("node `n05` is not defined"), "{e}");
     }
 
@@ -1081,15 +765,8 @@ default = true
     #[test]
     fn benchmarks_reference_and_node_sets() {
         let c = Cluster::from_toml(HETERO, "h.toml").unwrap();
-        assert_eq!(
-            c.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
-            ["old01", "old02", "old03", "new1", "new2"]
-        );
-        assert_eq!(
-            c.node_types[0].benchmark_per_core,
-            Some(10.0),
-            "40 HS06 per node over 4 cores"
-        );
+        assert_eq!(c.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["old01", "old02", "old03", "new1", "new2"]);
+        assert_eq!(c.node_types[0].benchmark_per_core, Some(10.0), "40 HS06 per node over 4 cores");
         assert_eq!(c.node_types[1].factor, 2.0, "HEPscore23 counts as HS06");
         assert_eq!(c.node_types[1].speed, 2.0, "no speed given: the factor");
         assert_eq!(c.reference.hs06_per_core, 10.0);
@@ -1101,11 +778,7 @@ default = true
         assert!(p.exclusive && p.cores_per_node == 4);
         let pn = p.nodeset.as_ref().unwrap();
         assert_eq!(pn.to_string(), "ONEOF:FEATURE:switchA,switchB");
-        assert_eq!(
-            (pn.optional, pn.priority, pn.tolerance),
-            (true, crate::SetPriority::MinLoss, None),
-            "site options, no tolerance for FEATURE"
-        );
+        assert_eq!((pn.optional, pn.priority, pn.tolerance), (true, crate::SetPriority::MinLoss, None), "site options, no tolerance for FEATURE");
     }
 
     #[test]
@@ -1124,9 +797,7 @@ default = true
         ];
         for (from, to, want) in cases {
             assert!(HETERO.contains(from), "{from}");
-            let e = Cluster::from_toml(&HETERO.replace(from, to), "h.toml")
-                .unwrap_err()
-                .to_string();
+            let e = Cluster::from_toml(&HETERO.replace(from, to), "h.toml").unwrap_err().to_string();
             assert!(e.contains(want), "{to}:\n got  {e}\n want {want}");
             assert!(e.starts_with("h.toml:"), "{e}");
         }
@@ -1160,26 +831,15 @@ default = true
         ];
         for (text, from, to, want) in cases {
             assert!(text.contains(from), "{from}");
-            let name = if text == HETERO {
-                "h.toml"
-            } else if text == EXAMPLE {
-                "mini.toml"
-            } else {
-                "p.toml"
-            };
-            let e = Cluster::from_toml(&text.replace(from, to), name)
-                .unwrap_err()
-                .to_string();
+            let name = if text == HETERO { "h.toml" } else if text == EXAMPLE { "mini.toml" } else { "p.toml" };
+            let e = Cluster::from_toml(&text.replace(from, to), name).unwrap_err().to_string();
             assert!(e.contains(want), "{to}:\n got  {e}\n want {want}");
             assert!(e.starts_with(&format!("{name}:")), "{e}");
         }
         // the reference as an abstract strength is bounded the same way
         let abs = HETERO.replace("nodetype = \"old\"", "hs06_per_core = 1e-300");
         let e = Cluster::from_toml(&abs, "h.toml").unwrap_err().to_string();
-        assert!(
-            e.contains("`nodetype[0].hs06`: gives a scaling factor of"),
-            "{e}"
-        );
+        assert!(e.contains("`nodetype[0].hs06`: gives a scaling factor of"), "{e}");
     }
 
     #[test]
@@ -1191,13 +851,7 @@ default = true
         assert_eq!(parse_memory_mb("64GiB"), Some(65536));
         assert_eq!(parse_memory_mb("x"), None);
         assert_eq!(parse_memory_mb("1e30T"), None, "beyond u64, not saturated");
-        assert_eq!(
-            memory_mb(&RawMemory::Text("8796093022207T".into())),
-            Ok((1 << 63) - (1 << 20))
-        );
-        assert!(
-            memory_mb(&RawMemory::Text("8796093022208T".into())).is_err(),
-            "2^63 MiB"
-        );
+        assert_eq!(memory_mb(&RawMemory::Text("8796093022207T".into())), Ok((1 << 63) - (1 << 20)));
+        assert!(memory_mb(&RawMemory::Text("8796093022208T".into())).is_err(), "2^63 MiB");
     }
 }

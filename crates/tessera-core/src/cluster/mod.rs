@@ -200,48 +200,28 @@ pub struct CanonicalUnit {
 
 impl CanonicalUnit {
     /// "1 core + 2 GB".
-    pub const CPU: CanonicalUnit = CanonicalUnit {
-        cores: 1,
-        memory_mb: 2048,
-        gpus: 0,
-    };
+    pub const CPU: CanonicalUnit = CanonicalUnit { cores: 1, memory_mb: 2048, gpus: 0 };
     /// "1 GPU".
-    pub const GPU: CanonicalUnit = CanonicalUnit {
-        cores: 0,
-        memory_mb: 0,
-        gpus: 1,
-    };
+    pub const GPU: CanonicalUnit = CanonicalUnit { cores: 0, memory_mb: 0, gpus: 1 };
 
     /// The largest k such that k times every threshold fits in the free resources
     /// (0 as soon as one thresholded resource is fully used). A threshold on a
     /// resource the node does not track (capacity 0) is ignored.
     pub fn units(&self, free: (u64, u64, u64), capacity: (u64, u64, u64)) -> u64 {
         let mut k = u64::MAX;
-        for (thr, f, cap) in [
-            (self.cores as u64, free.0, capacity.0),
-            (self.memory_mb, free.1, capacity.1),
-            (self.gpus as u64, free.2, capacity.2),
-        ] {
+        for (thr, f, cap) in [(self.cores as u64, free.0, capacity.0), (self.memory_mb, free.1, capacity.1), (self.gpus as u64, free.2, capacity.2)] {
             if thr > 0 && cap > 0 {
                 k = k.min(f / thr);
             }
         }
-        if k == u64::MAX {
-            0
-        } else {
-            k
-        }
+        if k == u64::MAX { 0 } else { k }
     }
 
     /// Canonical units a request needs: the largest of request / threshold,
     /// rounded up, over the thresholded resources.
     pub fn need(&self, cores: u64, memory_mb: u64, gpus: u64) -> u64 {
         let mut k = 0;
-        for (thr, r) in [
-            (self.cores as u64, cores),
-            (self.memory_mb, memory_mb),
-            (self.gpus as u64, gpus),
-        ] {
+        for (thr, r) in [(self.cores as u64, cores), (self.memory_mb, memory_mb), (self.gpus as u64, gpus)] {
             if thr > 0 {
                 k = k.max(r.div_ceil(thr));
             }
@@ -254,25 +234,13 @@ impl std::fmt::Display for CanonicalUnit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut parts = Vec::new();
         if self.cores > 0 {
-            parts.push(format!(
-                "{} core{}",
-                self.cores,
-                if self.cores == 1 { "" } else { "s" }
-            ));
+            parts.push(format!("{} core{}", self.cores, if self.cores == 1 { "" } else { "s" }));
         }
         if self.memory_mb > 0 {
-            parts.push(if self.memory_mb % 1024 == 0 {
-                format!("{} GB", self.memory_mb / 1024)
-            } else {
-                format!("{} MB", self.memory_mb)
-            });
+            parts.push(if self.memory_mb % 1024 == 0 { format!("{} GB", self.memory_mb / 1024) } else { format!("{} MB", self.memory_mb) });
         }
         if self.gpus > 0 {
-            parts.push(format!(
-                "{} GPU{}",
-                self.gpus,
-                if self.gpus == 1 { "" } else { "s" }
-            ));
+            parts.push(format!("{} GPU{}", self.gpus, if self.gpus == 1 { "" } else { "s" }));
         }
         f.write_str(&parts.join(" + "))
     }
@@ -292,11 +260,7 @@ mod tests {
         assert_eq!(u.units((3, 7 * 1024, 0), cap), 3);
         assert_eq!(u.units((0, 7 * 1024, 0), cap), 0, "all cores allocated");
         assert_eq!(u.units((5, 0, 0), cap), 0, "all memory allocated");
-        assert_eq!(
-            u.units((3, 0, 0), (10, 0, 0)),
-            3,
-            "memory not tracked on the node"
-        );
+        assert_eq!(u.units((3, 0, 0), (10, 0, 0)), 3, "memory not tracked on the node");
         assert_eq!(CanonicalUnit::GPU.units((8, 64, 2), (8, 64, 4)), 2);
         assert_eq!(u.need(2, 4096, 0), 2);
         assert_eq!(u.need(1, 5000, 0), 3);
@@ -320,36 +284,21 @@ impl Cluster {
     /// (PARM's model): its node count, the power model its nodes share, and the
     /// trace processors per node (jobs are sized in whole nodes).
     pub fn power_machine(&self) -> Result<PowerSetupInfo, String> {
-        let budget_w = self.power_budget_w.ok_or_else(|| {
-            format!(
-                "cluster `{}` has no power_budget_w; power-aware scheduling needs one",
-                self.name
-            )
-        })?;
+        let budget_w = self.power_budget_w.ok_or_else(|| format!("cluster `{}` has no power_budget_w; power-aware scheduling needs one", self.name))?;
         let part = &self.partitions[self.default_partition_index()];
         let first = &self.nodes[part.nodes[0]];
-        let power = self.node_types[first.node_type].power.clone().ok_or_else(|| {
-            format!(
-                "cluster `{}`: node type `{}` has no power model; power-aware scheduling needs one on every node type",
-                self.name, self.node_types[first.node_type].name
-            )
-        })?;
+        let t0 = &self.node_types[first.node_type];
+        let power = t0.power.clone().ok_or_else(|| format!("cluster `{}`: node type `{}` has no power model; power-aware scheduling needs one on every node type", self.name, t0.name))?;
         for &n in &part.nodes {
             let t = &self.node_types[self.nodes[n].node_type];
-            if t.power.as_ref() != Some(&power)
-                || (!part.exclusive && self.nodes[n].cores != first.cores)
-            {
+            if t.power.as_ref() != Some(&power) || (!part.exclusive && self.nodes[n].cores != first.cores) {
                 return Err(format!(
                     "partition `{}`: power-aware scheduling models identical nodes, but node types `{}` and `{}` differ in power model or cores",
                     part.name, self.node_types[first.node_type].name, t.name
                 ));
             }
         }
-        let cores_per_node = if part.exclusive {
-            part.cores_per_node
-        } else {
-            first.cores
-        };
+        let cores_per_node = if part.exclusive { part.cores_per_node } else { first.cores };
         Ok(PowerSetupInfo {
             machine: crate::power::PowerMachine {
                 nodes: part.nodes.len() as u32,
@@ -383,13 +332,7 @@ impl Cluster {
                 negative_affinity: false,
                 power: None,
             }],
-            nodes: vec![Node {
-                name: "pool".into(),
-                node_type: 0,
-                cores: procs,
-                memory_mb: 0,
-                gpus: 0,
-            }],
+            nodes: vec![Node { name: "pool".into(), node_type: 0, cores: procs, memory_mb: 0, gpus: 0 }],
             partitions: vec![Partition {
                 name: "pool".into(),
                 nodes: vec![0],
@@ -400,10 +343,7 @@ impl Cluster {
                 canonical_unit: CanonicalUnit::CPU,
                 ..Partition::plain()
             }],
-            reference: Reference {
-                name: "none".into(),
-                hs06_per_core: 0.0,
-            },
+            reference: Reference { name: "none".into(), hs06_per_core: 0.0 },
             nodeset: None,
             nodeset_delay: 0,
             power_budget_w: None,
@@ -435,8 +375,6 @@ impl Cluster {
 
     /// Whether every node runs at the same pace (all factors equal).
     pub fn is_homogeneous(&self) -> bool {
-        self.node_types
-            .windows(2)
-            .all(|w| w[0].factor == w[1].factor)
+        self.node_types.windows(2).all(|w| w[0].factor == w[1].factor)
     }
 }

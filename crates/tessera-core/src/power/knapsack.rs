@@ -62,24 +62,15 @@ pub enum Solver {
     /// MILP with at most `node_limit` branch-and-bound nodes and, optionally, a
     /// wall-clock limit (milliseconds; makes decisions depend on the machine's
     /// speed, so the simulator's default is the node limit alone).
-    Milp {
-        node_limit: u64,
-        time_limit_ms: Option<u64>,
-    },
+    Milp { node_limit: u64, time_limit_ms: Option<u64> },
 }
 
 impl std::fmt::Display for Solver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Solver::Structured => f.write_str("structured"),
-            Solver::Milp {
-                node_limit,
-                time_limit_ms: None,
-            } => write!(f, "milp (node limit {node_limit})"),
-            Solver::Milp {
-                node_limit,
-                time_limit_ms: Some(ms),
-            } => write!(f, "milp (node limit {node_limit}, time limit {ms} ms)"),
+            Solver::Milp { node_limit, time_limit_ms: None } => write!(f, "milp (node limit {node_limit})"),
+            Solver::Milp { node_limit, time_limit_ms: Some(ms) } => write!(f, "milp (node limit {node_limit}, time limit {ms} ms)"),
         }
     }
 }
@@ -106,21 +97,14 @@ impl Problem {
     }
 
     pub fn value(&self, choice: &[Option<u32>]) -> f64 {
-        self.groups
-            .iter()
-            .zip(choice)
-            .map(|(g, c)| c.map_or(0.0, |i| g.items[i as usize].value))
-            .sum()
+        self.groups.iter().zip(choice).map(|(g, c)| c.map_or(0.0, |i| g.items[i as usize].value)).sum()
     }
 
     pub fn solve(&self, solver: Solver, incumbent: Option<&[Option<u32>]>) -> Solution {
         let s = structured(self, incumbent);
         match solver {
             Solver::Structured => s,
-            Solver::Milp {
-                node_limit,
-                time_limit_ms,
-            } => milp(self, node_limit, time_limit_ms, &s, true),
+            Solver::Milp { node_limit, time_limit_ms } => milp(self, node_limit, time_limit_ms, &s, true),
         }
     }
 }
@@ -131,11 +115,7 @@ fn pareto(g: &Group) -> Vec<u32> {
     let mut idx: Vec<u32> = (0..g.items.len() as u32).collect();
     idx.sort_by(|&a, &b| {
         let (x, y) = (&g.items[a as usize], &g.items[b as usize]);
-        y.value
-            .total_cmp(&x.value)
-            .then(x.nodes.cmp(&y.nodes))
-            .then(x.power.total_cmp(&y.power))
-            .then(a.cmp(&b))
+        y.value.total_cmp(&x.value).then(x.nodes.cmp(&y.nodes)).then(x.power.total_cmp(&y.power)).then(a.cmp(&b))
     });
     let mut keep: Vec<u32> = Vec::new();
     for i in idx {
@@ -164,11 +144,7 @@ impl Priced<'_> {
     fn eval(&self, l: f64, m: f64, choice: &mut [Option<u32>]) -> (f64, f64, f64) {
         let (mut total, mut un, mut uw) = (l + m, 0.0, 0.0);
         for (gi, g) in self.p.groups.iter().enumerate() {
-            let mut best: Option<(f64, u32)> = if g.forced {
-                None
-            } else {
-                Some((0.0, u32::MAX))
-            };
+            let mut best: Option<(f64, u32)> = if g.forced { None } else { Some((0.0, u32::MAX)) };
             for &i in &self.cand[gi] {
                 let it = &g.items[i as usize];
                 let r = it.value - l * it.nodes as f64 / self.sn - m * it.power / self.sw;
@@ -194,18 +170,8 @@ impl Priced<'_> {
 pub fn structured(p: &Problem, incumbent: Option<&[Option<u32>]>) -> Solution {
     let n = p.groups.len();
     let cand: Vec<Vec<u32>> = p.groups.iter().map(pareto).collect();
-    let pr = Priced {
-        p,
-        cand,
-        sn: (p.nodes as f64).max(1.0),
-        sw: p.power.max(1.0),
-    };
-    let vmax = p
-        .groups
-        .iter()
-        .flat_map(|g| g.items.iter().map(|i| i.value))
-        .fold(0.0, f64::max)
-        .max(1.0);
+    let pr = Priced { p, cand, sn: (p.nodes as f64).max(1.0), sw: p.power.max(1.0) };
+    let vmax = p.groups.iter().flat_map(|g| g.items.iter().map(|i| i.value)).fold(0.0, f64::max).max(1.0);
     // prices above this make every optional item worthless
     let hi = vmax * (pr.sn.max(pr.sw)) * 4.0 + 1.0;
     let mut choice = vec![None; n];
@@ -287,22 +253,9 @@ pub fn structured(p: &Problem, incumbent: Option<&[Option<u32>]>) -> Solution {
         }
     }
     let objective = p.value(&cur);
-    let bound = if p.usage(&cur).2 {
-        Some(best_bound.max(objective))
-    } else {
-        None
-    };
+    let bound = if p.usage(&cur).2 { Some(best_bound.max(objective)) } else { None };
     let gap = bound.map_or(f64::INFINITY, |b| (b - objective) / b.abs().max(1e-12));
-    Solution {
-        choice: cur,
-        objective,
-        bound,
-        status: if gap <= 1e-9 {
-            Status::Optimal
-        } else {
-            Status::Feasible
-        },
-    }
+    Solution { choice: cur, objective, bound, status: if gap <= 1e-9 { Status::Optimal } else { Status::Feasible } }
 }
 
 /// Depth-first search over the items whose reduced profit at the best prices is
@@ -312,13 +265,7 @@ pub fn structured(p: &Problem, incumbent: Option<&[Option<u32>]>) -> Solution {
 /// of their group's best. Exact within [`CORE_NODES`] search nodes; the bound
 /// tightens as better choices are found. True when the search was exhaustive
 /// (the answer is then optimal).
-fn core_search(
-    p: &Problem,
-    pr: &Priced<'_>,
-    (l, m): (f64, f64),
-    bound: f64,
-    cur: &mut Vec<Option<u32>>,
-) -> bool {
+fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur: &mut Vec<Option<u32>>) -> bool {
     let reduced = |gi: usize, o: Option<u32>| -> f64 {
         o.map_or(0.0, |i| {
             let it = &p.groups[gi].items[i as usize];
@@ -332,17 +279,9 @@ fn core_search(
         .iter()
         .enumerate()
         .map(|(gi, g)| {
-            let all: Vec<Option<u32>> = pr.cand[gi]
-                .iter()
-                .map(|&i| Some(i))
-                .chain((!g.forced).then_some(None))
-                .collect();
-            let top = all
-                .iter()
-                .map(|&o| reduced(gi, o))
-                .fold(f64::NEG_INFINITY, f64::max);
-            let mut v: Vec<(f64, Option<u32>)> =
-                all.into_iter().map(|o| (top - reduced(gi, o), o)).collect();
+            let all: Vec<Option<u32>> = pr.cand[gi].iter().map(|&i| Some(i)).chain((!g.forced).then_some(None)).collect();
+            let top = all.iter().map(|&o| reduced(gi, o)).fold(f64::NEG_INFINITY, f64::max);
+            let mut v: Vec<(f64, Option<u32>)> = all.into_iter().map(|o| (top - reduced(gi, o), o)).collect();
             v.sort_by(|a, b| a.0.total_cmp(&b.0));
             v
         })
@@ -353,42 +292,26 @@ fn core_search(
     // the biggest decisions first (the LP bound is loosest about them), then the
     // groups with the fewest near-zero alternatives
     let spread = |gi: usize| -> f64 {
-        let ws = pr.cand[gi]
-            .iter()
-            .map(|&i| p.groups[gi].items[i as usize].power);
-        let (lo, hi) = ws.fold((f64::INFINITY, 0.0f64), |(lo, hi), w| {
-            (lo.min(w), hi.max(w))
-        });
-        if p.groups[gi].forced {
-            hi - lo
-        } else {
-            hi
-        }
+        let ws = pr.cand[gi].iter().map(|&i| p.groups[gi].items[i as usize].power);
+        let (lo, hi) = ws.fold((f64::INFINITY, 0.0f64), |(lo, hi), w| (lo.min(w), hi.max(w)));
+        if p.groups[gi].forced { hi - lo } else { hi }
     };
     order.sort_by(|&a, &b| {
         spread(b)
             .total_cmp(&spread(a))
-            .then(
-                opts[a]
-                    .iter()
-                    .filter(|o| o.0 <= gap0)
-                    .count()
-                    .cmp(&opts[b].iter().filter(|o| o.0 <= gap0).count()),
-            )
+            .then(opts[a].iter().filter(|o| o.0 <= gap0).count().cmp(&opts[b].iter().filter(|o| o.0 <= gap0).count()))
             .then(a.cmp(&b))
     });
     // from each depth on, the fewest nodes and watts the remaining groups can take
     let mut rest_min = vec![(0u64, 0f64); order.len() + 1];
     for k in (0..order.len()).rev() {
-        let (n, w) = opts[order[k]]
-            .iter()
-            .fold((u64::MAX, f64::INFINITY), |(n, w), &(_, o)| {
-                let (nn, ww) = o.map_or((0, 0.0), |i| {
-                    let it = &p.groups[order[k]].items[i as usize];
-                    (it.nodes as u64, it.power)
-                });
-                (n.min(nn), w.min(ww))
+        let (n, w) = opts[order[k]].iter().fold((u64::MAX, f64::INFINITY), |(n, w), &(_, o)| {
+            let (nn, ww) = o.map_or((0, 0.0), |i| {
+                let it = &p.groups[order[k]].items[i as usize];
+                (it.nodes as u64, it.power)
             });
+            (n.min(nn), w.min(ww))
+        });
         rest_min[k] = (rest_min[k + 1].0 + n, rest_min[k + 1].1 + w);
     }
     let lp = PowerLp::new(p, pr, l, &order);
@@ -419,18 +342,13 @@ fn core_search(
             if k < self.order.len() && k > 0 {
                 // the open groups' LP over the watts left, nodes priced at l
                 let nodes_left = (self.p.nodes as f64 - n as f64).max(0.0);
-                let ub = v
-                    + self.l * nodes_left / self.sn
-                    + self.lp.bound(k, self.p.power * (1.0 + EPS) + EPS - w);
+                let ub = v + self.l * nodes_left / self.sn + self.lp.bound(k, self.p.power * (1.0 + EPS) + EPS - w);
                 if ub <= self.best_val + 1e-12 * self.best_val.abs() {
                     return;
                 }
             }
             if k == self.order.len() {
-                if n <= self.p.nodes as u64
-                    && w <= self.p.power * (1.0 + EPS) + EPS
-                    && v > self.best_val + 1e-12 * v.abs()
-                {
+                if n <= self.p.nodes as u64 && w <= self.p.power * (1.0 + EPS) + EPS && v > self.best_val + 1e-12 * v.abs() {
                     self.best_val = v;
                     self.best = self.pick.clone();
                 }
@@ -450,20 +368,7 @@ fn core_search(
             }
         }
     }
-    let mut dfs = Dfs {
-        p,
-        opts: &opts,
-        order: &order,
-        rest_min: &rest_min,
-        lp: &lp,
-        l,
-        sn: pr.sn,
-        bound,
-        best_val,
-        best: cur.clone(),
-        pick: vec![None; p.groups.len()],
-        nodes_left: CORE_NODES,
-    };
+    let mut dfs = Dfs { p, opts: &opts, order: &order, rest_min: &rest_min, lp: &lp, l, sn: pr.sn, bound, best_val, best: cur.clone(), pick: vec![None; p.groups.len()], nodes_left: CORE_NODES };
     dfs.go(0, 0.0, 0, 0.0, 0.0);
     let exhaustive = dfs.nodes_left > 0;
     if dfs.best_val > best_val {
@@ -570,18 +475,12 @@ fn repair(p: &Problem, cand: &[Vec<u32>], mut choice: Vec<Option<u32>>) -> Vec<O
         if g.forced && choice[gi].is_none() {
             choice[gi] = cand[gi].iter().copied().min_by(|&a, &b| {
                 let (x, y) = (&g.items[a as usize], &g.items[b as usize]);
-                (x.power / p.power.max(1.0) + x.nodes as f64 / p.nodes.max(1) as f64).total_cmp(
-                    &(y.power / p.power.max(1.0) + y.nodes as f64 / p.nodes.max(1) as f64),
-                )
+                (x.power / p.power.max(1.0) + x.nodes as f64 / p.nodes.max(1) as f64)
+                    .total_cmp(&(y.power / p.power.max(1.0) + y.nodes as f64 / p.nodes.max(1) as f64))
             });
         }
     }
-    let viol = |n: f64, w: f64| {
-        (
-            (n - p.nodes as f64).max(0.0) / p.nodes.max(1) as f64,
-            (w - p.power).max(0.0) / p.power.max(1.0),
-        )
-    };
+    let viol = |n: f64, w: f64| ((n - p.nodes as f64).max(0.0) / p.nodes.max(1) as f64, (w - p.power).max(0.0) / p.power.max(1.0));
     loop {
         let (n, w, _) = p.usage(&choice);
         let (n, w) = (n as f64, w);
@@ -595,11 +494,7 @@ fn repair(p: &Problem, cand: &[Vec<u32>], mut choice: Vec<Option<u32>>) -> Vec<O
         for (gi, g) in p.groups.iter().enumerate() {
             let Some(c) = choice[gi] else { continue };
             let cur = &g.items[c as usize];
-            for o in cand[gi]
-                .iter()
-                .map(|&i| Some(i))
-                .chain((!g.forced).then_some(None))
-            {
+            for o in cand[gi].iter().map(|&i| Some(i)).chain((!g.forced).then_some(None)) {
                 let (v, nn, ww) = o.map_or((0.0, 0, 0.0), |i| {
                     let it = &g.items[i as usize];
                     (it.value, it.nodes, it.power)
@@ -645,19 +540,12 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
         let mut best: Option<(f64, usize, Option<u32>)> = None;
         for (gi, g) in p.groups.iter().enumerate() {
             let (v0, nn0, ww0) = get(gi, choice[gi]);
-            for o in cand[gi]
-                .iter()
-                .map(|&i| Some(i))
-                .chain((!g.forced).then_some(None))
-            {
+            for o in cand[gi].iter().map(|&i| Some(i)).chain((!g.forced).then_some(None)) {
                 let (v, nn, ww) = get(gi, o);
                 if v <= v0 + EPS {
                     continue;
                 }
-                if (nn as i64 - nn0 as i64) <= fn_
-                    && ww - ww0 <= fw + EPS * p.power.max(1.0)
-                    && best.is_none_or(|b| v - v0 > b.0)
-                {
+                if (nn as i64 - nn0 as i64) <= fn_ && ww - ww0 <= fw + EPS * p.power.max(1.0) && best.is_none_or(|b| v - v0 > b.0) {
                     best = Some((v - v0, gi, o));
                 }
             }
@@ -683,13 +571,7 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
                     .filter_map(move |o| {
                         let (v, nn, ww) = get(gi, o);
                         let (dn, dw) = (nn0 as i64 - nn as i64, ww0 - ww);
-                        (dn >= 0 && dw >= 0.0 && (dn > 0 || dw > 0.0)).then_some((
-                            gi,
-                            o,
-                            v0 - v,
-                            dn,
-                            dw,
-                        ))
+                        (dn >= 0 && dw >= 0.0 && (dn > 0 || dw > 0.0)).then_some((gi, o, v0 - v, dn, dw))
                     })
                     .collect::<Vec<_>>()
             })
@@ -734,16 +616,8 @@ fn improve(p: &Problem, cand: &[Vec<u32>], choice: &mut [Option<u32>]) {
 /// The MILP through microlp, warm-started from `fallback` when `warm` (else cold),
 /// within the limits; `fallback` (feasible) is the answer when the search finds
 /// nothing better.
-pub fn milp(
-    p: &Problem,
-    node_limit: u64,
-    time_limit_ms: Option<u64>,
-    fallback: &Solution,
-    warm: bool,
-) -> Solution {
-    use microlp::{
-        ComparisonOp, LinearExpr, OptimizationDirection, Problem as Lp, SolveOptions, SolveOutcome,
-    };
+pub fn milp(p: &Problem, node_limit: u64, time_limit_ms: Option<u64>, fallback: &Solution, warm: bool) -> Solution {
+    use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem as Lp, SolveOptions, SolveOutcome};
     let mut lp = Lp::new(OptimizationDirection::Maximize);
     let mut vars = Vec::with_capacity(p.groups.len());
     let (mut nodes, mut power) = (LinearExpr::empty(), LinearExpr::empty());
@@ -757,15 +631,7 @@ pub fn milp(
             one.add(v, 1.0);
             vs.push(v);
         }
-        lp.add_constraint(
-            one,
-            if g.forced {
-                ComparisonOp::Eq
-            } else {
-                ComparisonOp::Le
-            },
-            1.0,
-        );
+        lp.add_constraint(one, if g.forced { ComparisonOp::Eq } else { ComparisonOp::Le }, 1.0);
         vars.push(vs);
     }
     lp.add_constraint(nodes, ComparisonOp::Le, p.nodes as f64);
@@ -778,48 +644,23 @@ pub fn milp(
         opts.warm_start = Some(
             vars.iter()
                 .zip(&warm_answer.choice)
-                .flat_map(|(vs, c)| {
-                    vs.iter()
-                        .enumerate()
-                        .map(move |(i, v)| (*v, if *c == Some(i as u32) { 1.0 } else { 0.0 }))
-                })
+                .flat_map(|(vs, c)| vs.iter().enumerate().map(move |(i, v)| (*v, if *c == Some(i as u32) { 1.0 } else { 0.0 })))
                 .collect(),
         );
     }
     let outcome = lp.solve_with(opts);
-    let fallback = || Solution {
-        status: Status::Feasible,
-        bound: None,
-        ..warm_answer.clone()
-    };
-    let Ok(SolveOutcome::Solution(sol)) = outcome else {
-        return fallback();
-    };
+    let fallback = || Solution { status: Status::Feasible, bound: None, ..warm_answer.clone() };
+    let Ok(SolveOutcome::Solution(sol)) = outcome else { return fallback() };
     let choice: Vec<Option<u32>> = vars
         .iter()
-        .map(|vs| {
-            vs.iter()
-                .position(|v| sol.var_value(*v) > 0.5)
-                .map(|i| i as u32)
-        })
+        .map(|vs| vs.iter().position(|v| sol.var_value(*v) > 0.5).map(|i| i as u32))
         .collect();
     // never return an invalid answer, nor one worse than the warm start
-    if !p.usage(&choice).2
-        || p.value(&choice) < warm_answer.objective - 1e-9 * warm_answer.objective.abs()
-    {
+    if !p.usage(&choice).2 || p.value(&choice) < warm_answer.objective - 1e-9 * warm_answer.objective.abs() {
         return fallback();
     }
     let optimal = sol.termination_reason() == microlp::TerminationReason::ProvenOptimal;
-    Solution {
-        objective: p.value(&choice),
-        choice,
-        bound: None,
-        status: if optimal {
-            Status::Optimal
-        } else {
-            Status::Feasible
-        },
-    }
+    Solution { objective: p.value(&choice), choice, bound: None, status: if optimal { Status::Optimal } else { Status::Feasible } }
 }
 
 #[cfg(test)]
@@ -854,25 +695,14 @@ mod tests {
                 for &c in &caps {
                     let s_n = (n as f64 / nmin as f64).min(a / nmin as f64).powf(0.9);
                     let s_p = 1.0 + beta * (c - 30.0) / 30.0;
-                    items.push(Item {
-                        value: w * s_n * s_p,
-                        nodes: n,
-                        power: n as f64 * (c + 56.0),
-                    });
+                    items.push(Item { value: w * s_n * s_p, nodes: n, power: n as f64 * (c + 56.0) });
                 }
             }
             total_min_nodes += nmin as u64;
-            groups.push(Group {
-                forced: r() < forced_share,
-                items,
-            });
+            groups.push(Group { forced: r() < forced_share, items });
         }
         let nodes = (total_min_nodes as f64 * 0.6) as u32 + 1;
-        Problem {
-            groups,
-            nodes,
-            power: nodes as f64 * 95.0,
-        }
+        Problem { groups, nodes, power: nodes as f64 * 95.0 }
     }
 
     #[test]
@@ -880,40 +710,13 @@ mod tests {
         // one node type of budget: two jobs, either both small or one large
         let p = Problem {
             groups: vec![
-                Group {
-                    forced: false,
-                    items: vec![
-                        Item {
-                            value: 3.0,
-                            nodes: 2,
-                            power: 10.0,
-                        },
-                        Item {
-                            value: 5.0,
-                            nodes: 4,
-                            power: 20.0,
-                        },
-                    ],
-                },
-                Group {
-                    forced: false,
-                    items: vec![Item {
-                        value: 2.5,
-                        nodes: 2,
-                        power: 10.0,
-                    }],
-                },
+                Group { forced: false, items: vec![Item { value: 3.0, nodes: 2, power: 10.0 }, Item { value: 5.0, nodes: 4, power: 20.0 }] },
+                Group { forced: false, items: vec![Item { value: 2.5, nodes: 2, power: 10.0 }] },
             ],
             nodes: 4,
             power: 20.0,
         };
-        for solver in [
-            Solver::Structured,
-            Solver::Milp {
-                node_limit: 1000,
-                time_limit_ms: None,
-            },
-        ] {
+        for solver in [Solver::Structured, Solver::Milp { node_limit: 1000, time_limit_ms: None }] {
             let s = p.solve(solver, None);
             assert_eq!(s.choice, vec![Some(0), Some(0)], "{solver:?}");
             assert_eq!(s.objective, 5.5);
@@ -924,11 +727,7 @@ mod tests {
     fn forced_groups_are_always_served() {
         let mut p = instance(3, 30, 1.0);
         // a tight budget: forced jobs at their smallest shape still fit
-        let min_n: u32 = p
-            .groups
-            .iter()
-            .map(|g| g.items.iter().map(|i| i.nodes).min().unwrap())
-            .sum();
+        let min_n: u32 = p.groups.iter().map(|g| g.items.iter().map(|i| i.nodes).min().unwrap()).sum();
         p.nodes = min_n + 5;
         p.power = min_n as f64 * (30.0 + 56.0) + 500.0;
         let s = p.solve(Solver::Structured, None);
@@ -942,45 +741,16 @@ mod tests {
     fn structured_is_within_a_tenth_of_a_percent_of_the_milp() {
         let mut worst: f64 = 0.0;
         for seed in 0..12 {
-            let p = instance(
-                seed,
-                12 + (seed as usize % 4) * 4,
-                if seed % 3 == 0 { 0.3 } else { 0.0 },
-            );
+            let p = instance(seed, 12 + (seed as usize % 4) * 4, if seed % 3 == 0 { 0.3 } else { 0.0 });
             let s = p.solve(Solver::Structured, None);
-            let m = p.solve(
-                Solver::Milp {
-                    node_limit: 200_000,
-                    time_limit_ms: None,
-                },
-                None,
-            );
-            assert!(
-                p.usage(&s.choice).2 && p.usage(&m.choice).2,
-                "seed {seed}: infeasible"
-            );
-            assert_eq!(
-                m.status,
-                Status::Optimal,
-                "seed {seed}: MILP did not prove optimality"
-            );
-            assert!(
-                s.objective <= m.objective + 1e-6 * m.objective,
-                "seed {seed}: structured beats the optimum?"
-            );
-            assert!(
-                s.bound.unwrap() >= m.objective - 1e-6 * m.objective,
-                "seed {seed}: the bound is below the optimum"
-            );
+            let m = p.solve(Solver::Milp { node_limit: 200_000, time_limit_ms: None }, None);
+            assert!(p.usage(&s.choice).2 && p.usage(&m.choice).2, "seed {seed}: infeasible");
+            assert_eq!(m.status, Status::Optimal, "seed {seed}: MILP did not prove optimality");
+            assert!(s.objective <= m.objective + 1e-6 * m.objective, "seed {seed}: structured beats the optimum?");
+            assert!(s.bound.unwrap() >= m.objective - 1e-6 * m.objective, "seed {seed}: the bound is below the optimum");
             let gap = (m.objective - s.objective) / m.objective;
             worst = worst.max(gap);
-            assert!(
-                gap <= 1e-3,
-                "seed {seed}: structured {:.6} vs MILP {:.6} (gap {:.4}%)",
-                s.objective,
-                m.objective,
-                100.0 * gap
-            );
+            assert!(gap <= 1e-3, "seed {seed}: structured {:.6} vs MILP {:.6} (gap {:.4}%)", s.objective, m.objective, 100.0 * gap);
         }
         eprintln!("worst structured gap vs MILP: {:.5}%", 100.0 * worst);
     }
@@ -995,29 +765,17 @@ mod tests {
         let mut total_n = 0u32;
         for j in 0..28 {
             let forced = j < 22;
-            let nmax = if forced {
-                8 + (r() * 300.0) as u32
-            } else {
-                200 + (r() * 1500.0) as u32
-            };
+            let nmax = if forced { 8 + (r() * 300.0) as u32 } else { 200 + (r() * 1500.0) as u32 };
             let nmin = ((nmax as f64) * (0.2 + 0.4 * r())).max(1.0) as u32;
             let w = 1000.0 + 60_000.0 * r();
             let beta = 0.08 + 0.32 * r();
-            let sizes: Vec<u32> = if forced {
-                vec![nmin + ((nmax - nmin) as f64 * r()) as u32]
-            } else {
-                (0..8).map(|k| nmin + (nmax - nmin) * k / 7).collect()
-            };
+            let sizes: Vec<u32> = if forced { vec![nmin + ((nmax - nmin) as f64 * r()) as u32] } else { (0..8).map(|k| nmin + (nmax - nmin) * k / 7).collect() };
             let mut items = Vec::new();
             for &n in &sizes {
                 for &c in &caps {
                     let s_n = (n as f64 / nmin as f64).powf(0.85);
                     let s_p = 1.0 / (1.0 + beta * (60.0 - c) / 28.0);
-                    items.push(Item {
-                        value: w * s_n * s_p,
-                        nodes: n,
-                        power: n as f64 * (c + 56.0),
-                    });
+                    items.push(Item { value: w * s_n * s_p, nodes: n, power: n as f64 * (c + 56.0) });
                 }
             }
             if forced {
@@ -1026,11 +784,7 @@ mod tests {
             }
             groups.push(Group { forced, items });
         }
-        Problem {
-            groups,
-            nodes: total_n * 2,
-            power: mid_w * (1.0 + 0.15 * rng(seed + 7)()),
-        }
+        Problem { groups, nodes: total_n * 2, power: mid_w * (1.0 + 0.15 * rng(seed + 7)()) }
     }
 
     #[test]
@@ -1042,20 +796,9 @@ mod tests {
             assert!(p.usage(&s.choice).2, "seed {seed}: infeasible");
             if m.status == Status::Optimal {
                 let gap = (m.objective - s.objective) / m.objective;
-                assert!(
-                    gap <= 1e-3,
-                    "seed {seed}: structured {:.3} vs MILP optimum {:.3} ({:.4}%)",
-                    s.objective,
-                    m.objective,
-                    100.0 * gap
-                );
+                assert!(gap <= 1e-3, "seed {seed}: structured {:.3} vs MILP optimum {:.3} ({:.4}%)", s.objective, m.objective, 100.0 * gap);
             }
-            assert!(
-                s.bound.is_some_and(|b| (b - s.objective) / b <= 1e-3),
-                "seed {seed}: not proven within 0.1%: {:?} vs {}",
-                s.bound,
-                s.objective
-            );
+            assert!(s.bound.is_some_and(|b| (b - s.objective) / b <= 1e-3), "seed {seed}: not proven within 0.1%: {:?} vs {}", s.bound, s.objective);
         }
     }
 
@@ -1066,23 +809,14 @@ mod tests {
         for warm in [true, false] {
             let m = milp(&p, u64::MAX, Some(1), &s, warm);
             assert!(p.usage(&m.choice).2, "warm {warm}: infeasible answer");
-            assert!(
-                m.objective >= s.objective - 1e-9 * s.objective,
-                "warm {warm}: worse than the fallback"
-            );
+            assert!(m.objective >= s.objective - 1e-9 * s.objective, "warm {warm}: worse than the fallback");
         }
     }
 
     #[test]
     fn a_node_limit_falls_back_to_a_feasible_answer() {
         let p = instance(11, 40, 0.2);
-        let m = p.solve(
-            Solver::Milp {
-                node_limit: 1,
-                time_limit_ms: None,
-            },
-            None,
-        );
+        let m = p.solve(Solver::Milp { node_limit: 1, time_limit_ms: None }, None);
         assert!(p.usage(&m.choice).2);
         let s = p.solve(Solver::Structured, None);
         assert!(m.objective >= s.objective - 1e-9);

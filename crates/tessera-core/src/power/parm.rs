@@ -37,9 +37,7 @@ impl std::str::FromStr for ParmVariant {
             "nomm" => Ok(ParmVariant::NoMM),
             "nose" => Ok(ParmVariant::NoSE),
             "wse" => Ok(ParmVariant::WSE),
-            _ => Err(format!(
-                "unknown PARM variant `{s}`; known: noMM, noSE, wSE"
-            )),
+            _ => Err(format!("unknown PARM variant `{s}`; known: noMM, noSE, wSE")),
         }
     }
 }
@@ -85,15 +83,7 @@ pub struct ParmConfig {
 
 impl ParmConfig {
     pub fn new(variant: ParmVariant) -> Self {
-        ParmConfig {
-            variant,
-            alpha: 1.0,
-            fse: 500,
-            node_levels: 8,
-            solver: Solver::Structured,
-            link_mb_s: 425.0,
-            amortize_resizes: false,
-        }
+        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false }
     }
 }
 
@@ -160,15 +150,7 @@ pub struct ParmEngine {
 
 impl ParmEngine {
     pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
-        ParmEngine {
-            machine,
-            cfg,
-            pj: Vec::new(),
-            runs: Vec::new(),
-            running: Vec::new(),
-            usage: Vec::new(),
-            stats: ParmStats::default(),
-        }
+        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default() }
     }
 
     pub fn policy(&self) -> PolicyKind {
@@ -187,10 +169,7 @@ impl ParmEngine {
         self.machine.nodes as u64
     }
     pub fn used_nodes(&self) -> u32 {
-        self.running
-            .iter()
-            .map(|j| self.runs[j.index()].as_ref().unwrap().n)
-            .sum()
+        self.running.iter().map(|j| self.runs[j.index()].as_ref().unwrap().n).sum()
     }
     pub fn free(&self) -> u64 {
         (self.machine.nodes - self.used_nodes()) as u64
@@ -201,44 +180,31 @@ impl ParmEngine {
 
     /// Power drawn now: busy nodes at their caps plus idle nodes.
     pub fn power_w(&self) -> f64 {
-        let busy: f64 = self
-            .running
-            .iter()
-            .map(|j| {
-                let r = self.runs[j.index()].as_ref().unwrap();
-                r.n as f64 * (r.p + self.machine.node_base_w)
-            })
-            .sum();
+        let busy: f64 = self.running.iter().map(|j| {
+            let r = self.runs[j.index()].as_ref().unwrap();
+            r.n as f64 * (r.p + self.machine.node_base_w)
+        }).sum();
         busy + (self.machine.nodes - self.used_nodes()) as f64 * self.machine.idle_w
     }
 
     /// Current (nodes, cap) of a running job.
     pub fn config_of(&self, job: JobIdx) -> Option<(u32, f64)> {
-        self.runs
-            .get(job.index())
-            .and_then(|r| r.as_ref())
-            .map(|r| (r.n, r.p))
+        self.runs.get(job.index()).and_then(|r| r.as_ref()).map(|r| (r.n, r.p))
     }
 
     /// When a running job will end under its current configuration (whole seconds,
     /// rounded up): resize overhead still due, then the rest of its work.
     pub fn expected_end(&self, job: JobIdx) -> Option<Time> {
-        self.runs
-            .get(job.index())
-            .and_then(|r| r.as_ref())
-            .map(|r| r.expected_end)
+        self.runs.get(job.index()).and_then(|r| r.as_ref()).map(|r| r.expected_end)
     }
+
 
     pub fn can_run(&self, pj: &PowerJob) -> bool {
         let lowest = self.caps(pj).first().copied();
         pj.n_min >= 1
             && pj.n_min <= pj.n_max
             && pj.n_min <= self.machine.nodes
-            && lowest.is_some_and(|p| {
-                pj.n_min as f64 * (p + self.machine.node_base_w - self.machine.idle_w)
-                    <= self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w
-                        + 1e-9
-            })
+            && lowest.is_some_and(|p| pj.n_min as f64 * (p + self.machine.node_base_w - self.machine.idle_w) <= self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w + 1e-9)
     }
 
     /// A job with power profile `pj` was added to the table in slot `job`.
@@ -281,34 +247,20 @@ impl ParmEngine {
         let pj = self.pj[job.index()];
         let r = self.runs[job.index()].as_mut().unwrap();
         let left = r.overhead + (1.0 - r.done) * pj.time(r.n, r.p);
-        r.expected_end = (r.at + left - 1e-9)
-            .ceil()
-            .max(r.at.ceil())
-            .min(crate::engine::MAX_TIME as f64) as Time;
+        r.expected_end = (r.at + left - 1e-9).ceil().max(r.at.ceil()).min(crate::engine::MAX_TIME as f64) as Time;
         r.expected_end
     }
 
     /// A job ends (or goes back to the queue): its nodes and power come back.
     /// Returns an allocation of its node count and what it used.
-    pub(crate) fn release(
-        &mut self,
-        now: Time,
-        job: JobIdx,
-    ) -> (Option<Allocation>, Option<Usage>) {
+    pub(crate) fn release(&mut self, now: Time, job: JobIdx) -> (Option<Allocation>, Option<Usage>) {
         if self.runs[job.index()].is_none() {
             return (None, None);
         }
         self.advance(job, now as f64);
         let r = self.runs[job.index()].take().expect("a running job");
         self.running.retain(|&j| j != job);
-        (
-            Some(Allocation {
-                parts: Vec::new(),
-                factor: 1.0,
-                procs: r.n,
-            }),
-            Some(self.usage[job.index()]),
-        )
+        (Some(Allocation { parts: Vec::new(), factor: 1.0, procs: r.n }), Some(self.usage[job.index()]))
     }
 
     /// Cost (s) of resizing a job from `from` to `to` nodes: redistributing its data
@@ -350,11 +302,7 @@ impl ParmEngine {
     /// The knapsack PARM solves at `now` (running jobs advanced to `now` first),
     /// with the current configurations as the incumbent: what the decision
     /// benchmark times.
-    pub(crate) fn decision_problem(
-        &mut self,
-        now: Time,
-        t: &JobTable,
-    ) -> (Problem, Vec<Option<u32>>) {
+    pub(crate) fn decision_problem(&mut self, now: Time, t: &JobTable) -> (Problem, Vec<Option<u32>>) {
         self.advance_all(now);
         let d = self.build(now, t);
         (d.problem, d.incumbent)
@@ -369,11 +317,7 @@ impl ParmEngine {
     /// The decision's problem: running jobs first (ascending index, forced), then
     /// pending jobs in queue order, each with the options its variant allows.
     fn build(&self, now: Time, t: &JobTable) -> Decision {
-        let running = self
-            .running
-            .iter()
-            .copied()
-            .filter(|&j| matches!(t.state(j), JobState::Running { .. }));
+        let running = self.running.iter().copied().filter(|&j| matches!(t.state(j), JobState::Running { .. }));
         let jobs: Vec<JobIdx> = running.chain(t.pending().map(|(_, j)| j)).collect();
         let mut groups = Vec::with_capacity(jobs.len());
         let mut shapes = Vec::with_capacity(jobs.len());
@@ -386,9 +330,7 @@ impl ParmEngine {
             let t_min = pj.time(pj.n_min, p_min);
             let done = run.as_ref().map_or(0.0, |r| r.done);
             let submit = t.get(j).submit;
-            let w = ((1.0 - done) * t_min + (now - submit) as f64)
-                .max(1.0)
-                .powf(self.cfg.alpha);
+            let w = ((1.0 - done) * t_min + (now - submit) as f64).max(1.0).powf(self.cfg.alpha);
             let opts = self.options(j, now);
             let items: Vec<Item> = opts
                 .iter()
@@ -402,57 +344,26 @@ impl ParmEngine {
                             value *= rest / (rest + 2.0 * self.resize_cost(&pj, r.n, n));
                         }
                     }
-                    Item {
-                        value,
-                        nodes: n,
-                        power: n as f64 * (p + extra_w),
-                    }
+                    Item { value, nodes: n, power: n as f64 * (p + extra_w) }
                 })
                 .collect();
-            incumbent.push(run.as_ref().map(|r| {
-                opts.iter()
-                    .position(|&(n, p)| n == r.n && p == r.p)
-                    .expect("the current configuration is an option") as u32
-            }));
-            groups.push(Group {
-                forced: run.is_some(),
-                items,
-            });
+            incumbent.push(run.as_ref().map(|r| opts.iter().position(|&(n, p)| n == r.n && p == r.p).expect("the current configuration is an option") as u32));
+            groups.push(Group { forced: run.is_some(), items });
             shapes.push(opts);
         }
-        let problem = Problem {
-            groups,
-            nodes: self.machine.nodes,
-            power: self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w,
-        };
-        Decision {
-            jobs,
-            problem,
-            shapes,
-            incumbent,
-        }
+        let problem = Problem { groups, nodes: self.machine.nodes, power: self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w };
+        Decision { jobs, problem, shapes, incumbent }
     }
 
     pub(crate) fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
         let nowf = now as f64;
         self.advance_all(now);
-        if t.queue.head().is_none()
-            && self.cfg.variant == ParmVariant::NoMM
-            && self.running.is_empty()
-        {
+        if t.queue.head().is_none() && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
             return;
         }
-        let Decision {
-            jobs,
-            problem,
-            shapes,
-            incumbent,
-        } = self.build(now, t);
+        let Decision { jobs, problem, shapes, incumbent } = self.build(now, t);
         let sol = problem.solve(self.cfg.solver, Some(&incumbent));
-        debug_assert!(
-            problem.usage(&sol.choice).2,
-            "the solver returned an infeasible choice"
-        );
+        debug_assert!(problem.usage(&sol.choice).2, "the solver returned an infeasible choice");
         self.stats.decisions += 1;
         if sol.status == super::knapsack::Status::Feasible && sol.bound.is_none() {
             self.stats.limited += 1;
@@ -468,9 +379,7 @@ impl ParmEngine {
         // resizes first: they all pay twice the largest resize cost of the decision
         let mut t_se_max: f64 = 0.0;
         for (k, &j) in jobs.iter().enumerate() {
-            let (Some(r), Some(c)) = (&self.runs[j.index()], sol.choice[k]) else {
-                continue;
-            };
+            let (Some(r), Some(c)) = (&self.runs[j.index()], sol.choice[k]) else { continue };
             let (n, _) = shapes[k][c as usize];
             if n != r.n {
                 t_se_max = t_se_max.max(self.resize_cost(&self.pj[j.index()], r.n, n));
@@ -495,45 +404,19 @@ impl ParmEngine {
                     r.p = p;
                     let end = self.reschedule(j);
                     t.get_mut(j).expected_end = end;
-                    out.push(Effect::Configure {
-                        job: t.spec(j).id,
-                        nodes: n,
-                        cap_w: p,
-                        end,
-                    });
+                    out.push(Effect::Configure { job: t.spec(j).id, nodes: n, cap_w: p, end });
                 }
                 None => {
                     t.begin(now, j, None);
-                    self.runs[j.index()] = Some(Run {
-                        n,
-                        p,
-                        done: 0.0,
-                        at: nowf,
-                        overhead: 0.0,
-                        last_resize: now,
-                        expected_end: now,
-                    });
+                    self.runs[j.index()] = Some(Run { n, p, done: 0.0, at: nowf, overhead: 0.0, last_resize: now, expected_end: now });
                     self.usage[j.index()] = Usage::default();
                     let end = self.reschedule(j);
                     t.get_mut(j).expected_end = end;
                     let id = t.spec(j).id;
                     let at = self.running.partition_point(|&x| t.spec(x).id < id);
                     self.running.insert(at, j);
-                    out.push(Effect::Start {
-                        job: id,
-                        alloc: Allocation {
-                            parts: Vec::new(),
-                            factor: 1.0,
-                            procs: n,
-                        },
-                        limit: None,
-                    });
-                    out.push(Effect::Configure {
-                        job: id,
-                        nodes: n,
-                        cap_w: p,
-                        end,
-                    });
+                    out.push(Effect::Start { job: id, alloc: Allocation { parts: Vec::new(), factor: 1.0, procs: n }, limit: None });
+                    out.push(Effect::Configure { job: id, nodes: n, cap_w: p, end });
                 }
             }
         }
@@ -551,15 +434,9 @@ impl ParmEngine {
         let free_w = self.machine.budget_w - self.power_w();
         let need_w = pj.n_min as f64 * (p_min + self.machine.node_base_w - self.machine.idle_w);
         Some(if pj.n_min > free_nodes {
-            PendingReason::Resources {
-                needed: pj.n_min,
-                free: free_nodes,
-            }
+            PendingReason::Resources { needed: pj.n_min, free: free_nodes }
         } else if need_w > free_w + 1e-9 {
-            PendingReason::PowerBudget {
-                needed_w: need_w.ceil() as u64,
-                free_w: free_w.max(0.0).floor() as u64,
-            }
+            PendingReason::PowerBudget { needed_w: need_w.ceil() as u64, free_w: free_w.max(0.0).floor() as u64 }
         } else {
             PendingReason::Priority
         })
@@ -569,22 +446,11 @@ impl ParmEngine {
     /// the states agree.
     pub(crate) fn sanity_check(&self, t: &JobTable) {
         let used = self.used_nodes();
-        assert!(
-            used <= self.machine.nodes,
-            "{used} nodes in use of {}",
-            self.machine.nodes
-        );
+        assert!(used <= self.machine.nodes, "{used} nodes in use of {}", self.machine.nodes);
         let w = self.power_w();
-        assert!(
-            w <= self.machine.budget_w * (1.0 + 1e-9) + 1e-6,
-            "power drawn {w} W exceeds the budget {} W",
-            self.machine.budget_w
-        );
+        assert!(w <= self.machine.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn {w} W exceeds the budget {} W", self.machine.budget_w);
         for j in &self.running {
-            assert!(matches!(
-                t.state(*j),
-                JobState::Running { .. } | JobState::Ending { .. }
-            ));
+            assert!(matches!(t.state(*j), JobState::Running { .. } | JobState::Ending { .. }));
         }
     }
 }

@@ -36,59 +36,16 @@ pub const BASE_PACKAGE_POWER_W: f64 = 13.5;
 
 /// The five applications of the paper (Table IV).
 pub const PRESETS: [AppProfile; 5] = [
-    AppProfile {
-        name: "LeanMD",
-        a: 1.65,
-        b: 7.74,
-        c: BASE_PACKAGE_POWER_W,
-        p_l: 30.0,
-        p_h: 52.0,
-        beta: 0.40,
-    },
-    AppProfile {
-        name: "Wave2D",
-        a: 3.00,
-        b: 10.23,
-        c: BASE_PACKAGE_POWER_W,
-        p_l: 32.0,
-        p_h: 40.0,
-        beta: 0.16,
-    },
-    AppProfile {
-        name: "Lulesh",
-        a: 2.63,
-        b: 8.36,
-        c: BASE_PACKAGE_POWER_W,
-        p_l: 32.0,
-        p_h: 54.0,
-        beta: 0.30,
-    },
-    AppProfile {
-        name: "AMR",
-        a: 2.45,
-        b: 6.57,
-        c: BASE_PACKAGE_POWER_W,
-        p_l: 32.0,
-        p_h: 54.0,
-        beta: 0.33,
-    },
-    AppProfile {
-        name: "Jacobi2D",
-        a: 1.54,
-        b: 10.13,
-        c: BASE_PACKAGE_POWER_W,
-        p_l: 32.0,
-        p_h: 37.0,
-        beta: 0.08,
-    },
+    AppProfile { name: "LeanMD", a: 1.65, b: 7.74, c: BASE_PACKAGE_POWER_W, p_l: 30.0, p_h: 52.0, beta: 0.40 },
+    AppProfile { name: "Wave2D", a: 3.00, b: 10.23, c: BASE_PACKAGE_POWER_W, p_l: 32.0, p_h: 40.0, beta: 0.16 },
+    AppProfile { name: "Lulesh", a: 2.63, b: 8.36, c: BASE_PACKAGE_POWER_W, p_l: 32.0, p_h: 54.0, beta: 0.30 },
+    AppProfile { name: "AMR", a: 2.45, b: 6.57, c: BASE_PACKAGE_POWER_W, p_l: 32.0, p_h: 54.0, beta: 0.33 },
+    AppProfile { name: "Jacobi2D", a: 1.54, b: 10.13, c: BASE_PACKAGE_POWER_W, p_l: 32.0, p_h: 37.0, beta: 0.08 },
 ];
 
 impl AppProfile {
     pub fn preset(name: &str) -> Option<AppProfile> {
-        PRESETS
-            .iter()
-            .copied()
-            .find(|p| p.name.eq_ignore_ascii_case(name))
+        PRESETS.iter().copied().find(|p| p.name.eq_ignore_ascii_case(name))
     }
 
     /// The frequency (GHz) at which the package draws `p` watts: the real root of
@@ -163,8 +120,7 @@ impl PowerJob {
                 if levels <= 1 {
                     self.n_max
                 } else {
-                    let x = self.n_min as f64
-                        + (self.n_max - self.n_min) as f64 * k as f64 / (levels - 1) as f64;
+                    let x = self.n_min as f64 + (self.n_max - self.n_min) as f64 * k as f64 / (levels - 1) as f64;
                     x.round() as u32
                 }
             })
@@ -182,14 +138,8 @@ mod tests {
     fn downey_boundaries() {
         let d = Downey { a: 8.0, sigma: 0.5 };
         assert!((d.fraction(1.0) - 1.0).abs() < 1e-12, "t(1) = T1");
-        assert!(
-            (d.fraction(16.0) - 1.0 / 8.0).abs() < 1e-12,
-            "t(n >= 2A) = T1/A"
-        );
-        assert!(
-            (d.fraction(15.0) - 1.0 / 8.0).abs() < 1e-12,
-            "continuous at 2A - 1"
-        );
+        assert!((d.fraction(16.0) - 1.0 / 8.0).abs() < 1e-12, "t(n >= 2A) = T1/A");
+        assert!((d.fraction(15.0) - 1.0 / 8.0).abs() < 1e-12, "continuous at 2A - 1");
         let left = d.fraction(8.0);
         let right = (0.5 - 0.5 / 16.0) / 8.0 + 1.0 / 8.0 - 0.5 / 16.0;
         assert!((left - right).abs() < 1e-12, "continuous at A");
@@ -211,20 +161,12 @@ mod tests {
             // F⁻¹ inverts F
             for p in [app.p_l, (app.p_l + app.p_h) / 2.0, app.p_h] {
                 let f = app.freq(p);
-                assert!(
-                    (app.a * f * f * f + app.b * f + app.c - p).abs() < 1e-9,
-                    "{}",
-                    app.name
-                );
+                assert!((app.a * f * f * f + app.b * f + app.c - p).abs() < 1e-9, "{}", app.name);
             }
             assert!((app.slowdown(app.p_h) - 1.0).abs() < 1e-12);
             assert!((app.slowdown(60.0) - 1.0).abs() < 1e-12);
             // at p_l the job takes T_l = T_h / (1 - beta)
-            assert!(
-                (app.slowdown(app.p_l) - 1.0 / (1.0 - app.beta)).abs() < 1e-9,
-                "{}",
-                app.name
-            );
+            assert!((app.slowdown(app.p_l) - 1.0 / (1.0 - app.beta)).abs() < 1e-9, "{}", app.name);
             assert!(app.slowdown(app.p_l + 1.0) < app.slowdown(app.p_l));
         }
         // LeanMD is the most power-sensitive, Jacobi2D the least (the paper's Fig. 3)
@@ -234,25 +176,11 @@ mod tests {
 
     #[test]
     fn job_time_and_levels() {
-        let j = PowerJob {
-            app: PRESETS[0],
-            scaling: Downey {
-                a: 100.0,
-                sigma: 0.2,
-            },
-            t1: 1e6,
-            n_min: 20,
-            n_max: 90,
-            mem_mb: 0.0,
-        };
+        let j = PowerJob { app: PRESETS[0], scaling: Downey { a: 100.0, sigma: 0.2 }, t1: 1e6, n_min: 20, n_max: 90, mem_mb: 0.0 };
         assert_eq!(j.node_levels(8), vec![20, 30, 40, 50, 60, 70, 80, 90]);
         assert!(j.time(90, 60.0) < j.time(20, 60.0));
         assert!(j.time(90, 30.0) > j.time(90, 60.0));
-        let narrow = PowerJob {
-            n_min: 3,
-            n_max: 5,
-            ..j
-        };
+        let narrow = PowerJob { n_min: 3, n_max: 5, ..j };
         assert_eq!(narrow.node_levels(8), vec![3, 4, 5]);
     }
 }
@@ -280,19 +208,7 @@ impl From<AppProfileData> for AppProfile {
     /// The preset's own name, or (for a profile that is not a preset) the text
     /// kept for the process's life.
     fn from(d: AppProfileData) -> Self {
-        let name = PRESETS
-            .iter()
-            .find(|p| p.name == d.name)
-            .map(|p| p.name)
-            .unwrap_or_else(|| Box::leak(d.name.into_boxed_str()));
-        AppProfile {
-            name,
-            a: d.a,
-            b: d.b,
-            c: d.c,
-            p_l: d.p_l,
-            p_h: d.p_h,
-            beta: d.beta,
-        }
+        let name = PRESETS.iter().find(|p| p.name == d.name).map(|p| p.name).unwrap_or_else(|| Box::leak(d.name.into_boxed_str()));
+        AppProfile { name, a: d.a, b: d.b, c: d.c, p_l: d.p_l, p_h: d.p_h, beta: d.beta }
     }
 }

@@ -36,10 +36,7 @@ fn a_parallel_job_runs_at_its_slowest_node() {
     let mut env = TestEnv::cluster(PolicyKind::Fcfs, TWO_SPEEDS);
     env.submit(0, 1, 2, 100);
     assert_eq!(env.pass(0), vec![1]);
-    assert_eq!(
-        env.placed(&c, 1),
-        (vec!["s1".to_string(), "f1".to_string()], 1.0)
-    );
+    assert_eq!(env.placed(&c, 1), (vec!["s1".to_string(), "f1".to_string()], 1.0));
     // a one-core job on the fast node alone runs at factor 2
     env.complete(100, 1);
     env.submit(100, 2, 1, 100).submit(100, 3, 1, 100);
@@ -74,18 +71,10 @@ fn conservative_on_nodes_uses_node_speeds() {
     env.submit(0, 2, 1, 1000);
     assert_eq!(env.pass(0), vec![2]);
     env.complete(10, 2);
-    env.submit(10, 3, 2, 50)
-        .submit(10, 4, 1, 190)
-        .submit(10, 5, 1, 150);
+    env.submit(10, 3, 2, 50).submit(10, 4, 1, 190).submit(10, 5, 1, 150);
     assert_eq!(env.pass(10), vec![5]);
-    assert_eq!(
-        env.reason(10, 3),
-        Some(tessera_core::PendingReason::ReservedFor { start: 100 })
-    );
-    assert_eq!(
-        env.reason(10, 4),
-        Some(tessera_core::PendingReason::ReservedFor { start: 150 })
-    );
+    assert_eq!(env.reason(10, 3), Some(tessera_core::PendingReason::ReservedFor { start: 100 }));
+    assert_eq!(env.reason(10, 4), Some(tessera_core::PendingReason::ReservedFor { start: 150 }));
 }
 
 /// Whole nodes: SWF processors map to nodes by the partition's cores per node,
@@ -131,3 +120,4 @@ nodes = "n[3-4]"
     // a job asking more memory per core than any node has can never run
     assert!(env.engine.can_run(&spec(9, 1, 9000)).is_err());
 }
+

@@ -57,10 +57,7 @@ fn names(env: &TestEnv, c: &Cluster, id: u64) -> Vec<String> {
 
 /// a1 and d1 busy; b1 (switchA) and c1 (switchB) free.
 fn with_a1_d1_busy(env: &mut TestEnv) {
-    env.submit(0, 100, 1, 1000)
-        .submit(0, 101, 1, 1000)
-        .submit(0, 102, 1, 1000)
-        .submit(0, 103, 1, 1000);
+    env.submit(0, 100, 1, 1000).submit(0, 101, 1, 1000).submit(0, 102, 1, 1000).submit(0, 103, 1, 1000);
     assert_eq!(env.pass(0), vec![100, 101, 102, 103]);
     env.complete(5, 101).complete(5, 102); // frees b1 and c1
 }
@@ -79,13 +76,7 @@ fn oneof_feature_waits_for_a_whole_switch_and_says_so() {
     with_a1_d1_busy(&mut env);
     env.submit_with_nodeset(5, 1, 2, 100, "ONEOF:FEATURE:switchA,switchB");
     assert_eq!(env.pass(5), Vec::<u64>::new());
-    assert_eq!(
-        env.reason(5, 1),
-        Some(PendingReason::NodeSet {
-            policy: SetPolicy::OneOf,
-            attribute: SetAttribute::Feature
-        })
-    );
+    assert_eq!(env.reason(5, 1), Some(PendingReason::NodeSet { policy: SetPolicy::OneOf, attribute: SetAttribute::Feature }));
     env.complete(6, 100); // a1 frees: switchA is whole
     assert_eq!(env.pass(6), vec![1]);
     assert_eq!(names(&env, &c, 1), vec!["a1", "b1"]);
@@ -146,35 +137,21 @@ fn procspeed_sets_and_tolerance() {
     assert_eq!(env.pass(0), vec![1]);
     assert_eq!(names(&env, &c, 1), vec!["a1", "c1"]);
     // a 3-node job never fits one speed; with TOLERANCE 1.0, 1000 and 2000 may mix
-    let toml =
-        switches("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"PROCSPEED\"\ntolerance = 0.5");
+    let toml = switches("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"PROCSPEED\"\ntolerance = 0.5");
     let mut env = TestEnv::cluster(PolicyKind::Fcfs, &toml);
     env.submit(0, 2, 3, 100);
     assert_eq!(env.pass(0), vec![2]);
-    assert_eq!(
-        env.engine.dropped_nodesets(),
-        1,
-        "no 0.5-tolerant set has 3 nodes: the set is dropped"
-    );
-    let toml =
-        switches("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"PROCSPEED\"\ntolerance = 1.0");
+    assert_eq!(env.engine.dropped_nodesets(), 1, "no 0.5-tolerant set has 3 nodes: the set is dropped");
+    let toml = switches("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"PROCSPEED\"\ntolerance = 1.0");
     let mut env = TestEnv::cluster(PolicyKind::Fcfs, &toml);
     env.submit(0, 3, 3, 100);
     assert_eq!(env.pass(0), vec![3]);
-    assert_eq!(
-        env.engine.dropped_nodesets(),
-        0,
-        "(2000 - 1000) / 1000 <= 1.0"
-    );
+    assert_eq!(env.engine.dropped_nodesets(), 0, "(2000 - 1000) / 1000 <= 1.0");
 }
 
 #[test]
 fn priority_types_choose_among_usable_sets() {
-    let base = |priority: &str| {
-        switches(&format!(
-            "[nodeset]\npolicy = \"ONEOF\"\nattribute = \"FEATURE\"\npriority = \"{priority}\""
-        ))
-    };
+    let base = |priority: &str| switches(&format!("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"FEATURE\"\npriority = \"{priority}\""));
     let c = Cluster::from_toml(&base("FIRSTFIT"), "t").unwrap();
     // one node busy on switchA (a1): switchA has 1 free, switchB 2 free
     let run = |priority: &str| {
@@ -193,11 +170,7 @@ fn priority_types_choose_among_usable_sets() {
 #[test]
 fn bestresource_and_minloss_prefer_fast_and_homogeneous_sets() {
     let c = Cluster::from_toml(&switches(""), "t").unwrap();
-    let speed = |priority: &str| {
-        switches(&format!(
-            "[nodeset]\npolicy = \"ONEOF\"\nattribute = \"PROCSPEED\"\npriority = \"{priority}\""
-        ))
-    };
+    let speed = |priority: &str| switches(&format!("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"PROCSPEED\"\npriority = \"{priority}\""));
     let mut env = TestEnv::cluster(PolicyKind::Fcfs, &speed("BESTRESOURCE"));
     env.submit(0, 1, 2, 100);
     assert_eq!(env.pass(0), vec![1]);
@@ -205,11 +178,7 @@ fn bestresource_and_minloss_prefer_fast_and_homogeneous_sets() {
     // FEATURE sets mix speeds (a1 slow + b1 fast); MINLOSS prefers the set that
     // loses least: with b1 busy, switchA offers {a1} ... so make both sets mixed
     // and compare with FIRSTFIT on a job of one node
-    let feat = |priority: &str| {
-        switches(&format!(
-            "[nodeset]\npolicy = \"ONEOF\"\nattribute = \"FEATURE\"\npriority = \"{priority}\""
-        ))
-    };
+    let feat = |priority: &str| switches(&format!("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"FEATURE\"\npriority = \"{priority}\""));
     let mut env = TestEnv::cluster(PolicyKind::Fcfs, &feat("MINLOSS"));
     env.submit(0, 100, 1, 1000); // a1 busy: switchA = {b1}, switchB = {c1, d1}
     assert_eq!(env.pass(0), vec![100]);
@@ -255,22 +224,13 @@ nodes = "m[1-2],e[1-2]"
 allocation = "exclusive"
 "#;
     let c = Cluster::from_toml(toml, "t").unwrap();
-    for (priority, want) in [
-        ("FIRSTFIT", vec!["m1", "m2"]),
-        ("MINLOSS", vec!["e1", "e2"]),
-    ] {
+    for (priority, want) in [("FIRSTFIT", vec!["m1", "m2"]), ("MINLOSS", vec!["e1", "e2"])] {
         let mut env = TestEnv::cluster(PolicyKind::Fcfs, toml);
         let spec = format!("ONEOF:NETWORK:mixed,even");
         let mut ns = tessera_core::NodeSetSpec::parse_job(&spec).unwrap();
         ns.priority = priority.parse().unwrap();
         let id = env.engine.register_nodeset(ns);
-        env.submit_spec(
-            0,
-            tessera_core::JobSpec {
-                nodeset: Some(id),
-                ..tessera_core::JobSpec::new(tessera_core::JobId(1), 2, 100)
-            },
-        );
+        env.submit_spec(0, tessera_core::JobSpec { nodeset: Some(id), ..tessera_core::JobSpec::new(tessera_core::JobId(1), 2, 100) });
         assert_eq!(env.pass(0), vec![1]);
         assert_eq!(names(&env, &c, 1), want, "{priority}");
     }
@@ -278,28 +238,18 @@ allocation = "exclusive"
 
 #[test]
 fn affinity_avoids_sets_with_negative_affinity() {
-    let toml =
-        switches("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"FEATURE\"\npriority = \"AFFINITY\"")
-            .replace(
-                "name = \"slowA\"",
-                "name = \"slowA\"\naffinity = \"negative\"",
-            );
+    let toml = switches("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"FEATURE\"\npriority = \"AFFINITY\"").replace("name = \"slowA\"", "name = \"slowA\"\naffinity = \"negative\"");
     let c = Cluster::from_toml(&toml, "t").unwrap();
     let mut env = TestEnv::cluster(PolicyKind::Fcfs, &toml);
     env.submit(0, 1, 1, 100);
     assert_eq!(env.pass(0), vec![1]);
-    assert_eq!(
-        names(&env, &c, 1),
-        vec!["c1"],
-        "switchA holds a1, which has negative affinity"
-    );
+    assert_eq!(names(&env, &c, 1), vec!["c1"], "switchA holds a1, which has negative affinity");
 }
 
 #[test]
 fn spanevenly_spreads_a_job_too_big_for_any_set() {
     let c = Cluster::from_toml(&switches(""), "t").unwrap();
-    let toml =
-        switches("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"FEATURE\"\nplus = \"SPANEVENLY\"");
+    let toml = switches("[nodeset]\npolicy = \"ONEOF\"\nattribute = \"FEATURE\"\nplus = \"SPANEVENLY\"");
     let mut env = TestEnv::cluster(PolicyKind::Fcfs, &toml);
     env.submit(0, 1, 4, 100);
     assert_eq!(env.pass(0), vec![1]);
@@ -319,11 +269,7 @@ fn delay_waits_for_one_set_up_to_nodesetdelay_then_spans() {
     with_a1_d1_busy(&mut env);
     env.submit(5, 1, 2, 100);
     assert_eq!(env.pass(5), Vec::<u64>::new());
-    assert_eq!(
-        env.pass(104),
-        Vec::<u64>::new(),
-        "99 s waited < NODESETDELAY 100"
-    );
+    assert_eq!(env.pass(104), Vec::<u64>::new(), "99 s waited < NODESETDELAY 100");
     assert_eq!(env.pass(105), vec![1], "100 s waited: span");
 }
 
@@ -358,11 +304,7 @@ allocation = "exclusive"
     env.complete(1, 1);
     env.submit_with_nodeset(1, 2, 3, 100, "ONEOF:FEATURE:blade1,blade2,quad1");
     assert_eq!(env.pass(1), vec![2]);
-    assert_eq!(
-        names(&env, &c, 2),
-        vec!["n2", "n3", "n4"],
-        "only quad1 holds 3"
-    );
+    assert_eq!(names(&env, &c, 2), vec!["n2", "n3", "n4"], "only quad1 holds 3");
 }
 
 #[test]
@@ -403,11 +345,7 @@ nodeset = "ONEOF:MEMORY"
     let mut env = TestEnv::cluster(PolicyKind::Fcfs, toml);
     env.submit(0, 1, 2, 100);
     assert_eq!(env.pass(0), vec![1]);
-    assert_eq!(
-        names(&env, &c, 1),
-        vec!["s1", "s2"],
-        "the 4 GiB set, not s1 + b1 in node order"
-    );
+    assert_eq!(names(&env, &c, 1), vec!["s1", "s2"], "the 4 GiB set, not s1 + b1 in node order");
     // a job's own request overrides the partition default
     env.submit_with_nodeset(0, 2, 1, 100, "ANYOF:MEMORY:16384");
     assert_eq!(env.pass(0), vec![2]);

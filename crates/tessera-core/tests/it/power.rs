@@ -2,34 +2,16 @@
 //! complete at the engine's expected ends, pass) and checks the power invariant
 //! and each variant's rules after every step.
 
-use tessera_core::power::{
-    AppProfile, Downey, ParmConfig, ParmVariant, PowerJob, PowerMachine, Solver, PRESETS,
-};
+use tessera_core::power::{AppProfile, Downey, ParmConfig, ParmVariant, PowerJob, PowerMachine, Solver, PRESETS};
 use tessera_core::{Effect, Engine, Input, JobId, JobIdx, JobSpec, Outcome, PendingReason, Time};
 
 fn machine(nodes: u32, budget_w: f64) -> PowerMachine {
     // the paper's node: CPU 30..60 W, memory 18 W + base 38 W
-    PowerMachine {
-        nodes,
-        budget_w,
-        node_base_w: 56.0,
-        idle_w: 0.0,
-        cap_levels_w: vec![30.0, 33.0, 36.0, 44.0, 50.0, 60.0],
-    }
+    PowerMachine { nodes, budget_w, node_base_w: 56.0, idle_w: 0.0, cap_levels_w: vec![30.0, 33.0, 36.0, 44.0, 50.0, 60.0] }
 }
 
 fn job(app: AppProfile, t1: f64, n_min: u32, n_max: u32) -> PowerJob {
-    PowerJob {
-        app,
-        scaling: Downey {
-            a: n_max as f64,
-            sigma: 0.5,
-        },
-        t1,
-        n_min,
-        n_max,
-        mem_mb: 1024.0 * n_max as f64,
-    }
+    PowerJob { app, scaling: Downey { a: n_max as f64, sigma: 0.5 }, t1, n_min, n_max, mem_mb: 1024.0 * n_max as f64 }
 }
 
 struct Run {
@@ -46,12 +28,7 @@ impl Run {
     fn check(&self) {
         self.e.sanity_check();
         let p = self.e.as_parm().unwrap();
-        assert!(
-            p.power_w() <= self.budget_w + 1e-6,
-            "power {} W over the budget {} W",
-            p.power_w(),
-            self.budget_w
-        );
+        assert!(p.power_w() <= self.budget_w + 1e-6, "power {} W over the budget {} W", p.power_w(), self.budget_w);
         assert!(p.used_nodes() <= self.nodes);
     }
 
@@ -61,25 +38,14 @@ impl Run {
         self.check();
         for eff in out {
             match eff {
-                Effect::Start { limit, .. } => {
-                    assert_eq!(limit, None, "PARM's jobs end by their configuration")
-                }
-                Effect::Configure {
-                    job,
-                    nodes,
-                    cap_w,
-                    end,
-                } => {
+                Effect::Start { limit, .. } => assert_eq!(limit, None, "PARM's jobs end by their configuration"),
+                Effect::Configure { job, nodes, cap_w, end } => {
                     self.configs[job.0 as usize].push((now, nodes, cap_w));
                     assert!(end >= now);
                     self.ends[job.0 as usize] = Some(end);
                 }
                 Effect::Finished(r) => {
-                    assert!(
-                        r.usage
-                            .is_some_and(|u| u.energy_j > 0.0 || r.start == Some(r.end)),
-                        "a PARM record carries its energy"
-                    );
+                    assert!(r.usage.is_some_and(|u| u.energy_j > 0.0 || r.start == Some(r.end)), "a PARM record carries its energy");
                     self.ends[r.spec.id.0 as usize] = None;
                 }
                 Effect::WakeAt(_) => {}
@@ -91,14 +57,7 @@ impl Run {
 
 /// Drive a workload of (submit, job) to the end.
 fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
-    let mut r = Run {
-        budget_w: m.budget_w,
-        nodes: m.nodes,
-        e: Engine::parm(m, cfg),
-        ends: vec![],
-        configs: vec![],
-        finished: 0,
-    };
+    let mut r = Run { budget_w: m.budget_w, nodes: m.nodes, e: Engine::parm(m, cfg), ends: vec![], configs: vec![], finished: 0 };
     let mut next = 0;
     loop {
         let t_sub = jobs.get(next).map(|j| j.0);
@@ -109,13 +68,7 @@ fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
         };
         for i in 0..r.ends.len() {
             if r.ends[i] == Some(now) {
-                r.step(
-                    now,
-                    Input::Complete {
-                        job: JobId(i as u64),
-                        outcome: Outcome::Exited(0),
-                    },
-                );
+                r.step(now, Input::Complete { job: JobId(i as u64), outcome: Outcome::Exited(0) });
                 assert_eq!(r.ends[i], None, "job {i} left the engine");
                 r.finished += 1;
             }
@@ -123,13 +76,7 @@ fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
         while let Some(&(t, pj)) = jobs.get(next).filter(|j| j.0 == now) {
             r.ends.push(None);
             r.configs.push(Vec::new());
-            r.step(
-                t,
-                Input::Submit(JobSpec {
-                    power: Some(pj),
-                    ..JobSpec::new(JobId(next as u64), pj.n_max, 1_000_000)
-                }),
-            );
+            r.step(t, Input::Submit(JobSpec { power: Some(pj), ..JobSpec::new(JobId(next as u64), pj.n_max, 1_000_000) }));
             next += 1;
         }
         r.step(now, Input::Pass);
@@ -160,13 +107,7 @@ fn workload(seed: u64) -> Vec<(Time, PowerJob)> {
 
 #[test]
 fn every_variant_and_solver_stays_within_the_budget_and_finishes_every_job() {
-    let solvers = [
-        Solver::Structured,
-        Solver::Milp {
-            node_limit: 300,
-            time_limit_ms: None,
-        },
-    ];
+    let solvers = [Solver::Structured, Solver::Milp { node_limit: 300, time_limit_ms: None }];
     for seed in 0..4 {
         let jobs = workload(seed);
         for variant in [ParmVariant::NoMM, ParmVariant::NoSE, ParmVariant::WSE] {
@@ -179,34 +120,18 @@ fn every_variant_and_solver_stays_within_the_budget_and_finishes_every_job() {
                     let pj = jobs[i].1;
                     assert!(!c.is_empty(), "job {i} never ran");
                     for &(_, n, _) in c {
-                        assert!(
-                            n >= pj.n_min && n <= pj.n_max,
-                            "job {i} on {n} nodes outside [{}, {}]",
-                            pj.n_min,
-                            pj.n_max
-                        );
+                        assert!(n >= pj.n_min && n <= pj.n_max, "job {i} on {n} nodes outside [{}, {}]", pj.n_min, pj.n_max);
                     }
                     let sizes: Vec<(Time, u32)> = c.iter().map(|&(t, n, _)| (t, n)).collect();
                     match variant {
-                        ParmVariant::NoMM => assert!(
-                            sizes.iter().all(|&(_, n)| n == pj.n_min),
-                            "noMM job {i} not at its minimum"
-                        ),
-                        ParmVariant::NoSE => assert!(
-                            sizes.iter().all(|&(_, n)| n == sizes[0].1),
-                            "noSE job {i} resized: {sizes:?}"
-                        ),
+                        ParmVariant::NoMM => assert!(sizes.iter().all(|&(_, n)| n == pj.n_min), "noMM job {i} not at its minimum"),
+                        ParmVariant::NoSE => assert!(sizes.iter().all(|&(_, n)| n == sizes[0].1), "noSE job {i} resized: {sizes:?}"),
                         ParmVariant::WSE => {
                             // resizes at least f_se apart, the first at least f_se after the start
                             let mut last = sizes[0];
                             for &(t, n) in &sizes[1..] {
                                 if n != last.1 {
-                                    assert!(
-                                        t - last.0 >= cfg.fse,
-                                        "wSE job {i} resized at {t}, {} s after {}",
-                                        t - last.0,
-                                        last.0
-                                    );
+                                    assert!(t - last.0 >= cfg.fse, "wSE job {i} resized at {t}, {} s after {}", t - last.0, last.0);
                                     last = (t, n);
                                 }
                             }
@@ -222,33 +147,14 @@ fn every_variant_and_solver_stays_within_the_budget_and_finishes_every_job() {
 fn malleable_jobs_shrink_to_admit_new_ones() {
     // one job takes the whole machine, a second arrives after f_se: with α = 0 (total
     // speedup, sublinear scaling) wSE shrinks the first, noSE makes the second wait
-    let jobs = vec![
-        (0, job(PRESETS[0], 40_000.0, 2, 8)),
-        (600, job(PRESETS[0], 4_000.0, 2, 8)),
-    ];
-    let cfg = |v| ParmConfig {
-        alpha: 0.0,
-        ..ParmConfig::new(v)
-    };
+    let jobs = vec![(0, job(PRESETS[0], 40_000.0, 2, 8)), (600, job(PRESETS[0], 4_000.0, 2, 8))];
+    let cfg = |v| ParmConfig { alpha: 0.0, ..ParmConfig::new(v) };
     let wse = drive(machine(8, 8.0 * 116.0), cfg(ParmVariant::WSE), &jobs);
     let nose = drive(machine(8, 8.0 * 116.0), cfg(ParmVariant::NoSE), &jobs);
-    assert_eq!(
-        wse.configs[0][0].1, 8,
-        "the first job starts on all 8 nodes"
-    );
-    assert!(
-        wse.configs[0].iter().any(|&(t, n, _)| t == 600 && n < 8),
-        "wSE shrank the first job at 600: {:?}",
-        wse.configs[0]
-    );
-    assert_eq!(
-        wse.configs[1][0].0, 600,
-        "wSE starts the second job on arrival"
-    );
-    assert!(
-        nose.configs[1][0].0 > 600,
-        "noSE's second job waits for nodes"
-    );
+    assert_eq!(wse.configs[0][0].1, 8, "the first job starts on all 8 nodes");
+    assert!(wse.configs[0].iter().any(|&(t, n, _)| t == 600 && n < 8), "wSE shrank the first job at 600: {:?}", wse.configs[0]);
+    assert_eq!(wse.configs[1][0].0, 600, "wSE starts the second job on arrival");
+    assert!(nose.configs[1][0].0 > 600, "noSE's second job waits for nodes");
 }
 
 #[test]
@@ -258,33 +164,13 @@ fn a_job_waiting_for_power_says_so() {
     let m = machine(10, 3.0 * 116.0);
     let mut e = Engine::parm(m, ParmConfig::new(ParmVariant::NoSE));
     let mut out = Vec::new();
-    e.handle(
-        0,
-        Input::Submit(JobSpec {
-            power: Some(job(PRESETS[0], 9_000.0, 3, 3)),
-            ..JobSpec::new(JobId(1), 3, 100_000)
-        }),
-        &mut out,
-    );
+    e.handle(0, Input::Submit(JobSpec { power: Some(job(PRESETS[0], 9_000.0, 3, 3)), ..JobSpec::new(JobId(1), 3, 100_000) }), &mut out);
     e.handle(0, Input::Pass, &mut out);
-    e.handle(
-        1,
-        Input::Submit(JobSpec {
-            power: Some(job(PRESETS[0], 9_000.0, 2, 2)),
-            ..JobSpec::new(JobId(2), 2, 100_000)
-        }),
-        &mut out,
-    );
+    e.handle(1, Input::Submit(JobSpec { power: Some(job(PRESETS[0], 9_000.0, 2, 2)), ..JobSpec::new(JobId(2), 2, 100_000) }), &mut out);
     e.handle(1, Input::Pass, &mut out);
     e.sanity_check();
-    assert!(
-        e.as_parm().unwrap().config_of(JobIdx(0)).is_some(),
-        "the first job runs"
-    );
-    assert!(
-        e.as_parm().unwrap().config_of(JobIdx(1)).is_none(),
-        "the second waits"
-    );
+    assert!(e.as_parm().unwrap().config_of(JobIdx(0)).is_some(), "the first job runs");
+    assert!(e.as_parm().unwrap().config_of(JobIdx(1)).is_none(), "the second waits");
     match e.pending_reason(1, JobId(2)) {
         Some(PendingReason::PowerBudget { needed_w, free_w }) => {
             assert_eq!(needed_w, 2 * (30 + 56), "two nodes at the lowest cap");
@@ -296,19 +182,13 @@ fn a_job_waiting_for_power_says_so() {
 
 #[test]
 fn resize_costs_follow_the_paper() {
-    let e = tessera_core::power::ParmEngine::new(
-        machine(64, 64.0 * 116.0),
-        ParmConfig::new(ParmVariant::WSE),
-    );
+    let e = tessera_core::power::ParmEngine::new(machine(64, 64.0 * 116.0), ParmConfig::new(ParmVariant::WSE));
     let pj = job(PRESETS[2], 1000.0, 4, 32);
     // expanding 8 -> 16 boots 8 nodes: 8 × 0.01904 + 72.73 s, plus redistribution
     let expand = e.resize_cost(&pj, 8, 16);
     let (m, b) = (pj.mem_mb, 425.0);
     let tc = (m / 8.0 - m / 16.0) * 8.0 / (2.0 * b * 8f64.powf(2.0 / 3.0));
-    assert!(
-        (expand - (tc + 8.0 * 0.01904 + 72.73)).abs() < 1e-9,
-        "{expand}"
-    );
+    assert!((expand - (tc + 8.0 * 0.01904 + 72.73)).abs() < 1e-9, "{expand}");
     // shrinking boots nothing
     let shrink = e.resize_cost(&pj, 16, 8);
     assert!(shrink > 0.0 && shrink < 72.73, "{shrink}");

@@ -4,20 +4,8 @@
 fn core_does_no_io_and_reads_no_clock() {
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
     let forbidden = [
-        "std::fs",
-        "std::net",
-        "std::io",
-        "std::process",
-        "std::thread",
-        "std::env",
-        "Instant::now",
-        "SystemTime",
-        "tokio",
-        "async fn",
-        ".await",
-        "HashMap",
-        "HashSet",
-        "rand::",
+        "std::fs", "std::net", "std::io", "std::process", "std::thread", "std::env", "Instant::now",
+        "SystemTime", "tokio", "async fn", ".await", "HashMap", "HashSet", "rand::",
     ];
     let mut offences = Vec::new();
     let mut stack = vec![std::path::PathBuf::from(src)];
@@ -39,9 +27,5 @@ fn core_does_no_io_and_reads_no_clock() {
             }
         }
     }
-    assert!(
-        offences.is_empty(),
-        "tessera-core must stay pure (house style):\n{}",
-        offences.join("\n")
-    );
+    assert!(offences.is_empty(), "tessera-core must stay pure (house style):\n{}", offences.join("\n"));
 }

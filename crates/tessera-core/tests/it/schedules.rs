@@ -6,15 +6,10 @@ use tessera_core::{PendingReason, PolicyKind};
 #[test]
 fn fcfs_starts_in_order_and_stops_at_the_first_blocked_job() {
     let mut env = TestEnv::new(PolicyKind::Fcfs, 10);
-    env.submit(0, 1, 6, 100)
-        .submit(0, 2, 6, 10)
-        .submit(0, 3, 1, 10);
+    env.submit(0, 1, 6, 100).submit(0, 2, 6, 10).submit(0, 3, 1, 10);
     assert_eq!(env.pass(0), vec![1]);
     // job 3 would fit, but FCFS never overtakes the blocked head (job 2)
-    assert_eq!(
-        env.reason(0, 2),
-        Some(PendingReason::Resources { needed: 6, free: 4 })
-    );
+    assert_eq!(env.reason(0, 2), Some(PendingReason::Resources { needed: 6, free: 4 }));
     assert_eq!(env.reason(0, 3), Some(PendingReason::Priority));
     env.complete(50, 1);
     assert_eq!(env.pass(50), vec![2, 3]);
@@ -34,10 +29,7 @@ fn easy_backfills_jobs_that_end_by_the_shadow_time() {
         .submit(10, 6, 2, 5) // 2 > 1 free after job 5: waits
         .submit(10, 7, 1, 10); // ends at 20: starts
     assert_eq!(env.pass(10), vec![5, 7]);
-    assert_eq!(
-        env.reason(10, 3),
-        Some(PendingReason::Resources { needed: 6, free: 0 })
-    );
+    assert_eq!(env.reason(10, 3), Some(PendingReason::Resources { needed: 6, free: 0 }));
     assert_eq!(env.reason(10, 4), Some(PendingReason::Priority));
 }
 
@@ -66,9 +58,7 @@ fn easy_long_jobs_consume_the_extra_processors() {
 #[test]
 fn easy_extra_counts_every_job_ending_at_the_shadow() {
     let mut env = TestEnv::new(PolicyKind::Easy, 10);
-    env.submit(0, 1, 3, 50)
-        .submit(0, 2, 3, 50)
-        .submit(0, 3, 3, 80);
+    env.submit(0, 1, 3, 50).submit(0, 2, 3, 50).submit(0, 3, 3, 80);
     assert_eq!(env.pass(0), vec![1, 2, 3]);
     // 1 free; head needs 4: job 1 alone (3) makes 4 at 50; job 2 also ends at 50,
     // so extra = 1 + 6 - 4 = 3
@@ -80,10 +70,7 @@ fn easy_extra_counts_every_job_ending_at_the_shadow() {
 /// delay Y under EASY, so conservative holds it back.
 #[test]
 fn conservative_protects_later_jobs_where_easy_does_not() {
-    for (policy, first_pass) in [
-        (PolicyKind::Easy, vec![30]),
-        (PolicyKind::Conservative, vec![]),
-    ] {
+    for (policy, first_pass) in [(PolicyKind::Easy, vec![30]), (PolicyKind::Conservative, vec![])] {
         let mut env = TestEnv::new(policy, 10);
         env.submit(0, 1, 5, 100).submit(0, 2, 3, 50);
         assert_eq!(env.pass(0), vec![1, 2]);
@@ -92,14 +79,8 @@ fn conservative_protects_later_jobs_where_easy_does_not() {
             .submit(1, 30, 2, 80); // X: fits now and ends by 100
         assert_eq!(env.pass(1), first_pass, "{policy}");
         if policy == PolicyKind::Conservative {
-            assert_eq!(
-                env.reason(1, 20),
-                Some(PendingReason::ReservedFor { start: 50 })
-            );
-            assert_eq!(
-                env.reason(1, 30),
-                Some(PendingReason::ReservedFor { start: 200 })
-            );
+            assert_eq!(env.reason(1, 20), Some(PendingReason::ReservedFor { start: 50 }));
+            assert_eq!(env.reason(1, 30), Some(PendingReason::ReservedFor { start: 200 }));
             env.complete(50, 2);
             assert_eq!(env.pass(50), vec![20]);
         } else {
@@ -118,10 +99,7 @@ fn conservative_reservations_move_earlier_on_early_completion() {
     assert_eq!(env.pass(0), vec![1]);
     env.submit(5, 2, 4, 10);
     assert_eq!(env.pass(5), Vec::<u64>::new());
-    assert_eq!(
-        env.reason(5, 2),
-        Some(PendingReason::ReservedFor { start: 100 })
-    );
+    assert_eq!(env.reason(5, 2), Some(PendingReason::ReservedFor { start: 100 }));
     env.complete(30, 1);
     assert_eq!(env.pass(30), vec![2]);
 }

@@ -38,10 +38,7 @@ oversubscribe = 2
 "#;
 
 fn job(id: u64, part: u16, procs: u32, est: Time) -> JobSpec {
-    JobSpec {
-        partition: Some(part),
-        ..JobSpec::new(JobId(id), procs, est)
-    }
+    JobSpec { partition: Some(part), ..JobSpec::new(JobId(id), procs, est) }
 }
 
 /// The effects other than wake-ups, in order, as short strings.
@@ -60,13 +57,7 @@ fn acts(fx: &[Effect]) -> Vec<String> {
 }
 
 fn wake(fx: &[Effect]) -> Option<Time> {
-    fx.iter().rev().find_map(|e| {
-        if let Effect::WakeAt(t) = e {
-            Some(*t)
-        } else {
-            None
-        }
-    })
+    fx.iter().rev().find_map(|e| if let Effect::WakeAt(t) = e { Some(*t) } else { None })
 }
 
 #[test]
@@ -91,16 +82,8 @@ fn a_higher_tier_suspends_a_lower_one_which_resumes_with_its_limit_intact() {
         let fx = env.take(150, Input::Pass);
         assert_eq!(acts(&fx), ["kill 1"], "{policy}");
         let r = env.complete_with(150, 1, Outcome::Signaled(9)).unwrap();
-        assert_eq!(
-            (r.state, r.start, r.suspended_s),
-            (FinalState::Timeout, Some(0), 50),
-            "{policy}"
-        );
-        assert_eq!(
-            r.alloc.unwrap().parts[0].cores,
-            6,
-            "the record keeps the whole allocation"
-        );
+        assert_eq!((r.state, r.start, r.suspended_s), (FinalState::Timeout, Some(0), 50), "{policy}");
+        assert_eq!(r.alloc.unwrap().parts[0].cores, 6, "the record keeps the whole allocation");
         assert_eq!(env.pass(150), vec![2], "{policy}");
         env.complete(160, 2);
     }

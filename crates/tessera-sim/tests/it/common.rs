@@ -21,11 +21,7 @@ pub fn rec(id: i64, submit: i64, run: i64, procs: i64, req_time: i64) -> SwfReco
 pub fn schedule(records: &[SwfRecord], capacity: u32, policy: PolicyKind) -> Vec<(i64, i64, i64)> {
     let w = prepare(records, capacity);
     let o = simulate(&w, policy);
-    w.jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| (j.id, o.start[i], o.end[i]))
-        .collect()
+    w.jobs.iter().enumerate().map(|(i, j)| (j.id, o.start[i], o.end[i])).collect()
 }
 
 pub fn run(records: &[SwfRecord], capacity: u32, policy: PolicyKind) -> (Workload, SimOutcome) {

@@ -13,22 +13,13 @@ use tessera_workload::swf::SwfRecord;
 /// wrong estimates (some jobs are killed at their limit), jobs too large to run.
 fn arb_trace(exact: bool) -> impl Strategy<Value = (u32, Vec<SwfRecord>)> {
     (1u32..=16).prop_flat_map(move |cap| {
-        let job = (
-            0i64..60,
-            0i64..40,
-            1i64..=(cap as i64 + 1),
-            prop::option::of(0i64..50),
-        );
+        let job = (0i64..60, 0i64..40, 1i64..=(cap as i64 + 1), prop::option::of(0i64..50));
         (Just(cap), prop::collection::vec(job, 1..45)).prop_map(move |(cap, jobs)| {
             let recs = jobs
                 .into_iter()
                 .enumerate()
                 .map(|(i, (submit, run, procs, est))| {
-                    let (run, req) = if exact {
-                        (run.max(1), run.max(1))
-                    } else {
-                        (run, est.unwrap_or(-1))
-                    };
+                    let (run, req) = if exact { (run.max(1), run.max(1)) } else { (run, est.unwrap_or(-1)) };
                     rec(i as i64 + 1, submit, run, procs, req)
                 })
                 .collect();

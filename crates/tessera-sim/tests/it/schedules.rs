@@ -26,11 +26,7 @@ fn skipped_jobs_are_counted_by_reason() {
 fn a_job_is_killed_at_its_limit() {
     for p in ALL {
         // runs 100 s in the trace but asked for 60: it ends at 60
-        assert_eq!(
-            schedule(&[rec(1, 5, 100, 4, 60)], 4, p),
-            vec![(1, 5, 65)],
-            "{p}"
-        );
+        assert_eq!(schedule(&[rec(1, 5, 100, 4, 60)], 4, p), vec![(1, 5, 65)], "{p}");
     }
 }
 
@@ -56,30 +52,15 @@ fn arrivals_at_one_instant_are_queued_by_job_id() {
 #[test]
 fn zero_length_jobs_end_in_a_further_round_of_the_same_instant() {
     for p in ALL {
-        let s = schedule(
-            &[
-                rec(1, 0, 0, 4, -1),
-                rec(2, 0, 10, 4, -1),
-                rec(3, 0, 0, 4, -1),
-            ],
-            4,
-            p,
-        );
+        let s = schedule(&[rec(1, 0, 0, 4, -1), rec(2, 0, 10, 4, -1), rec(3, 0, 0, 4, -1)], 4, p);
         assert_eq!(s, vec![(1, 0, 0), (2, 0, 10), (3, 10, 10)], "{p}");
     }
 }
 
 #[test]
 fn fcfs_never_overtakes() {
-    let r = [
-        rec(1, 0, 100, 6, 100),
-        rec(2, 1, 10, 6, 10),
-        rec(3, 2, 10, 1, 10),
-    ];
-    assert_eq!(
-        schedule(&r, 10, Fcfs),
-        vec![(1, 0, 100), (2, 100, 110), (3, 100, 110)]
-    );
+    let r = [rec(1, 0, 100, 6, 100), rec(2, 1, 10, 6, 10), rec(3, 2, 10, 1, 10)];
+    assert_eq!(schedule(&r, 10, Fcfs), vec![(1, 0, 100), (2, 100, 110), (3, 100, 110)]);
 }
 
 /// EASY: at 10 the head (job 3) needs 6 with 2 free; job 1 frees 4 at 40, so the
@@ -99,15 +80,7 @@ fn easy_shadow_and_extra() {
     ];
     assert_eq!(
         schedule(&r, 10, Easy),
-        vec![
-            (1, 0, 40),
-            (2, 0, 100),
-            (3, 40, 70),
-            (4, 70, 120),
-            (5, 10, 40),
-            (6, 70, 75),
-            (7, 10, 20)
-        ]
+        vec![(1, 0, 40), (2, 0, 100), (3, 40, 70), (4, 70, 120), (5, 10, 40), (6, 70, 75), (7, 10, 20)]
     );
 }
 
@@ -123,23 +96,11 @@ fn easy_and_conservative_differ() {
     ];
     assert_eq!(
         schedule(&r, 10, Easy),
-        vec![
-            (1, 0, 100),
-            (2, 0, 50),
-            (10, 100, 200),
-            (20, 200, 240),
-            (30, 1, 81)
-        ]
+        vec![(1, 0, 100), (2, 0, 50), (10, 100, 200), (20, 200, 240), (30, 1, 81)]
     );
     assert_eq!(
         schedule(&r, 10, Conservative),
-        vec![
-            (1, 0, 100),
-            (2, 0, 50),
-            (10, 100, 200),
-            (20, 50, 90),
-            (30, 200, 280)
-        ]
+        vec![(1, 0, 100), (2, 0, 50), (10, 100, 200), (20, 50, 90), (30, 200, 280)]
     );
 }
 
@@ -171,41 +132,18 @@ fn mixed_speeds_in_the_simulator() {
                 [[nodetype]]\nname = \"fast\"\nnodes = \"f1\"\ncores = 1\nhs06_per_core = 20\n";
     let cluster = std::sync::Arc::new(tessera_core::Cluster::from_toml(toml, "t").unwrap());
     let recs = [
-        rec(1, 0, 100, 2, 200),   // both nodes: pace 1, 100 s
+        rec(1, 0, 100, 2, 200), // both nodes: pace 1, 100 s
         rec(2, 100, 300, 1, 100), // s1 first: killed at 100 s
         rec(3, 100, 300, 1, 100), // f1: pace 2, limit 50 s
         rec(4, 150, 60, 1, 100),  // f1 frees at 150, s1 is busy: 30 s
     ];
-    let w = tessera_sim::prepare_on(
-        &recs,
-        tessera_sim::Machine::Cluster {
-            cluster,
-            partition: None,
-            nodeset: None,
-        },
-    );
+    let w = tessera_sim::prepare_on(&recs, tessera_sim::Machine::Cluster { cluster, partition: None, nodeset: None });
     let o = tessera_sim::simulate(&w, Fcfs);
-    let got: Vec<(i64, i64, f64)> = (0..4)
-        .map(|i| (o.start[i], o.end[i], o.factor[i]))
-        .collect();
-    assert_eq!(
-        got,
-        vec![
-            (0, 100, 1.0),
-            (100, 200, 1.0),
-            (100, 150, 2.0),
-            (150, 180, 2.0)
-        ]
-    );
+    let got: Vec<(i64, i64, f64)> = (0..4).map(|i| (o.start[i], o.end[i], o.factor[i])).collect();
+    assert_eq!(got, vec![(0, 100, 1.0), (100, 200, 1.0), (100, 150, 2.0), (150, 180, 2.0)]);
     let mut csv = Vec::new();
     tessera_sim::output::write_jobs_csv(&mut csv, &w, &o).unwrap();
     let csv = String::from_utf8(csv).unwrap();
-    assert!(
-        csv.contains("\n3,100,100,150,1,100,0,1,2,50,100,\"f1\"\n"),
-        "{csv}"
-    );
-    assert!(
-        csv.contains("\n1,0,0,100,2,200,0,0,1,100,100,\"s1,f1\"\n"),
-        "{csv}"
-    );
+    assert!(csv.contains("\n3,100,100,150,1,100,0,1,2,50,100,\"f1\"\n"), "{csv}");
+    assert!(csv.contains("\n1,0,0,100,2,200,0,0,1,100,100,\"s1,f1\"\n"), "{csv}");
 }

@@ -56,9 +56,7 @@ impl SwfHeader {
     pub fn add_line(&mut self, line: &str) {
         self.lines.push(line.to_string());
         let body = line.trim_start_matches(';').trim();
-        let Some((key, value)) = body.split_once(':') else {
-            return;
-        };
+        let Some((key, value)) = body.split_once(':') else { return };
         let key = key.trim();
         if key.is_empty() || key.contains(char::is_whitespace) {
             return; // free text, not a header field
@@ -90,13 +88,11 @@ impl SwfHeader {
             "maxruntime" => self.max_runtime = self.max_runtime.or(leading_int(value)),
             "maxmemory" => self.max_memory = self.max_memory.or(leading_int(value)),
             "allowoveruse" => {
-                self.allow_overuse =
-                    self.allow_overuse
-                        .or(match value.to_ascii_lowercase().as_str() {
-                            "yes" | "true" | "1" => Some(true),
-                            "no" | "false" | "0" => Some(false),
-                            _ => None,
-                        })
+                self.allow_overuse = self.allow_overuse.or(match value.to_ascii_lowercase().as_str() {
+                    "yes" | "true" | "1" => Some(true),
+                    "no" | "false" | "0" => Some(false),
+                    _ => None,
+                })
             }
             "maxqueues" => self.max_queues = self.max_queues.or(leading_uint(value)),
             "queue" | "queues" => self.queues.push(value.to_string()),
@@ -109,9 +105,7 @@ impl SwfHeader {
 
     /// The machine size to simulate by default: `MaxProcs`, else `MaxNodes`.
     pub fn machine_size(&self) -> Option<u64> {
-        self.max_procs
-            .filter(|&p| p > 0)
-            .or(self.max_nodes.filter(|&n| n > 0))
+        self.max_procs.filter(|&p| p > 0).or(self.max_nodes.filter(|&n| n > 0))
     }
 }
 

@@ -25,28 +25,11 @@ pub enum SwfError {
         source: io::Error,
     },
     #[error("{file}:{line}: expected 18 fields, found {found}")]
-    FieldCount {
-        file: String,
-        line: u64,
-        found: usize,
-    },
+    FieldCount { file: String, line: u64, found: usize },
     #[error("{file}:{line}: field {field} ({name}) is `{value}`: expected {expected}")]
-    Field {
-        file: String,
-        line: u64,
-        field: usize,
-        name: &'static str,
-        value: String,
-        expected: &'static str,
-    },
+    Field { file: String, line: u64, field: usize, name: &'static str, value: String, expected: &'static str },
     #[error("{file}:{line}: header {key} is `{value}`: expected {expected}")]
-    Header {
-        file: String,
-        line: u64,
-        key: &'static str,
-        value: i64,
-        expected: &'static str,
-    },
+    Header { file: String, line: u64, key: &'static str, value: i64, expected: &'static str },
 }
 
 /// What a header's `UnixStartTime` must be: it is added to every simulated time.
@@ -80,9 +63,7 @@ impl LineError {
     fn reason(&self) -> String {
         match self {
             LineError::Count(n) => format!("expected 18 fields, found {n}"),
-            LineError::Field(i, _, expected) => {
-                format!("field {} ({}) {expected}", i + 1, FIELD_NAMES[*i])
-            }
+            LineError::Field(i, _, expected) => format!("field {} ({}) {expected}", i + 1, FIELD_NAMES[*i]),
         }
     }
 }
@@ -99,18 +80,9 @@ fn expected(field: usize) -> &'static str {
 /// times, the processor counts and the requested memory. Other fields are labels.
 fn bounds(field: usize) -> Option<(std::ops::RangeInclusive<i64>, &'static str)> {
     match field {
-        1 | 2 | 3 | 8 | 17 => Some((
-            -MAX_TIME..=MAX_TIME,
-            "seconds from -2^42 to 2^42 = 4398046511104 (-1 if unknown)",
-        )),
-        4 | 7 => Some((
-            i64::MIN..=MAX_PROCS,
-            "at most 4294967295 processors (-1 if unknown)",
-        )),
-        9 => Some((
-            i64::MIN..=MAX_MEMORY_KB,
-            "at most 2^41 = 2199023255552 KB per processor (-1 if unknown)",
-        )),
+        1 | 2 | 3 | 8 | 17 => Some((-MAX_TIME..=MAX_TIME, "seconds from -2^42 to 2^42 = 4398046511104 (-1 if unknown)")),
+        4 | 7 => Some((i64::MIN..=MAX_PROCS, "at most 4294967295 processors (-1 if unknown)")),
+        9 => Some((i64::MIN..=MAX_MEMORY_KB, "at most 2^41 = 2199023255552 KB per processor (-1 if unknown)")),
         _ => None,
     }
 }
@@ -132,21 +104,12 @@ impl SwfReader<Box<dyn BufRead + Send>> {
     /// Open a trace file, plain or gzip-compressed (detected by its magic bytes).
     pub fn open(path: &Path) -> Result<Self, SwfError> {
         let name = path.display().to_string();
-        let io_err = |source| SwfError::Io {
-            file: name.clone(),
-            source,
-        };
+        let io_err = |source| SwfError::Io { file: name.clone(), source };
         let file = File::open(path).map_err(io_err)?;
         let mut buffered = BufReader::with_capacity(1 << 16, file);
-        let gz = buffered
-            .fill_buf()
-            .map_err(io_err)?
-            .starts_with(&[0x1f, 0x8b]);
+        let gz = buffered.fill_buf().map_err(io_err)?.starts_with(&[0x1f, 0x8b]);
         let input: Box<dyn BufRead + Send> = if gz {
-            Box::new(BufReader::with_capacity(
-                1 << 16,
-                flate2::bufread::MultiGzDecoder::new(buffered),
-            ))
+            Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(buffered)))
         } else {
             Box::new(buffered)
         };
@@ -203,11 +166,7 @@ impl<R: BufRead> SwfReader<R> {
     /// Lenient mode: count the current line as skipped for `reason`.
     fn skip(&mut self, reason: String) {
         self.report.skipped += 1;
-        self.report
-            .by_reason
-            .entry(reason)
-            .or_insert((0, self.line))
-            .0 += 1;
+        self.report.by_reason.entry(reason).or_insert((0, self.line)).0 += 1;
     }
 
     fn next_record(&mut self) -> Option<Result<SwfRecord, SwfError>> {
@@ -216,12 +175,7 @@ impl<R: BufRead> SwfReader<R> {
             match self.input.read_until(b'\n', &mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(source) => {
-                    return Some(Err(SwfError::Io {
-                        file: self.name.clone(),
-                        source,
-                    }))
-                }
+                Err(source) => return Some(Err(SwfError::Io { file: self.name.clone(), source })),
             }
             self.line += 1;
             let line = self.buf.trim_ascii();
@@ -282,9 +236,7 @@ impl<R: BufRead> Iterator for SwfReader<R> {
 }
 
 /// Read a whole trace into memory: header, records, and what lenient mode skipped.
-pub fn read_all<R: BufRead>(
-    mut reader: SwfReader<R>,
-) -> Result<(SwfHeader, Vec<SwfRecord>, LenientReport), SwfError> {
+pub fn read_all<R: BufRead>(mut reader: SwfReader<R>) -> Result<(SwfHeader, Vec<SwfRecord>, LenientReport), SwfError> {
     reader.header()?;
     let mut records = Vec::new();
     for r in reader.by_ref() {
@@ -296,10 +248,7 @@ pub fn read_all<R: BufRead>(
 
 impl SwfReader<Box<dyn BufRead + Send>> {
     /// Open and read a whole trace file.
-    pub fn read_file(
-        path: &Path,
-        lenient: bool,
-    ) -> Result<(SwfHeader, Vec<SwfRecord>, LenientReport), SwfError> {
+    pub fn read_file(path: &Path, lenient: bool) -> Result<(SwfHeader, Vec<SwfRecord>, LenientReport), SwfError> {
         read_all(SwfReader::open(path)?.lenient(lenient))
     }
 }
@@ -328,12 +277,10 @@ fn parse_line(line: &[u8]) -> Result<SwfRecord, LineError> {
         if field < 18 {
             let tok = &line[start..p];
             if SwfRecord::is_decimal_field(field) {
-                let v = parse_decimal(tok)
-                    .ok_or_else(|| LineError::Field(field, lossy(tok), expected(field)))?;
+                let v = parse_decimal(tok).ok_or_else(|| LineError::Field(field, lossy(tok), expected(field)))?;
                 rec.set_decimal(field, v);
             } else {
-                let v = parse_int(tok)
-                    .ok_or_else(|| LineError::Field(field, lossy(tok), expected(field)))?;
+                let v = parse_int(tok).ok_or_else(|| LineError::Field(field, lossy(tok), expected(field)))?;
                 if let Some((range, what)) = bounds(field) {
                     if !range.contains(&v) {
                         return Err(LineError::Field(field, lossy(tok), what));
@@ -415,8 +362,7 @@ mod tests {
     }
 
     fn read(text: &str, lenient: bool) -> Result<(Vec<SwfRecord>, LenientReport), SwfError> {
-        let (_, records, report) =
-            read_all(from_reader(text.as_bytes(), "t.swf").lenient(lenient))?;
+        let (_, records, report) = read_all(from_reader(text.as_bytes(), "t.swf").lenient(lenient))?;
         Ok((records, report))
     }
 
@@ -436,32 +382,15 @@ mod tests {
         for (field, value, want) in cases {
             let text = format!("; MaxProcs: 8\n{LINE}\n{}\n", with(field, value));
             let e = read(&text, false).unwrap_err().to_string();
-            assert!(
-                e.starts_with("t.swf:3: ") && e.contains(want),
-                "field {field}:\n got  {e}\n want {want}"
-            );
+            assert!(e.starts_with("t.swf:3: ") && e.contains(want), "field {field}:\n got  {e}\n want {want}");
             let (records, report) = read(&text, true).unwrap();
-            assert_eq!(
-                (records.len(), report.skipped),
-                (1, 1),
-                "lenient mode skips and counts field {field}"
-            );
+            assert_eq!((records.len(), report.skipped), (1, 1), "lenient mode skips and counts field {field}");
             assert_eq!(report.by_reason.values().next(), Some(&(1, 3)));
         }
         // the bounds themselves are accepted
-        let edge = [
-            (2, "4398046511104"),
-            (4, "-4398046511104"),
-            (5, "4294967295"),
-            (10, "2199023255552"),
-            (1, big),
-        ];
+        let edge = [(2, "4398046511104"), (4, "-4398046511104"), (5, "4294967295"), (10, "2199023255552"), (1, big)];
         for (field, value) in edge {
-            assert_eq!(
-                read(&with(field, value), false).unwrap().0.len(),
-                1,
-                "field {field} = {value}"
-            );
+            assert_eq!(read(&with(field, value), false).unwrap().0.len(), 1, "field {field} = {value}");
         }
     }
 
@@ -470,11 +399,7 @@ mod tests {
         let text = format!("; Version: 2.2\n; UnixStartTime: 9223372036854775807\n{LINE}\n");
         let e = read(&text, false).unwrap_err().to_string();
         assert_eq!(e, "t.swf:2: header UnixStartTime is `9223372036854775807`: expected Unix seconds from -2^42 to 2^42 = 4398046511104");
-        let (h, records, report) =
-            read_all(from_reader(text.as_bytes(), "t.swf").lenient(true)).unwrap();
-        assert_eq!(
-            (h.unix_start_time, records.len(), report.skipped),
-            (None, 1, 1)
-        );
+        let (h, records, report) = read_all(from_reader(text.as_bytes(), "t.swf").lenient(true)).unwrap();
+        assert_eq!((h.unix_start_time, records.len(), report.skipped), (None, 1, 1));
     }
 }

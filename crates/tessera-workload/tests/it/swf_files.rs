@@ -30,9 +30,7 @@ const KNOWN: &[(&str, usize, Option<u64>)] = &[
 
 #[test]
 fn every_shared_trace_parses_strictly() {
-    let Some(dir) = shared_dir_or_skip("every_shared_trace_parses_strictly") else {
-        return;
-    };
+    let Some(dir) = shared_dir_or_skip("every_shared_trace_parses_strictly") else { return };
     let files = all_shared(&dir);
     assert!(!files.is_empty(), "no traces in {}", dir.display());
     for path in files {
@@ -56,18 +54,13 @@ fn every_shared_trace_parses_strictly() {
         } else {
             assert!(n > 0, "{name}: no jobs");
         }
-        eprintln!(
-            "{name}: {n} jobs, {} header lines, {unsorted} out-of-order submits",
-            header.lines.len()
-        );
+        eprintln!("{name}: {n} jobs, {} header lines, {unsorted} out-of-order submits", header.lines.len());
     }
 }
 
 #[test]
 fn header_fields_of_hpc2n() {
-    let Some(dir) = shared_dir_or_skip("header_fields_of_hpc2n") else {
-        return;
-    };
+    let Some(dir) = shared_dir_or_skip("header_fields_of_hpc2n") else { return };
     let mut reader = SwfReader::open(&dir.join("HPC2N-2002-2.2-cln.swf.gz")).unwrap();
     let h = reader.header().unwrap();
     assert_eq!(h.version.as_deref(), Some("2.2"));
@@ -77,23 +70,9 @@ fn header_fields_of_hpc2n() {
     assert_eq!(h.max_procs, Some(240));
     assert_eq!(h.max_records, Some(202871));
     assert_eq!(h.acknowledge.as_deref(), Some("Ake Sandgren"));
-    assert_eq!(
-        h.notes,
-        vec![
-            "uses MAUI scheduler",
-            "THIS IS A CLEANED VERSION OF THE LOG!"
-        ]
-    );
+    assert_eq!(h.notes, vec!["uses MAUI scheduler", "THIS IS A CLEANED VERSION OF THE LOG!"]);
     let first = reader.next().unwrap().unwrap();
-    assert_eq!(
-        (
-            first.job_number,
-            first.submit_time,
-            first.run_time,
-            first.allocated_procs
-        ),
-        (11, 342072, 43306, 32)
-    );
+    assert_eq!((first.job_number, first.submit_time, first.run_time, first.allocated_procs), (11, 342072, 43306, 32));
     assert_eq!(first.avg_cpu_time, 43307.0);
     let second = reader.next().unwrap().unwrap();
     assert_eq!(second.avg_cpu_time, 552.21);

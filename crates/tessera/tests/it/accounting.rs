@@ -2,17 +2,13 @@
 //! The canonical-unit and billing examples of Andrijauskas, Sfiligoi & Würthwein
 //! (../shared/seeds/001_*.txt), each recreated by a tiny cluster file and trace.
 
-use crate::common::tessera;
 use std::path::{Path, PathBuf};
+use crate::common::tessera;
 use std::process::Command;
 
 fn ok(args: &[&str]) -> String {
     let out = tessera(args);
-    assert!(
-        out.status.success(),
-        "tessera {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "tessera {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -22,35 +18,15 @@ const GB_KB: i64 = 1024 * 1024;
 /// that all run over [0, 3600).
 fn scenario(dir: &Path, cores: u32, mem_gb: u32, jobs: &[(i64, i64)]) -> PathBuf {
     let cluster = dir.join("c.toml");
-    std::fs::write(
-        &cluster,
-        format!(
-            "[[nodetype]]\nname = \"n\"\nnodes = \"n1\"\ncores = {cores}\nmemory = \"{mem_gb}G\"\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(&cluster, format!("[[nodetype]]\nname = \"n\"\nnodes = \"n1\"\ncores = {cores}\nmemory = \"{mem_gb}G\"\n")).unwrap();
     let mut swf = String::from("; MaxProcs: 10\n");
     for (i, (procs, kb)) in jobs.iter().enumerate() {
-        swf += &format!(
-            "{} 0 -1 3600 {procs} -1 -1 {procs} 3600 {kb} 1 1 1 -1 1 -1 -1 -1\n",
-            i + 1
-        );
+        swf += &format!("{} 0 -1 3600 {procs} -1 -1 {procs} 3600 {kb} 1 1 1 -1 1 -1 -1 -1\n", i + 1);
     }
     let trace = dir.join("t.swf");
     std::fs::write(&trace, swf).unwrap();
     let db = dir.join("acct.db");
-    ok(&[
-        "sim",
-        "run",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--cluster",
-        cluster.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    ok(&["sim", "run", "--trace", trace.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--db", db.to_str().unwrap(), "--format", "json"]);
     db
 }
 
@@ -71,28 +47,10 @@ fn true_overhead_examples_through_the_store() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let db = scenario(dir.path(), 10, 16, &jobs);
-        let r = json(&[
-            "report",
-            "overhead",
-            "--db",
-            db.to_str().unwrap(),
-            "--format",
-            "json",
-        ]);
+        let r = json(&["report", "overhead", "--db", db.to_str().unwrap(), "--format", "json"]);
         assert_eq!(r["canonical_units"]["all"], "1 core + 2 GB");
-        assert_eq!(
-            r["histogram"]["n1"]
-                .as_object()
-                .unwrap()
-                .keys()
-                .collect::<Vec<_>>(),
-            vec![&want.to_string()],
-            "{jobs:?}"
-        );
-        assert!(
-            (r["canonical_unit_hours"]["total"].as_f64().unwrap() - want as f64).abs() < 1e-9,
-            "one hour at {want} units"
-        );
+        assert_eq!(r["histogram"]["n1"].as_object().unwrap().keys().collect::<Vec<_>>(), vec![&want.to_string()], "{jobs:?}");
+        assert!((r["canonical_unit_hours"]["total"].as_f64().unwrap() - want as f64).abs() < 1e-9, "one hour at {want} units");
     }
 }
 
@@ -102,13 +60,7 @@ fn true_overhead_examples_through_the_store() {
 fn fair_billing_examples_through_the_store() {
     for (cores, mem, jobs, cpu, memory) in [
         // all 10 cores, 14 of 20 GB: no true overhead, memory billed at 20/14
-        (
-            10,
-            20,
-            vec![(8, 5 * GB_KB / 4), (2, 2 * GB_KB)],
-            1.0,
-            20.0 / 14.0,
-        ),
+        (10, 20, vec![(8, 5 * GB_KB / 4), (2, 2 * GB_KB)], 1.0, 20.0 / 14.0),
         // 5 of 10 cores, all 20 GB: CPU billed at 10/5
         (10, 20, vec![(5, 4 * GB_KB)], 2.0, 1.0),
         // 7 cores, 9 of 16 GB: 3 units (3 cores + 6 GB) are the provider's loss,
@@ -117,25 +69,10 @@ fn fair_billing_examples_through_the_store() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let db = scenario(dir.path(), cores, mem, &jobs);
-        let r = json(&[
-            "report",
-            "bill",
-            "--db",
-            db.to_str().unwrap(),
-            "--format",
-            "json",
-            "--price-core-hour",
-            "0.05",
-        ]);
+        let r = json(&["report", "bill", "--db", db.to_str().unwrap(), "--format", "json", "--price-core-hour", "0.05"]);
         for j in r["jobs"].as_array().unwrap() {
-            assert!(
-                (j["rates"]["cpu"].as_f64().unwrap() - cpu).abs() < 1e-9,
-                "{j}"
-            );
-            assert!(
-                (j["rates"]["memory"].as_f64().unwrap() - memory).abs() < 1e-9,
-                "{j}"
-            );
+            assert!((j["rates"]["cpu"].as_f64().unwrap() - cpu).abs() < 1e-9, "{j}");
+            assert!((j["rates"]["memory"].as_f64().unwrap() - memory).abs() < 1e-9, "{j}");
         }
         let a = &r["accounts"]["group1"];
         assert!((a["rates"]["cpu"].as_f64().unwrap() - cpu).abs() < 1e-9);
@@ -149,128 +86,48 @@ fn fair_billing_examples_through_the_store() {
 /// type in raw and HS06 units, exported to APEL in every message type.
 #[test]
 fn heterogeneous_run_reports_and_apel() {
-    let Some(trace) = tessera_workload::traces::shared_trace("SDSC-BLUE-2000-4.2-cln.swf.gz")
-    else {
+    let Some(trace) = tessera_workload::traces::shared_trace("SDSC-BLUE-2000-4.2-cln.swf.gz") else {
         tessera_workload::traces::shared_dir_or_skip("heterogeneous_run_reports_and_apel");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("acct.db");
     let db = db.to_str().unwrap();
-    let cluster =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/sdsc-blue-3gen.toml");
-    ok(&[
-        "sim",
-        "run",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--cluster",
-        cluster.to_str().unwrap(),
-        "--max-jobs",
-        "3000",
-        "--db",
-        db,
-        "--site",
-        "UKI-TEST",
-    ]);
+    let cluster = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/sdsc-blue-3gen.toml");
+    ok(&["sim", "run", "--trace", trace.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--max-jobs", "3000", "--db", db, "--site", "UKI-TEST"]);
     for by in ["user", "account", "nodetype", "month", "group", "partition"] {
-        let r = json(&[
-            "report", "usage", "--db", db, "--by", by, "--format", "json",
-        ]);
+        let r = json(&["report", "usage", "--db", db, "--by", by, "--format", "json"]);
         let rows = r["rows"].as_array().unwrap();
         assert!(!rows.is_empty(), "{by}");
         for row in rows {
-            assert!(
-                row["core_hours"].as_f64().unwrap() >= 0.0
-                    && row["hs06_hours"].as_f64().unwrap() >= 0.0,
-                "{by}: {row}"
-            );
+            assert!(row["core_hours"].as_f64().unwrap() >= 0.0 && row["hs06_hours"].as_f64().unwrap() >= 0.0, "{by}: {row}");
         }
         if by == "nodetype" {
             let gen1 = rows.iter().find(|r| r["key"] == "gen1").unwrap();
             let gen3 = rows.iter().find(|r| r["key"] == "gen3").unwrap();
             // HS06-hours are core-hours times the node type's HS06 per core
-            assert!(
-                (gen1["hs06_hours"].as_f64().unwrap()
-                    - 10.0 * gen1["core_hours"].as_f64().unwrap())
-                .abs()
-                    < 1e-6
-            );
-            assert!(
-                (gen3["hs06_hours"].as_f64().unwrap()
-                    - 20.0 * gen3["core_hours"].as_f64().unwrap())
-                .abs()
-                    < 1e-6
-            );
-            assert!(
-                gen3["norm_core_hours"].as_f64().unwrap() > gen3["core_hours"].as_f64().unwrap()
-            );
+            assert!((gen1["hs06_hours"].as_f64().unwrap() - 10.0 * gen1["core_hours"].as_f64().unwrap()).abs() < 1e-6);
+            assert!((gen3["hs06_hours"].as_f64().unwrap() - 20.0 * gen3["core_hours"].as_f64().unwrap()).abs() < 1e-6);
+            assert!(gen3["norm_core_hours"].as_f64().unwrap() > gen3["core_hours"].as_f64().unwrap());
         }
     }
-    let list = ok(&[
-        "acct",
-        "--db",
-        db,
-        "-P",
-        "-o",
-        "JobID,User,Account,NodeList,Elapsed,NormElapsed,HS06Hours,State",
-    ]);
+    let list = ok(&["acct", "--db", db, "-P", "-o", "JobID,User,Account,NodeList,Elapsed,NormElapsed,HS06Hours,State"]);
     assert!(list.starts_with("JobID|User|Account|NodeList|Elapsed|NormElapsed|HS06Hours|State\n"));
     assert!(list.lines().count() > 1000);
-    for (kind, version) in [
-        ("individual", "0.3"),
-        ("individual", "0.4"),
-        ("summary", "0.2"),
-        ("summary", "0.4"),
-        ("normalised", "0.3"),
-        ("normalised", "0.4"),
-        ("sync", "0.1"),
-    ] {
-        let msg = ok(&[
-            "acct",
-            "apel",
-            "--db",
-            db,
-            "--type",
-            kind,
-            "--version",
-            version,
-        ]);
-        let n = tessera_accounting::apel::validate(&msg)
-            .unwrap_or_else(|e| panic!("{kind} v{version}: {e}"));
+    for (kind, version) in [("individual", "0.3"), ("individual", "0.4"), ("summary", "0.2"), ("summary", "0.4"), ("normalised", "0.3"), ("normalised", "0.4"), ("sync", "0.1")] {
+        let msg = ok(&["acct", "apel", "--db", db, "--type", kind, "--version", version]);
+        let n = tessera_accounting::apel::validate(&msg).unwrap_or_else(|e| panic!("{kind} v{version}: {e}"));
         assert!(n > 0, "{kind} v{version}: no records");
         assert!(msg.contains("Site: UKI-TEST\n"));
     }
-    let ind = ok(&[
-        "acct",
-        "apel",
-        "--db",
-        db,
-        "--type",
-        "individual",
-        "--version",
-        "0.3",
-    ]);
+    let ind = ok(&["acct", "apel", "--db", db, "--type", "individual", "--version", "0.3"]);
     assert!(ind.starts_with("APEL-individual-job-message: v0.3\n"));
     assert!(ind.contains("ServiceLevelType: HEPSPEC\n"));
     // the benchmark of the nodes each job ran on, not a site average
-    for level in [
-        "ServiceLevel: 10\n",
-        "ServiceLevel: 15\n",
-        "ServiceLevel: 20\n",
-    ] {
+    for level in ["ServiceLevel: 10\n", "ServiceLevel: 15\n", "ServiceLevel: 20\n"] {
         assert!(ind.contains(level), "no job at {level}");
     }
-    let ind4 = ok(&[
-        "acct",
-        "apel",
-        "--db",
-        db,
-        "--type",
-        "individual",
-        "--version",
-        "0.4",
-    ]);
+    let ind4 = ok(&["acct", "apel", "--db", db, "--type", "individual", "--version", "0.4"]);
     assert!(ind4.contains("ServiceLevel: {hepspec: 20}\n"));
 }
 
@@ -281,30 +138,10 @@ fn heterogeneous_run_reports_and_apel() {
 fn killing_the_process_mid_write_leaves_a_consistent_store() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("big.swf");
-    ok(&[
-        "workload",
-        "generate",
-        "--procs",
-        "256",
-        "--jobs",
-        "400000",
-        "--seed",
-        "5",
-        "-o",
-        trace.to_str().unwrap(),
-    ]);
+    ok(&["workload", "generate", "--procs", "256", "--jobs", "400000", "--seed", "5", "-o", trace.to_str().unwrap()]);
     let db = dir.path().join("acct.db");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args([
-            "sim",
-            "run",
-            "--trace",
-            trace.to_str().unwrap(),
-            "--db",
-            db.to_str().unwrap(),
-            "--format",
-            "json",
-        ])
+        .args(["sim", "run", "--trace", trace.to_str().unwrap(), "--db", db.to_str().unwrap(), "--format", "json"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -322,22 +159,11 @@ fn killing_the_process_mid_write_leaves_a_consistent_store() {
     }
     unsafe { libc_kill(child.id() as i32) };
     let status = child.wait().unwrap();
-    assert!(
-        !status.success(),
-        "the run finished before it could be killed; make the workload larger"
-    );
+    assert!(!status.success(), "the run finished before it could be killed; make the workload larger");
     let c = rusqlite::Connection::open(&db).unwrap();
-    let integrity: String = c
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
+    let integrity: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
-    let (jobs, complete): (i64, i64) = c
-        .query_row(
-            "SELECT (SELECT COUNT(*) FROM jobs), (SELECT complete FROM runs)",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
+    let (jobs, complete): (i64, i64) = c.query_row("SELECT (SELECT COUNT(*) FROM jobs), (SELECT complete FROM runs)", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
     assert_eq!(complete, 0, "a run cut short is not marked complete");
     assert_eq!(jobs % 5000, 0, "only whole batches are written: {jobs}");
     let orphans: i64 = c.query_row("SELECT COUNT(*) FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.job = j.id)", [], |r| r.get(0)).unwrap();
@@ -349,32 +175,9 @@ fn killing_the_process_mid_write_leaves_a_consistent_store() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("holds no complete run"));
     // and a new run can be recorded next to it
     let small = dir.path().join("small.swf");
-    ok(&[
-        "workload",
-        "generate",
-        "--procs",
-        "64",
-        "--jobs",
-        "50",
-        "-o",
-        small.to_str().unwrap(),
-    ]);
-    ok(&[
-        "sim",
-        "run",
-        "--trace",
-        small.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    assert_eq!(
-        ok(&["acct", "--db", db.to_str().unwrap(), "-P"])
-            .lines()
-            .count(),
-        51
-    );
+    ok(&["workload", "generate", "--procs", "64", "--jobs", "50", "-o", small.to_str().unwrap()]);
+    ok(&["sim", "run", "--trace", small.to_str().unwrap(), "--db", db.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(ok(&["acct", "--db", db.to_str().unwrap(), "-P"]).lines().count(), 51);
 }
 
 /// SIGKILL a process.

@@ -1,13 +1,9 @@
-use crate::common::{tessera, text};
 use std::path::Path;
+use crate::common::{tessera, text};
 
 /// The summary table without the wall-time line (the only part that varies).
 fn stable(table: &str) -> String {
-    table
-        .lines()
-        .filter(|l| !l.starts_with("wall time"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    table.lines().filter(|l| !l.starts_with("wall time")).collect::<Vec<_>>().join("\n")
 }
 
 const TRACE: &str = "\
@@ -30,17 +26,8 @@ fn default_run_simulates_the_embedded_workload() {
     assert_eq!(v["capacity"], 256);
     assert_eq!(v["policy"], "conservative");
     for key in [
-        "mean_wait",
-        "median_wait",
-        "p95_wait",
-        "mean_response",
-        "mean_slowdown",
-        "mean_bounded_slowdown",
-        "area_weighted_slowdown",
-        "utilization",
-        "makespan",
-        "wall_time_s",
-        "jobs_skipped",
+        "mean_wait", "median_wait", "p95_wait", "mean_response", "mean_slowdown", "mean_bounded_slowdown",
+        "area_weighted_slowdown", "utilization", "makespan", "wall_time_s", "jobs_skipped",
     ] {
         assert!(v.get(key).is_some(), "summary lacks {key}");
     }
@@ -53,20 +40,8 @@ fn run_on_a_trace_writes_jobs_swf_and_summary() {
     std::fs::write(d.join("t.swf"), TRACE).unwrap();
     let p = |f: &str| d.join(f).display().to_string();
     let out = tessera(&[
-        "sim",
-        "run",
-        "--trace",
-        &p("t.swf"),
-        "--policy",
-        "easy",
-        "--jobs-out",
-        &p("jobs.csv"),
-        "--swf-out",
-        &p("out.swf"),
-        "--summary",
-        &p("summary.json"),
-        "--format",
-        "json",
+        "sim", "run", "--trace", &p("t.swf"), "--policy", "easy", "--jobs-out", &p("jobs.csv"), "--swf-out",
+        &p("out.swf"), "--summary", &p("summary.json"), "--format", "json",
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let csv = std::fs::read_to_string(d.join("jobs.csv")).unwrap();
@@ -78,8 +53,7 @@ fn run_on_a_trace_writes_jobs_swf_and_summary() {
     let swf = std::fs::read_to_string(d.join("out.swf")).unwrap();
     assert!(swf.starts_with("; Version: 2.2\n; MaxProcs: 8\n; Note: simulated by tessera"));
     assert!(swf.contains("\n2 5 95 50 8 "), "{swf}");
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["jobs_simulated"], 3);
     assert_eq!(s["jobs_skipped"]["larger_than_machine"], 1);
     assert_eq!(s["makespan"], 150);
@@ -99,21 +73,9 @@ fn malformed_trace_is_an_error_naming_file_line_and_field() {
         text(&out.stderr).replace(&path, "bad.swf"),
         "error: bad.swf:5: field 4 (run time) is `2O`: expected an integer (-1 if unknown)\n"
     );
-    let out = tessera(&[
-        "sim",
-        "run",
-        "--trace",
-        &path,
-        "--lenient",
-        "--format",
-        "json",
-    ]);
+    let out = tessera(&["sim", "run", "--trace", &path, "--lenient", "--format", "json"]);
     assert!(out.status.success());
-    assert!(
-        text(&out.stderr).contains("1 malformed line(s) skipped"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("1 malformed line(s) skipped"), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["jobs_simulated"], 2);
 }
@@ -122,10 +84,7 @@ fn malformed_trace_is_an_error_naming_file_line_and_field() {
 fn usage_errors_and_unknown_names() {
     let out = tessera(&["sim", "run", "--policy", "sjf"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        "error: unknown policy `sjf`; known policies: fcfs, easy, conservative, parm\n"
-    );
+    assert_eq!(text(&out.stderr), "error: unknown policy `sjf`; known policies: fcfs, easy, conservative, parm\n");
     let out = tessera(&["sim", "run", "--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
     let out = tessera(&["sim", "run", "--trace", "/nonexistent/trace.swf"]);
@@ -141,21 +100,8 @@ fn a_trace_without_machine_size_needs_capacity() {
     let path = path.display().to_string();
     let out = tessera(&["sim", "run", "--trace", &path]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("neither MaxProcs nor MaxNodes"),
-        "{}",
-        text(&out.stderr)
-    );
-    let out = tessera(&[
-        "sim",
-        "run",
-        "--trace",
-        &path,
-        "--capacity",
-        "4",
-        "--format",
-        "json",
-    ]);
+    assert!(text(&out.stderr).contains("neither MaxProcs nor MaxNodes"), "{}", text(&out.stderr));
+    let out = tessera(&["sim", "run", "--trace", &path, "--capacity", "4", "--format", "json"]);
     assert!(out.status.success());
 }
 
@@ -165,40 +111,15 @@ fn workload_generate_is_seeded_and_reads_back() {
     let a = dir.path().join("a.swf");
     let b = dir.path().join("b.swf");
     for f in [&a, &b] {
-        let out = tessera(&[
-            "workload",
-            "generate",
-            "--procs",
-            "64",
-            "--jobs",
-            "500",
-            "--seed",
-            "9",
-            "-o",
-            f.to_str().unwrap(),
-        ]);
+        let out = tessera(&["workload", "generate", "--procs", "64", "--jobs", "500", "--seed", "9", "-o", f.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
-    let out = tessera(&[
-        "workload",
-        "info",
-        "--trace",
-        a.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let out = tessera(&["workload", "info", "--trace", a.to_str().unwrap(), "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["records"], 500);
     assert_eq!(v["max_procs"], 64);
-    let out = tessera(&[
-        "sim",
-        "run",
-        "--trace",
-        a.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let out = tessera(&["sim", "run", "--trace", a.to_str().unwrap(), "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["jobs_simulated"], 500);
 }
@@ -210,14 +131,9 @@ fn cluster_files_are_validated_and_used() {
     insta::assert_snapshot!("default_cluster", text(&out.stdout));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.toml");
-    let example =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/default.toml");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/default.toml");
     let good = std::fs::read_to_string(example).unwrap();
-    std::fs::write(
-        &path,
-        good.replace("cores_per_socket = 4", "cores_per_socket = 0"),
-    )
-    .unwrap();
+    std::fs::write(&path, good.replace("cores_per_socket = 4", "cores_per_socket = 0")).unwrap();
     let p = path.display().to_string();
     let out = tessera(&["sim", "run", "--cluster", &p]);
     assert_eq!(out.status.code(), Some(1));
@@ -228,16 +144,12 @@ fn cluster_files_are_validated_and_used() {
     std::fs::write(&path, good.replace("sockets = 2", "sockets = 1")).unwrap();
     let out = tessera(&["sim", "run", "--cluster", &p, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        v["capacity"], 128,
-        "the embedded workload on a 32 x 4-core cluster"
-    );
+    assert_eq!(v["capacity"], 128, "the embedded workload on a 32 x 4-core cluster");
 }
 
 #[test]
 fn publish_prints_the_liverpool_figures_in_every_format() {
-    let c =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/liverpool-2010.toml");
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/liverpool-2010.toml");
     let c = c.to_str().unwrap();
     let run = |f: &str| {
         let out = tessera(&["publish", "--cluster", c, "--format", f]);
@@ -246,14 +158,7 @@ fn publish_prints_the_liverpool_figures_in_every_format() {
     };
     assert!(run("text").contains("CPUScalingReferenceSI00   1330 (reference: typeC)"));
     let v: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
-    assert_eq!(
-        (
-            v["physical_cpus"].as_u64(),
-            v["logical_cpus"].as_u64(),
-            v["cores"].as_f64()
-        ),
-        (Some(40), Some(60), Some(1.5))
-    );
+    assert_eq!((v["physical_cpus"].as_u64(), v["logical_cpus"].as_u64(), v["cores"].as_f64()), (Some(40), Some(60), Some(1.5)));
     assert!(run("yaim").contains("CE_OTHERDESCR=\"Cores=1.5,Benchmark=6.85-HEP-SPEC06\"\n"));
     assert!(run("glue13").contains("GlueCECapability: CPUScalingReferenceSI00=1330\n"));
     assert!(run("glue2").contains("GLUE2ExecutionEnvironmentCPUTimeScalingFactor: 1.86\n"));

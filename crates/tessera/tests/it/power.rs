@@ -3,14 +3,10 @@
 
 use crate::common::{tessera, text};
 
-const THETA_CLUSTER: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../examples/clusters/theta-overprovisioned.toml"
-);
+const THETA_CLUSTER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/theta-overprovisioned.toml");
 
 fn theta() -> Option<String> {
-    tessera_workload::traces::shared_trace("ALCF-Theta-2022-cqsimplus.swf.gz")
-        .map(|p| p.display().to_string())
+    tessera_workload::traces::shared_trace("ALCF-Theta-2022-cqsimplus.swf.gz").map(|p| p.display().to_string())
 }
 
 /// Run a power-aware simulation; returns the summary JSON, the power CSV rows
@@ -18,16 +14,7 @@ fn theta() -> Option<String> {
 fn run(trace: &str, extra: &[&str]) -> (serde_json::Value, Vec<(i64, f64, f64)>, String) {
     let dir = tempfile::tempdir().unwrap();
     let p = |f: &str| dir.path().join(f).display().to_string();
-    let mut args = vec![
-        "sim",
-        "run",
-        "--trace",
-        trace,
-        "--cluster",
-        THETA_CLUSTER,
-        "--format",
-        "json",
-    ];
+    let mut args = vec!["sim", "run", "--trace", trace, "--cluster", THETA_CLUSTER, "--format", "json"];
     let (pw, jobs) = (p("power.csv"), p("jobs.csv"));
     args.extend(["--power-out", &pw, "--jobs-out", &jobs]);
     args.extend(extra);
@@ -40,63 +27,36 @@ fn run(trace: &str, extra: &[&str]) -> (serde_json::Value, Vec<(i64, f64, f64)>,
     let rows = lines
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            (
-                f[0].parse().unwrap(),
-                f[1].parse().unwrap(),
-                f[2].parse().unwrap(),
-            )
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
         })
         .collect();
     (v, rows, std::fs::read_to_string(&jobs).unwrap())
 }
 
 fn check_power(v: &serde_json::Value, rows: &[(i64, f64, f64)], what: &str) -> f64 {
-    let budget = v["power_budget_w"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{what}: no power_budget_w"));
+    let budget = v["power_budget_w"].as_f64().unwrap_or_else(|| panic!("{what}: no power_budget_w"));
     let max = v["max_power_w"].as_f64().unwrap();
     let energy = v["energy_j"].as_f64().unwrap();
-    assert_eq!(
-        budget,
-        4360.0 * 116.0,
-        "{what}: the budget is 4,360 × 116 W"
-    );
-    assert!(
-        max <= budget * (1.0 + 1e-9) && max > 0.0,
-        "{what}: max power {max} W vs budget {budget} W"
-    );
+    assert_eq!(budget, 4360.0 * 116.0, "{what}: the budget is 4,360 × 116 W");
+    assert!(max <= budget * (1.0 + 1e-9) && max > 0.0, "{what}: max power {max} W vs budget {budget} W");
     assert!(!rows.is_empty());
     for &(t, w, b) in rows {
         assert_eq!(b, budget);
         assert!(w <= budget * (1.0 + 1e-9), "{what}: {w} W at t={t}");
     }
     let peak = rows.iter().map(|r| r.1).fold(0.0, f64::max);
-    assert!(
-        (peak - max).abs() <= 1e-3 * max,
-        "{what}: the timeline's peak {peak} is max_power_w {max}"
-    );
+    assert!((peak - max).abs() <= 1e-3 * max, "{what}: the timeline's peak {peak} is max_power_w {max}");
     // energy = ∫ power dt over the timeline (power constant between rows)
-    let integral: f64 = rows
-        .windows(2)
-        .map(|w| w[0].1 * (w[1].0 - w[0].0) as f64)
-        .sum();
-    assert!(
-        (integral - energy).abs() <= 1e-6 * energy,
-        "{what}: ∫P dt = {integral} J vs energy_j {energy} J"
-    );
+    let integral: f64 = rows.windows(2).map(|w| w[0].1 * (w[1].0 - w[0].0) as f64).sum();
+    assert!((integral - energy).abs() <= 1e-6 * energy, "{what}: ∫P dt = {integral} J vs energy_j {energy} J");
     energy
 }
 
 fn job_energy_sum(jobs_csv: &str) -> f64 {
     let mut lines = jobs_csv.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = head
-        .iter()
-        .position(|h| *h == "energy_j")
-        .expect("jobs CSV has energy_j");
-    lines
-        .map(|l| l.split(',').nth(col).unwrap().parse::<f64>().unwrap())
-        .sum()
+    let col = head.iter().position(|h| *h == "energy_j").expect("jobs CSV has energy_j");
+    lines.map(|l| l.split(',').nth(col).unwrap().parse::<f64>().unwrap()).sum()
 }
 
 #[test]
@@ -107,39 +67,18 @@ fn parm_runs_every_variant_with_both_solvers_within_the_budget() {
             let what = format!("{variant}/{solver}");
             let (v, rows, jobs_csv) = run(
                 &trace,
-                &[
-                    "--policy",
-                    "parm",
-                    "--parm-variant",
-                    variant,
-                    "--solver",
-                    solver,
-                    "--milp-node-limit",
-                    "300",
-                    "--max-jobs",
-                    jobs,
-                ],
+                &["--policy", "parm", "--parm-variant", variant, "--solver", solver, "--milp-node-limit", "300", "--max-jobs", jobs],
             );
-            assert_eq!(
-                v["jobs_simulated"].as_u64().unwrap().to_string(),
-                jobs,
-                "{what}"
-            );
+            assert_eq!(v["jobs_simulated"].as_u64().unwrap().to_string(), jobs, "{what}");
             let energy = check_power(&v, &rows, &what);
             // idle nodes draw nothing here: the jobs' energy is all of it
             let jobs_e = job_energy_sum(&jobs_csv);
-            assert!(
-                (jobs_e - energy).abs() <= 1e-6 * energy,
-                "{what}: jobs {jobs_e} J vs total {energy} J"
-            );
+            assert!((jobs_e - energy).abs() <= 1e-6 * energy, "{what}: jobs {jobs_e} J vs total {energy} J");
             assert_eq!(v["power"]["mode"], "parm");
             assert_eq!(v["power"]["variant"], variant);
             assert!(v["power"]["decisions"]["decisions"].as_u64().unwrap() > 0);
             if variant != "wSE" {
-                assert_eq!(
-                    v["power"]["decisions"]["resizes"], 0,
-                    "{what} never resizes"
-                );
+                assert_eq!(v["power"]["decisions"]["resizes"], 0, "{what} never resizes");
             }
         }
     }
@@ -168,33 +107,14 @@ fn power_flags_are_checked() {
     let err = |args: &[String]| {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = tessera(&args);
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{args:?} should fail: {}",
-            text(&out.stdout)
-        );
+        assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {}", text(&out.stdout));
         text(&out.stderr)
     };
     let e = err(&["sim", "run", "--policy", "parm", "--max-jobs", "10"].map(String::from));
-    assert!(
-        e.contains("policy parm needs a cluster file with power_budget_w"),
-        "{e}"
-    );
+    assert!(e.contains("policy parm needs a cluster file with power_budget_w"), "{e}");
     let Some(trace) = theta() else { return };
-    let base = [
-        "sim",
-        "run",
-        "--trace",
-        trace.as_str(),
-        "--cluster",
-        THETA_CLUSTER,
-        "--max-jobs",
-        "10",
-    ];
-    let with = |extra: &[&'static str]| -> Vec<String> {
-        base.iter().chain(extra).map(|s| s.to_string()).collect()
-    };
+    let base = ["sim", "run", "--trace", trace.as_str(), "--cluster", THETA_CLUSTER, "--max-jobs", "10"];
+    let with = |extra: &[&'static str]| -> Vec<String> { base.iter().chain(extra).map(|s| s.to_string()).collect() };
     let e = err(&with(&["--policy", "parm", "--cap", "40"]));
     assert!(e.contains("PARM chooses caps itself"), "{e}");
     let e = err(&with(&["--policy", "easy", "--alpha", "2"]));
@@ -202,36 +122,17 @@ fn power_flags_are_checked() {
     let e = err(&with(&["--policy", "easy", "--cap", "70"]));
     assert!(e.contains("--cap 70: expected watts in (0, 60]"), "{e}");
     let e = err(&with(&["--policy", "parm", "--solver", "cplex"]));
-    assert!(
-        e.contains("--solver cplex: expected structured or milp"),
-        "{e}"
-    );
+    assert!(e.contains("--solver cplex: expected structured or milp"), "{e}");
     let e = err(&with(&["--policy", "parm", "--parm-variant", "xyz"]));
     assert!(e.contains("known: noMM, noSE, wSE"), "{e}");
     let e = err(&with(&["--policy", "parm", "--milp-time-limit", "1"]));
-    assert!(
-        e.contains("--milp-time-limit applies to --solver milp only"),
-        "{e}"
-    );
+    assert!(e.contains("--milp-time-limit applies to --solver milp only"), "{e}");
 }
 
 #[test]
 fn power_bench_compares_the_solvers() {
     let Some(_) = theta() else { return };
-    let out = tessera(&[
-        "power",
-        "bench",
-        "--jobs",
-        "30",
-        "--instances",
-        "1",
-        "--repeat",
-        "1",
-        "--milp-time-limit",
-        "2",
-        "--format",
-        "json",
-    ]);
+    let out = tessera(&["power", "bench", "--jobs", "30", "--instances", "1", "--repeat", "1", "--milp-time-limit", "2", "--format", "json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &v[0];
@@ -266,58 +167,16 @@ fn node_powercap_sets_the_named_constraint() {
     let out = tessera(&["node", "powercap", "show", "--root", &root]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let show = text(&out.stdout);
-    assert!(
-        show.contains("package-0") && show.contains("long_term") && show.contains("125.000"),
-        "{show}"
-    );
-    let out = tessera(&[
-        "node",
-        "powercap",
-        "set",
-        "--root",
-        &root,
-        "--node-watts",
-        "60",
-        "--dry-run",
-    ]);
+    assert!(show.contains("package-0") && show.contains("long_term") && show.contains("125.000"), "{show}");
+    let out = tessera(&["node", "powercap", "set", "--root", &root, "--node-watts", "60", "--dry-run"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("(dry run: nothing written)"));
-    assert_eq!(
-        std::fs::read_to_string(z.join("constraint_1_power_limit_uw")).unwrap(),
-        "125000000\n"
-    );
-    let out = tessera(&[
-        "node",
-        "powercap",
-        "set",
-        "--root",
-        &root,
-        "--node-watts",
-        "60",
-    ]);
+    assert_eq!(std::fs::read_to_string(z.join("constraint_1_power_limit_uw")).unwrap(), "125000000\n");
+    let out = tessera(&["node", "powercap", "set", "--root", &root, "--node-watts", "60"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(
-        std::fs::read_to_string(z.join("constraint_1_power_limit_uw"))
-            .unwrap()
-            .trim(),
-        "60000000"
-    );
-    assert_eq!(
-        std::fs::read_to_string(z.join("constraint_0_power_limit_uw"))
-            .unwrap()
-            .trim(),
-        "150000000",
-        "short_term untouched"
-    );
-    let out = tessera(&[
-        "node",
-        "powercap",
-        "set",
-        "--root",
-        &root,
-        "--node-watts",
-        "200",
-    ]);
+    assert_eq!(std::fs::read_to_string(z.join("constraint_1_power_limit_uw")).unwrap().trim(), "60000000");
+    assert_eq!(std::fs::read_to_string(z.join("constraint_0_power_limit_uw")).unwrap().trim(), "150000000", "short_term untouched");
+    let out = tessera(&["node", "powercap", "set", "--root", &root, "--node-watts", "200"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("125"), "{}", text(&out.stderr));
 }
