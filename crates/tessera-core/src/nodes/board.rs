@@ -459,6 +459,19 @@ impl Board {
         }
     }
 
+    /// Place a job without node sets on `nodes`, a subsequence of its partition's
+    /// nodes in partition order that holds every node with a free core.
+    pub fn pick_in(
+        &self,
+        d: &Demand,
+        free: &Free,
+        nodes: impl Iterator<Item = u32>,
+        eligible: &dyn Fn(u32) -> bool,
+    ) -> Option<Allocation> {
+        debug_assert!(d.sets.is_none());
+        self.pick(d, free, nodes, eligible)
+    }
+
     /// Place the job on `nodes` (in that order), taking what `free` allows.
     /// Place a job without node sets on the partition's nodes from position
     /// `from` on (the nodes before it are known to have no free core).

@@ -935,7 +935,7 @@ impl NodeEngine {
         let usable = &self.usable;
         let is_usable = |n: u32| usable[n as usize];
         let mut tl = (!self.exact_aggregate && !self.cores_interchangeable()).then(|| {
-            let mut tl = Timeline::new(&self.board, now);
+            let mut tl = Timeline::new(&self.board, now, &is_usable, self.shortcuts);
             for r in running {
                 if let Some(a) = &self.alloc[r.job.index()] {
                     tl.occupy(a, now, r.expected_end.max(now + 1));
@@ -1016,9 +1016,9 @@ impl NodeEngine {
                 Some(_) if bounded && tl_miss.known(d, est) => None,
                 Some(tl) => {
                     let found = if bounded {
-                        tl.earliest_between(&self.board, d, est, t0, full_at, &is_usable)
+                        tl.earliest_between(&self.board, d, est, t0, full_at)
                     } else {
-                        Some(tl.earliest(&self.board, d, est, &is_usable))
+                        Some(tl.earliest(&self.board, d, est))
                     };
                     if found.is_none() {
                         tl_miss.record(d, est);

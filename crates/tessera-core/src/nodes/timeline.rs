@@ -6,11 +6,19 @@
 //! over time), which is exact on one node and a necessary condition on many; the
 //! timeline then checks node by node from the earliest instant the aggregate
 //! allows.
+//!
+//! A candidate instant costs the nodes that change, not the whole machine: the
+//! timeline keeps what every node has free at a cursor instant, moved over the
+//! sorted boundaries of the occupations (forward or back). Over a window
+//! [t, t + d) a node has what it has at t unless an occupation starts on it
+//! inside the window (running jobs all started before; only reservations made
+//! during the pass can), and only those few nodes are worked out in full.
 
-use super::board::{Allocation, Board, Demand, Free};
+use super::board::{Allocation, Board, Demand, Free, Misses};
 use crate::job::scaled;
 use crate::profile::footprint;
 use crate::Time;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy)]
 struct Occ {
@@ -21,40 +29,265 @@ struct Occ {
     gpus: u32,
 }
 
+/// One boundary of an occupation: at `t` it starts (`add`) or ends on `node`.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    t: Time,
+    node: u32,
+    add: bool,
+    cores: u32,
+    mem: u64,
+    gpus: u32,
+}
+
 pub(super) struct Timeline {
     now: Time,
     cap: Free,
+    usable: Vec<bool>,
     occ: Vec<Vec<Occ>>,
     /// Every end of an occupation after now: the candidate start times.
     ends: Vec<Time>,
+    /// Boundaries after now of what was there before the first search, in time
+    /// order (`base[..base_applied]` are at or before the cursor), and of what
+    /// was added since (a sequence number keeps equal instants apart). The
+    /// boundaries at or before the cursor are counted in `held`.
+    base: Vec<Edge>,
+    base_applied: usize,
+    edges: BTreeMap<(Time, u32), Edge>,
+    cursor: Time,
+    /// Starts of occupations after now, in time order.
+    starts: Vec<(Time, u32)>,
+    /// What each node holds at the cursor.
+    held: Vec<(u32, u64, u32)>,
+    /// What each node has free at the cursor: nothing on a node out of service
+    /// or with no core free.
+    at: Free,
+    /// Free cores at the cursor over every node.
+    total: u64,
+    /// The nodes with a free core at the cursor, one bit each.
+    nonzero: Vec<u64>,
+    /// Per partition, whether its nodes are in index order (for a partition of
+    /// every node, the nodes with a free core can then be visited in partition
+    /// order from `nonzero`).
+    in_order: Vec<bool>,
+    /// Nodes already worked out for the window at hand.
+    seen: Vec<bool>,
+    /// Whether `base`, `starts` and `ends` are sorted (from the first search on).
+    settled: bool,
+    /// Per candidate instant, the demands known to find no window starting
+    /// there: the timeline only fills, so a demand at least as large and as
+    /// long finds none either.
+    misses: BTreeMap<Time, Misses>,
+    shortcuts: bool,
 }
 
 impl Timeline {
-    pub fn new(board: &Board, now: Time) -> Timeline {
+    pub fn new(
+        board: &Board,
+        now: Time,
+        usable: &dyn Fn(u32) -> bool,
+        shortcuts: bool,
+    ) -> Timeline {
         let cap = board.full();
+        let n = cap.cores.len();
+        let usable: Vec<bool> = (0..n as u32).map(usable).collect();
+        let mut at = cap.clone();
+        let mut total = 0u64;
+        let mut nonzero = vec![0u64; n.div_ceil(64)];
+        for (i, &ok) in usable.iter().enumerate() {
+            if !ok || cap.cores[i] == 0 {
+                at.cores[i] = 0;
+                at.mem[i] = 0;
+                at.gpus[i] = 0;
+            } else {
+                nonzero[i / 64] |= 1 << (i % 64);
+            }
+            total += at.cores[i] as u64;
+        }
+        let in_order = board
+            .parts
+            .iter()
+            .map(|p| p.nodes.windows(2).all(|w| w[0] < w[1]))
+            .collect();
         Timeline {
+            nonzero,
+            in_order,
             now,
-            occ: vec![Vec::new(); cap.cores.len()],
+            occ: vec![Vec::new(); n],
+            held: vec![(0, 0, 0); n],
+            usable,
+            at,
+            total,
             cap,
             ends: Vec::new(),
+            base: Vec::new(),
+            base_applied: 0,
+            edges: BTreeMap::new(),
+            cursor: now,
+            starts: Vec::new(),
+            seen: vec![false; n],
+            settled: false,
+            misses: BTreeMap::new(),
+            shortcuts,
         }
     }
 
     pub fn occupy(&mut self, a: &Allocation, from: Time, to: Time) {
         for p in &a.parts {
-            self.occ[p.node as usize].push(Occ {
+            let o = Occ {
                 from,
                 to,
                 cores: p.cores,
                 mem: p.mem,
                 gpus: p.gpus,
-            });
+            };
+            self.occ[p.node as usize].push(o);
+            let edge = |t, add| Edge {
+                t,
+                node: p.node,
+                add,
+                cores: p.cores,
+                mem: p.mem,
+                gpus: p.gpus,
+            };
+            if from <= self.now {
+                self.apply(&edge(from, true));
+            } else {
+                self.insert(edge(from, true));
+                if self.settled {
+                    let i = self.starts.partition_point(|s| s.0 <= from);
+                    self.starts.insert(i, (from, p.node));
+                } else {
+                    self.starts.push((from, p.node));
+                }
+            }
+            if to != Time::MAX {
+                self.insert(edge(to, false));
+            }
         }
         if to > self.now {
-            if let Err(i) = self.ends.binary_search(&to) {
+            if !self.settled {
+                self.ends.push(to);
+            } else if let Err(i) = self.ends.binary_search(&to) {
                 self.ends.insert(i, to);
             }
         }
+    }
+
+    /// Sort what was built before the first search (one sort instead of an
+    /// insertion per occupation).
+    fn settle(&mut self) {
+        if !self.settled {
+            self.settled = true;
+            self.base.sort_unstable_by_key(|e| e.t);
+            self.starts.sort_by_key(|s| s.0);
+            self.ends.sort_unstable();
+            self.ends.dedup();
+        }
+    }
+
+    fn insert(&mut self, e: Edge) {
+        if !self.settled {
+            // while building the cursor is at now and every boundary is later
+            self.base.push(e);
+            return;
+        }
+        let seq = self.edges.len() as u32;
+        self.edges.insert((e.t, seq), e);
+        if e.t <= self.cursor {
+            self.apply(&e);
+        }
+    }
+
+    fn apply(&mut self, e: &Edge) {
+        let n = e.node as usize;
+        let h = &mut self.held[n];
+        if e.add {
+            *h = (h.0 + e.cores, h.1 + e.mem, h.2 + e.gpus);
+        } else {
+            *h = (h.0 - e.cores, h.1 - e.mem, h.2 - e.gpus);
+        }
+        let h = *h;
+        self.total -= self.at.cores[n] as u64;
+        let (c, m, g) = if !self.usable[n] || h.0 >= self.cap.cores[n] {
+            (0, 0, 0)
+        } else {
+            (
+                self.cap.cores[n] - h.0,
+                self.cap.mem[n].saturating_sub(h.1),
+                self.cap.gpus[n].saturating_sub(h.2),
+            )
+        };
+        self.at.cores[n] = c;
+        self.at.mem[n] = m;
+        self.at.gpus[n] = g;
+        self.total += c as u64;
+        let bit = 1u64 << (n % 64);
+        if c > 0 {
+            self.nonzero[n / 64] |= bit;
+        } else {
+            self.nonzero[n / 64] &= !bit;
+        }
+    }
+
+    fn unapply(&mut self, e: &Edge) {
+        self.apply(&Edge { add: !e.add, ..*e });
+    }
+
+    /// Move the cursor to `t` (forward or back).
+    fn seek(&mut self, t: Time) {
+        while self.base_applied < self.base.len() && self.base[self.base_applied].t <= t {
+            let e = self.base[self.base_applied];
+            self.apply(&e);
+            self.base_applied += 1;
+        }
+        while self.base_applied > 0 && self.base[self.base_applied - 1].t > t {
+            self.base_applied -= 1;
+            let e = self.base[self.base_applied];
+            self.unapply(&e);
+        }
+        let (c, mut edges) = (self.cursor, std::mem::take(&mut self.edges));
+        if t > c {
+            for e in edges.range((c, u32::MAX)..=(t, u32::MAX)).map(|x| x.1) {
+                self.apply(e);
+            }
+        } else if t < c {
+            for e in edges.range((t, u32::MAX)..=(c, u32::MAX)).rev().map(|x| x.1) {
+                self.unapply(e);
+            }
+        }
+        std::mem::swap(&mut self.edges, &mut edges);
+        self.cursor = t;
+    }
+
+    /// Place `d` over [t, end) on the nodes of speed at least `f`, each node's
+    /// free share worked out from its occupations alone (no cursor, no
+    /// skipping): what the engine without shortcuts uses, so that the property
+    /// tests compare the fast search with it.
+    fn place_naive(
+        &self,
+        board: &Board,
+        d: &Demand,
+        t: Time,
+        end: Time,
+        f: f64,
+    ) -> Option<Allocation> {
+        let n_all = self.cap.cores.len();
+        let mut view = Free {
+            cores: vec![0; n_all],
+            mem: vec![0; n_all],
+            gpus: vec![0; n_all],
+        };
+        let ok = |n: u32| board.nodes[n as usize].factor >= f && self.usable[n as usize];
+        for &n in &board.parts[d.part as usize].nodes {
+            if ok(n) {
+                let (c, m, g) = self.free_over(n as usize, t, end);
+                view.cores[n as usize] = c;
+                view.mem[n as usize] = m;
+                view.gpus[n as usize] = g;
+            }
+        }
+        board.place(d, &view, t, &ok).ok()
     }
 
     /// What node `n` has free throughout [from, to).
@@ -81,7 +314,7 @@ impl Timeline {
         (
             self.cap.cores[n] - most.0,
             self.cap.mem[n].saturating_sub(most.1),
-            self.cap.gpus[n] - most.2,
+            self.cap.gpus[n].saturating_sub(most.2),
         )
     }
 
@@ -93,54 +326,144 @@ impl Timeline {
     /// tier the board places as it always does (partition order, node sets), so a
     /// job that can start now lands where EASY would put it.
     pub fn earliest_between(
-        &self,
+        &mut self,
         board: &Board,
         d: &Demand,
         est: Time,
         from: Time,
         limit: Time,
-        usable: &dyn Fn(u32) -> bool,
+    ) -> Option<(Time, Allocation)> {
+        self.settle();
+        let misses = std::mem::take(&mut self.misses);
+        let mut missed = Vec::new();
+        let found = self.search(board, d, est, from, limit, &misses, &mut missed);
+        self.misses = misses;
+        for t in missed {
+            self.misses
+                .entry(t)
+                .or_insert_with(|| Misses::new(true))
+                .record(d, est);
+        }
+        found
+    }
+
+    /// `earliest_between` over the candidates; the instants at which `d` found
+    /// nothing go to `missed` (when shortcuts are on).
+    #[allow(clippy::too_many_arguments)]
+    fn search(
+        &mut self,
+        board: &Board,
+        d: &Demand,
+        est: Time,
+        from: Time,
+        limit: Time,
+        misses: &BTreeMap<Time, Misses>,
+        missed: &mut Vec<Time>,
     ) -> Option<(Time, Allocation)> {
         let part = &board.parts[d.part as usize];
-        let n_all = self.cap.cores.len();
-        let mut view = Free {
-            cores: vec![0; n_all],
-            mem: vec![0; n_all],
-            gpus: vec![0; n_all],
-        };
-        let candidates = std::iter::once(self.now)
-            .chain(self.ends.iter().copied())
-            .filter(|&t| t >= from);
-        for t in candidates {
+        let whole = part.nodes.len() == self.cap.cores.len();
+        // the board would skip every node with no free core: visit only the others
+        let sparse = d.sets.is_none() && whole && self.in_order[d.part as usize];
+        let f_min = part.tiers.last().copied().unwrap_or(1.0);
+        let mut masked = Free::default();
+        let mut patched: Vec<(usize, (u32, u64, u32))> = Vec::new();
+        // the candidates: now, then every end at or after `from`
+        let mut k = self.ends.partition_point(|&e| e < from);
+        let mut next = (from <= self.now).then_some(self.now);
+        let mut known = misses.range(from.min(self.now)..).peekable();
+        loop {
+            let t = match next.take() {
+                Some(t) => t,
+                None => match self.ends.get(k) {
+                    Some(&e) => {
+                        k += 1;
+                        e
+                    }
+                    None => break,
+                },
+            };
             if t >= limit {
                 break;
             }
+            while known.next_if(|m| *m.0 < t).is_some() {}
+            if known.peek().is_some_and(|m| *m.0 == t && m.1.known(d, est)) {
+                continue;
+            }
+            self.seek(t);
             for &f in part.tiers.iter().rev() {
                 let dur = footprint(scaled(est, f));
                 if t.saturating_add(dur) > limit {
                     continue;
                 }
-                let mut total = 0u64;
-                for &n in &part.nodes {
-                    let n = n as usize;
-                    let (c, m, g) = if board.nodes[n].factor >= f && usable(n as u32) {
-                        self.free_over(n, t, t + dur)
-                    } else {
-                        (0, 0, 0)
-                    };
-                    view.cores[n] = c;
-                    view.mem[n] = m;
-                    view.gpus[n] = g;
-                    total += c as u64;
-                }
-                if total < d.procs as u64 {
+                let end = t + dur;
+                if !self.shortcuts {
+                    // the reference: every node of the partition worked out in full
+                    if let Some(a) = self.place_naive(board, d, t, end, f) {
+                        return Some((t, a));
+                    }
                     continue;
                 }
-                if let Ok(a) = board.place(d, &view, t, &|n| {
-                    board.nodes[n as usize].factor >= f && usable(n)
-                }) {
+                // nodes on which a reservation starts inside the window hold the
+                // most at some instant after t: work them out in full
+                let lo = self.starts.partition_point(|s| s.0 <= t);
+                let hi = self.starts.partition_point(|s| s.0 < end);
+                patched.clear();
+                let mut total = self.total;
+                for i in lo..hi {
+                    let n = self.starts[i].1 as usize;
+                    // a node with nothing free at t has nothing over the window
+                    if self.seen[n] || self.at.cores[n] == 0 {
+                        continue;
+                    }
+                    self.seen[n] = true;
+                    let v = self.free_over(n, t, end);
+                    patched.push((n, (self.at.cores[n], self.at.mem[n], self.at.gpus[n])));
+                    total = total - self.at.cores[n] as u64 + v.0 as u64;
+                    self.at.cores[n] = v.0;
+                    self.at.mem[n] = v.1;
+                    self.at.gpus[n] = v.2;
+                }
+                let all_fast = f <= f_min;
+                let eligible = |n: u32| board.nodes[n as usize].factor >= f;
+                let view = if all_fast {
+                    &self.at
+                } else {
+                    masked.copy_from(&self.at);
+                    for n in 0..masked.cores.len() {
+                        if !eligible(n as u32) {
+                            masked.cores[n] = 0;
+                            masked.mem[n] = 0;
+                            masked.gpus[n] = 0;
+                        }
+                    }
+                    &masked
+                };
+                if !(all_fast && whole) {
+                    total = part.nodes.iter().map(|&n| view.cores[n as usize] as u64).sum();
+                }
+                let found = if total < d.procs as u64 {
+                    None
+                } else {
+                    let usable = &self.usable;
+                    let ok = |n: u32| eligible(n) && usable[n as usize];
+                    if sparse {
+                        board.pick_in(d, view, ones(&self.nonzero), &ok)
+                    } else {
+                        board.place(d, view, t, &ok).ok()
+                    }
+                };
+                for &(n, (c, m, g)) in &patched {
+                    self.seen[n] = false;
+                    self.at.cores[n] = c;
+                    self.at.mem[n] = m;
+                    self.at.gpus[n] = g;
+                }
+                if let Some(a) = found {
                     return Some((t, a));
                 }
+            }
+            if self.shortcuts {
+                missed.push(t);
             }
         }
         None
@@ -148,14 +471,10 @@ impl Timeline {
 
     /// The earliest start and placement with no limit: once everything has ended
     /// the job fits (a DELAY node set may still wait to span sets).
-    pub fn earliest(
-        &self,
-        board: &Board,
-        d: &Demand,
-        est: Time,
-        usable: &dyn Fn(u32) -> bool,
-    ) -> (Time, Allocation) {
-        if let Some(found) = self.earliest_between(board, d, est, self.now, Time::MAX, usable) {
+    pub fn earliest(&mut self, board: &Board, d: &Demand, est: Time) -> (Time, Allocation) {
+        self.settle();
+        let now = self.now;
+        if let Some(found) = self.earliest_between(board, d, est, now, Time::MAX) {
             return found;
         }
         let t = self
@@ -168,10 +487,25 @@ impl Timeline {
         let full = board.full();
         // nodes that are down or drained stay so in the plan; a job no usable node
         // can hold is planned on the whole machine
+        let usable = &self.usable;
         let a = board
-            .place(d, &full, t, usable)
+            .place(d, &full, t, &|n| usable[n as usize])
             .or_else(|_| board.place(d, &full, t, &|_| true))
             .expect("every job fits once everything has ended");
         (t, a)
     }
+}
+
+/// The positions of the set bits, in increasing order.
+fn ones(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    bits.iter().enumerate().flat_map(|(w, &word)| {
+        let mut x = word;
+        std::iter::from_fn(move || {
+            (x != 0).then(|| {
+                let b = x.trailing_zeros();
+                x &= x - 1;
+                w as u32 * 64 + b
+            })
+        })
+    })
 }
