@@ -45,6 +45,10 @@ pub(crate) struct Queue {
     /// Next free physical position at the tail.
     tail: usize,
     len: usize,
+    /// Bumped by every change other than an arrival at the tail (hold, release,
+    /// removal), so that a pass can tell "only arrivals since".
+    #[serde(skip)]
+    edits: u64,
 }
 
 impl Queue {
@@ -54,7 +58,7 @@ impl Queue {
 
     pub fn new() -> Self {
         let size = 64;
-        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0 }
+        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0, edits: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -85,6 +89,7 @@ impl Queue {
     pub fn set(&mut self, pos: u32, need: u64, est: Time) {
         let p = self.phys(pos);
         debug_assert!(self.tree[self.size + p] != EMPTY, "updating an empty position");
+        self.edits += 1;
         self.put(p, Mins { need, est });
     }
 
@@ -92,6 +97,7 @@ impl Queue {
     pub fn remove(&mut self, pos: u32) {
         let p = self.phys(pos);
         debug_assert!(self.tree[self.size + p] != EMPTY, "removing an empty position");
+        self.edits += 1;
         self.len -= 1;
         self.put(p, EMPTY);
         if p == self.head {
@@ -99,6 +105,16 @@ impl Queue {
                 self.head += 1;
             }
         }
+    }
+
+    /// Changes other than arrivals so far.
+    pub fn edits(&self) -> u64 {
+        self.edits
+    }
+
+    /// The position the next arrival will get.
+    pub fn end(&self) -> u32 {
+        self.base + self.tail as u32
     }
 
     /// The smallest need of any pending job (at least [`Queue::HELD`] when none).

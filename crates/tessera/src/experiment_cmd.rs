@@ -71,34 +71,59 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
     }
     let mut rows: Vec<Row> = Vec::new();
     let label = trace.display().to_string();
+    let mut loads = Vec::new();
     for &scale in &a.arrival_scales {
         let mut recs = records.clone();
         transform::scale_arrivals(&mut recs, scale).with_context(|| format!("--arrival-scale {scale:?} on {label}"))?;
-        // the configurations are independent: run them on every core
-        let results: Vec<(String, Summary, f64)> = std::thread::scope(|s| {
-            let handles: Vec<_> = configs()
-                .into_iter()
-                .map(|(name, nodeset)| {
-                    let (recs, label) = (&recs, &label);
-                    let cluster = cluster.clone();
-                    s.spawn(move || -> Result<(String, Summary, f64)> {
-                        let w = prepare_on(recs, Machine::Cluster { cluster, partition: None, nodeset });
-                        w.check_time_range(label)?;
-                        let t = std::time::Instant::now();
-                        let o = simulate(&w, policy);
-                        let wall = t.elapsed().as_secs_f64();
-                        Ok((name.to_string(), Summary::compute("", &w, &o), wall))
-                    })
+        loads.push(recs);
+    }
+    // every (load, configuration) run is independent: a worker per core takes
+    // the next one, the heaviest loads (smallest scale) first
+    let runs: Vec<(usize, usize)> = (0..loads.len()).flat_map(|l| (0..configs().len()).map(move |c| (l, c))).collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&x, &y| a.arrival_scales[runs[x].0].total_cmp(&a.arrival_scales[runs[y].0]));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(runs.len().max(1));
+    let done: Vec<(usize, Result<(Summary, f64)>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let (loads, label, runs, order, next, cluster) = (&loads, &label, &runs, &order, &next, &cluster);
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&r) = order.get(k) else { break };
+                        let (l, c) = runs[r];
+                        let nodeset = configs().swap_remove(c).1;
+                        let result = (|| -> Result<(Summary, f64)> {
+                            let w = prepare_on(&loads[l], Machine::Cluster { cluster: cluster.clone(), partition: None, nodeset });
+                            w.check_time_range(label)?;
+                            let t = std::time::Instant::now();
+                            let o = simulate(&w, policy);
+                            let wall = t.elapsed().as_secs_f64();
+                            Ok((Summary::compute("", &w, &o), wall))
+                        })();
+                        out.push((r, result));
+                    }
+                    out
                 })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("a simulation thread panicked")).collect::<Result<_>>()
-        })?;
-        let base = results[0].1.cluster.as_ref().map_or(1.0, |c| c.jobs_per_day);
-        for (name, s, wall) in results {
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("a simulation thread panicked")).collect()
+    });
+    let mut results: Vec<Option<(Summary, f64)>> = (0..runs.len()).map(|_| None).collect();
+    for (r, result) in done {
+        results[r] = Some(result?);
+    }
+    for (l, &scale) in a.arrival_scales.iter().enumerate() {
+        let first = l * configs().len();
+        let base = results[first].as_ref().and_then(|r| r.0.cluster.as_ref()).map_or(1.0, |c| c.jobs_per_day);
+        for (c, (name, _)) in configs().into_iter().enumerate() {
+            let (s, wall) = results[first + c].take().expect("every run ran");
             let c = s.cluster.as_ref().expect("cluster runs have cluster metrics");
             rows.push(Row {
                 arrival_scale: scale,
-                config: name,
+                config: name.to_string(),
                 jobs: s.jobs_simulated,
                 mean_wait_s: s.mean_wait,
                 mean_bounded_slowdown: s.mean_bounded_slowdown,

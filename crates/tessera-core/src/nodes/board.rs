@@ -140,15 +140,17 @@ pub(crate) struct Demand {
     pub submit: Time,
 }
 
-/// Demands without node sets that could not be placed on what is free (for a
-/// duration, in conservative's plan) while it has only shrunk since: a demand
-/// at least as large in every respect (same partition; processors, nodes,
+/// Demands that could not be placed on what is free (for a duration, in
+/// conservative's plan) while it has only shrunk since: a demand at least as
+/// large in every respect (same partition and node sets; processors, nodes,
 /// memory per processor, GPUs per node and estimate all at least as large)
-/// cannot be placed either. Only the frontier is kept.
+/// cannot be placed either. Only the frontier is kept. A demand whose node sets
+/// may be spanned (SPANEVENLY, DELAY) is not remembered: spreading over more
+/// sets can let a larger job through.
 #[derive(Debug, Clone)]
 pub(crate) struct Misses {
     on: bool,
-    frontier: Vec<[u64; 6]>,
+    frontier: Vec<[u64; 7]>,
 }
 
 impl Misses {
@@ -160,9 +162,15 @@ impl Misses {
         }
     }
 
-    fn key(d: &Demand, est: Time) -> Option<[u64; 6]> {
-        d.sets.is_none().then_some([
+    fn key(board: &Board, d: &Demand, est: Time) -> Option<[u64; 7]> {
+        let sets = match d.sets {
+            None => 0,
+            Some(si) if board.sets[si as usize].spec.plus == SetPlus::None => si as u64 + 1,
+            Some(_) => return None,
+        };
+        Some([
             d.part as u64,
+            sets,
             d.procs as u64,
             d.nodes as u64,
             d.mem_per_proc,
@@ -171,19 +179,20 @@ impl Misses {
         ])
     }
 
-    fn covers(m: &[u64; 6], k: &[u64; 6]) -> bool {
-        m[0] == k[0] && (1..6).all(|i| m[i] <= k[i])
+    fn covers(m: &[u64; 7], k: &[u64; 7]) -> bool {
+        m[0] == k[0] && m[1] == k[1] && (2..7).all(|i| m[i] <= k[i])
     }
 
     /// Whether `d` (for `est` seconds; 0 where time does not matter) is known
     /// not to fit.
-    pub fn known(&self, d: &Demand, est: Time) -> bool {
-        Self::key(d, est).is_some_and(|k| self.frontier.iter().any(|m| Self::covers(m, &k)))
+    pub fn known(&self, board: &Board, d: &Demand, est: Time) -> bool {
+        Self::key(board, d, est)
+            .is_some_and(|k| self.frontier.iter().any(|m| Self::covers(m, &k)))
     }
 
     /// `d` (for `est` seconds) did not fit.
-    pub fn record(&mut self, d: &Demand, est: Time) {
-        if let Some(k) = Self::key(d, est).filter(|_| self.on) {
+    pub fn record(&mut self, board: &Board, d: &Demand, est: Time) {
+        if let Some(k) = Self::key(board, d, est).filter(|_| self.on) {
             if !self.frontier.iter().any(|m| Self::covers(m, &k)) {
                 self.frontier.retain(|m| !Self::covers(&k, m));
                 self.frontier.push(k);

@@ -119,6 +119,10 @@ pub struct NodeEngine {
     version: u64,
     #[serde(skip)]
     shadow_cache: Option<(u64, JobIdx, Time)>,
+    /// After a conservative pass that started nothing: `version`, the queue's
+    /// edits and the position of the next arrival then.
+    #[serde(skip)]
+    quiet_cache: Option<(u64, u64, u32)>,
     #[serde(skip)]
     view: Free,
     #[serde(skip)]
@@ -242,6 +246,7 @@ impl NodeEngine {
             pos_in_part,
             version: 0,
             shadow_cache: None,
+            quiet_cache: None,
             view: Free::default(),
             scratch: Free::default(),
             extra: Free::default(),
@@ -734,11 +739,11 @@ impl NodeEngine {
             // a job that cannot end by the shadow even on the fastest nodes can
             // only have the extra resources; others try what is free first
             let on_free = if est <= est_lim {
-                if miss_free.known(d, 0) {
+                if miss_free.known(&self.board, d, 0) {
                     continue;
                 }
                 let Ok(a) = self.place_now(d, &self.free, now) else {
-                    miss_free.record(d, 0);
+                    miss_free.record(&self.board, d, 0);
                     continue;
                 };
                 if now.saturating_add(scaled(est, a.factor)) <= shadow {
@@ -753,7 +758,7 @@ impl NodeEngine {
             let b = match on_free {
                 Some(a) => a,
                 None => {
-                    if t.get(job).need > xc || miss_extra.known(d, 0) {
+                    if t.get(job).need > xc || miss_extra.known(&self.board, d, 0) {
                         continue;
                     }
                     // place on the extra resources: free now and not needed by the head
@@ -763,7 +768,7 @@ impl NodeEngine {
                         view_built = true;
                     }
                     let Ok(b) = self.place_now(d, &self.view, now) else {
-                        miss_extra.record(d, 0);
+                        miss_extra.record(&self.board, d, 0);
                         continue;
                     };
                     extra_now -= self.extra_now_taken(&b, true);
@@ -900,8 +905,33 @@ impl NodeEngine {
         if (self.free_cores as i64) < p_min {
             return;
         }
+        // Only arrivals since a pass that started nothing, no running job overdue
+        // (so the profile from now on is the same) and placement that does not
+        // depend on time or on other jobs: the jobs queued then still cannot
+        // start (a window that fits now fitted then), so only an arrival that
+        // fits in what is free now could (`docs/semantics.md`).
+        let overdue = self
+            .running
+            .as_slice()
+            .first()
+            .is_some_and(|r| r.expected_end <= now);
+        if let Some((v, edits, end)) = self.quiet_cache.filter(|_| self.shortcuts) {
+            let free = self.free_cores;
+            if v == self.version
+                && edits == t.queue.edits()
+                && !overdue
+                && !self.placement_varies()
+                && t.queue.find_first(end, |n, _| n <= free).is_none()
+            {
+                self.quiet_cache = Some((v, edits, t.queue.end()));
+                return;
+            }
+        }
         let mut starts = Vec::new();
         self.plan(now, t, Plan::Pass, &mut starts);
+        self.quiet_cache = starts
+            .is_empty()
+            .then(|| (self.version, t.queue.edits(), t.queue.end()));
         for (job, a) in starts {
             // where the profile is exact, the jobs that start now are placed one
             // after the other on what is free: the profile says they all fit
@@ -1013,7 +1043,7 @@ impl NodeEngine {
                 // the timeline only fills during the pass and `full_at` only
                 // moves earlier: a job at least as large and as long as one with
                 // no window has none either
-                Some(_) if bounded && tl_miss.known(d, est) => None,
+                Some(_) if bounded && tl_miss.known(&self.board, d, est) => None,
                 Some(tl) => {
                     let found = if bounded {
                         tl.earliest_between(&self.board, d, est, t0, full_at)
@@ -1021,7 +1051,7 @@ impl NodeEngine {
                         Some(tl.earliest(&self.board, d, est))
                     };
                     if found.is_none() {
-                        tl_miss.record(d, est);
+                        tl_miss.record(&self.board, d, est);
                     }
                     found.map(|(ts, a)| {
                         let dur = footprint(scaled(est, a.factor));

@@ -342,7 +342,7 @@ impl Timeline {
             self.misses
                 .entry(t)
                 .or_insert_with(|| Misses::new(true))
-                .record(d, est);
+                .record(board, d, est);
         }
         found
     }
@@ -386,7 +386,7 @@ impl Timeline {
                 break;
             }
             while known.next_if(|m| *m.0 < t).is_some() {}
-            if known.peek().is_some_and(|m| *m.0 == t && m.1.known(d, est)) {
+            if known.peek().is_some_and(|m| *m.0 == t && m.1.known(board, d, est)) {
                 continue;
             }
             self.seek(t);

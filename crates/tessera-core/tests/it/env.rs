@@ -10,7 +10,8 @@ use tessera_core::{
 /// Replay jobs (submit time, spec, runtime in reference seconds, at most its
 /// estimate; on nodes of factor f it runs ceil(runtime / f) seconds) through
 /// `engine`: at each instant completions, then arrivals, then a pass, with
-/// `sanity_check` after it. Returns each job's start; every job must start.
+/// `sanity_check` after it; a pass also at every instant the engine asks to be
+/// woken. Returns each job's start; every job must start.
 pub fn replay(mut e: Engine, jobs: &[(Time, JobSpec, Time)]) -> BTreeMap<u64, Time> {
     let mut fx = Vec::new();
     let mut arrivals: BTreeMap<Time, Vec<usize>> = BTreeMap::new();
@@ -24,14 +25,13 @@ pub fn replay(mut e: Engine, jobs: &[(Time, JobSpec, Time)]) -> BTreeMap<u64, Ti
         .collect();
     let mut ends: BTreeMap<Time, Vec<u64>> = BTreeMap::new();
     let mut starts = BTreeMap::new();
+    let mut wakes = std::collections::BTreeSet::new();
     loop {
-        let now = match (arrivals.keys().next(), ends.keys().next()) {
-            (Some(&a), Some(&b)) => a.min(b),
-            (a, b) => match a.or(b) {
-                Some(&t) => t,
-                None => break,
-            },
+        let next = [arrivals.keys().next(), ends.keys().next(), wakes.iter().next()];
+        let Some(now) = next.into_iter().flatten().copied().min() else {
+            break;
         };
+        wakes.remove(&now);
         for id in ends.remove(&now).unwrap_or_default() {
             e.handle(
                 now,
@@ -55,7 +55,12 @@ pub fn replay(mut e: Engine, jobs: &[(Time, JobSpec, Time)]) -> BTreeMap<u64, Ti
                         .or_default()
                         .push(job.0);
                 }
-                Effect::Finished(_) | Effect::WakeAt(_) => {}
+                Effect::WakeAt(w) => {
+                    if w > now {
+                        wakes.insert(w);
+                    }
+                }
+                Effect::Finished(_) => {}
                 other => panic!("unexpected {other:?}"),
             }
         }

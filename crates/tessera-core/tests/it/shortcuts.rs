@@ -1,20 +1,24 @@
 //! The pass's shortcuts (a job at least as large as one that could not be placed
-//! is not tried again in the same pass; conservative's aggregate bounds) change
-//! no schedule: on random heterogeneous clusters with memory, every policy starts
-//! every job at the same instant as an engine that tries every job.
+//! is not tried again in the same pass; conservative's aggregate bounds, its
+//! timeline's cursor and its skipped passes) change no schedule: on random
+//! heterogeneous clusters with memory and node sets, every policy starts every
+//! job at the same instant as an engine that tries every job.
 
 use crate::env::replay;
 use proptest::prelude::*;
 use tessera_core::{Cluster, Engine, JobId, JobSpec, PolicyKind, Time};
 
 /// 1-3 node types of 1-4 nodes, 1-4 cores, factor 1 or 1.5, memory not tracked
-/// or 256-512 MiB per core (at least 512 MiB); a shared or exclusive partition.
+/// or 256-512 MiB per core (at least 512 MiB); a shared or exclusive partition;
+/// perhaps a site node set by processor speed (any policy, priority, plus,
+/// optional or not).
 /// Jobs ask for no memory or 128-512 MiB per processor (so memory, not cores,
 /// often binds), and for no more processors than the machine can ever hold.
 fn arb_case() -> impl Strategy<Value = (String, Vec<(Time, JobSpec, Time)>)> {
     let ntype = (1u32..=4, 1u32..=4, any::<bool>(), 0u64..=2);
-    (prop::collection::vec(ntype, 1..=3), any::<bool>()).prop_flat_map(|(types, exclusive)| {
-        let mut toml = String::new();
+    let nodeset = prop::option::of((0usize..3, 0usize..3, 0usize..3, any::<bool>()));
+    (prop::collection::vec(ntype, 1..=3), any::<bool>(), nodeset).prop_flat_map(|(types, exclusive, nodeset)| {
+        let mut toml = String::from("nodeset_delay = 20\n");
         // per node type: count, cores, memory (MiB, 0: not tracked)
         let mut shapes = Vec::new();
         for (k, &(count, cores, fast, per_core)) in types.iter().enumerate() {
@@ -29,6 +33,14 @@ fn arb_case() -> impl Strategy<Value = (String, Vec<(Time, JobSpec, Time)>)> {
             names.join(", "),
             if exclusive { "exclusive" } else { "shared" }
         );
+        if let Some((policy, priority, plus, optional)) = nodeset {
+            toml += &format!(
+                "[nodeset]\npolicy = \"{}\"\nattribute = \"PROCSPEED\"\npriority = \"{}\"\nplus = \"{}\"\noptional = {optional}\n",
+                ["ONEOF", "ANYOF", "FIRSTOF"][policy],
+                ["FIRSTFIT", "BESTFIT", "MINLOSS"][priority],
+                ["NONE", "DELAY", "SPANEVENLY"][plus]
+            );
+        }
         // the most processors a job of `m` MiB each can ever get
         let most = move |m: u64| -> u32 {
             shapes
