@@ -67,6 +67,11 @@ pub struct PassBenchArgs {
     /// Seed of the setup (how far each running job has got).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Also time each policy's reference: the engine without its shortcuts
+    /// (every queued job tried, every node worked out in full at every
+    /// candidate instant), which the property tests compare the engine with.
+    #[arg(long)]
+    pub reference: bool,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -269,6 +274,8 @@ struct PassSetup {
 #[derive(serde::Serialize)]
 struct PassRow {
     policy: &'static str,
+    /// The engine without shortcuts (`--reference`).
+    reference: bool,
     first_pass_ms: f64,
     first_pass_starts: u64,
     queued_after_first: usize,
@@ -351,7 +358,12 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
     let procs_cap = capacity.min(u32::MAX as u64) as u32;
     let mut setup = None;
     let mut rows = Vec::new();
-    for policy in policies(&a.policies)? {
+    let variants: &[bool] = if a.reference { &[false, true] } else { &[false] };
+    let runs: Vec<(PolicyKind, bool)> = policies(&a.policies)?
+        .into_iter()
+        .flat_map(|p| variants.iter().map(move |&r| (p, r)))
+        .collect();
+    for (policy, reference) in runs {
         let mem = |s: Shape| Shape {
             mem: if node_mem == 0 {
                 0
@@ -366,7 +378,8 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
             .with_context(|| format!("reading {}", path.display()))?
             .map(move |s| s.map(mem));
         let mut next = || -> Result<Shape> { jobs.next().context("the trace ran out of jobs")? };
-        let mut d = Driver::new(Engine::with_cluster(policy, &cluster)?);
+        let engine = Engine::with_cluster(policy, &cluster)?;
+        let mut d = Driver::new(if reference { engine.without_shortcuts() } else { engine });
         for i in 0..a.drained {
             let node = (i as u64 * a.nodes as u64 / a.drained as u64) as u32;
             d.handle(
@@ -447,6 +460,7 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
         let (median, p99, max) = quantiles(times);
         rows.push(PassRow {
             policy: policy.name(),
+            reference,
             first_pass_ms: ms(first),
             first_pass_starts: first_starts,
             queued_after_first,
@@ -467,7 +481,7 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
     }
     let setup = setup.context("no policy given")?;
     let ratio = |k: fn(&PassRow) -> f64| {
-        let of = |p: &str| rows.iter().find(|r| r.policy == p).map(k);
+        let of = |p: &str| rows.iter().find(|r| r.policy == p && !r.reference).map(k);
         of("conservative").zip(of("easy")).map(|(c, e)| c / e)
     };
     let (ratio_median, ratio_p99) = (ratio(|r| r.median_ms), ratio(|r| r.p99_ms));
@@ -514,14 +528,26 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
                 "busy"
             );
             for r in &rows {
+                let name = if r.reference { format!("{} (ref)", r.policy) } else { r.policy.to_string() };
                 println!(
                     "{:<13} {:>8.3} ms {:>7} {:>6.1}% | {:>6} {:>6.3} ms {:>6.3} ms {:>6.3} ms {:>8.2} {:>7} {:>5.1}%",
-                    r.policy, r.first_pass_ms, r.first_pass_starts, 100.0 * r.busy_after_first, r.passes, r.median_ms, r.p99_ms, r.max_ms,
+                    name, r.first_pass_ms, r.first_pass_starts, 100.0 * r.busy_after_first, r.passes, r.median_ms, r.p99_ms, r.max_ms,
                     r.starts_per_pass, r.min_queued, 100.0 * r.busy_end
                 );
             }
             if let (Some(m), Some(p)) = (ratio_median, ratio_p99) {
                 println!("\nconservative / EASY: median {m:.1}x, p99 {p:.1}x");
+            }
+            for r in rows.iter().filter(|r| r.reference) {
+                if let Some(f) = rows.iter().find(|f| f.policy == r.policy && !f.reference) {
+                    println!(
+                        "{}: reference / engine: median {:.1}x, p99 {:.1}x (same starts: {})",
+                        r.policy,
+                        r.median_ms / f.median_ms,
+                        r.p99_ms / f.p99_ms,
+                        if r.starts_per_pass == f.starts_per_pass && r.first_pass_starts == f.first_pass_starts { "yes" } else { "NO" }
+                    );
+                }
             }
         }
     }

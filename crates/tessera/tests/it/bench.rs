@@ -168,3 +168,31 @@ fn bench_stream_memory_follows_the_live_jobs() {
         assert!(v["peak_rss_kib"].as_u64().unwrap() > 0);
     }
 }
+
+#[test]
+fn bench_pass_reference_starts_the_same_jobs() {
+    let Some(trace) = ricc("bench_pass_reference_starts_the_same_jobs") else {
+        return;
+    };
+    let v = json(&[
+        "sim", "bench-pass", "--trace", &trace, "--nodes", "32", "--queued", "200", "--passes", "10",
+        "--mem-per-core", "2048", "--policy", "easy", "--policy", "conservative", "--reference",
+        "--format", "json",
+    ]);
+    let rows = v["policies"].as_array().unwrap();
+    let shape: Vec<_> = rows
+        .iter()
+        .map(|r| (r["policy"].as_str().unwrap(), r["reference"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        shape,
+        [("easy", false), ("easy", true), ("conservative", false), ("conservative", true)]
+    );
+    // with memory tracked conservative uses its per-node timeline: the reference
+    // (every node worked out in full) must start exactly as many jobs
+    for pair in rows.chunks(2) {
+        for k in ["first_pass_starts", "starts_per_pass", "min_queued", "busy_end"] {
+            assert_eq!(pair[0][k], pair[1][k], "{} {k}", pair[0]["policy"]);
+        }
+    }
+}
