@@ -1,0 +1,9 @@
+//! What the CLI, the controller and the agents exchange, and the validation of
+//! user requests at the boundary. Wire types are not engine types: the engine's
+//! types stay free to change (`ARCHITECTURE.md`).
+//!
+//! For now: the options of `tessera job submit`, in Slurm's syntax, parsed from
+//! the command line and from a script's `#SBATCH` lines, each error naming the
+//! option, the value and what is allowed.
+
+pub mod submit;

@@ -1,0 +1,278 @@
+//! `tessera job submit`'s options in Slurm's syntax (sbatch(1)): time limits,
+//! memory sizes, job arrays, dependencies, and the `#SBATCH` lines of a script.
+
+use serde::{Deserialize, Serialize};
+
+/// A value an option cannot take: which option (and script line, when it came
+/// from an `#SBATCH` line), the value given, and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{option} {value:?}: expected {expected}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+pub struct OptionError {
+    pub option: String,
+    pub value: String,
+    pub expected: String,
+    /// The script line (1-based) of an `#SBATCH` directive.
+    pub line: Option<usize>,
+}
+
+fn err(option: &str, value: &str, expected: &str) -> OptionError {
+    OptionError {
+        option: option.to_string(),
+        value: value.to_string(),
+        expected: expected.to_string(),
+        line: None,
+    }
+}
+
+/// The longest limit accepted: 365 days, in seconds (a year of wall time is
+/// beyond any partition's limit; larger values are typing errors).
+pub const MAX_LIMIT_S: i64 = 365 * 86_400;
+
+const TIME_FORMS: &str = "minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes, days-hours:minutes:seconds, 0, UNLIMITED or INFINITE (at most 365 days)";
+
+/// A time limit (`-t`, `--time`) in seconds; None for no limit (`0`,
+/// `UNLIMITED`, `INFINITE`). Slurm's forms: "minutes", "minutes:seconds",
+/// "hours:minutes:seconds", "days-hours", "days-hours:minutes" and
+/// "days-hours:minutes:seconds" (sbatch(1)). Seconds are kept as given (Slurm
+/// rounds them up to a minute).
+pub fn parse_time_limit(option: &str, s: &str) -> Result<Option<i64>, OptionError> {
+    let bad = || err(option, s, TIME_FORMS);
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") {
+        return Ok(None);
+    }
+    let num = |x: &str| -> Result<i64, OptionError> {
+        if x.is_empty() || x.len() > 9 || !x.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        x.parse::<i64>().map_err(|_| bad())
+    };
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(num(d)?), r),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    let secs = match (days, parts.as_slice()) {
+        (None, [m]) => num(m)? * 60,
+        (None, [m, s]) => num(m)? * 60 + sixty(num(s)?, bad)?,
+        (None, [h, m, s]) => num(h)? * 3600 + sixty(num(m)?, bad)? * 60 + sixty(num(s)?, bad)?,
+        (Some(d), [h]) => d * 86_400 + num(h)? * 3600,
+        (Some(d), [h, m]) => d * 86_400 + num(h)? * 3600 + sixty(num(m)?, bad)? * 60,
+        (Some(d), [h, m, s]) => {
+            d * 86_400 + num(h)? * 3600 + sixty(num(m)?, bad)? * 60 + sixty(num(s)?, bad)?
+        }
+        _ => return Err(bad()),
+    };
+    if secs > MAX_LIMIT_S {
+        return Err(bad());
+    }
+    Ok((secs > 0).then_some(secs))
+}
+
+/// Minutes and seconds after the first field are below 60.
+fn sixty(v: i64, bad: impl Fn() -> OptionError) -> Result<i64, OptionError> {
+    if v < 60 {
+        Ok(v)
+    } else {
+        Err(bad())
+    }
+}
+
+/// A memory size (`--mem`, `--mem-per-cpu`) in MiB: an integer with an optional
+/// unit K, M, G or T (binary; no unit means M, as in Slurm). At least 1 MiB, at
+/// most 1 PiB.
+pub fn parse_mem_mib(option: &str, s: &str) -> Result<u64, OptionError> {
+    let expected = "a size such as 512, 512M, 4G or 1T (K, M, G, T; no unit: M), from 1M to 1024T";
+    let t = s.trim();
+    let (digits, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => t.split_at(i),
+        None => (t, ""),
+    };
+    if digits.is_empty() || digits.len() > 12 {
+        return Err(err(option, s, expected));
+    }
+    let v: u64 = digits.parse().map_err(|_| err(option, s, expected))?;
+    let kib = match unit.to_ascii_uppercase().trim_end_matches('B') {
+        "K" => v,
+        "" | "M" => v * 1024,
+        "G" => v * 1024 * 1024,
+        "T" => v * 1024 * 1024 * 1024,
+        _ => return Err(err(option, s, expected)),
+    };
+    let mib = kib.div_ceil(1024);
+    if mib == 0 || mib > 1024 * 1024 * 1024 {
+        return Err(err(option, s, expected));
+    }
+    Ok(mib)
+}
+
+/// A job array (`--array`): indices and an optional limit on how many run at
+/// once (`%N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArraySpec {
+    /// Every index, sorted, without repeats.
+    pub indices: Vec<u32>,
+    pub max_running: Option<u32>,
+}
+
+/// The most tasks one array may have (Slurm's default MaxArraySize is 1001).
+pub const MAX_ARRAY_TASKS: usize = 10_001;
+
+/// `--array`: comma-separated indices and ranges `a-b` with an optional step
+/// `a-b:s`, then an optional `%N` (sbatch(1)); e.g. `0-15%4`, `1,3,5-9:2`.
+pub fn parse_array(option: &str, s: &str) -> Result<ArraySpec, OptionError> {
+    let expected = "indices and ranges such as 0-15, 1,3,5-9:2 or 0-99%10 (indices 0 to 4000000, at most 10001 tasks, %N at least 1)";
+    let bad = || err(option, s, expected);
+    let num = |x: &str| -> Result<u32, OptionError> {
+        if x.is_empty() || x.len() > 7 || !x.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let v: u32 = x.parse().map_err(|_| bad())?;
+        if v > 4_000_000 {
+            return Err(bad());
+        }
+        Ok(v)
+    };
+    let (list, max_running) = match s.trim().split_once('%') {
+        Some((l, m)) => {
+            let m = num(m)?;
+            if m == 0 {
+                return Err(bad());
+            }
+            (l, Some(m))
+        }
+        None => (s.trim(), None),
+    };
+    let mut indices = Vec::new();
+    for item in list.split(',') {
+        let (range, step) = match item.split_once(':') {
+            Some((r, st)) => (r, num(st)?),
+            None => (item, 1),
+        };
+        if step == 0 {
+            return Err(bad());
+        }
+        let (a, b) = match range.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None if item.contains(':') => return Err(bad()),
+            None => {
+                let v = num(range)?;
+                (v, v)
+            }
+        };
+        if a > b {
+            return Err(bad());
+        }
+        let mut i = a;
+        while i <= b {
+            indices.push(i);
+            if indices.len() > MAX_ARRAY_TASKS {
+                return Err(bad());
+            }
+            i = match i.checked_add(step) {
+                Some(n) => n,
+                None => break,
+            };
+        }
+    }
+    indices.sort_unstable();
+    indices.dedup();
+    Ok(ArraySpec {
+        indices,
+        max_running,
+    })
+}
+
+/// What a job waits for (`--dependency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DependencyKind {
+    /// Start after the job ended, whatever its outcome.
+    AfterAny,
+    /// Start after the job ended successfully (exit code 0).
+    AfterOk,
+    /// Start after the job failed (non-zero exit, signal, node failure, limit).
+    AfterNotOk,
+}
+
+/// `--dependency=afterok:ID[:ID...][,afterany:ID...]`: every condition must hold.
+pub fn parse_dependency(option: &str, s: &str) -> Result<Vec<(DependencyKind, u64)>, OptionError> {
+    let expected = "afterok:ID[:ID...], afterany:ID... or afternotok:ID..., joined by commas (job ids are positive integers)";
+    let bad = || err(option, s, expected);
+    let mut out = Vec::new();
+    for cond in s.trim().split(',') {
+        let mut parts = cond.split(':');
+        let kind = match parts.next().map(str::to_ascii_lowercase).as_deref() {
+            Some("afterok") => DependencyKind::AfterOk,
+            Some("afterany") => DependencyKind::AfterAny,
+            Some("afternotok") => DependencyKind::AfterNotOk,
+            _ => return Err(bad()),
+        };
+        let mut any = false;
+        for id in parts {
+            let v: u64 = id
+                .parse()
+                .ok()
+                .filter(|&v| v > 0 && id.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(bad)?;
+            out.push((kind, v));
+            any = true;
+        }
+        if !any {
+            return Err(bad());
+        }
+    }
+    Ok(out)
+}
+
+/// The `#SBATCH` directives of a batch script, as (line, option, value) in
+/// order: they are read from the lines after the interpreter line up to the
+/// first line that is neither blank nor a comment (sbatch(1)). `--opt=value`,
+/// `--opt value` and `-X value` are split; a flag has an empty value.
+pub fn directives(script: &str) -> Result<Vec<(usize, String, String)>, OptionError> {
+    let mut out = Vec::new();
+    for (k, raw) in script.lines().enumerate() {
+        let line = k + 1;
+        let t = raw.trim();
+        if line == 1 && t.starts_with("#!") {
+            continue;
+        }
+        if t.is_empty() {
+            continue;
+        }
+        if !t.starts_with('#') {
+            break;
+        }
+        let Some(rest) = t.strip_prefix("#SBATCH") else {
+            continue;
+        };
+        // an inline comment ends the directive
+        let rest = rest.split(" #").next().unwrap_or("").trim();
+        if rest.is_empty() || !rest.starts_with('-') {
+            return Err(OptionError {
+                option: "#SBATCH".into(),
+                value: rest.to_string(),
+                expected: "an option such as -n 4, --time=1:00:00 or --mem 4G".into(),
+                line: Some(line),
+            });
+        }
+        let (opt, val) = match rest.split_once('=') {
+            Some((o, v)) if o.starts_with("--") && !o.contains(char::is_whitespace) => (o, v.trim()),
+            _ => match rest.split_once(char::is_whitespace) {
+                Some((o, v)) => (o, v.trim()),
+                None if !rest.starts_with("--") && rest.len() > 2 => rest.split_at(2),
+                None => (rest, ""),
+            },
+        };
+        out.push((line, opt.to_string(), unquote(val).to_string()));
+    }
+    Ok(out)
+}
+
+fn unquote(v: &str) -> &str {
+    for q in ['"', '\''] {
+        if let Some(inner) = v.strip_prefix(q).and_then(|x| x.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    v
+}
