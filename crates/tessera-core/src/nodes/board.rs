@@ -469,7 +469,8 @@ impl Board {
     }
 
     /// Place a job without node sets on `nodes`, a subsequence of its partition's
-    /// nodes in partition order that holds every node with a free core.
+    /// nodes in partition order that holds every node with a free core (the
+    /// nodes left out are known to have none).
     pub fn pick_in(
         &self,
         d: &Demand,
@@ -482,24 +483,6 @@ impl Board {
     }
 
     /// Place the job on `nodes` (in that order), taking what `free` allows.
-    /// Place a job without node sets on the partition's nodes from position
-    /// `from` on (the nodes before it are known to have no free core).
-    pub fn pick_from(
-        &self,
-        d: &Demand,
-        free: &Free,
-        from: usize,
-        eligible: &dyn Fn(u32) -> bool,
-    ) -> Option<Allocation> {
-        let nodes = &self.parts[d.part as usize].nodes;
-        self.pick(
-            d,
-            free,
-            nodes[from.min(nodes.len())..].iter().copied(),
-            eligible,
-        )
-    }
-
     fn pick(
         &self,
         d: &Demand,

@@ -596,7 +596,7 @@ impl NodeEngine {
             self.first_free.set(k as u32);
             return self
                 .board
-                .pick_from(d, free, k, &|n| usable[n as usize])
+                .pick_in(d, free, nodes[k..].iter().copied(), &|n| usable[n as usize])
                 .ok_or(Blocked::Resources);
         }
         self.board.place(d, free, now, &|n| usable[n as usize])
