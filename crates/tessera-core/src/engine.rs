@@ -793,6 +793,11 @@ impl Engine {
         }
     }
 
+    /// The instant of the pending wake-up the engine asked for, if any.
+    pub fn wake_at(&self) -> Option<Time> {
+        self.wake
+    }
+
     /// Where a job runs, once started (node engines).
     pub fn allocation(&self, id: JobId) -> Option<&Allocation> {
         let j = self.t.lookup(id)?;

@@ -2,8 +2,9 @@
 //! user requests at the boundary. Wire types are not engine types: the engine's
 //! types stay free to change (`ARCHITECTURE.md`).
 //!
-//! For now: the options of `tessera job submit`, in Slurm's syntax, parsed from
+//! `api`: the HTTP routes' bodies. `submit`: the options of `tessera job submit`, in Slurm's syntax, parsed from
 //! the command line and from a script's `#SBATCH` lines, each error naming the
 //! option, the value and what is allowed.
 
 pub mod submit;
+pub mod api;

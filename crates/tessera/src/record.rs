@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use std::path::Path;
 use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind, Store};
-use tessera_core::{CanonicalUnit, Cluster};
+use tessera_core::CanonicalUnit;
 use tessera_sim::{Machine, SimOutcome, Workload};
 use tessera_workload::jobs::TraceJob;
 use tessera_workload::swf::SwfRecord;
@@ -14,7 +14,7 @@ use tessera_workload::swf::SwfRecord;
 pub fn node_records(w: &Workload) -> Vec<NodeRecord> {
     match &w.machine {
         Machine::Pool(c) => vec![one_node("pool", "pool", *c)],
-        Machine::Cluster { cluster, .. } => cluster_nodes(cluster),
+        Machine::Cluster { cluster, .. } => NodeRecord::from_cluster(cluster),
         // jobs are sized in whole nodes: one record holds them as its "cores"
         Machine::Power(s) => vec![one_node(&s.name, "power-machine", s.nodes())],
     }
@@ -34,29 +34,6 @@ fn one_node(name: &str, node_type: &str, cores: u32) -> NodeRecord {
         unit: CanonicalUnit::CPU,
         valid_from: 0,
     }
-}
-
-fn cluster_nodes(c: &Cluster) -> Vec<NodeRecord> {
-    c.nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let t = &c.node_types[n.node_type];
-            let p = c.partitions.iter().find(|p| p.nodes.contains(&i)).unwrap_or(c.default_partition());
-            NodeRecord {
-                name: n.name.clone(),
-                node_type: t.name.clone(),
-                partition: p.name.clone(),
-                cores: n.cores,
-                memory_mb: n.memory_mb,
-                gpus: n.gpus,
-                hs06_per_core: t.benchmark_per_core,
-                factor: t.factor,
-                unit: p.canonical_unit,
-                valid_from: 0,
-            }
-        })
-        .collect()
 }
 
 /// SWF has users and groups but no accounts: the group stands for the account.

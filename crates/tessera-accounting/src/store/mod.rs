@@ -15,7 +15,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
 /// Numbered migrations, applied in order; the index + 1 is the schema version.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/001_init.sql")];
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/001_init.sql"), include_str!("../../migrations/002_live.sql")];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -148,6 +148,43 @@ impl Store {
         // a run without jobs is complete at once
         self.conn.execute("UPDATE runs SET complete = 1 WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE run_id = ?1)", params![run_id]).map_err(e)?;
         Ok(run_id)
+    }
+
+    /// The live run named `label` (a controller's state directory), created with
+    /// its nodes on first use. A live run is complete at every instant: each job
+    /// is written whole, when it ends ([`Store::append_jobs`]).
+    pub fn live_run(&mut self, run: &RunInfo, nodes: &[NodeRecord]) -> Result<i64, StoreError> {
+        let found: Option<i64> = self
+            .conn
+            .query_row("SELECT id FROM runs WHERE kind = 'live' AND label = ?1 ORDER BY id DESC LIMIT 1", params![run.label], |r| r.get(0))
+            .optional()
+            .map_err(self.err())?;
+        if let Some(id) = found {
+            return Ok(id);
+        }
+        let id = self.record_run(run, nodes, std::iter::empty())?;
+        Ok(id)
+    }
+
+    /// Append finished jobs to a live run in one transaction, skipping any job id
+    /// the run already holds (a controller replaying its journal after a crash
+    /// meets the jobs it recorded before). Returns how many were written.
+    pub fn append_jobs(&mut self, run_id: i64, nodes: &[NodeRecord], jobs: &[JobRecord]) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(e)?;
+        let mut fresh = Vec::with_capacity(jobs.len());
+        {
+            let mut seen = tx.prepare_cached("SELECT 1 FROM jobs WHERE run_id = ?1 AND job_id = ?2").map_err(e)?;
+            for j in jobs {
+                if !seen.exists(params![run_id, j.job_id]).map_err(e)? {
+                    fresh.push(j.clone());
+                }
+            }
+        }
+        write_jobs(&tx, run_id, nodes, &fresh).map_err(e)?;
+        tx.commit().map_err(e)?;
+        Ok(fresh.len())
     }
 
     /// The newest complete run, or `run` if given (and present).

@@ -1,7 +1,7 @@
 //! What a driver hands the store: runs, nodes, jobs with their allocations, and the
 //! usage derived from them.
 
-use tessera_core::CanonicalUnit;
+use tessera_core::{CanonicalUnit, Cluster};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunKind {
@@ -48,6 +48,32 @@ pub struct NodeRecord {
     pub valid_from: i64,
 }
 
+impl NodeRecord {
+    /// The nodes of a cluster, each with its first partition's canonical unit.
+    pub fn from_cluster(c: &Cluster) -> Vec<NodeRecord> {
+    c.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let t = &c.node_types[n.node_type];
+            let p = c.partitions.iter().find(|p| p.nodes.contains(&i)).unwrap_or(c.default_partition());
+            NodeRecord {
+                name: n.name.clone(),
+                node_type: t.name.clone(),
+                partition: p.name.clone(),
+                cores: n.cores,
+                memory_mb: n.memory_mb,
+                gpus: n.gpus,
+                hs06_per_core: t.benchmark_per_core,
+                factor: t.factor,
+                unit: p.canonical_unit,
+                valid_from: 0,
+            }
+        })
+        .collect()
+}
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobStateTag {
     Completed,
@@ -55,6 +81,8 @@ pub enum JobStateTag {
     Cancelled,
     /// Killed at its time limit.
     Timeout,
+    /// A node it ran on failed.
+    NodeFail,
 }
 
 impl JobStateTag {
@@ -64,6 +92,7 @@ impl JobStateTag {
             JobStateTag::Failed => "FAILED",
             JobStateTag::Cancelled => "CANCELLED",
             JobStateTag::Timeout => "TIMEOUT",
+            JobStateTag::NodeFail => "NODE_FAIL",
         }
     }
 }

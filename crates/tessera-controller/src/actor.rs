@@ -1,0 +1,664 @@
+//! The one owner of the controller's state. Messages arrive on a channel; the
+//! actor takes every message waiting (up to [`MAX_BATCH`]), admits or refuses
+//! each (validation, permissions), writes the admitted events to the journal in
+//! one transaction, applies them and a scheduling pass to the state, carries out
+//! the actions (agents' commands, accounting records) and only then replies.
+//! Between messages it sleeps until the engine's wake-up, an agent's poll
+//! expiring or the next heartbeat check.
+
+use crate::auth::{Identity, Role};
+use crate::journal::Journal;
+use crate::metrics::Metrics;
+use crate::request;
+use crate::state::{Action, Event, State};
+use crate::{ApiError, Config};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tessera_accounting::store::{NodeRecord, RunInfo, RunKind, Store};
+use tessera_core::{Cluster, Engine, JobId, JobSpec, JobState, NodeChange};
+use tessera_proto::api::*;
+use tokio::sync::oneshot;
+
+/// Most messages taken into one batch (one journal transaction).
+pub const MAX_BATCH: usize = 8192;
+/// Longest an agent's poll is held open without commands.
+pub const POLL_HOLD: Duration = Duration::from_secs(5);
+/// Journal entries between snapshots.
+pub const SNAPSHOT_EVERY: u64 = 20_000;
+
+pub type Reply<T> = oneshot::Sender<Result<T, ApiError>>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobOp {
+    Cancel,
+    Hold,
+    Release,
+    Suspend,
+    Resume,
+    Requeue,
+}
+
+impl JobOp {
+    pub fn parse(s: &str) -> Option<JobOp> {
+        Some(match s {
+            "cancel" => JobOp::Cancel,
+            "hold" => JobOp::Hold,
+            "release" => JobOp::Release,
+            "suspend" => JobOp::Suspend,
+            "resume" => JobOp::Resume,
+            "requeue" => JobOp::Requeue,
+            _ => return None,
+        })
+    }
+}
+
+/// What handlers ask of the actor.
+pub enum Msg {
+    Submit { who: Identity, req: SubmitRequest, reply: Reply<SubmitReply> },
+    JobOp { who: Identity, job: u64, op: JobOp, reply: Reply<JobInfo> },
+    NodeOp { who: Identity, node: String, change: NodeChange, reason: String, reply: Reply<NodeInfo> },
+    Jobs { reply: Reply<Vec<JobInfo>> },
+    Job { id: u64, reply: Reply<JobInfo> },
+    Nodes { reply: Reply<Vec<NodeInfo>> },
+    Register { who: Identity, req: RegisterRequest, reply: Reply<RegisterReply> },
+    Poll { who: Identity, msg: AgentMessage, reply: Reply<PollReply> },
+    Report { who: Identity, msg: AgentMessage, reply: Reply<()> },
+    Metrics { reply: Reply<String> },
+    Shutdown,
+}
+
+/// Replies sent once the batch is durable and applied.
+enum After {
+    Submit(Reply<SubmitReply>, Vec<u64>),
+    Job(Reply<JobInfo>, u64),
+    Node(Reply<NodeInfo>, u32),
+    Register(Reply<RegisterReply>, String, Vec<AgentJob>),
+    Poll(Reply<PollReply>, String),
+    Ack(Reply<()>),
+}
+
+struct Session {
+    id: u64,
+    last_seen: Instant,
+    outbox: Vec<AgentCommand>,
+    parked: Option<(Reply<PollReply>, Instant)>,
+}
+
+pub struct Actor {
+    cfg: Config,
+    cluster: Cluster,
+    state: State,
+    journal: Journal,
+    store: Store,
+    run_id: i64,
+    node_records: Vec<NodeRecord>,
+    node_index: BTreeMap<String, u32>,
+    agents: BTreeMap<String, Session>,
+    /// Agents the state names that have not registered since this start, and
+    /// when they are declared lost.
+    awaited: BTreeMap<String, Instant>,
+    sessions: u64,
+    pub metrics: Metrics,
+    euid: u32,
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+impl Actor {
+    /// Open the state directory: create it on first start, else restore the
+    /// snapshot and replay the journal (writing any accounting record the crash
+    /// kept from the store).
+    pub fn open(cfg: Config) -> Result<Actor> {
+        std::fs::create_dir_all(&cfg.state_dir).with_context(|| format!("creating state directory {}", cfg.state_dir.display()))?;
+        let journal = Journal::open(&cfg.db_path())?;
+        let (cluster_toml, cluster_path, policy, created) = match journal.setting("cluster")? {
+            Some(text) => {
+                let path = journal.setting("cluster_path")?.unwrap_or_default();
+                let policy = journal.setting("policy")?.unwrap_or_else(|| "easy".into());
+                let created: i64 = journal.setting("created")?.and_then(|v| v.parse().ok()).unwrap_or(0);
+                if text != cfg.cluster_toml && !cfg.cluster_toml.is_empty() {
+                    tracing::warn!(state = %cfg.state_dir.display(), "the state directory was created with cluster {path}; it is kept (the one given now is ignored)");
+                }
+                (text, path, policy, created)
+            }
+            None => {
+                let now = unix_now();
+                journal.set_setting("cluster", &cfg.cluster_toml)?;
+                journal.set_setting("cluster_path", &cfg.cluster_path)?;
+                journal.set_setting("policy", cfg.policy.name())?;
+                journal.set_setting("created", &now.to_string())?;
+                (cfg.cluster_toml.clone(), cfg.cluster_path.clone(), cfg.policy.name().to_string(), now)
+            }
+        };
+        let cluster = Cluster::from_toml(&cluster_toml, &cluster_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let policy: tessera_core::PolicyKind = policy.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+        if policy == tessera_core::PolicyKind::Parm {
+            bail!("the live controller runs fcfs, easy or conservative; parm is simulated only (tessera sim run --policy parm)");
+        }
+        let mut store = Store::open(&cfg.accounting_path())?;
+        let node_records = NodeRecord::from_cluster(&cluster);
+        let run = RunInfo {
+            kind: RunKind::Live,
+            label: cfg.state_dir.canonicalize().unwrap_or(cfg.state_dir.clone()).display().to_string(),
+            site: cfg.site.clone(),
+            cluster: cluster.name.clone(),
+            policy: policy.name().to_string(),
+            epoch_offset: 0,
+            recorded_at: created,
+        };
+        let run_id = store.live_run(&run, &node_records)?;
+        let rec = journal.recover()?;
+        let mut state = match rec.snapshot {
+            Some((_, s)) => s,
+            None => {
+                let engine = Engine::with_cluster(policy, &cluster).map_err(|e| anyhow::anyhow!("{e}"))?;
+                State::new(engine, &cluster, created, cfg.kill_grace_s)
+            }
+        };
+        let mut records = Vec::new();
+        let mut actions = Vec::new();
+        let replayed = rec.entries.len();
+        for (_, now, events) in rec.entries {
+            actions.clear();
+            state.apply(&cluster, now, &events, &mut actions);
+            records.extend(actions.drain(..).filter_map(|a| match a {
+                Action::Record(r) => Some(*r),
+                _ => None,
+            }));
+        }
+        let written = store.append_jobs(run_id, &node_records, &records)?;
+        let node_index = cluster.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
+        let grace = Instant::now() + Duration::from_secs(cfg.heartbeat_timeout_s);
+        let awaited = state.node_agent.iter().flatten().map(|a| (a.clone(), grace)).collect();
+        tracing::info!(state = %cfg.state_dir.display(), replayed, jobs = state.jobs.len(), recovered_records = written, "controller state opened");
+        let mut actor = Actor {
+            cfg,
+            cluster,
+            state,
+            journal,
+            store,
+            run_id,
+            node_records,
+            node_index,
+            agents: BTreeMap::new(),
+            awaited,
+            sessions: (unix_now() as u64) << 20,
+            metrics: Metrics::default(),
+            euid: nix::unistd::geteuid().as_raw(),
+        };
+        if replayed > 0 {
+            actor.journal.snapshot(&actor.state)?;
+        }
+        Ok(actor)
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Whether `uid` is an operator over the Unix socket.
+    pub fn is_operator_uid(euid: u32, operators: &[u32], uid: u32) -> bool {
+        uid == 0 || uid == euid || operators.contains(&uid)
+    }
+
+    pub fn euid(&self) -> u32 {
+        self.euid
+    }
+
+    /// Run until [`Msg::Shutdown`] or every sender is gone.
+    pub fn run(mut self, rx: Receiver<Msg>) -> Result<()> {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        loop {
+            let timeout = self.next_deadline().saturating_duration_since(Instant::now());
+            match rx.recv_timeout(timeout) {
+                Ok(m) => batch.push(m),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(m) => batch.push(m),
+                    Err(_) => break,
+                }
+            }
+            let stop = batch.iter().any(|m| matches!(m, Msg::Shutdown));
+            self.step(&mut batch)?;
+            if stop {
+                break;
+            }
+        }
+        self.journal.snapshot(&self.state)?;
+        Ok(())
+    }
+
+    fn next_deadline(&self) -> Instant {
+        let now = Instant::now();
+        let mut d = now + Duration::from_secs(1);
+        if let Some(w) = self.state.wake() {
+            let secs = (w - unix_now()).max(0) as u64;
+            d = d.min(now + Duration::from_secs(secs));
+        }
+        for s in self.agents.values() {
+            if let Some((_, t)) = &s.parked {
+                d = d.min(*t);
+            }
+        }
+        d
+    }
+
+    /// One batch: admit, journal, apply, act, reply.
+    fn step(&mut self, batch: &mut Vec<Msg>) -> Result<()> {
+        let mut events = Vec::new();
+        let mut after = Vec::new();
+        let mut next_id = self.state.next_id;
+        for m in batch.drain(..) {
+            self.admit(m, &mut events, &mut after, &mut next_id);
+        }
+        self.check_heartbeats(&mut events);
+        let now = unix_now().max(self.state.now);
+        let due = self.state.wake().is_some_and(|w| w <= now);
+        if !events.is_empty() || due {
+            let t0 = Instant::now();
+            // durable before anyone hears of it: a failed write stops the controller
+            self.journal.append(now, &events).context("writing the journal")?;
+            let mut actions = Vec::new();
+            self.state.apply(&self.cluster, now, &events, &mut actions);
+            self.metrics.pass(t0.elapsed());
+            self.act(actions)?;
+            if self.journal.since_snapshot >= SNAPSHOT_EVERY {
+                self.journal.snapshot(&self.state)?;
+            }
+        }
+        for a in after {
+            self.answer(a);
+        }
+        self.flush_polls(false);
+        Ok(())
+    }
+
+    fn admit(&mut self, m: Msg, events: &mut Vec<Event>, after: &mut Vec<After>, next_id: &mut u64) {
+        match m {
+            Msg::Shutdown => {}
+            Msg::Submit { who, req, reply } => match self.admit_submit(&who, &req, *next_id) {
+                Ok(ev) => {
+                    let Event::Submit { first, req: r, .. } = &ev else { unreachable!() };
+                    let n = r.array.as_ref().map_or(1, |a| a.indices.len() as u64);
+                    let ids = (*first..*first + n).collect();
+                    *next_id += n;
+                    self.metrics.submitted += n;
+                    events.push(ev);
+                    after.push(After::Submit(reply, ids));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Msg::JobOp { who, job, op, reply } => match self.admit_op(&who, job, op) {
+                Ok(ev) => {
+                    events.push(ev);
+                    after.push(After::Job(reply, job));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Msg::NodeOp { who, node, change, reason, reply } => {
+                if who.role != Role::Operator {
+                    let _ = reply.send(Err(ApiError::new(403, format!("{} is not an operator: only operators change nodes", who.user))));
+                    return;
+                }
+                match self.node_index.get(&node) {
+                    Some(&n) => {
+                        let reason = if reason.is_empty() { format!("set {} by {}", change_name(change), who.user) } else { reason };
+                        events.push(Event::Node { node: n, change, reason });
+                        after.push(After::Node(reply, n));
+                    }
+                    None => drop(reply.send(Err(ApiError::new(404, format!("no node {node} in cluster {}", self.cluster.name))))),
+                }
+            }
+            Msg::Jobs { reply } => {
+                let now = self.state.now;
+                let _ = now;
+                let ids = self.state.live_ids();
+                let mut v: Vec<JobInfo> = ids.into_iter().filter_map(|id| self.state.job_info(&self.cluster, id)).collect();
+                v.extend(self.state.done.values().map(|d| d.info.clone()));
+                let _ = reply.send(Ok(v));
+            }
+            Msg::Job { id, reply } => {
+                let _ = reply.send(self.state.job_info(&self.cluster, id).ok_or_else(|| ApiError::new(404, format!("no job {id} (finished jobs are in tessera acct)"))));
+            }
+            Msg::Nodes { reply } => {
+                let v = (0..self.cluster.nodes.len() as u32).map(|n| self.node_info(n)).collect();
+                let _ = reply.send(Ok(v));
+            }
+            Msg::Metrics { reply } => {
+                let text = self.metrics.render(&mut self.state, &self.cluster, self.agents.len());
+                let _ = reply.send(Ok(text));
+            }
+            Msg::Register { who, req, reply } => match self.admit_register(&who, &req) {
+                Ok(nodes) => {
+                    events.push(Event::AgentUp { agent: req.agent.clone(), nodes });
+                    for j in &req.jobs {
+                        if let AgentJob::Ended(x) = j {
+                            events.push(Event::Ended(*x));
+                        }
+                    }
+                    after.push(After::Register(reply, req.agent, req.jobs));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Msg::Poll { who, msg, reply } => match self.session(&who, &msg) {
+                Ok(()) => after.push(After::Poll(reply, msg.agent)),
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Msg::Report { who, msg, reply } => match self.session(&who, &msg) {
+                Ok(()) => {
+                    events.extend(msg.ended.iter().map(|x| Event::Ended(*x)));
+                    after.push(After::Ack(reply));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+        }
+    }
+
+    fn admit_submit(&mut self, who: &Identity, req: &SubmitRequest, first: u64) -> Result<Event, ApiError> {
+        if who.role == Role::Agent {
+            return Err(ApiError::new(403, "agents do not submit jobs"));
+        }
+        let r = request::validate(req, &self.cluster, self.cfg.default_limit_s).map_err(ApiError::option)?;
+        for &(kind, on) in &r.dependencies {
+            let option = "--dependency".to_string();
+            let bad = |expected: String| ApiError::option(tessera_proto::submit::OptionError { option: option.clone(), value: format!("{}:{on}", crate::state::dependency_name(kind)), expected, line: None });
+            if self.state.jobs.contains_key(&on) || (on >= self.state.next_id && on < first) {
+                continue;
+            }
+            match self.state.outcomes.get(&on) {
+                None => return Err(bad(format!("a job that exists (job {on} is not known)"))),
+                Some(&ok) => {
+                    let never = match kind {
+                        tessera_proto::submit::DependencyKind::AfterAny => false,
+                        tessera_proto::submit::DependencyKind::AfterOk => !ok,
+                        tessera_proto::submit::DependencyKind::AfterNotOk => ok,
+                    };
+                    if never {
+                        return Err(bad(format!("a condition that can still hold (job {on} ended {})", if ok { "successfully" } else { "unsuccessfully" })));
+                    }
+                }
+            }
+        }
+        let mut spec = JobSpec::new(JobId(first), r.procs, r.limit_s);
+        spec.partition = Some(r.partition);
+        spec.mem_per_proc_mb = r.mem_per_proc_mb;
+        spec.gpus_per_node = r.gpus_per_node;
+        if r.nodeset.is_none() {
+            if let Err(e) = self.state.engine.can_run(&spec) {
+                return Err(ApiError::new(400, format!("the request can never run on cluster {}: {e}", self.cluster.name)));
+            }
+        }
+        Ok(Event::Submit { first, user: who.user.clone(), uid: who.uid, gid: who.gid, req: Box::new(r) })
+    }
+
+    fn admit_op(&mut self, who: &Identity, job: u64, op: JobOp) -> Result<Event, ApiError> {
+        if who.role == Role::Agent {
+            return Err(ApiError::new(403, "agents do not act on jobs"));
+        }
+        let Some(m) = self.state.jobs.get(&job) else {
+            return Err(match self.state.done.get(&job) {
+                Some(d) => ApiError::new(409, format!("job {job} has already ended ({})", d.info.state.name())),
+                None => ApiError::new(404, format!("no job {job}")),
+            });
+        };
+        if who.role != Role::Operator && m.uid != who.uid {
+            return Err(ApiError::new(403, format!("job {job} belongs to {}; {} may act only on their own jobs", m.user, who.user)));
+        }
+        if matches!(op, JobOp::Suspend | JobOp::Resume) && who.role != Role::Operator {
+            return Err(ApiError::new(403, "only operators suspend and resume jobs (as with scontrol)"));
+        }
+        let st = self.state.engine.job(JobId(job)).map(|(_, s)| s).expect("a live job is in the engine");
+        let ok = match op {
+            JobOp::Cancel => !matches!(st, JobState::Ending { .. }),
+            JobOp::Hold => st.queued(),
+            JobOp::Release => st.queued() && m.user_hold,
+            JobOp::Suspend => matches!(st, JobState::Running { .. }),
+            JobOp::Resume => matches!(st, JobState::Suspended { by: tessera_core::SuspendedBy::Operator, .. }),
+            JobOp::Requeue => matches!(st, JobState::Running { .. } | JobState::Suspended { .. }),
+        };
+        if !ok {
+            return Err(ApiError::new(409, format!("job {job} is {}: cannot {op:?}", st.name()).to_lowercase()));
+        }
+        Ok(match op {
+            JobOp::Cancel => Event::Cancel(job),
+            JobOp::Hold => Event::Hold(job),
+            JobOp::Release => Event::Release(job),
+            JobOp::Suspend => Event::Suspend(job),
+            JobOp::Resume => Event::Resume(job),
+            JobOp::Requeue => Event::Requeue(job),
+        })
+    }
+
+    fn admit_register(&mut self, who: &Identity, req: &RegisterRequest) -> Result<Vec<u32>, ApiError> {
+        if who.role != Role::Agent {
+            return Err(ApiError::new(403, "only agents (with the cluster key) register nodes"));
+        }
+        if req.version != PROTOCOL_VERSION {
+            return Err(ApiError::new(400, format!("agent protocol version {} (this controller speaks {PROTOCOL_VERSION})", req.version)));
+        }
+        if req.agent.is_empty() || req.agent.len() > 255 {
+            return Err(ApiError::new(400, "field `agent`: expected a name of 1 to 255 characters"));
+        }
+        let mut nodes = Vec::new();
+        for n in &req.nodes {
+            let Some(&i) = self.node_index.get(&n.name) else {
+                return Err(ApiError::new(400, format!("field `nodes`: no node {} in cluster {}", n.name, self.cluster.name)));
+            };
+            if let Some(other) = &self.state.node_agent[i as usize] {
+                if other != &req.agent && self.agents.contains_key(other) {
+                    return Err(ApiError::new(409, format!("node {} is presented by agent {other}", n.name)));
+                }
+            }
+            let want = &self.cluster.nodes[i as usize];
+            if n.cores < want.cores || n.memory_mb < want.memory_mb || n.gpus < want.gpus {
+                tracing::warn!(node = %n.name, agent = %req.agent, "the agent reports fewer resources than the cluster file ({} cores, {} MiB, {} GPUs there)", want.cores, want.memory_mb, want.gpus);
+            }
+            nodes.push(i);
+        }
+        if nodes.is_empty() {
+            return Err(ApiError::new(400, "field `nodes`: expected at least one node"));
+        }
+        Ok(nodes)
+    }
+
+    fn session(&mut self, who: &Identity, msg: &AgentMessage) -> Result<(), ApiError> {
+        if who.role != Role::Agent {
+            return Err(ApiError::new(403, "only agents poll and report"));
+        }
+        match self.agents.get_mut(&msg.agent) {
+            Some(s) if s.id == msg.session => {
+                s.last_seen = Instant::now();
+                Ok(())
+            }
+            _ => Err(ApiError::new(409, format!("agent {} has no session {}: register again", msg.agent, msg.session))),
+        }
+    }
+
+    fn check_heartbeats(&mut self, events: &mut Vec<Event>) {
+        let now = Instant::now();
+        let limit = Duration::from_secs(self.cfg.heartbeat_timeout_s);
+        let lost: Vec<String> = self.agents.iter().filter(|(_, s)| now.duration_since(s.last_seen) > limit).map(|(a, _)| a.clone()).collect();
+        for a in lost {
+            tracing::warn!(agent = %a, "agent stopped answering: its nodes go down");
+            if let Some(s) = self.agents.remove(&a) {
+                if let Some((r, _)) = s.parked {
+                    let _ = r.send(Err(ApiError::new(409, "session expired")));
+                }
+            }
+            events.push(Event::AgentLost { agent: a });
+        }
+        let late: Vec<String> = self.awaited.iter().filter(|(_, &t)| t <= now).map(|(a, _)| a.clone()).collect();
+        for a in late {
+            self.awaited.remove(&a);
+            tracing::warn!(agent = %a, "agent did not come back after the restart: its nodes go down");
+            events.push(Event::AgentLost { agent: a });
+        }
+    }
+
+    fn act(&mut self, actions: Vec<Action>) -> Result<()> {
+        let mut records = Vec::new();
+        for a in actions {
+            let (node, cmd) = match a {
+                Action::Record(r) => {
+                    records.push(*r);
+                    continue;
+                }
+                Action::Launch { node, launch } => {
+                    self.metrics.started += 1;
+                    (node, AgentCommand::Launch(launch))
+                }
+                Action::Kill { node, job, attempt } => (node, AgentCommand::Kill { job, attempt, grace_s: self.cfg.kill_grace_s }),
+                Action::Suspend { node, job, attempt } => (node, AgentCommand::Suspend { job, attempt, grace_ms: 1000 }),
+                Action::Resume { node, job, attempt } => (node, AgentCommand::Resume { job, attempt }),
+            };
+            if let Some(s) = self.state.node_agent[node as usize].as_ref().and_then(|a| self.agents.get_mut(a)) {
+                s.outbox.push(cmd);
+            }
+        }
+        if !records.is_empty() {
+            self.metrics.finished += records.len() as u64;
+            self.store.append_jobs(self.run_id, &self.node_records, &records).context("writing accounting records")?;
+        }
+        Ok(())
+    }
+
+    fn answer(&mut self, a: After) {
+        match a {
+            After::Submit(r, ids) => drop(r.send(Ok(SubmitReply { jobs: ids }))),
+            After::Job(r, id) => drop(r.send(self.state.job_info(&self.cluster, id).ok_or_else(|| ApiError::new(404, format!("no job {id}"))))),
+            After::Node(r, n) => drop(r.send(Ok(self.node_info(n)))),
+            After::Ack(r) => drop(r.send(Ok(()))),
+            After::Register(r, agent, jobs) => {
+                self.sessions += 1;
+                let id = self.sessions;
+                self.awaited.remove(&agent);
+                let outbox = self.reconcile(&agent, &jobs);
+                if let Some(old) = self.agents.insert(agent.clone(), Session { id, last_seen: Instant::now(), outbox, parked: None }) {
+                    if let Some((p, _)) = old.parked {
+                        let _ = p.send(Err(ApiError::new(409, "a newer session replaced this one")));
+                    }
+                }
+                tracing::info!(agent = %agent, session = id, "agent registered");
+                let _ = r.send(Ok(RegisterReply { session: id, heartbeat_timeout_s: self.cfg.heartbeat_timeout_s }));
+            }
+            After::Poll(r, agent) => {
+                if let Some(s) = self.agents.get_mut(&agent) {
+                    if let Some((old, _)) = s.parked.take() {
+                        let _ = old.send(Ok(PollReply { commands: Vec::new() }));
+                    }
+                    s.parked = Some((r, Instant::now() + POLL_HOLD));
+                }
+            }
+        }
+    }
+
+    /// What a (re)registering agent must do so that it holds exactly the jobs
+    /// the state says it runs: launch what it lacks, kill what it should not
+    /// run, and bring suspension in line.
+    fn reconcile(&mut self, agent: &str, reported: &[AgentJob]) -> Vec<AgentCommand> {
+        let mut cmds = Vec::new();
+        let mut held: BTreeMap<(u64, u32), bool> = BTreeMap::new();
+        for j in reported {
+            if let AgentJob::Running { job, attempt, suspended } = j {
+                held.insert((*job, *attempt), *suspended);
+            }
+        }
+        for (job, attempt, _node, st) in self.state.expected_on(agent) {
+            match (held.remove(&(job, attempt)), st) {
+                (None, JobState::Ending { .. }) | (Some(_), JobState::Ending { .. }) => cmds.push(AgentCommand::Kill { job, attempt, grace_s: self.cfg.kill_grace_s }),
+                (None, _) => {
+                    if let Some(l) = self.state.launch_of(&self.cluster, job) {
+                        cmds.push(AgentCommand::Launch(Box::new(l)));
+                        if matches!(st, JobState::Suspended { .. }) {
+                            cmds.push(AgentCommand::Suspend { job, attempt, grace_ms: 1000 });
+                        }
+                    }
+                }
+                (Some(false), JobState::Suspended { .. }) => cmds.push(AgentCommand::Suspend { job, attempt, grace_ms: 1000 }),
+                (Some(true), JobState::Running { .. }) => cmds.push(AgentCommand::Resume { job, attempt }),
+                (Some(_), _) => {}
+            }
+        }
+        for ((job, attempt), _) in held {
+            tracing::warn!(job, attempt, agent, "the agent runs a job the controller does not: killed");
+            cmds.push(AgentCommand::Kill { job, attempt, grace_s: self.cfg.kill_grace_s });
+        }
+        cmds
+    }
+
+    /// Answer parked polls that have commands (or that waited long enough).
+    fn flush_polls(&mut self, all: bool) {
+        let now = Instant::now();
+        for s in self.agents.values_mut() {
+            let due = s.parked.as_ref().is_some_and(|(_, t)| all || *t <= now || !s.outbox.is_empty());
+            if due {
+                let (r, _) = s.parked.take().unwrap();
+                let commands = std::mem::take(&mut s.outbox);
+                let _ = r.send(Ok(PollReply { commands }));
+            }
+        }
+    }
+
+    fn node_info(&mut self, n: u32) -> NodeInfo {
+        let node = &self.cluster.nodes[n as usize];
+        let t = &self.cluster.node_types[node.node_type];
+        let (mut ac, mut am, mut ag) = (0u32, 0u64, 0u32);
+        let mut busy = false;
+        for m in self.state.jobs.values() {
+            if m.nodes.contains(&n) {
+                if let Some(a) = self.state.engine.allocation(JobId(m.id)) {
+                    for p in a.parts.iter().filter(|p| p.node == n) {
+                        ac += p.cores;
+                        am += p.mem;
+                        ag += p.gpus;
+                        busy = true;
+                    }
+                }
+            }
+        }
+        let st = self.state.engine.node_status(n).cloned().unwrap_or(tessera_core::NodeStatus { up: false, drain: false, reason: "unknown".into() });
+        let agent = self.state.node_agent[n as usize].clone();
+        let state = if !st.up {
+            if agent.is_none() && st.reason.starts_with("no agent") { "unknown" } else { "down" }
+        } else if st.drain {
+            if busy { "draining" } else { "drain" }
+        } else if ac == 0 {
+            "idle"
+        } else if ac >= node.cores {
+            "allocated"
+        } else {
+            "mixed"
+        };
+        NodeInfo {
+            name: node.name.clone(),
+            partitions: self.cluster.partitions.iter().filter(|p| p.nodes.contains(&(n as usize))).map(|p| p.name.clone()).collect(),
+            state: state.into(),
+            reason: st.reason.clone(),
+            cores: node.cores,
+            alloc_cores: ac,
+            memory_mb: node.memory_mb,
+            alloc_memory_mb: am,
+            gpus: node.gpus,
+            alloc_gpus: ag,
+            features: t.features.clone(),
+            factor: t.factor,
+            agent,
+        }
+    }
+}
+
+fn change_name(c: NodeChange) -> &'static str {
+    match c {
+        NodeChange::Down => "down",
+        NodeChange::Up => "up",
+        NodeChange::Drain => "drain",
+        NodeChange::Resume => "resume",
+    }
+}

@@ -1,0 +1,253 @@
+//! The HTTP/JSON API (routes in [`ROUTES`], described by `openapi.json`), on a
+//! TCP address for remote users and agents (signed tokens) and on the state
+//! directory's Unix socket for local users (the kernel's peer credentials).
+//! Handlers authenticate, decode, and pass a message to the actor; they never
+//! touch the state.
+
+use crate::actor::{Actor, JobOp, Msg};
+use crate::auth::{local_user, Identity, Key, Role};
+use crate::{ApiError, Config, Endpoint};
+use anyhow::{Context, Result};
+use axum::extract::connect_info::{ConnectInfo, Connected};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::serve::IncomingStream;
+use axum::{Json, Router};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use tessera_core::NodeChange;
+use tessera_proto::api::*;
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::oneshot;
+
+/// Every route: (method, path). The OpenAPI document lists exactly these (a
+/// test checks both ways, and that each answers).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/v1/jobs"),
+    ("GET", "/v1/jobs"),
+    ("GET", "/v1/jobs/{id}"),
+    ("POST", "/v1/jobs/{id}/{action}"),
+    ("GET", "/v1/nodes"),
+    ("POST", "/v1/nodes/{name}/{action}"),
+    ("POST", "/v1/agent/register"),
+    ("POST", "/v1/agent/poll"),
+    ("POST", "/v1/agent/report"),
+    ("GET", "/v1/openapi.json"),
+    ("GET", "/metrics"),
+];
+
+/// How the connection reached us: over the Unix socket, the peer's uid.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub uid: Option<u32>,
+}
+
+impl Connected<IncomingStream<'_, TcpListener>> for Peer {
+    fn connect_info(_: IncomingStream<'_, TcpListener>) -> Self {
+        Peer { uid: None }
+    }
+}
+
+impl Connected<IncomingStream<'_, UnixListener>> for Peer {
+    fn connect_info(s: IncomingStream<'_, UnixListener>) -> Self {
+        Peer { uid: s.io().peer_cred().ok().map(|c| c.uid()) }
+    }
+}
+
+#[derive(Clone)]
+pub struct App {
+    tx: Sender<Msg>,
+    key: Arc<Key>,
+    euid: u32,
+    operators: Arc<Vec<u32>>,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (code, Json(self.body)).into_response()
+    }
+}
+
+/// The authenticated caller of a request.
+pub struct Caller(pub Identity);
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+impl FromRequestParts<App> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, ApiError> {
+        if let Some(h) = parts.headers.get(header::AUTHORIZATION) {
+            let token = h.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).ok_or_else(|| ApiError::new(401, "Authorization: expected `Bearer TOKEN`"))?;
+            let who = app.key.verify(token.trim(), unix_now()).map_err(|e| ApiError::new(401, format!("token refused: {e}")))?;
+            return Ok(Caller(who));
+        }
+        if let Some(ConnectInfo(Peer { uid: Some(uid) })) = parts.extensions.get::<ConnectInfo<Peer>>() {
+            let (user, gid) = local_user(*uid);
+            let role = if Actor::is_operator_uid(app.euid, &app.operators, *uid) { Role::Operator } else { Role::User };
+            return Ok(Caller(Identity { user, uid: *uid, gid, role }));
+        }
+        Err(ApiError::new(401, "authentication required: connect over the controller's Unix socket, or send `Authorization: Bearer TOKEN`"))
+    }
+}
+
+async fn ask<T>(app: &App, f: impl FnOnce(oneshot::Sender<Result<T, ApiError>>) -> Msg) -> Result<T, ApiError> {
+    let (tx, rx) = oneshot::channel();
+    app.tx.send(f(tx)).map_err(|_| ApiError::new(503, "the controller is shutting down"))?;
+    rx.await.map_err(|_| ApiError::new(503, "the controller is shutting down"))?
+}
+
+fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    b.map(|Json(v)| v).map_err(|e| ApiError::new(400, format!("request body: {}", e.body_text())))
+}
+
+async fn submit(State(app): State<App>, Caller(who): Caller, b: Result<Json<SubmitRequest>, JsonRejection>) -> Result<(StatusCode, Json<SubmitReply>), ApiError> {
+    let req = body(b)?;
+    let r = ask(&app, |reply| Msg::Submit { who, req, reply }).await?;
+    Ok((StatusCode::CREATED, Json(r)))
+}
+
+async fn jobs(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<JobInfo>>, ApiError> {
+    Ok(Json(ask(&app, |reply| Msg::Jobs { reply }).await?))
+}
+
+fn job_id(s: &str) -> Result<u64, ApiError> {
+    s.parse().map_err(|_| ApiError::new(400, format!("job id {s:?}: expected a positive integer")))
+}
+
+async fn job(State(app): State<App>, Caller(_): Caller, Path(id): Path<String>) -> Result<Json<JobInfo>, ApiError> {
+    let id = job_id(&id)?;
+    Ok(Json(ask(&app, |reply| Msg::Job { id, reply }).await?))
+}
+
+async fn job_action(State(app): State<App>, Caller(who): Caller, Path((id, action)): Path<(String, String)>) -> Result<Json<JobInfo>, ApiError> {
+    let job = job_id(&id)?;
+    let op = JobOp::parse(&action).ok_or_else(|| ApiError::new(404, format!("job action {action:?}: expected cancel, hold, release, suspend, resume or requeue")))?;
+    Ok(Json(ask(&app, |reply| Msg::JobOp { who, job, op, reply }).await?))
+}
+
+async fn nodes(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<NodeInfo>>, ApiError> {
+    Ok(Json(ask(&app, |reply| Msg::Nodes { reply }).await?))
+}
+
+async fn node_action(State(app): State<App>, Caller(who): Caller, Path((node, action)): Path<(String, String)>, b: Option<Json<NodeAction>>) -> Result<Json<NodeInfo>, ApiError> {
+    let change = match action.as_str() {
+        "drain" => NodeChange::Drain,
+        "resume" => NodeChange::Resume,
+        "down" => NodeChange::Down,
+        "up" => NodeChange::Up,
+        _ => return Err(ApiError::new(404, format!("node action {action:?}: expected drain, resume, down or up"))),
+    };
+    let reason = b.map(|Json(a)| a.reason).unwrap_or_default();
+    Ok(Json(ask(&app, |reply| Msg::NodeOp { who, node, change, reason, reply }).await?))
+}
+
+async fn register(State(app): State<App>, Caller(who): Caller, b: Result<Json<RegisterRequest>, JsonRejection>) -> Result<Json<RegisterReply>, ApiError> {
+    let req = body(b)?;
+    Ok(Json(ask(&app, |reply| Msg::Register { who, req, reply }).await?))
+}
+
+async fn poll(State(app): State<App>, Caller(who): Caller, b: Result<Json<AgentMessage>, JsonRejection>) -> Result<Json<PollReply>, ApiError> {
+    let msg = body(b)?;
+    Ok(Json(ask(&app, |reply| Msg::Poll { who, msg, reply }).await?))
+}
+
+async fn report(State(app): State<App>, Caller(who): Caller, b: Result<Json<AgentMessage>, JsonRejection>) -> Result<StatusCode, ApiError> {
+    let msg = body(b)?;
+    ask(&app, |reply| Msg::Report { who, msg, reply }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn openapi(Caller(_): Caller) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], crate::openapi::DOCUMENT).into_response()
+}
+
+async fn metrics(State(app): State<App>, Caller(_): Caller) -> Result<Response, ApiError> {
+    let text = ask(&app, |reply| Msg::Metrics { reply }).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
+}
+
+pub fn router(app: App) -> Router {
+    Router::new()
+        .route("/v1/jobs", post(submit).get(jobs))
+        .route("/v1/jobs/{id}", get(job))
+        .route("/v1/jobs/{id}/{action}", post(job_action))
+        .route("/v1/nodes", get(nodes))
+        .route("/v1/nodes/{name}/{action}", post(node_action))
+        .route("/v1/agent/register", post(register))
+        .route("/v1/agent/poll", post(poll))
+        .route("/v1/agent/report", post(report))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/metrics", get(metrics))
+        .with_state(app)
+}
+
+/// Run a controller until SIGINT or SIGTERM: open (or recover) the state
+/// directory, start the actor, listen on TCP and on the Unix socket, and write
+/// `controller.json` once both listen.
+pub async fn serve(cfg: Config) -> Result<()> {
+    std::fs::create_dir_all(&cfg.state_dir).with_context(|| format!("creating state directory {}", cfg.state_dir.display()))?;
+    let key = Key::load(&cfg.key_path(), true)?;
+    let actor = Actor::open(cfg.clone())?;
+    let euid = actor.euid();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new().name("tessera-actor".into()).spawn(move || actor.run(rx))?;
+    let app = App { tx: tx.clone(), key: Arc::new(key), euid, operators: Arc::new(cfg.operators.clone()) };
+    let tcp = TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    let addr = tcp.local_addr()?;
+    let sock = cfg.socket_path();
+    let _ = std::fs::remove_file(&sock);
+    let unix = UnixListener::bind(&sock).with_context(|| format!("listening on {}", sock.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666))?;
+    }
+    let ep = Endpoint { url: format!("http://{addr}"), socket: sock.clone(), pid: std::process::id() };
+    let tmp = cfg.state_dir.join("controller.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&ep)?)?;
+    std::fs::rename(&tmp, cfg.state_dir.join("controller.json"))?;
+    tracing::info!(url = %ep.url, socket = %sock.display(), "controller listening");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let r = router(app);
+    let mut s1 = stop_rx.clone();
+    let mut s2 = stop_rx;
+    let rt = r.clone();
+    let t = tokio::spawn(async move {
+        axum::serve(tcp, rt.into_make_service_with_connect_info::<Peer>())
+            .with_graceful_shutdown(async move {
+                let _ = s1.changed().await;
+            })
+            .await
+    });
+    let u = tokio::spawn(async move {
+        axum::serve(unix, r.into_make_service_with_connect_info::<Peer>())
+            .with_graceful_shutdown(async move {
+                let _ = s2.changed().await;
+            })
+            .await
+    });
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("controller stopping");
+    let _ = stop_tx.send(true);
+    let _ = tx.send(Msg::Shutdown);
+    drop(tx);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        let _ = t.await;
+        let _ = u.await;
+    })
+    .await;
+    let _ = std::fs::remove_file(cfg.state_dir.join("controller.json"));
+    thread.join().map_err(|_| anyhow::anyhow!("the actor panicked"))??;
+    Ok(())
+}

@@ -1,0 +1,92 @@
+//! Tessera's controller: the live driver of the engine.
+//!
+//! One thread (the actor, [`actor`]) owns the controller's [`state::State`] —
+//! the engine plus what the controller knows of each job — and nothing else
+//! touches it: HTTP handlers ([`http`]) and agents' connections send it
+//! messages and await replies. The actor turns the wall clock into engine time
+//! (Unix seconds), writes each batch of events to the journal ([`journal`])
+//! before the engine sees it (group commit), applies it, carries out the
+//! resulting actions (a start becomes a command to the node's agent, a finished
+//! job a record in the accounting store) and answers. A restart restores the
+//! last snapshot, replays the journal and lets agents re-register with what they
+//! hold.
+
+pub mod actor;
+pub mod auth;
+pub mod http;
+pub mod journal;
+pub mod metrics;
+pub mod openapi;
+pub mod request;
+pub mod state;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tessera_core::PolicyKind;
+
+/// A controller's settings, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub state_dir: PathBuf,
+    /// The cluster file's text and name (used on first start; a restart uses
+    /// the cluster the state directory was created with).
+    pub cluster_toml: String,
+    pub cluster_path: String,
+    pub policy: PolicyKind,
+    /// TCP address for remote users and agents (tokens).
+    pub listen: SocketAddr,
+    /// Seconds without a poll after which an agent's nodes go down.
+    pub heartbeat_timeout_s: u64,
+    /// Seconds between SIGTERM and SIGKILL when a job is killed.
+    pub kill_grace_s: u64,
+    /// Limit of a job that states none, reference seconds.
+    pub default_limit_s: i64,
+    /// Uids that are operators over the Unix socket (root and the controller's
+    /// own uid always are).
+    pub operators: Vec<u32>,
+    /// Site name for accounting.
+    pub site: String,
+}
+
+impl Config {
+    pub fn socket_path(&self) -> PathBuf {
+        self.state_dir.join("tessera.sock")
+    }
+    pub fn key_path(&self) -> PathBuf {
+        self.state_dir.join("cluster.key")
+    }
+    pub fn db_path(&self) -> PathBuf {
+        self.state_dir.join("state.db")
+    }
+    pub fn accounting_path(&self) -> PathBuf {
+        self.state_dir.join("accounting.db")
+    }
+}
+
+/// Where clients find a running controller: written to `controller.json` in the
+/// state directory once it listens.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Endpoint {
+    pub url: String,
+    pub socket: PathBuf,
+    pub pid: u32,
+}
+
+/// An error reply: HTTP status and body.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: u16,
+    pub body: tessera_proto::api::ErrorReply,
+}
+
+impl ApiError {
+    pub fn new(status: u16, msg: impl Into<String>) -> ApiError {
+        ApiError { status, body: tessera_proto::api::ErrorReply { error: msg.into(), option: None, value: None, expected: None, line: None } }
+    }
+    pub fn option(e: tessera_proto::submit::OptionError) -> ApiError {
+        ApiError {
+            status: 400,
+            body: tessera_proto::api::ErrorReply { error: e.to_string(), option: Some(e.option), value: Some(e.value), expected: Some(e.expected), line: e.line },
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The controller's Prometheus metrics (`GET /metrics`, text exposition format
+//! 0.0.4): queue length by partition and reason, running jobs, allocated
+//! cores, memory, GPUs and power, pass time, submissions and starts (totals and
+//! per second over the last ten seconds).
+
+use crate::state::State;
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+use tessera_core::{Cluster, JobId};
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub submitted: u64,
+    pub started: u64,
+    pub finished: u64,
+    passes: u64,
+    pass_total: Duration,
+    pass_last: Duration,
+    pass_max: Duration,
+    /// (when, submitted, started) samples for the rates.
+    window: VecDeque<(Instant, u64, u64)>,
+}
+
+const WINDOW: Duration = Duration::from_secs(10);
+
+impl Metrics {
+    /// Record one batch applied (journal, events, pass) and its duration.
+    pub fn pass(&mut self, took: Duration) {
+        self.passes += 1;
+        self.pass_total += took;
+        self.pass_last = took;
+        self.pass_max = self.pass_max.max(took);
+        let now = Instant::now();
+        if self.window.back().is_none_or(|(t, _, _)| now.duration_since(*t) >= Duration::from_millis(100)) {
+            self.window.push_back((now, self.submitted, self.started));
+        }
+        while self.window.front().is_some_and(|(t, _, _)| now.duration_since(*t) > WINDOW) {
+            self.window.pop_front();
+        }
+    }
+
+    fn rates(&self) -> (f64, f64) {
+        let now = Instant::now();
+        match self.window.front() {
+            Some(&(t, s, st)) if now.duration_since(t) > Duration::from_millis(500) => {
+                let dt = now.duration_since(t).as_secs_f64();
+                ((self.submitted - s) as f64 / dt, (self.started - st) as f64 / dt)
+            }
+            _ => (0.0, 0.0),
+        }
+    }
+
+    pub fn render(&self, state: &mut State, cluster: &Cluster, agents: usize) -> String {
+        let mut o = String::new();
+        let mut queue: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let ids: Vec<u64> = state.engine.queue().map(|j| j.0).collect();
+        for id in ids {
+            if let Some(info) = state.job_info(cluster, id) {
+                *queue.entry((info.partition, info.reason)).or_default() += 1;
+            }
+        }
+        metric(&mut o, "tessera_queue_jobs", "gauge", "Queued jobs by partition and pending reason.");
+        for ((p, r), n) in &queue {
+            let _ = writeln!(o, "tessera_queue_jobs{{partition=\"{p}\",reason=\"{r}\"}} {n}");
+        }
+        let (mut running, mut cores, mut mem, mut gpus) = (0u64, 0u64, 0u64, 0u64);
+        for m in state.jobs.values() {
+            if let Some(a) = state.engine.allocation(JobId(m.id)) {
+                running += 1;
+                for p in &a.parts {
+                    cores += p.cores as u64;
+                    mem += p.mem;
+                    gpus += p.gpus as u64;
+                }
+            }
+        }
+        let gauges: [(&str, &str, f64); 6] = [
+            ("tessera_running_jobs", "Jobs holding resources (running, suspended or ending).", running as f64),
+            ("tessera_allocated_cores", "Cores allocated to jobs.", cores as f64),
+            ("tessera_allocated_memory_bytes", "Memory allocated to jobs.", mem as f64 * 1048576.0),
+            ("tessera_allocated_gpus", "GPUs allocated to jobs.", gpus as f64),
+            ("tessera_allocated_power_watts", "Power allocated to jobs (power-aware clusters; 0 otherwise).", 0.0),
+            ("tessera_agents", "Agents with a live session.", agents as f64),
+        ];
+        for (name, help, v) in gauges {
+            metric(&mut o, name, "gauge", help);
+            let _ = writeln!(o, "{name} {v}");
+        }
+        let (sub_rate, start_rate) = self.rates();
+        let counters: [(&str, &str, f64); 4] = [
+            ("tessera_submissions_total", "Jobs accepted (durable) since the controller started.", self.submitted as f64),
+            ("tessera_starts_total", "Job starts sent to agents since the controller started.", self.started as f64),
+            ("tessera_finished_total", "Jobs recorded in accounting since the controller started.", self.finished as f64),
+            ("tessera_passes_total", "Batches applied (each ends with a scheduling pass).", self.passes as f64),
+        ];
+        for (name, help, v) in counters {
+            metric(&mut o, name, "counter", help);
+            let _ = writeln!(o, "{name} {v}");
+        }
+        let more: [(&str, &str, f64); 5] = [
+            ("tessera_submissions_per_second", "Submissions per second over the last ten seconds.", sub_rate),
+            ("tessera_starts_per_second", "Starts per second over the last ten seconds.", start_rate),
+            ("tessera_pass_seconds_last", "Duration of the last batch (journal write, events, pass).", self.pass_last.as_secs_f64()),
+            ("tessera_pass_seconds_max", "Longest batch since the controller started.", self.pass_max.as_secs_f64()),
+            ("tessera_pass_seconds_sum", "Total time spent in batches.", self.pass_total.as_secs_f64()),
+        ];
+        for (name, help, v) in more {
+            metric(&mut o, name, "gauge", help);
+            let _ = writeln!(o, "{name} {v}");
+        }
+        o
+    }
+}
+
+fn metric(o: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}

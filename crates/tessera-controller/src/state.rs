@@ -1,0 +1,655 @@
+//! The controller's state machine: the engine plus what the controller knows of
+//! each job (script, owner, output paths, attempt), dependencies, array
+//! throttles and which agent presents each node. Like the engine it does no I/O
+//! and reads no clock: [`State::apply`] takes the instant and the journaled
+//! events of one batch and returns [`Action`]s for the actor to carry out. The
+//! journal holds only events from outside (submissions, user and operator
+//! requests, agents' reports and comings and goings); everything the controller
+//! derives from them (a dependency released, an array task let through, a job
+//! of a lost node completed) is derived again on replay, so replaying the
+//! journal over the last snapshot arrives at the same state.
+
+use crate::request::{expand_pattern, JobRequest};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use tessera_accounting::store::{AllocationRecord, JobRecord as AcctRecord, JobStateTag};
+use tessera_core::{hostlist, Cluster, Effect, Engine, FinalState, Input, JobId, JobSpec, JobState, NodeChange, Outcome, PendingReason};
+use tessera_proto::api::{JobExit, JobInfo, JobStateCode, Launch};
+use tessera_proto::submit::DependencyKind;
+
+/// A job as the controller knows it, beyond the engine's spec.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobMeta {
+    pub id: u64,
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub req: JobRequest,
+    /// (array job id, task index) of an array task.
+    pub array: Option<(u64, u32)>,
+    pub submit: i64,
+    pub user_hold: bool,
+    /// Dependencies not yet met.
+    pub waits_for: Vec<(DependencyKind, u64)>,
+    /// Held back by its array's `%N`.
+    pub throttled: bool,
+    /// Starts so far; the current run is attempt `attempt`.
+    pub attempt: u32,
+    pub nodes: Vec<u32>,
+    pub start: Option<i64>,
+    /// The current run's limit in real seconds (its nodes' pace).
+    pub limit_real: Option<i64>,
+    /// CPU seconds of the last run, as its agent reported.
+    pub cpu_s: f64,
+    pub exit: Option<(Option<i32>, Option<i32>)>,
+    pub requeues: u32,
+}
+
+/// An event from outside, as journaled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    /// Jobs `first..first + n` (n = array tasks, or 1).
+    Submit { first: u64, user: String, uid: u32, gid: u32, req: Box<JobRequest> },
+    Cancel(u64),
+    Hold(u64),
+    Release(u64),
+    Suspend(u64),
+    Resume(u64),
+    Requeue(u64),
+    /// An operator's node change.
+    Node { node: u32, change: NodeChange, reason: String },
+    /// An agent registered these nodes.
+    AgentUp { agent: String, nodes: Vec<u32> },
+    /// An agent stopped answering.
+    AgentLost { agent: String },
+    Ended(JobExit),
+}
+
+/// What the actor is asked to do.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Launch { node: u32, launch: Box<Launch> },
+    Kill { node: u32, job: u64, attempt: u32 },
+    Suspend { node: u32, job: u64, attempt: u32 },
+    Resume { node: u32, job: u64, attempt: u32 },
+    /// Append to the accounting store.
+    Record(Box<AcctRecord>),
+}
+
+/// How a finished job ended (kept for dependencies and `job show`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Done {
+    pub info: JobInfo,
+    pub ok: bool,
+}
+
+/// Seconds a finished job stays visible in `tessera queue --all` and `job show`
+/// (Slurm's MinJobAge is 300 s).
+pub const DONE_KEEP_S: i64 = 300;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct State {
+    pub engine: Engine,
+    pub jobs: BTreeMap<u64, JobMeta>,
+    /// Finished jobs by end time, for [`DONE_KEEP_S`].
+    pub done: BTreeMap<u64, Done>,
+    done_order: VecDeque<(i64, u64)>,
+    /// Whether each finished job ended successfully (dependencies).
+    pub outcomes: BTreeMap<u64, bool>,
+    dependents: BTreeMap<u64, Vec<u64>>,
+    /// Array job id → (%N, tasks throttled, tasks let through and not ended).
+    arrays: BTreeMap<u64, (u32, BTreeSet<u64>, u32)>,
+    pub next_id: u64,
+    /// The agent presenting each node.
+    pub node_agent: Vec<Option<String>>,
+    /// Nodes an operator set down (an agent's return does not bring them up).
+    admin_down: Vec<bool>,
+    pub now: i64,
+    pub kill_grace_s: u64,
+}
+
+const NO_AGENT: &str = "no agent has registered the node";
+
+impl State {
+    /// A fresh state at `now`: every node down until its agent registers.
+    pub fn new(engine: Engine, cluster: &Cluster, now: i64, kill_grace_s: u64) -> State {
+        let mut s = State {
+            engine,
+            jobs: BTreeMap::new(),
+            done: BTreeMap::new(),
+            done_order: VecDeque::new(),
+            outcomes: BTreeMap::new(),
+            dependents: BTreeMap::new(),
+            arrays: BTreeMap::new(),
+            next_id: 1,
+            node_agent: vec![None; cluster.nodes.len()],
+            admin_down: vec![false; cluster.nodes.len()],
+            now,
+            kill_grace_s,
+        };
+        let mut fx = Vec::new();
+        for n in 0..cluster.nodes.len() as u32 {
+            s.engine.handle(now, Input::Node { node: n, change: NodeChange::Down, reason: NO_AGENT.into() }, &mut fx);
+        }
+        s
+    }
+
+    /// Apply one journaled batch at `now` (never before the last): its events,
+    /// then a scheduling pass.
+    pub fn apply(&mut self, cluster: &Cluster, now: i64, events: &[Event], out: &mut Vec<Action>) {
+        let now = now.max(self.now);
+        self.now = now;
+        let mut inputs = VecDeque::new();
+        for ev in events {
+            self.event(cluster, now, ev, &mut inputs);
+            self.drain(cluster, now, &mut inputs, out);
+        }
+        inputs.push_back(Input::Pass);
+        self.drain(cluster, now, &mut inputs, out);
+        while let Some(&(t, id)) = self.done_order.front() {
+            if t + DONE_KEEP_S > now {
+                break;
+            }
+            self.done_order.pop_front();
+            self.done.remove(&id);
+        }
+    }
+
+    /// The instant the engine asked to be woken at, if any.
+    pub fn wake(&self) -> Option<i64> {
+        self.engine.wake_at()
+    }
+
+    fn event(&mut self, cluster: &Cluster, now: i64, ev: &Event, inputs: &mut VecDeque<Input>) {
+        match ev {
+            Event::Submit { first, user, uid, gid, req } => self.submit(cluster, now, *first, user, *uid, *gid, req, inputs),
+            Event::Cancel(j) => inputs.push_back(Input::Cancel(JobId(*j))),
+            Event::Hold(j) => {
+                if let Some(m) = self.jobs.get_mut(j) {
+                    m.user_hold = true;
+                    inputs.push_back(Input::Hold(JobId(*j)));
+                }
+            }
+            Event::Release(j) => {
+                if let Some(m) = self.jobs.get_mut(j) {
+                    m.user_hold = false;
+                    if m.waits_for.is_empty() && !m.throttled {
+                        inputs.push_back(Input::Release(JobId(*j)));
+                    }
+                }
+            }
+            Event::Suspend(j) => inputs.push_back(Input::Suspend(JobId(*j))),
+            Event::Resume(j) => inputs.push_back(Input::Resume(JobId(*j))),
+            Event::Requeue(j) => inputs.push_back(Input::Requeue(JobId(*j))),
+            Event::Node { node, change, reason } => {
+                let n = *node as usize;
+                let change = match change {
+                    NodeChange::Down => {
+                        self.admin_down[n] = true;
+                        NodeChange::Down
+                    }
+                    NodeChange::Up | NodeChange::Resume if self.node_agent[n].is_none() => {
+                        self.admin_down[n] = false;
+                        if *change == NodeChange::Resume {
+                            inputs.push_back(Input::Node { node: *node, change: NodeChange::Resume, reason: String::new() });
+                        }
+                        inputs.push_back(Input::Node { node: *node, change: NodeChange::Down, reason: NO_AGENT.into() });
+                        return;
+                    }
+                    c => {
+                        if matches!(c, NodeChange::Up | NodeChange::Resume) {
+                            self.admin_down[n] = false;
+                        }
+                        *c
+                    }
+                };
+                inputs.push_back(Input::Node { node: *node, change, reason: reason.clone() });
+            }
+            Event::AgentUp { agent, nodes } => {
+                for &n in nodes {
+                    self.node_agent[n as usize] = Some(agent.clone());
+                    if !self.admin_down[n as usize] {
+                        inputs.push_back(Input::Node { node: n, change: NodeChange::Up, reason: String::new() });
+                    }
+                }
+            }
+            Event::AgentLost { agent } => {
+                for n in 0..self.node_agent.len() {
+                    if self.node_agent[n].as_deref() == Some(agent) {
+                        self.node_agent[n] = None;
+                        let reason = format!("agent {agent} stopped answering");
+                        inputs.push_back(Input::Node { node: n as u32, change: NodeChange::Down, reason });
+                    }
+                }
+            }
+            Event::Ended(x) => {
+                let Some(m) = self.jobs.get_mut(&x.job) else { return };
+                if m.attempt != x.attempt || m.start.is_none() {
+                    return; // a run the controller already closed
+                }
+                m.cpu_s = x.cpu_s;
+                m.exit = Some((x.code, x.signal));
+                if x.limit_hit {
+                    // the agent enforced the limit while the controller was away:
+                    // a pass first lets the engine see the limit ran out
+                    inputs.push_back(Input::Pass);
+                }
+                let outcome = match (x.code, x.signal) {
+                    (_, Some(s)) => Outcome::Signaled(s),
+                    (Some(c), None) => Outcome::Exited(c),
+                    (None, None) => Outcome::NodeFailed,
+                };
+                inputs.push_back(Input::Complete { job: JobId(x.job), outcome });
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn submit(&mut self, cluster: &Cluster, now: i64, first: u64, user: &str, uid: u32, gid: u32, req: &JobRequest, inputs: &mut VecDeque<Input>) {
+        let tasks: Vec<Option<u32>> = match &req.array {
+            Some(a) => a.indices.iter().map(|&i| Some(i)).collect(),
+            None => vec![None],
+        };
+        let nodeset = req.nodeset.as_deref().map(|s| {
+            let spec = tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit");
+            self.engine.register_nodeset(spec)
+        });
+        let throttle = req.array.as_ref().and_then(|a| a.max_running);
+        // dependencies met already are dropped; one that can never be met was refused at submit
+        let waits: Vec<(DependencyKind, u64)> = req.dependencies.iter().copied().filter(|(_, d)| !self.outcomes.contains_key(d)).collect();
+        let _ = cluster;
+        for (k, task) in tasks.iter().enumerate() {
+            let id = first + k as u64;
+            let throttled = throttle.is_some_and(|n| k as u32 >= n);
+            let mut spec = JobSpec::new(JobId(id), req.procs, req.limit_s);
+            spec.partition = Some(req.partition);
+            spec.mem_per_proc_mb = req.mem_per_proc_mb;
+            spec.gpus_per_node = req.gpus_per_node;
+            spec.nodeset = nodeset;
+            spec.requeue = req.requeue;
+            spec.hold = req.hold || !waits.is_empty() || throttled;
+            for &(_, d) in &waits {
+                self.dependents.entry(d).or_default().push(id);
+            }
+            if let Some(n) = throttle {
+                let e = self.arrays.entry(first).or_insert((n, BTreeSet::new(), 0));
+                if throttled {
+                    e.1.insert(id);
+                } else {
+                    e.2 += 1;
+                }
+            }
+            self.jobs.insert(
+                id,
+                JobMeta {
+                    id,
+                    user: user.to_string(),
+                    uid,
+                    gid,
+                    req: req.clone(),
+                    array: task.map(|t| (first, t)),
+                    submit: now,
+                    user_hold: req.hold,
+                    waits_for: waits.clone(),
+                    throttled,
+                    attempt: 0,
+                    nodes: Vec::new(),
+                    start: None,
+                    limit_real: None,
+                    cpu_s: 0.0,
+                    exit: None,
+                    requeues: 0,
+                },
+            );
+            inputs.push_back(Input::Submit(spec));
+        }
+        self.next_id = self.next_id.max(first + tasks.len() as u64);
+    }
+
+    /// Feed inputs to the engine and turn its effects into actions (and, for
+    /// effects that need more inputs, more inputs).
+    fn drain(&mut self, cluster: &Cluster, now: i64, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
+        let mut fx = Vec::new();
+        while let Some(input) = inputs.pop_front() {
+            fx.clear();
+            let completed = match input {
+                Input::Complete { job, .. } => Some(job),
+                _ => None,
+            };
+            self.engine.handle(now, input, &mut fx);
+            for e in fx.drain(..) {
+                self.effect(cluster, now, e, inputs, out);
+            }
+            // a completed job still in the engine went back to the queue
+            if let Some(job) = completed {
+                if let (Some(m), Some((_, st))) = (self.jobs.get_mut(&job.0), self.engine.job(job)) {
+                    if st.queued() && m.start.is_some() {
+                        m.requeues += 1;
+                        m.start = None;
+                        m.nodes.clear();
+                        tracing::info!(job = job.0, "requeued");
+                    }
+                }
+            }
+        }
+    }
+
+    fn effect(&mut self, cluster: &Cluster, now: i64, e: Effect, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
+        match e {
+            Effect::Start { job, alloc, limit } => {
+                let m = self.jobs.get_mut(&job.0).expect("the controller knows every job the engine starts");
+                m.attempt += 1;
+                m.start = Some(now);
+                m.nodes = alloc.parts.iter().map(|p| p.node).collect();
+                m.limit_real = if m.req.unlimited { None } else { limit };
+                m.exit = None;
+                m.cpu_s = 0.0;
+                let node = m.nodes[0];
+                tracing::info!(job = m.id, node = %cluster.nodes[node as usize].name, attempt = m.attempt, "start");
+                let launch = self.launch_of(cluster, job.0).expect("a started job has a launch");
+                out.push(Action::Launch { node, launch: Box::new(launch) });
+            }
+            Effect::Kill { job, reason } => {
+                let Some(m) = self.jobs.get(&job.0) else { return };
+                let node = m.nodes[0];
+                tracing::info!(job = m.id, ?reason, "kill");
+                if self.node_agent[node as usize].is_some() {
+                    out.push(Action::Kill { node, job: job.0, attempt: m.attempt });
+                } else {
+                    // nobody runs it any more: its first node's agent is gone
+                    inputs.push_back(Input::Complete { job, outcome: Outcome::NodeFailed });
+                }
+            }
+            Effect::Suspend { job } => {
+                if let Some(m) = self.jobs.get(&job.0) {
+                    out.push(Action::Suspend { node: m.nodes[0], job: job.0, attempt: m.attempt });
+                }
+            }
+            Effect::Resume { job } => {
+                if let Some(m) = self.jobs.get(&job.0) {
+                    out.push(Action::Resume { node: m.nodes[0], job: job.0, attempt: m.attempt });
+                }
+            }
+            Effect::Configure { .. } | Effect::WakeAt(_) => {}
+            Effect::Rejected { input, job, reason } => {
+                tracing::warn!(job = job.map(|j| j.0), input, %reason, "the engine refused an input");
+            }
+            Effect::Finished(rec) => self.finished(cluster, now, *rec, inputs, out),
+        }
+    }
+
+    fn finished(&mut self, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
+        let id = rec.spec.id.0;
+        let Some(m) = self.jobs.remove(&id) else { return };
+        let ok = rec.state == FinalState::Completed;
+        let tag = match rec.state {
+            FinalState::Completed => JobStateTag::Completed,
+            FinalState::Failed => JobStateTag::Failed,
+            FinalState::Cancelled => JobStateTag::Cancelled,
+            FinalState::Timeout => JobStateTag::Timeout,
+            FinalState::NodeFail => JobStateTag::NodeFail,
+        };
+        let (code, signal) = match rec.outcome {
+            Some(Outcome::Exited(c)) => (Some(c), None),
+            Some(Outcome::Signaled(s)) => (None, Some(s)),
+            _ => (None, None),
+        };
+        let start = rec.start.unwrap_or(rec.end);
+        let acct = AcctRecord {
+            job_id: id as i64,
+            name: m.req.name.clone(),
+            user: m.user.clone(),
+            group: m.gid.to_string(),
+            account: m.user.clone(),
+            partition: cluster.partitions[m.req.partition as usize].name.clone(),
+            submit: m.submit,
+            start,
+            end: rec.end,
+            state: tag,
+            exit_code: code.unwrap_or(if signal.is_some() { 128 + signal.unwrap_or(0) } else { 0 }),
+            req_procs: m.req.procs,
+            req_mem_mb: m.req.mem_per_proc_mb * m.req.procs as u64,
+            time_limit: m.req.limit_s,
+            factor: rec.alloc.as_ref().map_or(1.0, |a| a.factor),
+            cpu_s: rec.start.map(|_| m.cpu_s),
+            energy_j: None,
+            allocations: rec
+                .alloc
+                .as_ref()
+                .map(|a| a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: p.gpus }).collect())
+                .unwrap_or_default(),
+        };
+        out.push(Action::Record(Box::new(acct)));
+        let state = match rec.state {
+            FinalState::Completed => JobStateCode::Completed,
+            FinalState::Failed => JobStateCode::Failed,
+            FinalState::Cancelled => JobStateCode::Cancelled,
+            FinalState::Timeout => JobStateCode::Timeout,
+            FinalState::NodeFail => JobStateCode::NodeFail,
+        };
+        let mut info = self.info_of(cluster, &m, state, String::new());
+        info.start = rec.start;
+        info.end = Some(rec.end);
+        info.elapsed_s = rec.start.map_or(0, |s| rec.end - s - rec.suspended_s);
+        info.exit_code = code;
+        info.signal = signal;
+        info.requeues = rec.requeues;
+        tracing::info!(job = id, state = state.name(), "finished");
+        self.done.insert(id, Done { info, ok });
+        self.done_order.push_back((now, id));
+        self.outcomes.insert(id, ok);
+        // dependents
+        for d in self.dependents.remove(&id).unwrap_or_default() {
+            let Some(dm) = self.jobs.get_mut(&d) else { continue };
+            let mut never = false;
+            dm.waits_for.retain(|&(kind, on)| {
+                if on != id {
+                    return true;
+                }
+                never |= match kind {
+                    DependencyKind::AfterAny => false,
+                    DependencyKind::AfterOk => !ok,
+                    DependencyKind::AfterNotOk => ok,
+                };
+                false
+            });
+            if never {
+                tracing::info!(job = d, on = id, "dependency can never be satisfied: cancelled");
+                inputs.push_back(Input::Cancel(JobId(d)));
+            } else if dm.waits_for.is_empty() && !dm.user_hold && !dm.throttled {
+                inputs.push_back(Input::Release(JobId(d)));
+            }
+        }
+        // array throttle
+        if let Some((a, _)) = m.array {
+            if let Some((_, waiting, active)) = self.arrays.get_mut(&a) {
+                if !m.throttled {
+                    *active = active.saturating_sub(1);
+                }
+                if let Some(next) = waiting.pop_first() {
+                    *active += 1;
+                    if let Some(nm) = self.jobs.get_mut(&next) {
+                        nm.throttled = false;
+                        if nm.waits_for.is_empty() && !nm.user_hold {
+                            inputs.push_back(Input::Release(JobId(next)));
+                        }
+                    }
+                }
+                if waiting.is_empty() && *active == 0 {
+                    self.arrays.remove(&a);
+                }
+            }
+        }
+    }
+
+    /// What the agent of a running job's first node runs: the script with its
+    /// environment (Slurm's and Tessera's variables), output paths and limit.
+    pub fn launch_of(&self, cluster: &Cluster, id: u64) -> Option<Launch> {
+        let m = self.jobs.get(&id)?;
+        let alloc = self.engine.allocation(JobId(id))?;
+        let names: Vec<&str> = m.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect();
+        let first = *names.first()?;
+        let nodelist = hostlist::compress(&names);
+        let array = m.array;
+        let out_path = |p: &str| {
+            let x = expand_pattern(p, m.id, &m.req.name, &m.user, first, array);
+            if x.starts_with('/') { x } else { format!("{}/{}", m.req.workdir.trim_end_matches('/'), x) }
+        };
+        let mut env = m.req.env.clone();
+        let part = &cluster.partitions[m.req.partition as usize].name;
+        let vars: [(&str, String); 11] = [
+            ("JOB_ID", m.id.to_string()),
+            ("JOB_NAME", m.req.name.clone()),
+            ("JOB_NODELIST", nodelist.clone()),
+            ("NODELIST", nodelist.clone()),
+            ("NTASKS", m.req.ntasks.to_string()),
+            ("JOB_NUM_NODES", m.nodes.len().to_string()),
+            ("CPUS_ON_NODE", alloc.parts[0].cores.to_string()),
+            ("SUBMIT_DIR", m.req.workdir.clone()),
+            ("JOB_PARTITION", part.clone()),
+            ("JOB_USER", m.user.clone()),
+            ("RESTART_COUNT", m.requeues.to_string()),
+        ];
+        for prefix in ["TESSERA_", "SLURM_"] {
+            for (k, v) in &vars {
+                env.insert(format!("{prefix}{k}"), v.clone());
+            }
+            if let Some((a, t)) = array {
+                env.insert(format!("{prefix}ARRAY_JOB_ID"), a.to_string());
+                env.insert(format!("{prefix}ARRAY_TASK_ID"), t.to_string());
+            }
+        }
+        env.insert("SLURM_JOBID".into(), m.id.to_string());
+        env.insert("SLURM_NPROCS".into(), alloc.procs.to_string());
+        env.insert("SLURMD_NODENAME".into(), first.to_string());
+        env.insert("TESSERA_NODENAME".into(), first.to_string());
+        Some(Launch {
+            job: m.id,
+            attempt: m.attempt,
+            name: m.req.name.clone(),
+            user: m.user.clone(),
+            uid: m.uid,
+            gid: m.gid,
+            script: m.req.script.clone(),
+            workdir: m.req.workdir.clone(),
+            stdout: out_path(&m.req.stdout),
+            stderr: out_path(&m.req.stderr),
+            env,
+            limit_s: m.limit_real,
+            kill_grace_s: self.kill_grace_s,
+        })
+    }
+
+    /// The job as `tessera queue` shows it, if the controller still knows it.
+    pub fn job_info(&mut self, cluster: &Cluster, id: u64) -> Option<JobInfo> {
+        if let Some(d) = self.done.get(&id) {
+            return Some(d.info.clone());
+        }
+        let m = self.jobs.get(&id)?;
+        let (_, st) = self.engine.job(JobId(id))?;
+        let (code, reason) = match st {
+            JobState::Pending | JobState::Held => {
+                let reason = if m.user_hold {
+                    ("JobHeldUser", "held by its user (tessera job release)".to_string())
+                } else if !m.waits_for.is_empty() {
+                    let on: Vec<String> = m.waits_for.iter().map(|(k, j)| format!("{}:{j}", dependency_name(*k))).collect();
+                    ("Dependency", format!("waits for {}", on.join(",")))
+                } else if m.throttled {
+                    ("JobArrayTaskLimit", "its array's %N limit of running tasks".to_string())
+                } else {
+                    match self.engine.pending_reason(self.now, JobId(id)) {
+                        Some(r) => (reason_name(&r), r.to_string()),
+                        None => ("None", "eligible: waiting for the next pass".to_string()),
+                    }
+                };
+                (JobStateCode::Pending, reason)
+            }
+            JobState::Running { .. } => (JobStateCode::Running, ("None", String::new())),
+            JobState::Suspended { .. } => (JobStateCode::Suspended, ("None", String::new())),
+            JobState::Ending { .. } => (JobStateCode::Completing, ("None", String::new())),
+        };
+        let m = m.clone();
+        let mut info = self.info_of(cluster, &m, code, reason.0.to_string());
+        info.reason_detail = reason.1;
+        info.elapsed_s = match st {
+            JobState::Running { start } | JobState::Ending { start, .. } => self.now - start,
+            JobState::Suspended { start, since, .. } => since - start,
+            _ => 0,
+        };
+        Some(info)
+    }
+
+    fn info_of(&self, cluster: &Cluster, m: &JobMeta, state: JobStateCode, reason: String) -> JobInfo {
+        let names: Vec<&str> = m.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect();
+        let first = names.first().copied().unwrap_or("%N");
+        let path = |p: &str| {
+            let x = expand_pattern(p, m.id, &m.req.name, &m.user, first, m.array);
+            if x.starts_with('/') { x } else { format!("{}/{}", m.req.workdir.trim_end_matches('/'), x) }
+        };
+        JobInfo {
+            id: m.id,
+            display_id: m.array.map_or_else(|| m.id.to_string(), |(a, t)| format!("{a}_{t}")),
+            name: m.req.name.clone(),
+            user: m.user.clone(),
+            uid: m.uid,
+            partition: cluster.partitions[m.req.partition as usize].name.clone(),
+            state,
+            reason,
+            reason_detail: String::new(),
+            submit: m.submit,
+            start: m.start,
+            end: None,
+            elapsed_s: 0,
+            time_limit_s: (!m.req.unlimited).then_some(m.req.limit_s),
+            procs: m.req.procs,
+            nodes: names.len() as u32,
+            nodelist: if state == JobStateCode::Pending { String::new() } else { hostlist::compress(&names) },
+            workdir: m.req.workdir.clone(),
+            stdout: path(&m.req.stdout),
+            stderr: path(&m.req.stderr),
+            exit_code: m.exit.and_then(|e| e.0),
+            signal: m.exit.and_then(|e| e.1),
+            requeues: m.requeues,
+        }
+    }
+
+    /// Live jobs: running ones by id, then the queue in order.
+    pub fn live_ids(&self) -> Vec<u64> {
+        let mut running: Vec<u64> = self.jobs.keys().copied().filter(|id| self.engine.job(JobId(*id)).is_some_and(|(_, s)| !s.queued())).collect();
+        running.extend(self.engine.queue().map(|j| j.0));
+        running
+    }
+
+    /// Jobs an agent should hold, with what it should be doing to each:
+    /// (job, attempt, first node, engine state).
+    pub fn expected_on(&self, agent: &str) -> Vec<(u64, u32, u32, JobState)> {
+        self.jobs
+            .values()
+            .filter_map(|m| {
+                let n = *m.nodes.first()?;
+                let (_, st) = self.engine.job(JobId(m.id))?;
+                (!st.queued() && self.node_agent[n as usize].as_deref() == Some(agent)).then_some((m.id, m.attempt, n, st))
+            })
+            .collect()
+    }
+}
+
+/// Slurm-style short names of the engine's pending reasons, for `tessera queue`.
+pub fn reason_name(r: &PendingReason) -> &'static str {
+    match r {
+        PendingReason::Resources { .. } => "Resources",
+        PendingReason::Priority => "Priority",
+        PendingReason::ReservedFor { .. } => "ReservedFor",
+        PendingReason::NodeSet { .. } => "NodeSet",
+        PendingReason::Held => "JobHeldUser",
+        PendingReason::PowerBudget { .. } => "PowerBudget",
+    }
+}
+
+pub fn dependency_name(k: DependencyKind) -> &'static str {
+    match k {
+        DependencyKind::AfterAny => "afterany",
+        DependencyKind::AfterOk => "afterok",
+        DependencyKind::AfterNotOk => "afternotok",
+    }
+}

@@ -1,0 +1,275 @@
+//! The controller's HTTP/JSON API: request and response bodies for users (the
+//! CLI) and for node agents. Version [`PROTOCOL_VERSION`]; every route is under
+//! `/v1`. Times are Unix seconds.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The wire protocol's version: routes live under `/v{PROTOCOL_VERSION}`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// One command-line option of `tessera job submit` (`-n`, `--time`, ...) and its
+/// value (empty for a flag). The controller reads the script's `#SBATCH` lines
+/// first, then these, so the command line wins, as with sbatch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptionArg {
+    pub option: String,
+    #[serde(default)]
+    pub value: String,
+}
+
+/// `POST /v1/jobs`: a batch script and its options.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRequest {
+    /// The batch script (with `#SBATCH` lines); the CLI turns `--wrap CMD` into
+    /// a `#!/bin/sh` script.
+    pub script: String,
+    #[serde(default)]
+    pub options: Vec<OptionArg>,
+    /// The directory the job runs in and its output paths are relative to.
+    pub workdir: String,
+    /// The submitter's environment, passed to the job (sbatch's `--export=ALL`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The script's file name: the job's name unless `-J` gives one (`wrap` for
+    /// `--wrap`, as sbatch).
+    #[serde(default)]
+    pub script_name: Option<String>,
+}
+
+/// The reply to a submission: the job ids (one per array task).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitReply {
+    pub jobs: Vec<u64>,
+}
+
+/// An error reply (4xx, 5xx): what went wrong, and for bad input, the option or
+/// field, the value and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    pub error: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
+/// Slurm's job state codes, as `tessera queue` shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobStateCode {
+    Pending,
+    Running,
+    Suspended,
+    Completing,
+    Completed,
+    Failed,
+    Cancelled,
+    Timeout,
+    NodeFail,
+}
+
+impl JobStateCode {
+    /// squeue's compact code (`PD`, `R`, `S`, `CG`, `CD`, `F`, `CA`, `TO`, `NF`).
+    pub fn short(self) -> &'static str {
+        match self {
+            JobStateCode::Pending => "PD",
+            JobStateCode::Running => "R",
+            JobStateCode::Suspended => "S",
+            JobStateCode::Completing => "CG",
+            JobStateCode::Completed => "CD",
+            JobStateCode::Failed => "F",
+            JobStateCode::Cancelled => "CA",
+            JobStateCode::Timeout => "TO",
+            JobStateCode::NodeFail => "NF",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobStateCode::Pending => "PENDING",
+            JobStateCode::Running => "RUNNING",
+            JobStateCode::Suspended => "SUSPENDED",
+            JobStateCode::Completing => "COMPLETING",
+            JobStateCode::Completed => "COMPLETED",
+            JobStateCode::Failed => "FAILED",
+            JobStateCode::Cancelled => "CANCELLED",
+            JobStateCode::Timeout => "TIMEOUT",
+            JobStateCode::NodeFail => "NODE_FAIL",
+        }
+    }
+}
+
+/// A job as `tessera queue` and `tessera job show` see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    pub id: u64,
+    /// `ARRAYID_TASK` for array tasks, else the id.
+    pub display_id: String,
+    pub name: String,
+    pub user: String,
+    pub uid: u32,
+    pub partition: String,
+    pub state: JobStateCode,
+    /// Why it is pending (the engine's reason, or the controller's: dependency,
+    /// array throttle), or how it ended.
+    pub reason: String,
+    /// The reason in full (`tessera job show`).
+    #[serde(default)]
+    pub reason_detail: String,
+    pub submit: i64,
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+    /// Seconds it has run (suspended time excluded).
+    pub elapsed_s: i64,
+    /// Its limit in reference seconds (None: unlimited).
+    pub time_limit_s: Option<i64>,
+    pub procs: u32,
+    pub nodes: u32,
+    pub nodelist: String,
+    pub workdir: String,
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub requeues: u32,
+}
+
+/// A node as `tessera nodes` sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub name: String,
+    pub partitions: Vec<String>,
+    /// `idle`, `mixed`, `allocated`, `drain` (`draining` while jobs still run),
+    /// `down` or `unknown` (no agent has registered it).
+    pub state: String,
+    pub reason: String,
+    pub cores: u32,
+    pub alloc_cores: u32,
+    pub memory_mb: u64,
+    pub alloc_memory_mb: u64,
+    pub gpus: u32,
+    pub alloc_gpus: u32,
+    pub features: Vec<String>,
+    pub factor: f64,
+    /// The agent presenting it, if one is registered.
+    pub agent: Option<String>,
+}
+
+/// `POST /v1/nodes/{name}/{action}` body.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeAction {
+    #[serde(default)]
+    pub reason: String,
+}
+
+// ---------------------------------------------------------------- agents
+
+/// How a job's processes ended, as the agent saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct JobExit {
+    pub job: u64,
+    pub attempt: u32,
+    /// Exit code, or None if killed by a signal.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// User + system CPU seconds of the job's processes.
+    pub cpu_s: f64,
+    pub start: i64,
+    pub end: i64,
+    /// The agent ended it at its limit (the controller was not there to).
+    pub limit_hit: bool,
+}
+
+/// A job an agent holds: still running, or ended and not yet acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum AgentJob {
+    Running { job: u64, attempt: u32, suspended: bool },
+    Ended(JobExit),
+}
+
+/// A node as its agent presents it (names from the cluster file; the detected
+/// resources are checked against the cluster file's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentNode {
+    pub name: String,
+    pub cores: u32,
+    pub memory_mb: u64,
+    pub gpus: u32,
+}
+
+/// `POST /v1/agent/register`: an agent (re)joins with everything it holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    pub agent: String,
+    pub version: u32,
+    pub nodes: Vec<AgentNode>,
+    pub jobs: Vec<AgentJob>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RegisterReply {
+    /// Names this registration; polls and reports carry it. A new session
+    /// (a restarted controller) asks the agent to register again.
+    pub session: u64,
+    /// Seconds between polls after which the controller declares the nodes down.
+    pub heartbeat_timeout_s: u64,
+}
+
+/// `POST /v1/agent/poll`: the agent's heartbeat and long-poll for commands.
+/// `POST /v1/agent/report`: jobs that ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentMessage {
+    pub agent: String,
+    pub session: u64,
+    #[serde(default)]
+    pub ended: Vec<JobExit>,
+}
+
+/// What a job runs with on its first node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    pub job: u64,
+    pub attempt: u32,
+    pub name: String,
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub script: String,
+    pub workdir: String,
+    pub stdout: String,
+    pub stderr: String,
+    pub env: BTreeMap<String, String>,
+    /// Real seconds it may run (suspended time excluded); None: unlimited.
+    pub limit_s: Option<i64>,
+    /// Seconds between SIGTERM and SIGKILL.
+    pub kill_grace_s: u64,
+}
+
+/// What the controller asks of an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AgentCommand {
+    Launch(Box<Launch>),
+    /// SIGTERM to the job's process group, SIGKILL after the grace period.
+    Kill { job: u64, attempt: u32, grace_s: u64 },
+    /// SIGTSTP, then SIGSTOP after `grace_ms`.
+    Suspend { job: u64, attempt: u32, grace_ms: u64 },
+    /// SIGCONT.
+    Resume { job: u64, attempt: u32 },
+    /// The controller has recorded the job's end: forget it.
+    Forget { job: u64, attempt: u32 },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PollReply {
+    pub commands: Vec<AgentCommand>,
+}
