@@ -59,6 +59,7 @@ pub fn state_name(s: &str) -> Option<&'static str> {
         "F" | "FAILED" => "FAILED",
         "CA" | "CANCELLED" => "CANCELLED",
         "TO" | "TIMEOUT" => "TIMEOUT",
+        "NF" | "NODE_FAIL" => "NODE_FAIL",
         _ => return None,
     })
 }

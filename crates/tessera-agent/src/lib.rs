@@ -1,5 +1,10 @@
 //! Node-side pieces of Tessera: what an agent does on the machine it runs on.
-//! For now, CPU power caps through the Linux powercap sysfs interface, which is how
-//! a node enforces the per-node CPU cap the scheduler's power-aware policy decides.
+//! `agent` presents nodes to the controller and runs their jobs; `launch` starts
+//! a job under a shepherd that outlives the agent and records how it ended;
+//! `powercap` sets CPU power limits through the Linux powercap sysfs interface,
+//! which is how a node enforces the per-node CPU cap the power-aware policy
+//! decides.
 
+pub mod agent;
+pub mod launch;
 pub mod powercap;

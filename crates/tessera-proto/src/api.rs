@@ -225,7 +225,9 @@ pub struct RegisterReply {
 }
 
 /// `POST /v1/agent/poll`: the agent's heartbeat and long-poll for commands.
-/// `POST /v1/agent/report`: jobs that ended.
+/// `POST /v1/agent/report`: jobs that ended; the reply (204) comes once they are
+/// journaled, and the agent then forgets them (as it does the ended jobs of a
+/// registration, once registered).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentMessage {
@@ -265,8 +267,6 @@ pub enum AgentCommand {
     Suspend { job: u64, attempt: u32, grace_ms: u64 },
     /// SIGCONT.
     Resume { job: u64, attempt: u32 },
-    /// The controller has recorded the job's end: forget it.
-    Forget { job: u64, attempt: u32 },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

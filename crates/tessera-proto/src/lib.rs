@@ -8,3 +8,4 @@
 
 pub mod submit;
 pub mod api;
+pub mod client;

@@ -11,10 +11,15 @@ use tessera_accounting::store::Store;
 use tessera_accounting::usage::{usage, utilization, By};
 
 fn open(db: &DbArgs) -> Result<(Store, i64)> {
-    if !db.db.exists() {
-        bail!("{}: no accounting store (record a run with `tessera sim run --db {}`)", db.db.display(), db.db.display());
+    let path = match (&db.db, &db.state_dir) {
+        (Some(p), _) => p.clone(),
+        (None, Some(d)) => d.join("accounting.db"),
+        (None, None) => "tessera.db".into(),
+    };
+    if !path.exists() {
+        bail!("{}: no accounting store (record a run with `tessera sim run --db {}`, or name a controller's --state-dir)", path.display(), path.display());
     }
-    let store = Store::open(&db.db)?;
+    let store = Store::open(&path)?;
     let run = store.resolve_run(db.run)?;
     Ok((store, run))
 }

@@ -50,7 +50,31 @@ pub enum Command {
         #[command(subcommand)]
         command: PowerCommand,
     },
-    /// Node-side controls, run on the node itself (CPU power caps).
+    /// Run the controller daemon (HTTP API, journal, accounting).
+    Controller(crate::live_args::ControllerArgs),
+    /// Run a node agent presenting one or more nodes.
+    Agent(crate::live_args::AgentArgs),
+    /// Start a controller and agents emulating a cluster on this machine.
+    Up(crate::live_args::UpArgs),
+    /// Stop what `tessera up --detach` started.
+    Down(crate::live_args::DownArgs),
+    /// Jobs on a running controller: submit (sbatch), cancel, hold, release,
+    /// suspend, resume, requeue, show.
+    Job {
+        #[command(subcommand)]
+        command: crate::live_args::JobCommand,
+    },
+    /// The queue of a running controller (squeue).
+    Queue(crate::live_args::QueueArgs),
+    /// The nodes of a running controller (sinfo).
+    Nodes(crate::live_args::NodesArgs),
+    /// Tokens for remote users, operators and agents, signed with the cluster key.
+    Token {
+        #[command(subcommand)]
+        command: crate::live_args::TokenCommand,
+    },
+    /// Node states on a running controller (drain, resume, down, up), and
+    /// node-side controls run on the node itself (CPU power caps).
     Node {
         #[command(subcommand)]
         command: NodeCommand,
@@ -231,6 +255,14 @@ pub struct PowerArgs {
 pub enum NodeCommand {
     /// CPU power caps through the Linux powercap sysfs interface (RAPL).
     Powercap(crate::node_cmd::PowercapArgs),
+    /// Let running jobs finish and start no new ones (operators).
+    Drain(crate::live_args::NodeStateArgs),
+    /// Return drained or downed nodes to service (operators).
+    Resume(crate::live_args::NodeStateArgs),
+    /// Mark nodes down: their jobs are killed, requeued if they asked (operators).
+    Down(crate::live_args::NodeStateArgs),
+    /// Mark nodes up again (operators).
+    Up(crate::live_args::NodeStateArgs),
 }
 
 #[derive(Subcommand)]
@@ -449,9 +481,14 @@ pub struct NodesetsArgs {
 /// Where the accounting store is and which run to read.
 #[derive(Args, Clone)]
 pub struct DbArgs {
-    /// Accounting store (default: $TESSERA_DB, else ./tessera.db).
-    #[arg(long, env = "TESSERA_DB", default_value = "tessera.db")]
-    pub db: PathBuf,
+    /// Accounting store (default: $TESSERA_DB; else the live store of --state-dir;
+    /// else ./tessera.db).
+    #[arg(long, env = "TESSERA_DB")]
+    pub db: Option<PathBuf>,
+    /// A controller's state directory: read its live accounting store
+    /// (DIR/accounting.db).
+    #[arg(long, env = "TESSERA_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Run to read (default: the newest complete run).
     #[arg(long)]
     pub run: Option<i64>,
@@ -479,7 +516,7 @@ pub struct AcctArgs {
     /// Only these accounts (comma-separated).
     #[arg(short = 'A', long)]
     pub account: Option<String>,
-    /// Only these states (COMPLETED|CD, FAILED|F, CANCELLED|CA, TIMEOUT|TO).
+    /// Only these states (COMPLETED|CD, FAILED|F, CANCELLED|CA, TIMEOUT|TO, NODE_FAIL|NF).
     #[arg(short = 's', long)]
     pub state: Option<String>,
     /// Only jobs running at or after this time (YYYY-MM-DD[THH:MM:SS] UTC, or Unix seconds).

@@ -1,7 +1,11 @@
 //! `tessera`: the one binary users type. Noun-first subcommands:
 //! `tessera sim run|bench|bench-pass|bench-stream`, `tessera workload generate|info`,
 //! `tessera cluster show`, `tessera publish`, `tessera acct [apel]`, `tessera report`,
-//! `tessera experiment`, `tessera power bench`, `tessera node powercap show|set`.
+//! `tessera experiment`, `tessera power bench`, `tessera node powercap show|set`;
+//! the live system: `tessera controller`, `tessera agent`, `tessera up|down`,
+//! `tessera job submit|cancel|hold|release|suspend|resume|requeue|show`,
+//! `tessera queue`, `tessera nodes`, `tessera node drain|resume|down|up`,
+//! `tessera token create`.
 //!
 //! Exit codes: 0 success; 1 an error (bad input, I/O), printed once as a chain;
 //! 2 a usage error (unknown flag or value), printed by the argument parser.
@@ -10,6 +14,9 @@ mod acct_cmd;
 mod bench_cmd;
 mod cli;
 mod cluster_cmd;
+mod daemon_cmd;
+mod live_args;
+mod live_cmd;
 mod experiment_cmd;
 mod node_cmd;
 mod power_cmd;
@@ -27,9 +34,11 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let args = cli::Cli::parse();
+    // daemons log what they do; commands only warn
+    let daemon = matches!(args.command, cli::Command::Controller(_) | cli::Command::Agent(_));
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| if daemon { "info" } else { "warn" }.into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -58,7 +67,30 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::ClusterCommand::Show(a) => cluster_cmd::show(a),
         },
         cli::Command::Publish(a) => cluster_cmd::publish(a),
-        cli::Command::Node { command: cli::NodeCommand::Powercap(a) } => node_cmd::powercap(a),
+        cli::Command::Node { command } => match command {
+            cli::NodeCommand::Powercap(a) => node_cmd::powercap(a),
+            cli::NodeCommand::Drain(a) => live_cmd::node_action("drain", a),
+            cli::NodeCommand::Resume(a) => live_cmd::node_action("resume", a),
+            cli::NodeCommand::Down(a) => live_cmd::node_action("down", a),
+            cli::NodeCommand::Up(a) => live_cmd::node_action("up", a),
+        },
+        cli::Command::Controller(a) => daemon_cmd::controller(a),
+        cli::Command::Agent(a) => daemon_cmd::agent(a),
+        cli::Command::Up(a) => daemon_cmd::up(a),
+        cli::Command::Down(a) => daemon_cmd::down(a),
+        cli::Command::Token { command: live_args::TokenCommand::Create(a) } => daemon_cmd::token(a),
+        cli::Command::Queue(a) => live_cmd::queue(a),
+        cli::Command::Nodes(a) => live_cmd::nodes(a),
+        cli::Command::Job { command } => match command {
+            live_args::JobCommand::Submit(a) => live_cmd::submit(a),
+            live_args::JobCommand::Cancel(a) => live_cmd::job_action("cancel", a),
+            live_args::JobCommand::Hold(a) => live_cmd::job_action("hold", a),
+            live_args::JobCommand::Release(a) => live_cmd::job_action("release", a),
+            live_args::JobCommand::Suspend(a) => live_cmd::job_action("suspend", a),
+            live_args::JobCommand::Resume(a) => live_cmd::job_action("resume", a),
+            live_args::JobCommand::Requeue(a) => live_cmd::job_action("requeue", a),
+            live_args::JobCommand::Show(a) => live_cmd::job_show(a),
+        },
         cli::Command::Power { command } => match command {
             cli::PowerCommand::Bench(a) => power_cmd::bench(a),
         },

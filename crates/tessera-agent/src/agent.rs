@@ -1,0 +1,407 @@
+//! The node agent: it presents one or more nodes to the controller, runs the
+//! jobs it is told to (through [`crate::launch`]), signals them, enforces their
+//! limits, and reports how they ended. It decides nothing: the controller does.
+//!
+//! The agent registers with everything it holds (running jobs, and jobs that
+//! ended and were not yet acknowledged), then long-polls for commands; the poll
+//! is its heartbeat. Jobs keep running while the controller is away; a
+//! restarted agent finds its jobs in its state directory and re-adopts them.
+//! Job records are removed only once the controller has acknowledged their end
+//! (the report's reply comes after the controller's journal commit).
+
+use crate::launch::{self, Spawned};
+use anyhow::{Context, Result};
+use hyper::Method;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tessera_proto::api::*;
+use tessera_proto::client::{Client, ClientError, Target};
+use tokio::sync::{mpsc, watch};
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub name: String,
+    pub target: Target,
+    /// An agent token signed with the cluster key.
+    pub token: String,
+    pub nodes: Vec<AgentNode>,
+    pub state_dir: PathBuf,
+    /// Seconds past a job's limit before the agent ends it itself (the
+    /// controller's own kill normally comes first).
+    pub limit_slack_s: u64,
+}
+
+/// What a job's directory keeps besides the shepherd's files.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RunInfo {
+    start: i64,
+    limit_s: Option<i64>,
+    grace_s: u64,
+}
+
+struct Job {
+    dir: PathBuf,
+    pids: Option<Spawned>,
+    /// Started by this agent process (reaped here), else adopted.
+    ours: bool,
+    info: RunInfo,
+    started: Instant,
+    suspended_since: Option<Instant>,
+    suspended_for: Duration,
+    stop_at: Option<Instant>,
+    kill_at: Option<Instant>,
+    limit_hit: bool,
+    exit: Option<JobExit>,
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+enum Inbox {
+    Commands(Vec<AgentCommand>),
+    Reregister,
+}
+
+pub struct Agent {
+    cfg: AgentConfig,
+    client: Client,
+    jobs: BTreeMap<(u64, u32), Job>,
+    session: watch::Sender<u64>,
+}
+
+impl Agent {
+    /// Load the jobs left in the state directory by an earlier run.
+    pub fn open(cfg: AgentConfig) -> Result<Agent> {
+        let jobs_dir = cfg.state_dir.join("jobs");
+        std::fs::create_dir_all(&jobs_dir).with_context(|| format!("creating {}", jobs_dir.display()))?;
+        let mut jobs = BTreeMap::new();
+        for e in std::fs::read_dir(&jobs_dir)? {
+            let dir = e?.path();
+            let Some((j, a)) = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.split_once('.')) else { continue };
+            let (Ok(job), Ok(attempt)) = (j.parse::<u64>(), a.parse::<u32>()) else { continue };
+            let Ok(text) = std::fs::read_to_string(dir.join("run.json")) else {
+                let _ = std::fs::remove_dir_all(&dir); // never started
+                continue;
+            };
+            let info: RunInfo = serde_json::from_str(&text).with_context(|| format!("{}/run.json", dir.display()))?;
+            let mut pids = launch::read_pids(&dir);
+            if pids.is_none() && launch::read_exit(&dir).is_none() {
+                std::thread::sleep(Duration::from_millis(200));
+                pids = launch::read_pids(&dir);
+            }
+            let elapsed = (unix_now() - info.start).max(0) as u64;
+            let mut j = Job {
+                dir,
+                pids,
+                ours: false,
+                info,
+                started: Instant::now().checked_sub(Duration::from_secs(elapsed)).unwrap_or_else(Instant::now),
+                suspended_since: None,
+                suspended_for: Duration::ZERO,
+                stop_at: None,
+                kill_at: None,
+                limit_hit: false,
+                exit: None,
+            };
+            j.exit = ended(job, attempt, &j);
+            tracing::info!(job, attempt, ended = j.exit.is_some(), "re-adopted a job");
+            jobs.insert((job, attempt), j);
+        }
+        let client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
+        let (session, _) = watch::channel(0);
+        Ok(Agent { cfg, client, jobs, session })
+    }
+
+    /// Register (retrying until the controller answers) with every job held.
+    async fn register(&mut self) -> Result<()> {
+        loop {
+            let req = RegisterRequest {
+                agent: self.cfg.name.clone(),
+                version: PROTOCOL_VERSION,
+                nodes: self.cfg.nodes.clone(),
+                jobs: self
+                    .jobs
+                    .iter()
+                    .map(|(&(job, attempt), j)| match j.exit {
+                        Some(x) => AgentJob::Ended(x),
+                        None => AgentJob::Running { job, attempt, suspended: j.suspended_since.is_some() },
+                    })
+                    .collect(),
+            };
+            match self.client.call::<_, RegisterReply>(Method::POST, "/v1/agent/register", Some(&req)).await {
+                Ok(r) => {
+                    tracing::info!(agent = %self.cfg.name, session = r.session, nodes = self.cfg.nodes.len(), jobs = req.jobs.len(), "registered");
+                    self.forget_reported(&req.jobs);
+                    self.session.send_replace(r.session);
+                    return Ok(());
+                }
+                Err(e @ ClientError::Api { status: 400 | 401 | 403, .. }) => return Err(e).context("the controller refused the registration"),
+                Err(e) => {
+                    tracing::warn!(agent = %self.cfg.name, "registration failed, retrying: {e}");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
+    }
+
+    fn forget_reported(&mut self, reported: &[AgentJob]) {
+        for r in reported {
+            if let AgentJob::Ended(x) = r {
+                if let Some(j) = self.jobs.remove(&(x.job, x.attempt)) {
+                    let _ = std::fs::remove_dir_all(&j.dir);
+                }
+            }
+        }
+    }
+
+    /// Run until the controller refuses this agent for good.
+    pub async fn run(mut self) -> Result<()> {
+        let (reap_tx, mut reap_rx) = mpsc::unbounded_channel::<i32>();
+        std::thread::Builder::new().name("tessera-reaper".into()).spawn(move || reaper(reap_tx))?;
+        self.register().await?;
+        let (in_tx, mut in_rx) = mpsc::unbounded_channel();
+        let poller = tokio::spawn(poll_loop(self.cfg.clone(), self.session.subscribe(), in_tx));
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                m = in_rx.recv() => match m {
+                    Some(Inbox::Commands(cmds)) => for c in cmds { self.command(c) },
+                    Some(Inbox::Reregister) => self.register().await?,
+                    None => break,
+                },
+                Some(pid) = reap_rx.recv() => self.reaped(pid),
+                _ = tick.tick() => self.timers(),
+            }
+            if self.jobs.values().any(|j| j.exit.is_some()) {
+                self.report().await?;
+            }
+        }
+        poller.abort();
+        Ok(())
+    }
+
+    async fn report(&mut self) -> Result<()> {
+        let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
+        let msg = AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended: ended.clone() };
+        match self.client.call::<_, ()>(Method::POST, "/v1/agent/report", Some(&msg)).await {
+            Ok(()) => self.forget_reported(&ended.into_iter().map(AgentJob::Ended).collect::<Vec<_>>()),
+            Err(ClientError::Api { status: 409, .. }) => self.register().await?,
+            Err(e) => tracing::warn!(agent = %self.cfg.name, "report failed, will retry: {e}"),
+        }
+        Ok(())
+    }
+
+    fn command(&mut self, c: AgentCommand) {
+        match c {
+            AgentCommand::Launch(l) => self.launch(&l),
+            AgentCommand::Kill { job, attempt, grace_s } => {
+                if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
+                    tracing::info!(job, attempt, "kill");
+                    terminate(j, grace_s);
+                }
+            }
+            AgentCommand::Suspend { job, attempt, grace_ms } => {
+                if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
+                    if j.suspended_since.is_none() && j.exit.is_none() {
+                        tracing::info!(job, attempt, "suspend");
+                        signal(j, Signal::SIGTSTP);
+                        j.suspended_since = Some(Instant::now());
+                        j.stop_at = Some(Instant::now() + Duration::from_millis(grace_ms));
+                    }
+                }
+            }
+            AgentCommand::Resume { job, attempt } => {
+                if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
+                    if let Some(since) = j.suspended_since.take() {
+                        tracing::info!(job, attempt, "resume");
+                        j.suspended_for += since.elapsed();
+                        j.stop_at = None;
+                        signal(j, Signal::SIGCONT);
+                    }
+                }
+            }
+        }
+    }
+
+    fn launch(&mut self, l: &Launch) {
+        let key = (l.job, l.attempt);
+        if self.jobs.contains_key(&key) {
+            return;
+        }
+        let dir = launch::job_dir(&self.cfg.state_dir, l.job, l.attempt);
+        let info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s };
+        let mut job = Job {
+            dir: dir.clone(),
+            pids: None,
+            ours: true,
+            info: info.clone(),
+            started: Instant::now(),
+            suspended_since: None,
+            suspended_for: Duration::ZERO,
+            stop_at: None,
+            kill_at: None,
+            limit_hit: false,
+            exit: None,
+        };
+        let r = std::fs::create_dir_all(&dir)
+            .and_then(|_| std::fs::write(dir.join("run.json"), serde_json::to_vec(&info).expect("serializes")))
+            .and_then(|_| launch::spawn(&dir, l));
+        match r {
+            Ok(p) => {
+                tracing::debug!(job = l.job, attempt = l.attempt, pid = p.pgid, "launched");
+                job.pids = Some(p);
+            }
+            Err(e) => {
+                tracing::warn!(job = l.job, attempt = l.attempt, "cannot start the job: {e}");
+                // recorded like any end, so a restart reports it too
+                let _ = std::fs::write(dir.join("exit"), format!("1 -1 0 {}\n", unix_now()));
+                job.exit = ended(l.job, l.attempt, &job);
+            }
+        }
+        self.jobs.insert(key, job);
+    }
+
+    fn reaped(&mut self, pid: i32) {
+        for (&(job, attempt), j) in self.jobs.iter_mut() {
+            if j.ours && j.exit.is_none() && j.pids.is_some_and(|p| p.shepherd == pid) {
+                j.exit = ended(job, attempt, j).or(Some(lost(job, attempt, j)));
+                return;
+            }
+        }
+    }
+
+    fn timers(&mut self) {
+        let now = Instant::now();
+        let slack = self.cfg.limit_slack_s;
+        for (&(job, attempt), j) in self.jobs.iter_mut() {
+            if j.exit.is_some() {
+                continue;
+            }
+            if !j.ours {
+                // adopted: its shepherd is not our child; look for its exit file
+                j.exit = ended(job, attempt, j);
+                if j.exit.is_none() && j.pids.is_none_or(|p| !alive(p.shepherd)) {
+                    j.exit = ended(job, attempt, j).or(Some(lost(job, attempt, j)));
+                }
+                if j.exit.is_some() {
+                    continue;
+                }
+            }
+            if j.stop_at.is_some_and(|t| t <= now) {
+                j.stop_at = None;
+                signal(j, Signal::SIGSTOP);
+            }
+            if j.kill_at.is_some_and(|t| t <= now) {
+                j.kill_at = None;
+                tracing::info!(job, attempt, "grace period over: SIGKILL");
+                signal(j, Signal::SIGKILL);
+            }
+            if let (Some(limit), None, None) = (j.info.limit_s, j.suspended_since, j.kill_at) {
+                let ran = now.duration_since(j.started).saturating_sub(j.suspended_for);
+                if !j.limit_hit && ran >= Duration::from_secs(limit.max(0) as u64 + slack) {
+                    tracing::info!(job, attempt, limit, "time limit reached: SIGTERM");
+                    j.limit_hit = true;
+                    let grace = j.info.grace_s;
+                    terminate(j, grace);
+                }
+            }
+        }
+    }
+}
+
+fn terminate(j: &mut Job, grace_s: u64) {
+    if j.exit.is_some() || j.kill_at.is_some() {
+        return;
+    }
+    signal(j, Signal::SIGTERM);
+    if j.suspended_since.is_some() {
+        signal(j, Signal::SIGCONT);
+    }
+    j.kill_at = Some(Instant::now() + Duration::from_secs(grace_s));
+}
+
+fn signal(j: &Job, s: Signal) {
+    if let Some(p) = j.pids {
+        let _ = killpg(Pid::from_raw(p.pgid), s);
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok()
+}
+
+fn ended(job: u64, attempt: u32, j: &Job) -> Option<JobExit> {
+    let x = launch::read_exit(&j.dir)?;
+    Some(JobExit { job, attempt, code: x.code, signal: x.signal, cpu_s: x.cpu_s, start: j.info.start, end: x.end, limit_hit: j.limit_hit })
+}
+
+/// A job whose shepherd vanished without writing how it ended.
+fn lost(job: u64, attempt: u32, j: &Job) -> JobExit {
+    tracing::warn!(job, attempt, "the job's shepherd is gone without an exit record");
+    let _ = std::fs::write(j.dir.join("exit"), format!("-1 9 0 {}\n", unix_now()));
+    JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: j.info.start, end: unix_now(), limit_hit: j.limit_hit }
+}
+
+async fn poll_loop(cfg: AgentConfig, mut session: watch::Receiver<u64>, tx: mpsc::UnboundedSender<Inbox>) {
+    let mut client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
+    loop {
+        let s = *session.borrow_and_update();
+        let msg = AgentMessage { agent: cfg.name.clone(), session: s, ended: Vec::new() };
+        match client.call::<_, PollReply>(Method::POST, "/v1/agent/poll", Some(&msg)).await {
+            Ok(r) => {
+                if !r.commands.is_empty() && tx.send(Inbox::Commands(r.commands)).is_err() {
+                    return;
+                }
+            }
+            Err(ClientError::Api { status: 409, .. }) => {
+                if tx.send(Inbox::Reregister).is_err() {
+                    return;
+                }
+                if session.changed().await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(agent = %cfg.name, "poll failed: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
+/// Reap the shepherds this agent started and tell the loop which ended.
+fn reaper(tx: mpsc::UnboundedSender<i32>) {
+    loop {
+        let mut status = 0;
+        let r = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if r > 0 {
+            if tx.send(r).is_err() {
+                return;
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Detected resources of this machine: (cores, memory MiB, GPUs).
+pub fn detect() -> (u32, u64, u32) {
+    let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| t.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .map_or(0, |kb| kb / 1024);
+    let gpus = std::fs::read_dir("/dev")
+        .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("nvidia") && n[6..].parse::<u32>().is_ok())).count() as u32)
+        .unwrap_or(0);
+    (cores, mem, gpus)
+}
+
+pub fn state_dir_for(base: &Path, name: &str) -> PathBuf {
+    base.join("agents").join(name)
+}

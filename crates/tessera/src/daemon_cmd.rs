@@ -1,0 +1,297 @@
+//! The daemons: `tessera controller`, `tessera agent`, and `tessera up` /
+//! `tessera down`, which start and stop a controller and agents emulating a
+//! cluster on this machine; `tessera token create`.
+
+use crate::live_args::*;
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tessera_agent::agent::{Agent, AgentConfig};
+use tessera_controller::auth::{Key, Role};
+use tessera_controller::Config;
+use tessera_core::{hostlist, Cluster};
+use tessera_proto::api::{AgentNode, NodeInfo};
+use tessera_proto::client::{Client, Target};
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+fn cluster_text(path: &Option<PathBuf>) -> Result<(String, String)> {
+    match path {
+        Some(p) => Ok((std::fs::read_to_string(p).with_context(|| format!("reading cluster file {}", p.display()))?, p.display().to_string())),
+        None => Ok((crate::sim_cmd::DEFAULT_CLUSTER.to_string(), "examples/clusters/default.toml".to_string())),
+    }
+}
+
+pub fn controller(a: ControllerArgs) -> Result<()> {
+    let (cluster_toml, cluster_path) = cluster_text(&a.cluster)?;
+    // validate now, so a bad file is reported before anything starts
+    Cluster::from_toml(&cluster_toml, &cluster_path).map_err(|e| anyhow!("{e}"))?;
+    let policy = a.policy.parse().map_err(|e| anyhow!("--policy: {e}"))?;
+    let default_limit_s = tessera_proto::submit::parse_time_limit("--default-time", &a.default_time)
+        .map_err(|e| anyhow!(e))?
+        .unwrap_or(tessera_proto::submit::MAX_LIMIT_S);
+    let cfg = Config {
+        state_dir: a.state_dir,
+        cluster_toml,
+        cluster_path,
+        policy,
+        listen: a.listen,
+        heartbeat_timeout_s: a.heartbeat_timeout.max(1),
+        kill_grace_s: a.kill_grace,
+        default_limit_s,
+        operators: a.operators,
+        site: a.site,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(tessera_controller::http::serve(cfg))
+}
+
+/// The nodes an agent presents, with their resources from a cluster file or
+/// detected on this machine.
+fn agent_nodes(a: &AgentArgs, name: &str) -> Result<Vec<AgentNode>> {
+    let names = match &a.nodes {
+        Some(h) => hostlist::expand(h).map_err(|e| anyhow!("--nodes {h:?}: {e}"))?,
+        None => vec![name.to_string()],
+    };
+    let cluster = if a.default_cluster || a.cluster.is_some() {
+        let (text, path) = cluster_text(&a.cluster)?;
+        Some(Cluster::from_toml(&text, &path).map_err(|e| anyhow!("{e}"))?)
+    } else {
+        None
+    };
+    let (cores, mem, gpus) = tessera_agent::agent::detect();
+    names
+        .into_iter()
+        .map(|n| match &cluster {
+            Some(c) => {
+                let node = c.nodes.iter().find(|x| x.name == n).ok_or_else(|| anyhow!("--nodes: no node {n} in cluster {}", c.name))?;
+                Ok(AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus })
+            }
+            None => Ok(AgentNode { name: n, cores, memory_mb: mem, gpus }),
+        })
+        .collect()
+}
+
+pub fn agent(a: AgentArgs) -> Result<()> {
+    let name = match &a.name {
+        Some(n) => n.clone(),
+        None => nix::unistd::gethostname()?.to_string_lossy().to_string(),
+    };
+    let target = Target::parse(&a.controller).map_err(|e| anyhow!(e))?;
+    let token = match (&a.token, &a.key_file) {
+        (Some(t), _) => t.clone(),
+        (None, Some(k)) => Key::load(k, false)?.sign(Role::Agent, &name, nix::unistd::geteuid().as_raw(), unix_now() + 10 * 365 * 86400),
+        (None, None) => bail!("the agent needs --key-file (the cluster key) or --token (an agent token)"),
+    };
+    let nodes = agent_nodes(&a, &name)?;
+    let cfg = AgentConfig { name, target, token, nodes, state_dir: a.state_dir.clone(), limit_slack_s: a.limit_slack };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    rt.block_on(async move {
+        let agent = Agent::open(cfg)?;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = agent.run() => r,
+            _ = tokio::signal::ctrl_c() => Ok(()),
+            _ = term.recv() => Ok(()),
+        }
+    })
+}
+
+pub fn token(a: TokenArgs) -> Result<()> {
+    let role = Role::parse(&a.role).ok_or_else(|| anyhow!("--role {:?}: expected user, operator or agent", a.role))?;
+    let ttl = tessera_proto::submit::parse_time_limit("--ttl", &a.ttl).map_err(|e| anyhow!(e))?.unwrap_or(10 * 365 * 86400);
+    let key_path = a.key_file.unwrap_or_else(|| a.state_dir.join("cluster.key"));
+    let key = Key::load(&key_path, false)?;
+    let uid = match a.uid {
+        Some(u) => u,
+        None => nix::unistd::User::from_name(&a.user).ok().flatten().map(|u| u.uid.as_raw()).ok_or_else(|| anyhow!("--user {}: no such local user; give --uid", a.user))?,
+    };
+    println!("{}", key.sign(role, &a.user, uid, unix_now() + ttl));
+    Ok(())
+}
+
+/// What `tessera up` started, for `tessera down`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct UpFile {
+    controller: u32,
+    agents: Vec<u32>,
+}
+
+fn spawn_daemon(args: &[String], log: &Path) -> Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().context("finding the tessera binary")?;
+    let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let err = out.try_clone()?;
+    Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .env("TESSERA_LOG", std::env::var("TESSERA_LOG").unwrap_or_else(|_| "info".into()))
+        .process_group(0)
+        .spawn()
+        .context("starting a daemon")
+}
+
+fn tail(log: &Path) -> String {
+    let t = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = t.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+pub fn up(a: UpArgs) -> Result<()> {
+    let dir = &a.state_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
+    if let Ok(text) = std::fs::read_to_string(dir.join("up.json")) {
+        let f: UpFile = serde_json::from_str(&text).unwrap_or(UpFile { controller: 0, agents: vec![] });
+        if f.controller > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(f.controller as i32), None).is_ok() {
+            bail!("a controller (pid {}) already runs on {}: stop it with `tessera down --state-dir {}`", f.controller, dir.display(), dir.display());
+        }
+    }
+    let (text, path) = cluster_text(&a.cluster)?;
+    let cluster = Cluster::from_toml(&text, &path).map_err(|e| anyhow!("{e}"))?;
+    let _ = std::fs::remove_file(dir.join("controller.json"));
+    let mut args = vec!["controller".to_string(), "--state-dir".into(), dir.display().to_string(), "--listen".into(), a.listen.to_string(), "--policy".into(), a.policy.clone()];
+    if let Some(c) = &a.cluster {
+        args.extend(["--cluster".into(), c.canonicalize()?.display().to_string()]);
+    }
+    let clog = dir.join("controller.log");
+    let mut controller = spawn_daemon(&args, &clog)?;
+    let t0 = Instant::now();
+    let ep: tessera_controller::Endpoint = loop {
+        if let Ok(t) = std::fs::read_to_string(dir.join("controller.json")) {
+            if let Ok(ep) = serde_json::from_str(&t) {
+                break ep;
+            }
+        }
+        if let Some(st) = controller.try_wait()? {
+            bail!("the controller exited ({st}):\n{}", tail(&clog));
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = controller.kill();
+            bail!("the controller did not start within 30 s:\n{}", tail(&clog));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let n = a.agents.clamp(1, cluster.nodes.len());
+    let mut agents = Vec::new();
+    for k in 0..n {
+        let lo = k * cluster.nodes.len() / n;
+        let hi = (k + 1) * cluster.nodes.len() / n;
+        let names: Vec<&str> = cluster.nodes[lo..hi].iter().map(|x| x.name.as_str()).collect();
+        let name = format!("agent{}", k + 1);
+        let mut args = vec![
+            "agent".to_string(),
+            "--name".into(),
+            name.clone(),
+            "--controller".into(),
+            ep.url.clone(),
+            "--key-file".into(),
+            dir.join("cluster.key").display().to_string(),
+            "--nodes".into(),
+            hostlist::compress(&names),
+            "--state-dir".into(),
+            dir.join("agents").join(&name).display().to_string(),
+        ];
+        match &a.cluster {
+            Some(c) => args.extend(["--cluster".into(), c.canonicalize()?.display().to_string()]),
+            None => args.push("--default-cluster".into()),
+        }
+        agents.push(spawn_daemon(&args, &dir.join(format!("{name}.log")))?);
+    }
+    let f = UpFile { controller: controller.id(), agents: agents.iter().map(|c| c.id()).collect() };
+    std::fs::write(dir.join("up.json"), serde_json::to_vec_pretty(&f)?)?;
+    // ready once every node is registered
+    let rt = crate::live_cmd::runtime()?;
+    let mut client = Client::new(Target::Unix(ep.socket.clone()), None);
+    loop {
+        let nodes: Vec<NodeInfo> = rt.block_on(client.call::<(), _>(hyper::Method::GET, "/v1/nodes", None)).unwrap_or_default();
+        if !nodes.is_empty() && nodes.iter().all(|x| x.state != "unknown") {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            stop(&f);
+            bail!("the agents did not register within 30 s:\n{}", tail(&dir.join("agent1.log")));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let cores: u32 = cluster.nodes.iter().map(|x| x.cores).sum();
+    println!("Tessera is up: controller {} (pid {}), {n} agents presenting the {} nodes ({cores} cores) of cluster {}.", ep.url, f.controller, cluster.nodes.len(), cluster.name);
+    println!("State, logs and accounting in {}.", dir.display());
+    println!("Try:  tessera job submit --state-dir {} --wrap 'hostname; sleep 5'", dir.display());
+    println!("      tessera queue --state-dir {}", dir.display());
+    if a.detach {
+        println!("Stop: tessera down --state-dir {}", dir.display());
+        return Ok(());
+    }
+    println!("Ctrl-C stops the controller and the agents (running jobs continue and are re-adopted by the next `tessera up`).");
+    let mut signals = signal_hook_lite()?;
+    loop {
+        if signals() {
+            break;
+        }
+        if let Some(st) = controller.try_wait()? {
+            stop(&f);
+            bail!("the controller exited ({st}):\n{}", tail(&clog));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop(&f);
+    let _ = std::fs::remove_file(dir.join("up.json"));
+    Ok(())
+}
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A poll for SIGINT or SIGTERM, without an async runtime.
+fn signal_hook_lite() -> Result<impl FnMut() -> bool> {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_stop as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_stop as *const () as libc::sighandler_t);
+    }
+    Ok(|| STOP.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+fn stop(f: &UpFile) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let pids: Vec<u32> = f.agents.iter().copied().chain(std::iter::once(f.controller)).collect();
+    for &p in &pids {
+        let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
+    }
+    let t0 = Instant::now();
+    while pids.iter().any(|&p| kill(Pid::from_raw(p as i32), None).is_ok() && !reap(p)) {
+        if t0.elapsed() > Duration::from_secs(10) {
+            for &p in &pids {
+                let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Reap `pid` if it is our exited child; true if it is gone.
+fn reap(pid: u32) -> bool {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    matches!(waitpid(nix::unistd::Pid::from_raw(pid as i32), Some(WaitPidFlag::WNOHANG)), Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)))
+}
+
+pub fn down(a: DownArgs) -> Result<()> {
+    let p = a.state_dir.join("up.json");
+    let text = std::fs::read_to_string(&p).with_context(|| format!("{}: nothing was started here by `tessera up --detach`", p.display()))?;
+    let f: UpFile = serde_json::from_str(&text).with_context(|| format!("{}", p.display()))?;
+    stop(&f);
+    let _ = std::fs::remove_file(&p);
+    println!("Stopped the controller and {} agents of {}.", f.agents.len(), a.state_dir.display());
+    Ok(())
+}

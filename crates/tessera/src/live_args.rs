@@ -1,0 +1,283 @@
+//! Arguments of the live system's commands: the daemons (`controller`, `agent`,
+//! `up`, `down`), the users' commands (`job`, `queue`, `nodes`, `node
+//! drain|resume|down|up`) and `token`.
+
+use clap::{Args, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// How a client finds the controller: `--controller URL`, else
+/// `$TESSERA_CONTROLLER`, else the state directory of a `tessera up`
+/// (`--state-dir`, `$TESSERA_STATE_DIR`, default `./tessera-state`), whose Unix
+/// socket identifies the caller by the kernel's peer credentials.
+#[derive(Args, Clone, Debug)]
+pub struct ClientArgs {
+    /// Controller URL: http://HOST:PORT (with a token) or unix:/PATH.
+    #[arg(long, env = "TESSERA_CONTROLLER", global = true)]
+    pub controller: Option<String>,
+    /// State directory of a running controller (its socket and endpoint file).
+    #[arg(long, env = "TESSERA_STATE_DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+    /// Token for a TCP controller (tessera token create).
+    #[arg(long, env = "TESSERA_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum ListFormat {
+    Table,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ControllerArgs {
+    /// State directory: journal, snapshot, accounting store, key, socket.
+    #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]
+    pub state_dir: PathBuf,
+    /// Cluster file (default: the embedded default cluster). Used when the state
+    /// directory is created; a restart keeps the cluster it was created with.
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Scheduling policy: fcfs, easy or conservative.
+    #[arg(long, default_value = "easy")]
+    pub policy: String,
+    /// TCP address for remote users and agents.
+    #[arg(long, default_value = "127.0.0.1:6817")]
+    pub listen: SocketAddr,
+    /// Seconds without a poll after which an agent's nodes go down.
+    #[arg(long, default_value_t = 10)]
+    pub heartbeat_timeout: u64,
+    /// Seconds between SIGTERM and SIGKILL when a job is killed.
+    #[arg(long, default_value_t = 5)]
+    pub kill_grace: u64,
+    /// Time limit of a job that states none (Slurm's syntax).
+    #[arg(long, default_value = "1:00:00")]
+    pub default_time: String,
+    /// Uids that are operators over the Unix socket (root and the controller's own uid always are).
+    #[arg(long, value_delimiter = ',')]
+    pub operators: Vec<u32>,
+    /// Site name for accounting records.
+    #[arg(long, default_value = "TESSERA-LOCAL")]
+    pub site: String,
+}
+
+#[derive(Args, Debug)]
+pub struct AgentArgs {
+    /// Agent name (default: the host name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Controller URL (http://HOST:PORT).
+    #[arg(long, env = "TESSERA_CONTROLLER")]
+    pub controller: String,
+    /// The cluster key file (the agent signs its own agent token with it).
+    #[arg(long, conflicts_with = "token")]
+    pub key_file: Option<PathBuf>,
+    /// An agent token (tessera token create --role agent).
+    #[arg(long, env = "TESSERA_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Nodes this agent presents (a hostlist, e.g. node[001-016]); default: the host name.
+    #[arg(long)]
+    pub nodes: Option<String>,
+    /// Cluster file giving the presented nodes' cores, memory and GPUs
+    /// (default: detected from this machine).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Use the embedded default cluster for the nodes' resources.
+    #[arg(long, conflicts_with = "cluster")]
+    pub default_cluster: bool,
+    /// The agent's state directory (its jobs' records).
+    #[arg(long)]
+    pub state_dir: PathBuf,
+    /// Seconds past a job's limit before the agent ends it itself.
+    #[arg(long, default_value_t = 2)]
+    pub limit_slack: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// State directory of the controller and agents.
+    #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]
+    pub state_dir: PathBuf,
+    /// Cluster file (default: the embedded default cluster, 32 nodes of 8 cores).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Agents to start; the cluster's nodes are shared among them.
+    #[arg(long, default_value_t = 2)]
+    pub agents: usize,
+    /// Scheduling policy: fcfs, easy or conservative.
+    #[arg(long, default_value = "easy")]
+    pub policy: String,
+    /// TCP address of the controller (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Return once everything is up, leaving the daemons running (stop them with tessera down).
+    #[arg(long, short = 'd')]
+    pub detach: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DownArgs {
+    #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]
+    pub state_dir: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum JobCommand {
+    /// Submit a batch script (sbatch): #SBATCH lines, then these options.
+    Submit(SubmitArgs),
+    /// Cancel jobs (scancel).
+    Cancel(JobIds),
+    /// Hold queued jobs.
+    Hold(JobIds),
+    /// Release held jobs.
+    Release(JobIds),
+    /// Suspend running jobs (operators).
+    Suspend(JobIds),
+    /// Resume suspended jobs (operators).
+    Resume(JobIds),
+    /// Requeue running jobs.
+    Requeue(JobIds),
+    /// Show jobs in full (scontrol show job).
+    Show(JobShowArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct JobIds {
+    #[arg(required = true)]
+    pub ids: Vec<u64>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct JobShowArgs {
+    #[arg(required = true)]
+    pub ids: Vec<u64>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
+    /// Batch script (default: read from standard input, unless --wrap).
+    pub script: Option<PathBuf>,
+    /// Run this command line as the job (a #!/bin/sh script).
+    #[arg(long, conflicts_with = "script")]
+    pub wrap: Option<String>,
+    #[arg(short = 'N', long)]
+    pub nodes: Option<String>,
+    #[arg(short = 'n', long)]
+    pub ntasks: Option<String>,
+    #[arg(short = 'c', long)]
+    pub cpus_per_task: Option<String>,
+    /// Memory per node (512M, 4G, ...).
+    #[arg(long)]
+    pub mem: Option<String>,
+    #[arg(long)]
+    pub mem_per_cpu: Option<String>,
+    /// GPUs in all (with -N).
+    #[arg(short = 'G', long)]
+    pub gpus: Option<String>,
+    #[arg(long)]
+    pub gpus_per_node: Option<String>,
+    /// Time limit (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], UNLIMITED), in reference time.
+    #[arg(short = 't', long)]
+    pub time: Option<String>,
+    #[arg(short = 'p', long)]
+    pub partition: Option<String>,
+    #[arg(short = 'J', long)]
+    pub job_name: Option<String>,
+    /// Output file pattern (%j %x %u %N %A %a); default tessera-%j.out.
+    #[arg(short = 'o', long)]
+    pub output: Option<String>,
+    #[arg(short = 'e', long)]
+    pub error: Option<String>,
+    /// A node feature all nodes must have.
+    #[arg(short = 'C', long)]
+    pub constraint: Option<String>,
+    /// A node-set request (ONEOF:FEATURE:a:b, ANYOF:..., FIRSTOF:...).
+    #[arg(long)]
+    pub nodeset: Option<String>,
+    #[arg(long)]
+    pub requeue: bool,
+    #[arg(short = 'd', long)]
+    pub dependency: Option<String>,
+    #[arg(short = 'a', long)]
+    pub array: Option<String>,
+    #[arg(short = 'H', long)]
+    pub hold: bool,
+    /// Working directory (default: the current one).
+    #[arg(short = 'D', long)]
+    pub chdir: Option<PathBuf>,
+    /// Print only the job id.
+    #[arg(long)]
+    pub parsable: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct QueueArgs {
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
+    /// Also jobs that ended in the last five minutes.
+    #[arg(long)]
+    pub all: bool,
+    /// Only these users (comma-separated).
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+    /// Only these jobs (comma-separated ids).
+    #[arg(short = 'j', long)]
+    pub jobs: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct NodesArgs {
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
+    /// One line per node (sinfo -N).
+    #[arg(short = 'N', long)]
+    pub node_oriented: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct NodeStateArgs {
+    /// Nodes (a hostlist such as node[001-004]).
+    pub nodes: String,
+    #[arg(long, default_value = "")]
+    pub reason: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCommand {
+    /// Sign a token with the cluster key (operators: the key file is theirs alone).
+    Create(TokenArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TokenArgs {
+    #[arg(long)]
+    pub user: String,
+    /// Uid the jobs of this user run as (default: the local user's, if any).
+    #[arg(long)]
+    pub uid: Option<u32>,
+    /// user, operator or agent.
+    #[arg(long, default_value = "user")]
+    pub role: String,
+    /// Validity (Slurm's time syntax: 1-0 is one day).
+    #[arg(long, default_value = "30-0")]
+    pub ttl: String,
+    /// Key file (default: STATE_DIR/cluster.key).
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]
+    pub state_dir: PathBuf,
+}

@@ -1,0 +1,268 @@
+//! The users' commands against a running controller: `tessera job submit`
+//! (sbatch), `tessera queue` (squeue), `tessera nodes` (sinfo), `tessera job
+//! cancel|hold|release|suspend|resume|requeue|show` and `tessera node
+//! drain|resume|down|up` (scontrol).
+
+use crate::live_args::*;
+use anyhow::{anyhow, bail, Context, Result};
+use hyper::Method;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use tessera_core::hostlist;
+use tessera_proto::api::*;
+use tessera_proto::client::{Client, ClientError, Target};
+
+/// The controller a client command talks to.
+pub fn connect(c: &ClientArgs) -> Result<Client> {
+    if let Some(url) = &c.controller {
+        return Ok(Client::new(Target::parse(url).map_err(|e| anyhow!(e))?, c.token.clone()));
+    }
+    let dir = c.state_dir.clone().unwrap_or_else(|| PathBuf::from("tessera-state"));
+    let ep = dir.join("controller.json");
+    let text = std::fs::read_to_string(&ep).with_context(|| {
+        format!("no controller found: {} is missing (start one with `tessera up --state-dir {}`, or give --controller URL)", ep.display(), dir.display())
+    })?;
+    let ep: tessera_controller::Endpoint = serde_json::from_str(&text).with_context(|| format!("{}", ep.display()))?;
+    let target = if c.token.is_some() { Target::parse(&ep.url).map_err(|e| anyhow!(e))? } else { Target::Unix(ep.socket) };
+    Ok(Client::new(target, c.token.clone()))
+}
+
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}
+
+/// An API error as the user should read it: the message, and for bad input
+/// what was expected.
+fn explain(e: ClientError) -> anyhow::Error {
+    match e {
+        ClientError::Api { status, body } => {
+            let mut m = body.error.clone();
+            if status == 401 || status == 403 {
+                m = format!("{m} (HTTP {status})");
+            }
+            anyhow!(m)
+        }
+        other => anyhow!(other),
+    }
+}
+
+pub fn submit(a: SubmitArgs) -> Result<()> {
+    let (script, script_name) = match (&a.script, &a.wrap) {
+        (Some(p), _) => (std::fs::read_to_string(p).with_context(|| format!("reading script {}", p.display()))?, p.file_name().map(|n| n.to_string_lossy().to_string())),
+        (None, Some(cmd)) => (format!("#!/bin/sh\n{cmd}\n"), Some("wrap".to_string())),
+        (None, None) => {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).context("reading the script from standard input")?;
+            (s, Some("sbatch".to_string()))
+        }
+    };
+    if script.trim().is_empty() {
+        bail!("the batch script is empty (give a script file, --wrap CMD, or a script on standard input)");
+    }
+    let mut options = Vec::new();
+    let mut opt = |name: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            options.push(OptionArg { option: name.into(), value: v.clone() });
+        }
+    };
+    opt("--nodes", &a.nodes);
+    opt("--ntasks", &a.ntasks);
+    opt("--cpus-per-task", &a.cpus_per_task);
+    opt("--mem", &a.mem);
+    opt("--mem-per-cpu", &a.mem_per_cpu);
+    opt("--gpus", &a.gpus);
+    opt("--gpus-per-node", &a.gpus_per_node);
+    opt("--time", &a.time);
+    opt("--partition", &a.partition);
+    opt("--job-name", &a.job_name);
+    opt("--output", &a.output);
+    opt("--error", &a.error);
+    opt("--constraint", &a.constraint);
+    opt("--nodeset", &a.nodeset);
+    opt("--dependency", &a.dependency);
+    opt("--array", &a.array);
+    if a.requeue {
+        options.push(OptionArg { option: "--requeue".into(), value: String::new() });
+    }
+    if a.hold {
+        options.push(OptionArg { option: "--hold".into(), value: String::new() });
+    }
+    let cwd = std::env::current_dir().context("the current directory")?;
+    let workdir = match &a.chdir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => cwd.join(d),
+        None => cwd,
+    };
+    let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| !k.starts_with("TESSERA_TOKEN")).collect();
+    let req = SubmitRequest { script, options, workdir: workdir.display().to_string(), env, script_name };
+    let mut client = connect(&a.client)?;
+    let r: SubmitReply = runtime()?.block_on(client.call(Method::POST, "/v1/jobs", Some(&req))).map_err(explain)?;
+    let first = r.jobs.first().copied().ok_or_else(|| anyhow!("the controller accepted no job"))?;
+    if a.parsable {
+        println!("{first}");
+    } else {
+        println!("Submitted batch job {first}");
+    }
+    Ok(())
+}
+
+/// squeue's TIME: M:SS, H:MM:SS or D-HH:MM:SS.
+pub fn elapsed(s: i64) -> String {
+    let s = s.max(0);
+    let (d, h, m, sec) = (s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{sec:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{sec:02}")
+    } else {
+        format!("{m}:{sec:02}")
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// The queue in squeue's default layout.
+pub fn render_queue(jobs: &[JobInfo]) -> String {
+    let mut o = format!("{:>18} {:>9} {:>8} {:>8} {:>2} {:>10} {:>6} {}\n", "JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)");
+    for j in jobs {
+        let where_ = if j.state == JobStateCode::Pending { format!("({})", j.reason) } else { j.nodelist.clone() };
+        let nodes = if j.state == JobStateCode::Pending { 1.max(j.nodes) } else { j.nodes };
+        o += &format!(
+            "{:>18} {:>9} {:>8} {:>8} {:>2} {:>10} {:>6} {}\n",
+            j.display_id,
+            clip(&j.partition, 9),
+            clip(&j.name, 8),
+            clip(&j.user, 8),
+            j.state.short(),
+            elapsed(j.elapsed_s),
+            nodes,
+            where_
+        );
+    }
+    o
+}
+
+pub fn queue(a: QueueArgs) -> Result<()> {
+    let mut client = connect(&a.client)?;
+    let mut jobs: Vec<JobInfo> = runtime()?.block_on(client.call::<(), _>(Method::GET, "/v1/jobs", None)).map_err(explain)?;
+    let live = |j: &JobInfo| matches!(j.state, JobStateCode::Pending | JobStateCode::Running | JobStateCode::Suspended | JobStateCode::Completing);
+    if !a.all {
+        jobs.retain(live);
+    }
+    if let Some(u) = &a.user {
+        let users: Vec<&str> = u.split(',').map(str::trim).collect();
+        jobs.retain(|j| users.contains(&j.user.as_str()));
+    }
+    if let Some(ids) = &a.jobs {
+        let ids: Vec<u64> = ids.split(',').map(|x| x.trim().parse().map_err(|_| anyhow!("--jobs {x:?}: expected job ids separated by commas"))).collect::<Result<_>>()?;
+        jobs.retain(|j| ids.contains(&j.id));
+    }
+    match a.format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&jobs)?),
+        ListFormat::Table => print!("{}", render_queue(&jobs)),
+    }
+    Ok(())
+}
+
+/// sinfo's default layout (one line per partition and state), or one line per
+/// node with its cores, memory and reason (`-N`).
+pub fn render_nodes(nodes: &[NodeInfo], per_node: bool) -> String {
+    if per_node {
+        let mut o = format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {}\n", "NODELIST", "NODES", "PARTITION", "STATE", "CPUS(A/T)", "MEMORY", "REASON");
+        for n in nodes {
+            for p in &n.partitions {
+                o += &format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {}\n", n.name, 1, p, n.state, format!("{}/{}", n.alloc_cores, n.cores), n.memory_mb, n.reason);
+            }
+        }
+        return o;
+    }
+    let mut groups: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
+    let mut order: Vec<(String, String)> = Vec::new();
+    for n in nodes {
+        for p in &n.partitions {
+            let key = (p.clone(), n.state.clone());
+            if !groups.contains_key(&key) {
+                order.push(key.clone());
+            }
+            groups.entry(key).or_default().push(&n.name);
+        }
+    }
+    let mut o = format!("{:<9} {:>5} {:>10} {:>5} {:<9} {}\n", "PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST");
+    for key in order {
+        let names = &groups[&key];
+        o += &format!("{:<9} {:>5} {:>10} {:>5} {:<9} {}\n", clip(&key.0, 9), "up", "infinite", names.len(), key.1, hostlist::compress(names));
+    }
+    o
+}
+
+pub fn nodes(a: NodesArgs) -> Result<()> {
+    let mut client = connect(&a.client)?;
+    let nodes: Vec<NodeInfo> = runtime()?.block_on(client.call::<(), _>(Method::GET, "/v1/nodes", None)).map_err(explain)?;
+    match a.format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
+        ListFormat::Table => print!("{}", render_nodes(&nodes, a.node_oriented)),
+    }
+    Ok(())
+}
+
+pub fn job_action(action: &str, a: JobIds) -> Result<()> {
+    let mut client = connect(&a.client)?;
+    let rt = runtime()?;
+    let mut failed = 0;
+    for id in &a.ids {
+        let r: Result<JobInfo, _> = rt.block_on(client.call::<(), _>(Method::POST, &format!("/v1/jobs/{id}/{action}"), None));
+        if let Err(e) = r {
+            eprintln!("tessera job {action} {id}: {}", explain(e));
+            failed += 1;
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} jobs could not be {action}ed", a.ids.len());
+    }
+    Ok(())
+}
+
+fn show_time(t: Option<i64>) -> String {
+    t.map_or("Unknown".into(), tessera_accounting::acct::datetime)
+}
+
+pub fn job_show(a: JobShowArgs) -> Result<()> {
+    let mut client = connect(&a.client)?;
+    let rt = runtime()?;
+    let mut out = Vec::new();
+    for id in &a.ids {
+        out.push(rt.block_on(client.call::<(), JobInfo>(Method::GET, &format!("/v1/jobs/{id}"), None)).map_err(explain)?);
+    }
+    if a.format == ListFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    for j in out {
+        println!("JobId={} JobName={} UserId={}({})", j.display_id, j.name, j.user, j.uid);
+        println!("   JobState={} Reason={} ExitCode={}:{}", j.state.name(), j.reason, j.exit_code.unwrap_or(0), j.signal.unwrap_or(0));
+        if !j.reason_detail.is_empty() {
+            println!("   Why={}", j.reason_detail);
+        }
+        println!("   RunTime={} TimeLimit={} Requeues={}", elapsed(j.elapsed_s), j.time_limit_s.map_or("UNLIMITED".into(), elapsed), j.requeues);
+        println!("   SubmitTime={} StartTime={} EndTime={}", show_time(Some(j.submit)), show_time(j.start), show_time(j.end));
+        println!("   Partition={} NodeList={} NumNodes={} NumCPUs={}", j.partition, if j.nodelist.is_empty() { "(null)" } else { &j.nodelist }, j.nodes, j.procs);
+        println!("   WorkDir={}", j.workdir);
+        println!("   StdOut={}", j.stdout);
+        println!("   StdErr={}", j.stderr);
+    }
+    Ok(())
+}
+
+pub fn node_action(action: &str, a: NodeStateArgs) -> Result<()> {
+    let names = hostlist::expand(&a.nodes).map_err(|e| anyhow!("node list {:?}: {e}", a.nodes))?;
+    let mut client = connect(&a.client)?;
+    let rt = runtime()?;
+    let body = NodeAction { reason: a.reason.clone() };
+    for n in names {
+        let r: NodeInfo = rt.block_on(client.call(Method::POST, &format!("/v1/nodes/{n}/{action}"), Some(&body))).map_err(|e| anyhow!("node {n}: {}", explain(e)))?;
+        println!("{} {}{}", r.name, r.state, if r.reason.is_empty() { String::new() } else { format!(" ({})", r.reason) });
+    }
+    Ok(())
+}
