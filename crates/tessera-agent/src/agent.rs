@@ -269,7 +269,7 @@ impl Agent {
     fn reaped(&mut self, pid: i32) {
         for (&(job, attempt), j) in self.jobs.iter_mut() {
             if j.ours && j.exit.is_none() && j.pids.is_some_and(|p| p.shepherd == pid) {
-                j.exit = ended(job, attempt, j).or(Some(lost(job, attempt, j)));
+                j.exit = ended(job, attempt, j).or_else(|| Some(lost(job, attempt, j)));
                 return;
             }
         }
@@ -286,7 +286,7 @@ impl Agent {
                 // adopted: its shepherd is not our child; look for its exit file
                 j.exit = ended(job, attempt, j);
                 if j.exit.is_none() && j.pids.is_none_or(|p| !alive(p.shepherd)) {
-                    j.exit = ended(job, attempt, j).or(Some(lost(job, attempt, j)));
+                    j.exit = ended(job, attempt, j).or_else(|| Some(lost(job, attempt, j)));
                 }
                 if j.exit.is_some() {
                     continue;

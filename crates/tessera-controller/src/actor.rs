@@ -553,7 +553,9 @@ impl Actor {
                     if let Some((old, _)) = s.parked.take() {
                         let _ = old.send(Ok(PollReply { commands: Vec::new() }));
                     }
-                    s.parked = Some((r, Instant::now() + POLL_HOLD));
+                    // answer well within the heartbeat timeout: the poll is the heartbeat
+                    let hold = POLL_HOLD.min(Duration::from_millis(self.cfg.heartbeat_timeout_s * 1000 / 3));
+                    s.parked = Some((r, Instant::now() + hold));
                 }
             }
         }

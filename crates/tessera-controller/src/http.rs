@@ -198,7 +198,15 @@ pub async fn serve(cfg: Config) -> Result<()> {
     let actor = Actor::open(cfg.clone())?;
     let euid = actor.euid();
     let (tx, rx) = std::sync::mpsc::channel();
-    let thread = std::thread::Builder::new().name("tessera-actor".into()).spawn(move || actor.run(rx))?;
+    // fail-stop: a controller that cannot write its journal or its accounting
+    // stops at once; a restart recovers from what is durable
+    let thread = std::thread::Builder::new().name("tessera-actor".into()).spawn(move || {
+        if let Err(e) = actor.run(rx) {
+            tracing::error!("the controller stops: {e:#}");
+            eprintln!("error: the controller stops: {e:#}");
+            std::process::exit(70);
+        }
+    })?;
     let app = App { tx: tx.clone(), key: Arc::new(key), euid, operators: Arc::new(cfg.operators.clone()) };
     let tcp = TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = tcp.local_addr()?;
@@ -248,6 +256,6 @@ pub async fn serve(cfg: Config) -> Result<()> {
     })
     .await;
     let _ = std::fs::remove_file(cfg.state_dir.join("controller.json"));
-    thread.join().map_err(|_| anyhow::anyhow!("the actor panicked"))??;
+    thread.join().map_err(|_| anyhow::anyhow!("the actor panicked"))?;
     Ok(())
 }

@@ -71,17 +71,24 @@ impl Store {
         let e = |source| StoreError::Sqlite { path: path.clone(), source };
         self.conn.pragma_update(None, "journal_mode", "WAL").map_err(e)?;
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(e)?;
-        self.conn.pragma_update(None, "foreign_keys", "ON").map_err(e)?;
         let version: i64 = self.conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(e)?;
         if version > SCHEMA_VERSION {
             return Err(StoreError::TooNew { path, found: version, known: SCHEMA_VERSION });
         }
+        // SQLite's procedure for rebuilding a table: foreign keys off during the
+        // migration, checked before it commits
+        self.conn.pragma_update(None, "foreign_keys", "OFF").map_err(e)?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self.conn.transaction().map_err(e)?;
             tx.execute_batch(sql).map_err(e)?;
+            let broken: i64 = tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0)).map_err(e)?;
+            if broken > 0 {
+                return Err(StoreError::Sqlite { path, source: rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(787), Some(format!("migration {} would leave {broken} broken references", i + 1))) });
+            }
             tx.pragma_update(None, "user_version", i as i64 + 1).map_err(e)?;
             tx.commit().map_err(e)?;
         }
+        self.conn.pragma_update(None, "foreign_keys", "ON").map_err(e)?;
         Ok(())
     }
 
@@ -226,4 +233,70 @@ fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord],
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_1_store_keeps_its_jobs_and_allocations_and_then_takes_live_records_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.pragma_update(None, "user_version", 1).unwrap();
+            c.execute_batch(
+                "INSERT INTO runs (id, kind, label, site, cluster, policy, recorded_at, complete) VALUES (1, 'simulation', 't', 's', 'c', 'easy', 0, 1);
+                 INSERT INTO nodes (run_id, node_id, name, node_type, partition, cores, memory_mb, gpus, factor, unit_cores, unit_memory_mb, unit_gpus) VALUES (1, 0, 'n1', 't', 'p', 4, 0, 0, 1.0, 1, 0, 0);
+                 INSERT INTO jobs (id, run_id, job_id, name, user, grp, account, partition, submit_time, start_time, end_time, state, exit_code, req_procs, req_mem_mb, time_limit, alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours)
+                   VALUES (7, 1, 1, 'j', 'u', 'g', 'a', 'p', 0, 0, 10, 'COMPLETED', 0, 1, 0, 10, 1, 1, 1.0, 10, 10.0, 10.0, 10.0, 0.1, 0.1);
+                 INSERT INTO allocations (job, run_id, node_id, cores, memory_mb, gpus, start_time, end_time) VALUES (7, 1, 0, 1, 0, 0, 0, 10);",
+            )
+            .unwrap();
+        }
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        let kept: (i64, i64) = s.connection().query_row("SELECT count(*), (SELECT count(*) FROM allocations WHERE job = 7) FROM jobs WHERE id = 7", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        assert_eq!(kept, (1, 1));
+        let nodes = vec![NodeRecord {
+            name: "n1".into(),
+            node_type: "t".into(),
+            partition: "p".into(),
+            cores: 4,
+            memory_mb: 0,
+            gpus: 0,
+            hs06_per_core: None,
+            factor: 1.0,
+            unit: tessera_core::CanonicalUnit::CPU,
+            valid_from: 0,
+        }];
+        let run = RunInfo { kind: RunKind::Live, label: "/state".into(), site: "s".into(), cluster: "c".into(), policy: "easy".into(), epoch_offset: 0, recorded_at: 0 };
+        let live = s.live_run(&run, &nodes).unwrap();
+        assert_eq!(s.live_run(&run, &nodes).unwrap(), live, "one live run per state directory");
+        let job = JobRecord {
+            job_id: 3,
+            name: "x".into(),
+            user: "u".into(),
+            group: "g".into(),
+            account: "a".into(),
+            partition: "p".into(),
+            submit: 0,
+            start: 1,
+            end: 5,
+            state: JobStateTag::NodeFail,
+            exit_code: 0,
+            req_procs: 1,
+            req_mem_mb: 0,
+            time_limit: 60,
+            factor: 1.0,
+            cpu_s: Some(2.0),
+            energy_j: None,
+            allocations: vec![AllocationRecord { node: 0, cores: 1, memory_mb: 0, gpus: 0 }],
+        };
+        assert_eq!(s.append_jobs(live, &nodes, std::slice::from_ref(&job)).unwrap(), 1);
+        assert_eq!(s.append_jobs(live, &nodes, &[job]).unwrap(), 0, "a replayed record is not written twice");
+        assert_eq!(s.resolve_run(None).unwrap(), live);
+    }
 }

@@ -4,4 +4,5 @@ mod bench;
 mod bounds;
 mod cli;
 mod common;
+mod live;
 mod power;
