@@ -4,6 +4,7 @@
 
 mod auth;
 mod e2e;
+mod netns;
 mod recovery;
 
 use std::path::{Path, PathBuf};
