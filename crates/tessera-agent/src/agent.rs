@@ -9,6 +9,7 @@
 //! Job records are removed only once the controller has acknowledged their end
 //! (the report's reply comes after the controller's journal commit).
 
+use tessera_proto::unix_now;
 use crate::launch::{self, Spawned};
 use anyhow::{Context, Result};
 use hyper::Method;
@@ -17,7 +18,7 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tessera_proto::api::*;
 use tessera_proto::client::{Client, ClientError, Target};
 use tokio::sync::{mpsc, watch};
@@ -58,8 +59,25 @@ struct Job {
     exit: Option<JobExit>,
 }
 
-fn unix_now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+
+impl Job {
+    /// A job started at `info.start` (its run time so far counted from then).
+    fn new(dir: PathBuf, info: RunInfo, ours: bool) -> Job {
+        let elapsed = (unix_now() - info.start).max(0) as u64;
+        Job {
+            dir,
+            pids: None,
+            ours,
+            started: Instant::now().checked_sub(Duration::from_secs(elapsed)).unwrap_or_else(Instant::now),
+            info,
+            suspended_since: None,
+            suspended_for: Duration::ZERO,
+            stop_at: None,
+            kill_at: None,
+            limit_hit: false,
+            exit: None,
+        }
+    }
 }
 
 enum Inbox {
@@ -94,20 +112,8 @@ impl Agent {
                 std::thread::sleep(Duration::from_millis(200));
                 pids = launch::read_pids(&dir);
             }
-            let elapsed = (unix_now() - info.start).max(0) as u64;
-            let mut j = Job {
-                dir,
-                pids,
-                ours: false,
-                info,
-                started: Instant::now().checked_sub(Duration::from_secs(elapsed)).unwrap_or_else(Instant::now),
-                suspended_since: None,
-                suspended_for: Duration::ZERO,
-                stop_at: None,
-                kill_at: None,
-                limit_hit: false,
-                exit: None,
-            };
+            let mut j = Job::new(dir, info, false);
+            j.pids = pids;
             j.exit = ended(job, attempt, &j);
             tracing::info!(job, attempt, ended = j.exit.is_some(), "re-adopted a job");
             jobs.insert((job, attempt), j);
@@ -235,19 +241,7 @@ impl Agent {
         }
         let dir = launch::job_dir(&self.cfg.state_dir, l.job, l.attempt);
         let info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s };
-        let mut job = Job {
-            dir: dir.clone(),
-            pids: None,
-            ours: true,
-            info: info.clone(),
-            started: Instant::now(),
-            suspended_since: None,
-            suspended_for: Duration::ZERO,
-            stop_at: None,
-            kill_at: None,
-            limit_hit: false,
-            exit: None,
-        };
+        let mut job = Job::new(dir.clone(), info.clone(), true);
         let r = std::fs::create_dir_all(&dir)
             .and_then(|_| std::fs::write(dir.join("run.json"), serde_json::to_vec(&info).expect("serializes")))
             .and_then(|_| launch::spawn(&dir, l));
@@ -286,6 +280,7 @@ impl Agent {
                 // adopted: its shepherd is not our child; look for its exit file
                 j.exit = ended(job, attempt, j);
                 if j.exit.is_none() && j.pids.is_none_or(|p| !alive(p.shepherd)) {
+                    // gone: its exit file may have landed since the read above
                     j.exit = ended(job, attempt, j).or_else(|| Some(lost(job, attempt, j)));
                 }
                 if j.exit.is_some() {

@@ -6,6 +6,7 @@
 //! Between messages it sleeps until the engine's wake-up, an agent's poll
 //! expiring or the next heartbeat check.
 
+use tessera_proto::unix_now;
 use crate::auth::{Identity, Role};
 use crate::journal::Journal;
 use crate::metrics::Metrics;
@@ -15,7 +16,7 @@ use crate::{ApiError, Config};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tessera_accounting::store::{NodeRecord, RunInfo, RunKind, Store};
 use tessera_core::{Cluster, Engine, JobId, JobSpec, JobState, NodeChange};
 use tessera_proto::api::*;
@@ -104,9 +105,6 @@ pub struct Actor {
     euid: u32,
 }
 
-fn unix_now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
-}
 
 impl Actor {
     /// Open the state directory: create it on first start, else restore the
@@ -317,8 +315,6 @@ impl Actor {
                 }
             }
             Msg::Jobs { reply } => {
-                let now = self.state.now;
-                let _ = now;
                 let ids = self.state.live_ids();
                 let mut v: Vec<JobInfo> = ids.into_iter().filter_map(|id| self.state.job_info(&self.cluster, id)).collect();
                 v.extend(self.state.done.values().map(|d| d.info.clone()));
@@ -328,7 +324,8 @@ impl Actor {
                 let _ = reply.send(self.state.job_info(&self.cluster, id).ok_or_else(|| ApiError::new(404, format!("no job {id} (finished jobs are in tessera acct)"))));
             }
             Msg::Nodes { reply } => {
-                let v = (0..self.cluster.nodes.len() as u32).map(|n| self.node_info(n)).collect();
+                let used = self.node_usage();
+                let v = (0..self.cluster.nodes.len() as u32).map(|n| self.node_info(n, used[n as usize])).collect();
                 let _ = reply.send(Ok(v));
             }
             Msg::Metrics { reply } => {
@@ -533,7 +530,10 @@ impl Actor {
         match a {
             After::Submit(r, ids) => drop(r.send(Ok(SubmitReply { jobs: ids }))),
             After::Job(r, id) => drop(r.send(self.state.job_info(&self.cluster, id).ok_or_else(|| ApiError::new(404, format!("no job {id}"))))),
-            After::Node(r, n) => drop(r.send(Ok(self.node_info(n)))),
+            After::Node(r, n) => {
+                let used = self.node_usage()[n as usize];
+                drop(r.send(Ok(self.node_info(n, used))))
+            }
             After::Ack(r) => drop(r.send(Ok(()))),
             After::Register(r, agent, jobs) => {
                 self.sessions += 1;
@@ -608,23 +608,23 @@ impl Actor {
         }
     }
 
-    fn node_info(&mut self, n: u32) -> NodeInfo {
-        let node = &self.cluster.nodes[n as usize];
-        let t = &self.cluster.node_types[node.node_type];
-        let (mut ac, mut am, mut ag) = (0u32, 0u64, 0u32);
-        let mut busy = false;
+    /// Cores, memory and GPUs allocated on every node, and whether any job holds it.
+    fn node_usage(&self) -> Vec<(u32, u64, u32, bool)> {
+        let mut used = vec![(0u32, 0u64, 0u32, false); self.cluster.nodes.len()];
         for m in self.state.jobs.values() {
-            if m.nodes.contains(&n) {
-                if let Some(a) = self.state.engine.allocation(JobId(m.id)) {
-                    for p in a.parts.iter().filter(|p| p.node == n) {
-                        ac += p.cores;
-                        am += p.mem;
-                        ag += p.gpus;
-                        busy = true;
-                    }
+            if let Some(a) = self.state.engine.allocation(JobId(m.id)) {
+                for p in &a.parts {
+                    let u = &mut used[p.node as usize];
+                    *u = (u.0 + p.cores, u.1 + p.mem, u.2 + p.gpus, true);
                 }
             }
         }
+        used
+    }
+
+    fn node_info(&self, n: u32, (ac, am, ag, busy): (u32, u64, u32, bool)) -> NodeInfo {
+        let node = &self.cluster.nodes[n as usize];
+        let t = &self.cluster.node_types[node.node_type];
         let st = self.state.engine.node_status(n).cloned().unwrap_or(tessera_core::NodeStatus { up: false, drain: false, reason: "unknown".into() });
         let agent = self.state.node_agent[n as usize].clone();
         let state = if !st.up {

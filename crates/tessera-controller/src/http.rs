@@ -4,6 +4,7 @@
 //! Handlers authenticate, decode, and pass a message to the actor; they never
 //! touch the state.
 
+use tessera_proto::unix_now;
 use crate::actor::{Actor, JobOp, Msg};
 use crate::auth::{local_user, Identity, Key, Role};
 use crate::{ApiError, Config, Endpoint};
@@ -76,9 +77,6 @@ impl IntoResponse for ApiError {
 /// The authenticated caller of a request.
 pub struct Caller(pub Identity);
 
-fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
-}
 
 impl FromRequestParts<App> for Caller {
     type Rejection = ApiError;

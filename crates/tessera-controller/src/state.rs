@@ -141,7 +141,7 @@ impl State {
         self.now = now;
         let mut inputs = VecDeque::new();
         for ev in events {
-            self.event(cluster, now, ev, &mut inputs);
+            self.event(now, ev, &mut inputs);
             self.drain(cluster, now, &mut inputs, out);
         }
         inputs.push_back(Input::Pass);
@@ -160,9 +160,9 @@ impl State {
         self.engine.wake_at()
     }
 
-    fn event(&mut self, cluster: &Cluster, now: i64, ev: &Event, inputs: &mut VecDeque<Input>) {
+    fn event(&mut self, now: i64, ev: &Event, inputs: &mut VecDeque<Input>) {
         match ev {
-            Event::Submit { first, user, uid, gid, req } => self.submit(cluster, now, *first, user, *uid, *gid, req, inputs),
+            Event::Submit { first, user, uid, gid, req } => self.submit(now, *first, user, *uid, *gid, req, inputs),
             Event::Cancel(j) => inputs.push_back(Input::Cancel(JobId(*j))),
             Event::Hold(j) => {
                 if let Some(m) = self.jobs.get_mut(j) {
@@ -245,7 +245,7 @@ impl State {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn submit(&mut self, cluster: &Cluster, now: i64, first: u64, user: &str, uid: u32, gid: u32, req: &JobRequest, inputs: &mut VecDeque<Input>) {
+    fn submit(&mut self, now: i64, first: u64, user: &str, uid: u32, gid: u32, req: &JobRequest, inputs: &mut VecDeque<Input>) {
         let tasks: Vec<Option<u32>> = match &req.array {
             Some(a) => a.indices.iter().map(|&i| Some(i)).collect(),
             None => vec![None],
@@ -257,7 +257,6 @@ impl State {
         let throttle = req.array.as_ref().and_then(|a| a.max_running);
         // dependencies met already are dropped; one that can never be met was refused at submit
         let waits: Vec<(DependencyKind, u64)> = req.dependencies.iter().copied().filter(|(_, d)| !self.outcomes.contains_key(d)).collect();
-        let _ = cluster;
         for (k, task) in tasks.iter().enumerate() {
             let id = first + k as u64;
             let throttled = throttle.is_some_and(|n| k as u32 >= n);
@@ -491,10 +490,6 @@ impl State {
         let first = *names.first()?;
         let nodelist = hostlist::compress(&names);
         let array = m.array;
-        let out_path = |p: &str| {
-            let x = expand_pattern(p, m.id, &m.req.name, &m.user, first, array);
-            if x.starts_with('/') { x } else { format!("{}/{}", m.req.workdir.trim_end_matches('/'), x) }
-        };
         let mut env = m.req.env.clone();
         let part = &cluster.partitions[m.req.partition as usize].name;
         let vars: [(&str, String); 11] = [
@@ -532,8 +527,8 @@ impl State {
             gid: m.gid,
             script: m.req.script.clone(),
             workdir: m.req.workdir.clone(),
-            stdout: out_path(&m.req.stdout),
-            stderr: out_path(&m.req.stderr),
+            stdout: m.output_path(&m.req.stdout, first),
+            stderr: m.output_path(&m.req.stderr, first),
             env,
             limit_s: m.limit_real,
             kill_grace_s: self.kill_grace_s,
@@ -582,10 +577,6 @@ impl State {
     fn info_of(&self, cluster: &Cluster, m: &JobMeta, state: JobStateCode, reason: String) -> JobInfo {
         let names: Vec<&str> = m.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect();
         let first = names.first().copied().unwrap_or("%N");
-        let path = |p: &str| {
-            let x = expand_pattern(p, m.id, &m.req.name, &m.user, first, m.array);
-            if x.starts_with('/') { x } else { format!("{}/{}", m.req.workdir.trim_end_matches('/'), x) }
-        };
         JobInfo {
             id: m.id,
             display_id: m.array.map_or_else(|| m.id.to_string(), |(a, t)| format!("{a}_{t}")),
@@ -605,8 +596,8 @@ impl State {
             nodes: names.len() as u32,
             nodelist: if state == JobStateCode::Pending { String::new() } else { hostlist::compress(&names) },
             workdir: m.req.workdir.clone(),
-            stdout: path(&m.req.stdout),
-            stderr: path(&m.req.stderr),
+            stdout: m.output_path(&m.req.stdout, first),
+            stderr: m.output_path(&m.req.stderr, first),
             exit_code: m.exit.and_then(|e| e.0),
             signal: m.exit.and_then(|e| e.1),
             requeues: m.requeues,
@@ -631,6 +622,19 @@ impl State {
                 (!st.queued() && self.node_agent[n as usize].as_deref() == Some(agent)).then_some((m.id, m.attempt, n, st))
             })
             .collect()
+    }
+}
+
+impl JobMeta {
+    /// An output pattern expanded for this job on its first node, made absolute
+    /// against its working directory.
+    fn output_path(&self, pattern: &str, first_node: &str) -> String {
+        let x = expand_pattern(pattern, self.id, &self.req.name, &self.user, first_node, self.array);
+        if x.starts_with('/') {
+            x
+        } else {
+            format!("{}/{}", self.req.workdir.trim_end_matches('/'), x)
+        }
     }
 }
 

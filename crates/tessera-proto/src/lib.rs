@@ -7,5 +7,11 @@
 //! option, the value and what is allowed.
 
 pub mod submit;
+
+/// The wall clock in Unix seconds: the time the controller gives the engine and
+/// the agents record starts and ends in.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
 pub mod api;
 pub mod client;

@@ -2,6 +2,7 @@
 //! `tessera down`, which start and stop a controller and agents emulating a
 //! cluster on this machine; `tessera token create`.
 
+use tessera_proto::unix_now;
 use crate::live_args::*;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -14,9 +15,6 @@ use tessera_core::{hostlist, Cluster};
 use tessera_proto::api::{AgentNode, NodeInfo};
 use tessera_proto::client::{Client, Target};
 
-fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
-}
 
 fn cluster_text(path: &Option<PathBuf>) -> Result<(String, String)> {
     match path {

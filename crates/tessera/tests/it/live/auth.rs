@@ -9,9 +9,7 @@ use tessera_controller::http::ROUTES;
 use tessera_proto::api::*;
 use tessera_proto::client::{Client, Target};
 
-fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
-}
+use tessera_proto::unix_now as now;
 
 /// A request for each route, with a valid body where one is needed.
 fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
