@@ -10,7 +10,8 @@
 //! (the report's reply comes after the controller's journal commit).
 
 use tessera_proto::unix_now;
-use crate::launch::{self, Spawned};
+use crate::launch::{self, Slot, Spawned};
+use crate::launcher::Launcher;
 use anyhow::{Context, Result};
 use hyper::Method;
 use nix::sys::signal::{killpg, Signal};
@@ -36,7 +37,7 @@ pub struct AgentConfig {
     pub limit_slack_s: u64,
 }
 
-/// What a job's directory keeps besides the shepherd's files.
+/// The agent's `run` line of a job's record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct RunInfo {
     start: i64,
@@ -45,7 +46,9 @@ struct RunInfo {
 }
 
 struct Job {
-    dir: PathBuf,
+    slot: Slot,
+    /// The owner of the slot's script (the uid the job runs as).
+    owner: u32,
     pids: Option<Spawned>,
     /// Started by this agent process (reaped here), else adopted.
     ours: bool,
@@ -62,10 +65,11 @@ struct Job {
 
 impl Job {
     /// A job started at `info.start` (its run time so far counted from then).
-    fn new(dir: PathBuf, info: RunInfo, ours: bool) -> Job {
+    fn new(slot: Slot, owner: u32, info: RunInfo, ours: bool) -> Job {
         let elapsed = (unix_now() - info.start).max(0) as u64;
         Job {
-            dir,
+            slot,
+            owner,
             pids: None,
             ours,
             started: Instant::now().checked_sub(Duration::from_secs(elapsed)).unwrap_or_else(Instant::now),
@@ -80,6 +84,35 @@ impl Job {
     }
 }
 
+/// The slots of the agent's spool: how many there are, and the free ones by
+/// the owner of their script. A script is reused only for the same user (a
+/// job's leftover process could otherwise hold a user's open file and read or
+/// change another user's script); a slot changing owner gets a new script file.
+struct Spool {
+    slots: u32,
+    free: BTreeMap<u32, Vec<u32>>,
+}
+
+impl Spool {
+    fn take(&mut self, owner: u32, state: &Path) -> Slot {
+        if let Some(n) = self.free.get_mut(&owner).and_then(|v| v.pop()) {
+            return Slot::new(state, n);
+        }
+        if let Some(n) = self.free.values_mut().find_map(|v| v.pop()) {
+            let slot = Slot::new(state, n);
+            let _ = std::fs::remove_file(&slot.script);
+            return slot;
+        }
+        self.slots += 1;
+        Slot::new(state, self.slots - 1)
+    }
+
+    fn give_back(&mut self, slot: &Slot, owner: u32) {
+        slot.free();
+        self.free.entry(owner).or_default().push(slot.n);
+    }
+}
+
 enum Inbox {
     Commands(Vec<AgentCommand>),
     Reregister,
@@ -87,40 +120,51 @@ enum Inbox {
 
 pub struct Agent {
     cfg: AgentConfig,
+    spool: Spool,
+    launcher: Launcher,
     client: Client,
     jobs: BTreeMap<(u64, u32), Job>,
     session: watch::Sender<u64>,
 }
 
 impl Agent {
-    /// Load the jobs left in the state directory by an earlier run.
-    pub fn open(cfg: AgentConfig) -> Result<Agent> {
+    /// Load the jobs left in the state directory by an earlier run; launch new
+    /// ones through `launcher` (started while the process had one thread).
+    pub fn open(cfg: AgentConfig, launcher: Launcher) -> Result<Agent> {
         let jobs_dir = cfg.state_dir.join("jobs");
         std::fs::create_dir_all(&jobs_dir).with_context(|| format!("creating {}", jobs_dir.display()))?;
-        let mut jobs = BTreeMap::new();
+        let mut slots = 0;
         for e in std::fs::read_dir(&jobs_dir)? {
-            let dir = e?.path();
-            let Some((j, a)) = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.split_once('.')) else { continue };
-            let (Ok(job), Ok(attempt)) = (j.parse::<u64>(), a.parse::<u32>()) else { continue };
-            let Ok(text) = std::fs::read_to_string(dir.join("run.json")) else {
-                let _ = std::fs::remove_dir_all(&dir); // never started
+            if let Some(n) = e?.file_name().to_str().and_then(Slot::parse_name) {
+                slots = slots.max(n + 1);
+            }
+        }
+        let euid = nix::unistd::geteuid().as_raw();
+        let mut spool = Spool { slots, free: BTreeMap::new() };
+        let mut jobs = BTreeMap::new();
+        for n in 0..slots {
+            let slot = Slot::new(&cfg.state_dir, n);
+            let owner = std::fs::metadata(&slot.script).map_or(euid, |m| std::os::unix::fs::MetadataExt::uid(&m));
+            let mut rec = slot.read();
+            let Some((job, attempt, run)) = rec.run.clone() else {
+                spool.give_back(&slot, owner); // free, or never started
                 continue;
             };
-            let info: RunInfo = serde_json::from_str(&text).with_context(|| format!("{}/run.json", dir.display()))?;
-            let mut pids = launch::read_pids(&dir);
-            if pids.is_none() && launch::read_exit(&dir).is_none() {
+            let info: RunInfo = serde_json::from_str(&run).with_context(|| format!("{}: its run line", slot.record.display()))?;
+            if rec.pids.is_none() && rec.exit.is_none() {
+                // the shepherd may be writing its pids at this moment
                 std::thread::sleep(Duration::from_millis(200));
-                pids = launch::read_pids(&dir);
+                rec = slot.read();
             }
-            let mut j = Job::new(dir, info, false);
-            j.pids = pids;
+            let mut j = Job::new(slot, owner, info, false);
+            j.pids = rec.pids;
             j.exit = ended(job, attempt, &j);
             tracing::info!(job, attempt, ended = j.exit.is_some(), "re-adopted a job");
             jobs.insert((job, attempt), j);
         }
         let client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
         let (session, _) = watch::channel(0);
-        Ok(Agent { cfg, client, jobs, session })
+        Ok(Agent { cfg, spool, launcher, client, jobs, session })
     }
 
     /// Register (retrying until the controller answers) with every job held.
@@ -159,7 +203,7 @@ impl Agent {
         for r in reported {
             if let AgentJob::Ended(x) = r {
                 if let Some(j) = self.jobs.remove(&(x.job, x.attempt)) {
-                    let _ = std::fs::remove_dir_all(&j.dir);
+                    self.spool.give_back(&j.slot, j.owner);
                 }
             }
         }
@@ -168,10 +212,26 @@ impl Agent {
     /// Run until the controller refuses this agent for good.
     pub async fn run(mut self) -> Result<()> {
         let (reap_tx, mut reap_rx) = mpsc::unbounded_channel::<i32>();
-        std::thread::Builder::new().name("tessera-reaper".into()).spawn(move || reaper(reap_tx))?;
+        let ended = self.launcher.take_ended().context("the agent runs once")?;
+        std::thread::Builder::new().name("tessera-reaper".into()).spawn(move || reaper(ended, reap_tx))?;
         self.register().await?;
         let (in_tx, mut in_rx) = mpsc::unbounded_channel();
         let poller = tokio::spawn(poll_loop(self.cfg.clone(), self.session.subscribe(), in_tx));
+        // one report in flight at a time, sent by a task of its own so that
+        // launches go on while the controller commits it
+        let (rep_tx, mut rep_rx) = mpsc::unbounded_channel::<(Vec<JobExit>, Result<(), ClientError>)>();
+        let (send_tx, mut send_rx) = mpsc::unbounded_channel::<AgentMessage>();
+        let mut client = Client::new(self.cfg.target.clone(), Some(self.cfg.token.clone()));
+        let reporter = tokio::spawn(async move {
+            while let Some(msg) = send_rx.recv().await {
+                let r = client.call::<_, ()>(Method::POST, "/v1/agent/report", Some(&msg)).await;
+                if rep_tx.send((msg.ended, r)).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut reporting = false;
+        let mut retry_at = Instant::now();
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tokio::select! {
@@ -180,25 +240,31 @@ impl Agent {
                     Some(Inbox::Reregister) => self.register().await?,
                     None => break,
                 },
-                Some(pid) = reap_rx.recv() => self.reaped(pid),
+                Some(pid) = reap_rx.recv() => self.reaped(pid)?,
+                Some((sent, r)) = rep_rx.recv() => {
+                    reporting = false;
+                    match r {
+                        Ok(()) => self.forget_reported(&sent.into_iter().map(AgentJob::Ended).collect::<Vec<_>>()),
+                        Err(ClientError::Api { status: 409, .. }) => self.register().await?,
+                        Err(e) => {
+                            tracing::warn!(agent = %self.cfg.name, "report failed, will retry: {e}");
+                            retry_at = Instant::now() + Duration::from_millis(500);
+                        }
+                    }
+                }
                 _ = tick.tick() => self.timers(),
             }
-            if self.jobs.values().any(|j| j.exit.is_some()) {
-                self.report().await?;
+            while let Ok(pid) = reap_rx.try_recv() {
+                self.reaped(pid)?;
+            }
+            if !reporting && Instant::now() >= retry_at && self.jobs.values().any(|j| j.exit.is_some()) {
+                reporting = true;
+                let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
+                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended });
             }
         }
         poller.abort();
-        Ok(())
-    }
-
-    async fn report(&mut self) -> Result<()> {
-        let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
-        let msg = AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended: ended.clone() };
-        match self.client.call::<_, ()>(Method::POST, "/v1/agent/report", Some(&msg)).await {
-            Ok(()) => self.forget_reported(&ended.into_iter().map(AgentJob::Ended).collect::<Vec<_>>()),
-            Err(ClientError::Api { status: 409, .. }) => self.register().await?,
-            Err(e) => tracing::warn!(agent = %self.cfg.name, "report failed, will retry: {e}"),
-        }
+        reporter.abort();
         Ok(())
     }
 
@@ -239,12 +305,11 @@ impl Agent {
         if self.jobs.contains_key(&key) {
             return;
         }
-        let dir = launch::job_dir(&self.cfg.state_dir, l.job, l.attempt);
+        let owner = launch::runs_as(l);
+        let slot = self.spool.take(owner, &self.cfg.state_dir);
         let info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s };
-        let mut job = Job::new(dir.clone(), info.clone(), true);
-        let r = std::fs::create_dir_all(&dir)
-            .and_then(|_| std::fs::write(dir.join("run.json"), serde_json::to_vec(&info).expect("serializes")))
-            .and_then(|_| launch::spawn(&dir, l));
+        let r = self.launcher.spawn(&slot, &serde_json::to_string(&info).expect("serializes"), l);
+        let mut job = Job::new(slot, owner, info, true);
         match r {
             Ok(p) => {
                 tracing::debug!(job = l.job, attempt = l.attempt, pid = p.pgid, "launched");
@@ -253,20 +318,24 @@ impl Agent {
             Err(e) => {
                 tracing::warn!(job = l.job, attempt = l.attempt, "cannot start the job: {e}");
                 // recorded like any end, so a restart reports it too
-                let _ = std::fs::write(dir.join("exit"), format!("1 -1 0 {}\n", unix_now()));
+                let _ = job.slot.append_exit(l.job, l.attempt, 1, -1, unix_now());
                 job.exit = ended(l.job, l.attempt, &job);
             }
         }
         self.jobs.insert(key, job);
     }
 
-    fn reaped(&mut self, pid: i32) {
+    fn reaped(&mut self, pid: i32) -> Result<()> {
+        if pid < 0 {
+            anyhow::bail!("the launcher (pid {}) died: the agent stops (its jobs run on, and a restarted agent re-adopts them)", self.launcher.pid);
+        }
         for (&(job, attempt), j) in self.jobs.iter_mut() {
             if j.ours && j.exit.is_none() && j.pids.is_some_and(|p| p.shepherd == pid) {
                 j.exit = ended(job, attempt, j).or_else(|| Some(lost(job, attempt, j)));
-                return;
+                return Ok(());
             }
         }
+        Ok(())
     }
 
     fn timers(&mut self) {
@@ -331,14 +400,14 @@ fn alive(pid: i32) -> bool {
 }
 
 fn ended(job: u64, attempt: u32, j: &Job) -> Option<JobExit> {
-    let x = launch::read_exit(&j.dir)?;
+    let x = j.slot.read().exit?;
     Some(JobExit { job, attempt, code: x.code, signal: x.signal, cpu_s: x.cpu_s, start: j.info.start, end: x.end, limit_hit: j.limit_hit })
 }
 
 /// A job whose shepherd vanished without writing how it ended.
 fn lost(job: u64, attempt: u32, j: &Job) -> JobExit {
     tracing::warn!(job, attempt, "the job's shepherd is gone without an exit record");
-    let _ = std::fs::write(j.dir.join("exit"), format!("-1 9 0 {}\n", unix_now()));
+    let _ = j.slot.append_exit(job, attempt, -1, 9, unix_now());
     JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: j.info.start, end: unix_now(), limit_hit: j.limit_hit }
 }
 
@@ -369,17 +438,18 @@ async fn poll_loop(cfg: AgentConfig, mut session: watch::Receiver<u64>, tx: mpsc
     }
 }
 
-/// Reap the shepherds this agent started and tell the loop which ended.
-fn reaper(tx: mpsc::UnboundedSender<i32>) {
+/// Tell the loop which shepherds ended, as the launcher reports them; -1 once
+/// the launcher is gone.
+fn reaper(mut ended: std::os::unix::net::UnixStream, tx: mpsc::UnboundedSender<i32>) {
+    use std::io::Read;
+    let mut b = [0u8; 4];
     loop {
-        let mut status = 0;
-        let r = unsafe { libc::waitpid(-1, &mut status, 0) };
-        if r > 0 {
-            if tx.send(r).is_err() {
-                return;
-            }
-        } else {
-            std::thread::sleep(Duration::from_millis(5));
+        if ended.read_exact(&mut b).is_err() {
+            let _ = tx.send(-1);
+            return;
+        }
+        if tx.send(i32::from_le_bytes(b)).is_err() {
+            return;
         }
     }
 }

@@ -209,7 +209,8 @@ impl Actor {
 
     /// Run until [`Msg::Shutdown`] or every sender is gone.
     pub fn run(mut self, rx: Receiver<Msg>) -> Result<()> {
-        let mut batch = Vec::with_capacity(MAX_BATCH);
+        let max = self.cfg.max_batch.clamp(1, MAX_BATCH);
+        let mut batch = Vec::with_capacity(max);
         loop {
             let timeout = self.next_deadline().saturating_duration_since(Instant::now());
             match rx.recv_timeout(timeout) {
@@ -217,7 +218,7 @@ impl Actor {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            while batch.len() < MAX_BATCH {
+            while batch.len() < max {
                 match rx.try_recv() {
                     Ok(m) => batch.push(m),
                     Err(_) => break,
@@ -263,9 +264,10 @@ impl Actor {
             let t0 = Instant::now();
             // durable before anyone hears of it: a failed write stops the controller
             self.journal.append(now, &events).context("writing the journal")?;
+            let t1 = Instant::now();
             let mut actions = Vec::new();
             self.state.apply(&self.cluster, now, &events, &mut actions);
-            self.metrics.pass(t0.elapsed());
+            self.metrics.batch(t1 - t0, t1.elapsed());
             self.act(actions)?;
             if self.journal.since_snapshot >= SNAPSHOT_EVERY {
                 self.journal.snapshot(&self.state)?;

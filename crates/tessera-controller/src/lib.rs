@@ -46,6 +46,9 @@ pub struct Config {
     pub operators: Vec<u32>,
     /// Site name for accounting.
     pub site: String,
+    /// Most messages committed in one journal transaction ([`actor::MAX_BATCH`]
+    /// normally; 1 turns group commit off, for the load test's comparison).
+    pub max_batch: usize,
 }
 
 impl Config {

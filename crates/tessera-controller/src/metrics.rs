@@ -15,6 +15,8 @@ pub struct Metrics {
     pub started: u64,
     pub finished: u64,
     passes: u64,
+    commit_total: Duration,
+    commit_last: Duration,
     pass_total: Duration,
     pass_last: Duration,
     pass_max: Duration,
@@ -25,9 +27,12 @@ pub struct Metrics {
 const WINDOW: Duration = Duration::from_secs(10);
 
 impl Metrics {
-    /// Record one batch applied (journal, events, pass) and its duration.
-    pub fn pass(&mut self, took: Duration) {
+    /// Record one batch: its journal commit, then its events and scheduling
+    /// pass applied to the state.
+    pub fn batch(&mut self, commit: Duration, took: Duration) {
         self.passes += 1;
+        self.commit_total += commit;
+        self.commit_last = commit;
         self.pass_total += took;
         self.pass_last = took;
         self.pass_max = self.pass_max.max(took);
@@ -53,11 +58,12 @@ impl Metrics {
 
     pub fn render(&self, state: &mut State, cluster: &Cluster, agents: usize) -> String {
         let mut o = String::new();
-        let mut queue: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let mut queue: BTreeMap<(&str, &str), u64> = BTreeMap::new();
         let ids: Vec<u64> = state.engine.queue().map(|j| j.0).collect();
         for id in ids {
-            if let Some(info) = state.job_info(cluster, id) {
-                *queue.entry((info.partition, info.reason)).or_default() += 1;
+            let Some(p) = state.jobs.get(&id).map(|m| m.req.partition as usize) else { continue };
+            if let Some((reason, _)) = state.pending(id) {
+                *queue.entry((cluster.partitions[p].name.as_str(), reason)).or_default() += 1;
             }
         }
         metric(&mut o, "tessera_queue_jobs", "gauge", "Queued jobs by partition and pending reason.");
@@ -98,12 +104,14 @@ impl Metrics {
             metric(&mut o, name, "counter", help);
             let _ = writeln!(o, "{name} {v}");
         }
-        let more: [(&str, &str, f64); 5] = [
+        let more: [(&str, &str, f64); 7] = [
             ("tessera_submissions_per_second", "Submissions per second over the last ten seconds.", sub_rate),
             ("tessera_starts_per_second", "Starts per second over the last ten seconds.", start_rate),
-            ("tessera_pass_seconds_last", "Duration of the last batch (journal write, events, pass).", self.pass_last.as_secs_f64()),
-            ("tessera_pass_seconds_max", "Longest batch since the controller started.", self.pass_max.as_secs_f64()),
-            ("tessera_pass_seconds_sum", "Total time spent in batches.", self.pass_total.as_secs_f64()),
+            ("tessera_pass_seconds_last", "Duration of the last batch's events and scheduling pass (journal commit not included).", self.pass_last.as_secs_f64()),
+            ("tessera_pass_seconds_max", "Longest events-and-pass since the controller started.", self.pass_max.as_secs_f64()),
+            ("tessera_pass_seconds_sum", "Total time spent applying events and scheduling passes.", self.pass_total.as_secs_f64()),
+            ("tessera_commit_seconds_last", "Duration of the last batch's journal commit (one transaction, fsync included).", self.commit_last.as_secs_f64()),
+            ("tessera_commit_seconds_sum", "Total time spent committing the journal.", self.commit_total.as_secs_f64()),
         ];
         for (name, help, v) in more {
             metric(&mut o, name, "gauge", help);

@@ -536,35 +536,38 @@ impl State {
     }
 
     /// The job as `tessera queue` shows it, if the controller still knows it.
+    /// Why a queued job waits: the reason's name (Slurm's, where it has one)
+    /// and what it means here.
+    pub fn pending(&mut self, id: u64) -> Option<(&'static str, String)> {
+        let m = self.jobs.get(&id)?;
+        Some(if m.user_hold {
+            ("JobHeldUser", "held by its user (tessera job release)".to_string())
+        } else if !m.waits_for.is_empty() {
+            let on: Vec<String> = m.waits_for.iter().map(|(k, j)| format!("{}:{j}", dependency_name(*k))).collect();
+            ("Dependency", format!("waits for {}", on.join(",")))
+        } else if m.throttled {
+            ("JobArrayTaskLimit", "its array's %N limit of running tasks".to_string())
+        } else {
+            match self.engine.pending_reason(self.now, JobId(id)) {
+                Some(r) => (reason_name(&r), r.to_string()),
+                None => ("None", "eligible: waiting for the next pass".to_string()),
+            }
+        })
+    }
+
     pub fn job_info(&mut self, cluster: &Cluster, id: u64) -> Option<JobInfo> {
         if let Some(d) = self.done.get(&id) {
             return Some(d.info.clone());
         }
-        let m = self.jobs.get(&id)?;
         let (_, st) = self.engine.job(JobId(id))?;
         let (code, reason) = match st {
-            JobState::Pending | JobState::Held => {
-                let reason = if m.user_hold {
-                    ("JobHeldUser", "held by its user (tessera job release)".to_string())
-                } else if !m.waits_for.is_empty() {
-                    let on: Vec<String> = m.waits_for.iter().map(|(k, j)| format!("{}:{j}", dependency_name(*k))).collect();
-                    ("Dependency", format!("waits for {}", on.join(",")))
-                } else if m.throttled {
-                    ("JobArrayTaskLimit", "its array's %N limit of running tasks".to_string())
-                } else {
-                    match self.engine.pending_reason(self.now, JobId(id)) {
-                        Some(r) => (reason_name(&r), r.to_string()),
-                        None => ("None", "eligible: waiting for the next pass".to_string()),
-                    }
-                };
-                (JobStateCode::Pending, reason)
-            }
+            JobState::Pending | JobState::Held => (JobStateCode::Pending, self.pending(id)?),
             JobState::Running { .. } => (JobStateCode::Running, ("None", String::new())),
             JobState::Suspended { .. } => (JobStateCode::Suspended, ("None", String::new())),
             JobState::Ending { .. } => (JobStateCode::Completing, ("None", String::new())),
         };
-        let m = m.clone();
-        let mut info = self.info_of(cluster, &m, code, reason.0.to_string());
+        let m = self.jobs.get(&id)?;
+        let mut info = self.info_of(cluster, m, code, reason.0.to_string());
         info.reason_detail = reason.1;
         info.elapsed_s = match st {
             JobState::Running { start } | JobState::Ending { start, .. } => self.now - start,

@@ -85,7 +85,7 @@ impl Client {
         }
         let target = self.target.describe();
         let cerr = |source| ClientError::Connect { target: target.clone(), source };
-        let perr = |e: hyper::Error| ClientError::Protocol { target: target.clone(), message: e.to_string() };
+        let perr = |e: hyper::Error| ClientError::Protocol { target: target.clone(), message: chain(&e) };
         let sender = match &self.target {
             Target::Tcp(h) => {
                 let s = tokio::net::TcpStream::connect(h).await.map_err(cerr)?;
@@ -140,15 +140,33 @@ impl Client {
         }
         let req = req.body(Full::new(Bytes::from(body.unwrap_or_default()))).map_err(|e| ClientError::Protocol { target: target.clone(), message: e.to_string() })?;
         let conn = self.connect().await?;
-        let res = match conn.send_request(req).await {
+        // a new connection is ready only once its task has run (at once on a
+        // single-threaded runtime, not necessarily on a multi-threaded one)
+        let sent = match conn.ready().await {
+            Ok(()) => conn.send_request(req).await,
+            Err(e) => Err(e),
+        };
+        let res = match sent {
             Ok(r) => r,
             Err(e) => {
                 self.conn = None;
-                return Err(ClientError::Protocol { target, message: e.to_string() });
+                return Err(ClientError::Protocol { target, message: chain(&e) });
             }
         };
         let status = res.status();
-        let bytes = res.into_body().collect().await.map_err(|e| ClientError::Protocol { target, message: e.to_string() })?.to_bytes();
+        let bytes = res.into_body().collect().await.map_err(|e| ClientError::Protocol { target, message: chain(&e) })?.to_bytes();
         Ok((status, bytes))
     }
+}
+
+/// An error and its causes, as one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
 }

@@ -56,6 +56,10 @@ pub enum Command {
     Agent(crate::live_args::AgentArgs),
     /// Start a controller and agents emulating a cluster on this machine.
     Up(crate::live_args::UpArgs),
+    /// Load-test the live system on this machine: a controller and agents on
+    /// loopback, concurrent clients submitting real short jobs; submissions/s,
+    /// starts/s, pass time and memory with the load queued, nothing lost.
+    Loadtest(crate::loadtest_cmd::LoadTestArgs),
     /// Stop what `tessera up --detach` started.
     Down(crate::live_args::DownArgs),
     /// Jobs on a running controller: submit (sbatch), cancel, hold, release,

@@ -42,6 +42,7 @@ pub fn controller(a: ControllerArgs) -> Result<()> {
         default_limit_s,
         operators: a.operators,
         site: a.site,
+        max_batch: a.max_batch,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(tessera_controller::http::serve(cfg))
@@ -86,9 +87,11 @@ pub fn agent(a: AgentArgs) -> Result<()> {
     };
     let nodes = agent_nodes(&a, &name)?;
     let cfg = AgentConfig { name, target, token, nodes, state_dir: a.state_dir.clone(), limit_slack_s: a.limit_slack };
+    // before the runtime's threads: the launcher is forked from a one-thread process
+    let launcher = tessera_agent::launcher::Launcher::start().context("starting the launcher")?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     rt.block_on(async move {
-        let agent = Agent::open(cfg)?;
+        let agent = Agent::open(cfg, launcher)?;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             r = agent.run() => r,
@@ -140,23 +143,37 @@ fn tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
-pub fn up(a: UpArgs) -> Result<()> {
-    let dir = &a.state_dir;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let dir = dir.canonicalize()?;
-    if let Ok(text) = std::fs::read_to_string(dir.join("up.json")) {
-        let f: UpFile = serde_json::from_str(&text).unwrap_or(UpFile { controller: 0, agents: vec![] });
-        if f.controller > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(f.controller as i32), None).is_ok() {
-            bail!("a controller (pid {}) already runs on {}: stop it with `tessera down --state-dir {}`", f.controller, dir.display(), dir.display());
-        }
+/// A controller and agents started on this machine, every node registered.
+pub struct Local {
+    pub controller: Child,
+    pub agents: Vec<Child>,
+    pub ep: tessera_controller::Endpoint,
+    pub cluster: Cluster,
+}
+
+impl Local {
+    fn file(&self) -> UpFile {
+        UpFile { controller: self.controller.id(), agents: self.agents.iter().map(|c| c.id()).collect() }
     }
-    let (text, path) = cluster_text(&a.cluster)?;
+
+    /// Stop the agents and the controller (SIGTERM, then SIGKILL after 10 s).
+    pub fn stop(&self) {
+        stop(&self.file());
+    }
+}
+
+/// Start a controller with state in `dir` (extra arguments appended) and
+/// `agents` agents sharing the cluster's nodes; return once every node is
+/// registered.
+pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, listen: std::net::SocketAddr, policy: &str, extra: &[String]) -> Result<Local> {
+    let (text, path) = cluster_text(cluster_file)?;
     let cluster = Cluster::from_toml(&text, &path).map_err(|e| anyhow!("{e}"))?;
     let _ = std::fs::remove_file(dir.join("controller.json"));
-    let mut args = vec!["controller".to_string(), "--state-dir".into(), dir.display().to_string(), "--listen".into(), a.listen.to_string(), "--policy".into(), a.policy.clone()];
-    if let Some(c) = &a.cluster {
+    let mut args = vec!["controller".to_string(), "--state-dir".into(), dir.display().to_string(), "--listen".into(), listen.to_string(), "--policy".into(), policy.to_string()];
+    if let Some(c) = cluster_file {
         args.extend(["--cluster".into(), c.canonicalize()?.display().to_string()]);
     }
+    args.extend(extra.iter().cloned());
     let clog = dir.join("controller.log");
     let mut controller = spawn_daemon(&args, &clog)?;
     let t0 = Instant::now();
@@ -175,19 +192,18 @@ pub fn up(a: UpArgs) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let n = a.agents.clamp(1, cluster.nodes.len());
-    let mut agents = Vec::new();
+    let n = agents.clamp(1, cluster.nodes.len());
+    let mut local = Local { controller, agents: Vec::new(), ep, cluster };
     for k in 0..n {
-        let lo = k * cluster.nodes.len() / n;
-        let hi = (k + 1) * cluster.nodes.len() / n;
-        let names: Vec<&str> = cluster.nodes[lo..hi].iter().map(|x| x.name.as_str()).collect();
+        let nodes = &local.cluster.nodes;
+        let names: Vec<&str> = nodes[k * nodes.len() / n..(k + 1) * nodes.len() / n].iter().map(|x| x.name.as_str()).collect();
         let name = format!("agent{}", k + 1);
         let mut args = vec![
             "agent".to_string(),
             "--name".into(),
             name.clone(),
             "--controller".into(),
-            ep.url.clone(),
+            local.ep.url.clone(),
             "--key-file".into(),
             dir.join("cluster.key").display().to_string(),
             "--nodes".into(),
@@ -195,28 +211,49 @@ pub fn up(a: UpArgs) -> Result<()> {
             "--state-dir".into(),
             dir.join("agents").join(&name).display().to_string(),
         ];
-        match &a.cluster {
+        match cluster_file {
             Some(c) => args.extend(["--cluster".into(), c.canonicalize()?.display().to_string()]),
             None => args.push("--default-cluster".into()),
         }
-        agents.push(spawn_daemon(&args, &dir.join(format!("{name}.log")))?);
+        match spawn_daemon(&args, &dir.join(format!("{name}.log"))) {
+            Ok(c) => local.agents.push(c),
+            Err(e) => {
+                local.stop();
+                return Err(e);
+            }
+        }
     }
-    let f = UpFile { controller: controller.id(), agents: agents.iter().map(|c| c.id()).collect() };
-    std::fs::write(dir.join("up.json"), serde_json::to_vec_pretty(&f)?)?;
     // ready once every node is registered
     let rt = crate::live_cmd::runtime()?;
-    let mut client = Client::new(Target::Unix(ep.socket.clone()), None);
+    let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
     loop {
         let nodes: Vec<NodeInfo> = rt.block_on(client.call::<(), _>(hyper::Method::GET, "/v1/nodes", None)).unwrap_or_default();
         if !nodes.is_empty() && nodes.iter().all(|x| x.state != "unknown") {
-            break;
+            return Ok(local);
         }
         if t0.elapsed() > Duration::from_secs(30) {
-            stop(&f);
+            local.stop();
             bail!("the agents did not register within 30 s:\n{}", tail(&dir.join("agent1.log")));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+pub fn up(a: UpArgs) -> Result<()> {
+    let dir = &a.state_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
+    if let Ok(text) = std::fs::read_to_string(dir.join("up.json")) {
+        let f: UpFile = serde_json::from_str(&text).unwrap_or(UpFile { controller: 0, agents: vec![] });
+        if f.controller > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(f.controller as i32), None).is_ok() {
+            bail!("a controller (pid {}) already runs on {}: stop it with `tessera down --state-dir {}`", f.controller, dir.display(), dir.display());
+        }
+    }
+    let mut local = start_local(&dir, &a.cluster, a.agents, a.listen, &a.policy, &[])?;
+    let f = local.file();
+    std::fs::write(dir.join("up.json"), serde_json::to_vec_pretty(&f)?)?;
+    let (ep, cluster, n) = (&local.ep, &local.cluster, local.agents.len());
+    let clog = dir.join("controller.log");
     let cores: u32 = cluster.nodes.iter().map(|x| x.cores).sum();
     println!("Tessera is up: controller {} (pid {}), {n} agents presenting the {} nodes ({cores} cores) of cluster {}.", ep.url, f.controller, cluster.nodes.len(), cluster.name);
     println!("State, logs and accounting in {}.", dir.display());
@@ -232,7 +269,7 @@ pub fn up(a: UpArgs) -> Result<()> {
         if signals() {
             break;
         }
-        if let Some(st) = controller.try_wait()? {
+        if let Some(st) = local.controller.try_wait()? {
             stop(&f);
             bail!("the controller exited ({st}):\n{}", tail(&clog));
         }

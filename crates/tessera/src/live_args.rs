@@ -59,6 +59,10 @@ pub struct ControllerArgs {
     /// Site name for accounting records.
     #[arg(long, default_value = "TESSERA-LOCAL")]
     pub site: String,
+    /// Most requests committed in one journal transaction (1: no group commit;
+    /// for the load test's comparison).
+    #[arg(long, default_value_t = tessera_controller::actor::MAX_BATCH, hide = true)]
+    pub max_batch: usize,
 }
 
 #[derive(Args, Debug)]

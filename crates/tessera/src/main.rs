@@ -17,6 +17,7 @@ mod cluster_cmd;
 mod daemon_cmd;
 mod live_args;
 mod live_cmd;
+mod loadtest_cmd;
 mod experiment_cmd;
 mod node_cmd;
 mod power_cmd;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("TESSERA_LOG").unwrap_or_else(|_| if daemon { "info" } else { "warn" }.into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -77,6 +79,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Controller(a) => daemon_cmd::controller(a),
         cli::Command::Agent(a) => daemon_cmd::agent(a),
         cli::Command::Up(a) => daemon_cmd::up(a),
+        cli::Command::Loadtest(a) => loadtest_cmd::loadtest(a),
         cli::Command::Down(a) => daemon_cmd::down(a),
         cli::Command::Token { command: live_args::TokenCommand::Create(a) } => daemon_cmd::token(a),
         cli::Command::Queue(a) => live_cmd::queue(a),
