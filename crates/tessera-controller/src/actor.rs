@@ -189,7 +189,7 @@ impl Actor {
             euid: nix::unistd::geteuid().as_raw(),
         };
         if replayed > 0 {
-            actor.journal.snapshot(&actor.state)?;
+            actor.snapshot()?;
         }
         Ok(actor)
     }
@@ -230,7 +230,14 @@ impl Actor {
                 break;
             }
         }
-        self.journal.snapshot(&self.state)?;
+        self.snapshot()
+    }
+
+    /// Snapshot the state (dropping the journal before it), once every
+    /// accounting record it implies is durable.
+    fn snapshot(&mut self) -> Result<()> {
+        self.store.checkpoint().context("syncing the accounting store")?;
+        self.journal.snapshot(&self.state).context("writing a snapshot")?;
         Ok(())
     }
 
@@ -270,7 +277,7 @@ impl Actor {
             self.metrics.batch(t1 - t0, t1.elapsed());
             self.act(actions)?;
             if self.journal.since_snapshot >= SNAPSHOT_EVERY {
-                self.journal.snapshot(&self.state)?;
+                self.snapshot()?;
             }
         }
         for a in after {

@@ -44,8 +44,8 @@ pub struct LoadTestArgs {
     /// Scheduling passes timed with the whole load queued.
     #[arg(long, default_value_t = 100)]
     pub passes: usize,
-    /// Submissions to a controller with group commit and to one without (one
-    /// transaction per submission), for the ratio (0: skip the comparison).
+    /// Held jobs submitted to a controller with group commit and to one without
+    /// (one transaction per submission), for the ratio (0: skip the comparison).
     #[arg(long, default_value_t = 2_000)]
     pub compare_jobs: usize,
     /// Give up (stopping everything) after this many seconds.
@@ -136,13 +136,32 @@ pub struct Compare {
     pub ratio: f64,
 }
 
-/// Stops the daemons however the test ends.
-struct Guard(Option<Local>);
+/// Stops the daemons however the test ends, and then any job still running
+/// (jobs outlive their agents by design; a test cut short must not leave its
+/// fillers behind).
+struct Guard(Option<Local>, PathBuf);
 
 impl Drop for Guard {
     fn drop(&mut self) {
         if let Some(l) = self.0.take() {
             l.stop();
+            kill_jobs(&self.1);
+        }
+    }
+}
+
+/// SIGKILL to the process group of every job in the spools of the agents
+/// under `state`.
+fn kill_jobs(state: &Path) {
+    let Ok(agents) = std::fs::read_dir(state.join("agents")) else { return };
+    for a in agents.flatten() {
+        let Ok(files) = std::fs::read_dir(a.path().join("jobs")) else { continue };
+        for f in files.flatten() {
+            let Some(n) = f.file_name().to_str().filter(|n| !n.ends_with(".sh")).and_then(tessera_agent::launch::Slot::parse_name) else { continue };
+            let slot = tessera_agent::launch::Slot::new(&a.path(), n);
+            if let (Some(p), None) = (slot.read().pids, slot.read().exit) {
+                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(p.pgid), nix::sys::signal::Signal::SIGKILL);
+            }
         }
     }
 }
@@ -186,7 +205,7 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let state = dir.join("state");
     std::fs::create_dir_all(&state)?;
-    let local = Guard(Some(start_local(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?));
+    let local = Guard(Some(start_local(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?), state.clone());
     let cores: u32 = local.cluster.nodes.iter().map(|n| n.cores).sum();
     let target = Target::Unix(local.ep.socket.clone());
     let out = dir.join("out");
@@ -303,9 +322,12 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
         let rate = |name: &str, extra: &[String]| -> Result<Rate> {
             let d = dir.join(name);
             std::fs::create_dir_all(&d)?;
-            let l = Guard(Some(start_local(&d, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, extra)?));
+            let l = Guard(Some(start_local(&d, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, extra)?), d.clone());
             let t = Target::Unix(l.ep.socket.clone());
-            let (_, r) = rt.block_on(submit_all(&t, a.clients, a.compare_jobs, &load))?;
+            // held, so that only the submissions are measured
+            let mut held = load.clone();
+            held.options.push(opt("--hold", ""));
+            let (_, r) = rt.block_on(submit_all(&t, a.clients, a.compare_jobs, &held))?;
             Ok(r)
         };
         let group = rate("group", &[])?;

@@ -1,2 +1,3 @@
 //! Integration tests of the agent crate.
+mod launch;
 mod powercap;

@@ -4,6 +4,7 @@
 
 mod auth;
 mod e2e;
+mod loadtest;
 mod netns;
 mod recovery;
 
