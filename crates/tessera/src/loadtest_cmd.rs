@@ -32,8 +32,9 @@ pub struct LoadTestArgs {
     /// Concurrent clients, each on its own connection, one submission at a time.
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
-    /// Agents presenting the cluster's nodes.
-    #[arg(long, default_value_t = 2)]
+    /// Agents presenting the cluster's nodes (each forks its jobs' shepherds
+    /// through its own launcher).
+    #[arg(long, default_value_t = 4)]
     pub agents: usize,
     /// Cluster file (default: the embedded default cluster, 32 nodes of 8 cores).
     #[arg(long)]
