@@ -134,8 +134,13 @@ fn open_out(path: &str) -> io::Result<fs::File> {
 /// The uid `l` runs as: its submitter's when the agent is root (and the
 /// submitter is not), else the agent's own.
 pub fn runs_as(l: &Launch) -> u32 {
-    let euid = nix::unistd::geteuid();
-    if euid.is_root() && l.uid != 0 { l.uid } else { euid.as_raw() }
+    switch_to(l).map_or(nix::unistd::geteuid().as_raw(), |(uid, _)| uid)
+}
+
+/// The uid and gid to switch the job to, when the agent is root and the job's
+/// submitter is not.
+fn switch_to(l: &Launch) -> Option<(u32, u32)> {
+    (nix::unistd::geteuid().is_root() && l.uid != 0).then_some((l.uid, l.gid))
 }
 
 /// Start `l` in `slot`: write the record's `run` line (the agent's JSON `run`)
@@ -150,7 +155,8 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch) -> io::Result<Spawned> {
         let mut f = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o700).open(script)?;
         f.write_all(l.script.as_bytes())?;
     }
-    let switch = nix::unistd::geteuid().is_root() && l.uid != 0;
+    let ids = switch_to(l);
+    let switch = ids.is_some();
     if switch {
         std::os::unix::fs::chown(script, Some(l.uid), Some(l.gid))?;
         fs::set_permissions(script, fs::Permissions::from_mode(0o700))?;
@@ -190,7 +196,7 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch) -> io::Result<Spawned> {
         err: err.as_ref().map_or(out.as_raw_fd(), |f| f.as_raw_fd()),
         pipe: wfd.as_raw_fd(),
         record: record.as_ptr(),
-        ids: if switch { Some((l.uid, l.gid)) } else { None },
+        ids,
         run: (l.job as i64, l.attempt as i64),
         // 16-byte aligned: the stack grows down from here
         stack: JOB_STACK.0.get().cast::<u8>().wrapping_add(STACK - 64).map_addr(|a| a & !15),

@@ -248,7 +248,7 @@ fn ms(s: f64) -> f64 {
 }
 
 /// Median, 99th percentile and maximum.
-fn quantiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+pub fn quantiles(mut v: Vec<f64>) -> (f64, f64, f64) {
     if v.is_empty() {
         return (0.0, 0.0, 0.0);
     }
@@ -554,9 +554,10 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// A field of `/proc/self/status` (VmRSS, VmHWM) in KiB; None where there is none.
-fn proc_status_kib(field: &str) -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+/// A field of `/proc/PROC/status` (VmRSS, VmHWM) in KiB, PROC a pid or `self`;
+/// None where there is none.
+pub fn proc_status_kib(proc: &str, field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{proc}/status")).ok()?;
     s.lines().find_map(|l| {
         l.strip_prefix(field)?
             .strip_prefix(':')?
@@ -642,7 +643,7 @@ pub fn bench_stream(a: StreamBenchArgs) -> Result<()> {
                 rss.push(RssSample {
                     done,
                     jobs: d.finished,
-                    rss_kib: proc_status_kib("VmRSS"),
+                    rss_kib: proc_status_kib("self", "VmRSS"),
                 });
             }
         }
@@ -667,7 +668,7 @@ pub fn bench_stream(a: StreamBenchArgs) -> Result<()> {
         wall_s,
         jobs_per_s: a.jobs as f64 / wall_s,
         rss,
-        peak_rss_kib: proc_status_kib("VmHWM"),
+        peak_rss_kib: proc_status_kib("self", "VmHWM"),
         slots: d.engine.slots(),
     };
     match a.format {

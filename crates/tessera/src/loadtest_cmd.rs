@@ -12,6 +12,7 @@
 //! its output file written), and compares submissions against a controller
 //! without group commit (one transaction per submission) in the same run.
 
+use crate::bench_cmd::{proc_status_kib, quantiles};
 use crate::daemon_cmd::{start_local, Local};
 use crate::live_args::ListFormat;
 use anyhow::{anyhow, bail, Context, Result};
@@ -160,7 +161,8 @@ fn kill_jobs(state: &Path) {
         for f in files.flatten() {
             let Some(n) = f.file_name().to_str().filter(|n| !n.ends_with(".sh")).and_then(tessera_agent::launch::Slot::parse_name) else { continue };
             let slot = tessera_agent::launch::Slot::new(&a.path(), n);
-            if let (Some(p), None) = (slot.read().pids, slot.read().exit) {
+            let rec = slot.read();
+            if let (Some(p), None) = (rec.pids, rec.exit) {
                 let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(p.pgid), nix::sys::signal::Signal::SIGKILL);
             }
         }
@@ -248,19 +250,19 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
         pass.push(m.get("tessera_pass_seconds_last").copied().unwrap_or(0.0) * 1e3);
         commit.push(m.get("tessera_commit_seconds_last").copied().unwrap_or(0.0) * 1e3);
     }
-    pass.sort_by(f64::total_cmp);
-    commit.sort_by(f64::total_cmp);
+    let passes = pass.len();
+    let (pass_p50_ms, pass_p99_ms, pass_max_ms) = quantiles(pass);
     let queued = Queued {
         jobs: ids.len(),
         rss_before_kib: rss_before,
         rss_after_kib: rss_after,
         bytes_per_job: (rss_after as f64 - rss_before as f64) * 1024.0 / ids.len() as f64,
         env_bytes_per_job: env_bytes,
-        passes: pass.len(),
-        pass_p50_ms: quantile(&pass, 0.5),
-        pass_p99_ms: quantile(&pass, 0.99),
-        pass_max_ms: pass.last().copied().unwrap_or(0.0),
-        commit_p50_ms: quantile(&commit, 0.5),
+        passes,
+        pass_p50_ms,
+        pass_p99_ms,
+        pass_max_ms,
+        commit_p50_ms: quantiles(commit).0,
     };
 
     // run: cancel the fillers, the load starts as cores free up
@@ -372,14 +374,14 @@ async fn submit_all(target: &Target, clients: usize, n: usize, req: &SubmitReque
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    lat.sort_by(f64::total_cmp);
+    let (latency_p50_ms, latency_p99_ms, latency_max_ms) = quantiles(lat);
     let mut sorted = ids.clone();
     sorted.sort_unstable();
     sorted.dedup();
     if sorted.len() != n {
         bail!("{n} submissions acknowledged with {} distinct job ids", sorted.len());
     }
-    Ok((ids, Rate { jobs: n, seconds, per_s: n as f64 / seconds, latency_p50_ms: quantile(&lat, 0.5), latency_p99_ms: quantile(&lat, 0.99), latency_max_ms: lat.last().copied().unwrap_or(0.0) }))
+    Ok((ids, Rate { jobs: n, seconds, per_s: n as f64 / seconds, latency_p50_ms, latency_p99_ms, latency_max_ms }))
 }
 
 async fn cancel_all(target: &Target, clients: usize, ids: &[u64]) -> Result<()> {
@@ -430,15 +432,7 @@ fn wait(deadline: Instant, what: &str, mut done: impl FnMut() -> Result<bool>) -
 }
 
 fn rss_kib(pid: u32) -> Result<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).with_context(|| format!("reading /proc/{pid}/status"))?;
-    text.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).ok_or_else(|| anyhow!("/proc/{pid}/status: no VmRSS"))
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+    proc_status_kib(&pid.to_string(), "VmRSS").ok_or_else(|| anyhow!("/proc/{pid}/status: no VmRSS (is the controller running?)"))
 }
 
 /// Ends per second: over the whole seconds strictly between the first and the
@@ -451,10 +445,9 @@ fn per_second(ends: &BTreeMap<i64, usize>) -> (f64, f64, f64, usize) {
         let r = n as f64 / (last - first + 1) as f64;
         return (r, r, r, 0);
     }
-    let mut v: Vec<f64> = (first + 1..last).map(|s| ends.get(&s).copied().unwrap_or(0) as f64).collect();
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    v.sort_by(f64::total_cmp);
-    (mean, quantile(&v, 0.5), v[0], v.len())
+    let v: Vec<f64> = (first + 1..last).map(|s| ends.get(&s).copied().unwrap_or(0) as f64).collect();
+    let (mean, n, min) = (v.iter().sum::<f64>() / v.len() as f64, v.len(), v.iter().copied().fold(f64::INFINITY, f64::min));
+    (mean, quantiles(v).0, min, n)
 }
 
 fn machine() -> String {
