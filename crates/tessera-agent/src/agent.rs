@@ -108,7 +108,6 @@ impl Spool {
     }
 
     fn give_back(&mut self, slot: &Slot, owner: u32) {
-        slot.free();
         self.free.entry(owner).or_default().push(slot.n);
     }
 }
@@ -203,6 +202,7 @@ impl Agent {
         for r in reported {
             if let AgentJob::Ended(x) = r {
                 if let Some(j) = self.jobs.remove(&(x.job, x.attempt)) {
+                    j.slot.free(x.job, x.attempt);
                     self.spool.give_back(&j.slot, j.owner);
                 }
             }

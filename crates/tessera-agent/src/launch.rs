@@ -1,30 +1,42 @@
 //! Starting a job as real processes, in a way that survives the agent.
 //!
-//! Each job gets a *shepherd*, as Slurm's slurmstepd: the agent forks it, the
-//! shepherd starts a session of its own, starts the job as posix_spawn does
+//! Each job gets a *shepherd*, as Slurm's slurmstepd: the launcher starts it,
+//! the shepherd starts a session of its own, starts the job as posix_spawn does
 //! (`clone` sharing its memory until the exec; the job in its own process group,
 //! so signals reach every process of the job and nothing else), waits for it
 //! with `wait4` and records the exit status and CPU time.
 //!
+//! The shepherd itself shares the launcher's memory (`clone` with `CLONE_VM`,
+//! on a stack of its own from [`Stacks`]): starting it copies no page tables,
+//! nothing takes a copy-on-write fault afterwards, and its end tears no
+//! address space down. The launcher goes on running meanwhile, so a shepherd
+//! and a job before its exec make raw system calls only ([`sys`]) and touch
+//! no memory but their own stacks and what the launcher prepared for them
+//! (paths, argv, environment, open files), which stays alive until the
+//! shepherd reports the job's pid. A shepherd outlives the launcher and the
+//! agent: the memory it shares stays mapped while any of them runs.
+//!
 //! The agent's spool (`jobs/` in its state directory) is a set of slots, each
-//! a record file (`N`) and a script file (`N.sh`) reused from job to job: slots
-//! are emptied, never deleted, so a start allocates no inode. A record is a few
-//! lines, each written whole by one `write` in append mode, so a reader takes
-//! every line that ends in a newline and ignores a torn last one: `run JOB
-//! ATTEMPT {json}` (the agent's, before the fork), `pids JOB ATTEMPT SHEPHERD
-//! PGID` (the shepherd's, before it tells the agent the job's pid) and `exit JOB
-//! ATTEMPT CODE SIGNAL CPU_US END` (the shepherd's when the job ends; the first
-//! such line of the run counts). A restarted agent finds every job it started
-//! and learns how each ended, even while it was away. Between `fork` and `exec`
-//! only async-signal-safe calls are made:
-//! everything is prepared (paths, argv, environment, open files) before the fork.
+//! a record file (`N`) and a script file (`N.sh`) reused from job to job and
+//! never deleted or emptied, so a start allocates no inode and frees no block.
+//! A record is a few lines, each written whole by one `write`, so a reader
+//! takes every line that ends in a newline and ignores a torn last one: `run
+//! JOB ATTEMPT {json}` (the launcher's, written over the slot's previous
+//! record), `pids JOB ATTEMPT SHEPHERD PGID` (the shepherd's, before it tells
+//! the launcher the job's pid), `exit JOB ATTEMPT CODE SIGNAL CPU_US END` (the
+//! shepherd's when the job ends; the first such line of the run counts) and
+//! `free JOB ATTEMPT` (the agent's, once the end is reported). Lines of another
+//! run (the rest of a previous record, or a shepherd that outlived its slot)
+//! do not count. A restarted agent finds every job it started and learns how
+//! each ended, even while it was away.
 
 use std::ffi::CString;
 use std::fs;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use crate::sys;
 use tessera_proto::api::Launch;
 
 /// The processes of a started job.
@@ -76,10 +88,12 @@ impl Slot {
     }
 
     /// Read the record: every complete line of its run, the first `exit` line
-    /// counting. An empty record is a free slot.
+    /// counting. An empty record, or one whose run is marked free, is a free
+    /// slot.
     pub fn read(&self) -> Record {
         let mut r = Record::default();
-        let Ok(text) = fs::read_to_string(&self.record) else { return r };
+        let Ok(bytes) = fs::read(&self.record) else { return r };
+        let text = String::from_utf8_lossy(&bytes);
         let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
         let mut lines = complete.lines();
         let Some(first) = lines.next() else { return r };
@@ -96,6 +110,7 @@ impl Slot {
                 continue;
             }
             match (kind, &v[2..]) {
+                ("free", &[]) => return Record::default(),
                 ("pids", &[shepherd, pgid]) => r.pids = Some(Spawned { shepherd: shepherd as i32, pgid: pgid as i32 }),
                 ("exit", &[code, sig, cpu_us, end]) if r.exit.is_none() => {
                     r.exit = Some(ExitRecord { code: (code >= 0).then_some(code as i32), signal: (sig >= 0).then_some(sig as i32), cpu_s: cpu_us as f64 / 1e6, end })
@@ -113,12 +128,11 @@ impl Slot {
         f.write_all(format!("exit {job} {attempt} {code} {signal} 0 {end}\n").as_bytes())
     }
 
-    /// Empty the slot for the next job.
-    pub fn free(&self) {
-        for p in [&self.record, &self.script] {
-            if let Ok(f) = fs::OpenOptions::new().write(true).open(p) {
-                let _ = f.set_len(0);
-            }
+    /// Mark the slot free once its run (`job`, `attempt`) has been reported: a
+    /// `free` line, so the record needs no truncation (see [`rewrite`]).
+    pub fn free(&self, job: u64, attempt: u32) {
+        if let Ok(mut f) = fs::OpenOptions::new().append(true).open(&self.record) {
+            let _ = f.write_all(format!("free {job} {attempt}\n").as_bytes());
         }
     }
 }
@@ -143,18 +157,33 @@ fn switch_to(l: &Launch) -> Option<(u32, u32)> {
     (nix::unistd::geteuid().is_root() && l.uid != 0).then_some((l.uid, l.gid))
 }
 
+/// Replace a spool file's content in place: written over from its start, then
+/// cut to the new length. A slot's files are never emptied first: ext4 writes a
+/// file out to disk when it is closed after being truncated to nothing and
+/// rewritten (its `auto_da_alloc` safeguard), a disk write per launch.
+fn rewrite(path: &Path, body: &[u8], mode: u32) -> io::Result<fs::File> {
+    let f = fs::OpenOptions::new().write(true).create(true).mode(mode).open(path)?;
+    f.write_all_at(body, 0)?;
+    if f.metadata()?.len() > body.len() as u64 {
+        f.set_len(body.len() as u64)?;
+    }
+    Ok(f)
+}
+
 /// Start `l` in `slot`: write the record's `run` line (the agent's JSON `run`)
-/// and the script, then fork the shepherd. Returns once the job's process exists.
-pub fn spawn(slot: &Slot, run: &str, l: &Launch) -> io::Result<Spawned> {
-    {
-        let mut f = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&slot.record)?;
-        f.write_all(format!("run {} {} {run}\n", l.job, l.attempt).as_bytes())?;
+/// and the script, then start the shepherd on a stack from `stacks`. Returns
+/// once the job's process exists; call [`Stacks::ended`] when the shepherd has
+/// been reaped.
+pub fn spawn(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> io::Result<Spawned> {
+    let record = rewrite(&slot.record, format!("run {} {} {run}\n", l.job, l.attempt).as_bytes(), 0o644)?;
+    // the shepherd appends to it (Linux's pwrite would append too, were the
+    // file opened so)
+    // SAFETY: a plain system call on an open fd.
+    if unsafe { libc::fcntl(record.as_raw_fd(), libc::F_SETFL, libc::O_APPEND) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     let script = &slot.script;
-    {
-        let mut f = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o700).open(script)?;
-        f.write_all(l.script.as_bytes())?;
-    }
+    rewrite(script, l.script.as_bytes(), 0o700)?;
     let ids = switch_to(l);
     let switch = ids.is_some();
     if switch {
@@ -178,14 +207,16 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch) -> io::Result<Spawned> {
         }
     }
     let devnull = fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_CLOEXEC).open("/dev/null")?;
-    let record = cstr(slot.record.to_str().unwrap_or(""), "path")?;
     let argv_p: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
     let envp_p: Vec<*const libc::c_char> = envp.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
     let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: a plain system call on a buffer of two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: both fds were just created and are owned here.
     let (rfd, wfd) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let stack = stacks.take()?;
     let child = Child {
         prog: prog.as_ptr(),
         argv: argv_p.as_ptr(),
@@ -195,24 +226,26 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch) -> io::Result<Spawned> {
         out: out.as_raw_fd(),
         err: err.as_ref().map_or(out.as_raw_fd(), |f| f.as_raw_fd()),
         pipe: wfd.as_raw_fd(),
-        record: record.as_ptr(),
+        record: record.as_raw_fd(),
         ids,
         run: (l.job as i64, l.attempt as i64),
-        // 16-byte aligned: the stack grows down from here
-        stack: JOB_STACK.0.get().cast::<u8>().wrapping_add(STACK - 64).map_addr(|a| a & !15),
+        job_stack: stack.wrapping_add(STACK),
     };
-    // SAFETY: the child runs only async-signal-safe calls on memory prepared above.
-    let pid = unsafe { libc::fork() };
+    // SAFETY: the shepherd runs on its own stack, copies `child` before it
+    // tells us the job's pid (until then everything `child` points to stays
+    // alive here) and makes raw system calls only (see `sys`).
+    let pid = unsafe { sys::clone_on((libc::CLONE_VM | libc::SIGCHLD) as usize, stack.wrapping_add(2 * STACK), shepherd_entry, &child as *const Child as usize) };
     if pid < 0 {
-        return Err(io::Error::last_os_error());
+        stacks.free.push(stack);
+        return Err(io::Error::from_raw_os_error(-pid as i32));
     }
-    if pid == 0 {
-        unsafe { child.shepherd() }
-    }
+    let pid = pid as i32;
+    stacks.busy.insert(pid, stack);
     drop(wfd);
     let mut buf = [0u8; 4];
     let mut got = 0;
     while got < 4 {
+        // SAFETY: reading into the rest of a 4-byte buffer.
         let n = unsafe { libc::read(rfd.as_raw_fd(), buf[got..].as_mut_ptr().cast(), 4 - got) };
         if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
             continue;
@@ -224,22 +257,56 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch) -> io::Result<Spawned> {
     }
     let pgid = i32::from_le_bytes(buf);
     if pgid <= 0 {
-        return Err(io::Error::other("the job's shepherd could not fork"));
+        return Err(io::Error::other("the job's shepherd could not start the job"));
     }
     Ok(Spawned { shepherd: pid, pgid })
 }
 
-/// The job's stack until it execs: its few calls need far less.
-const STACK: usize = 64 * 1024;
+/// The size of each stack: a shepherd's, and its job's until the exec. Their
+/// few calls need far less (no recursion, buffers of a few hundred bytes):
+/// measured with mincore, a shepherd touches one page of its stack in an
+/// optimized build and two unoptimized, a job one.
+const STACK: usize = 16 * 1024;
 
-/// Memory for that stack, used only in a shepherd (each has its own copy after
-/// the fork), so one static buffer serves every launch.
-struct JobStack(std::cell::UnsafeCell<[u8; STACK]>);
-// SAFETY: only ever touched in a forked shepherd, never shared between threads.
-unsafe impl Sync for JobStack {}
-static JOB_STACK: JobStack = JobStack(std::cell::UnsafeCell::new([0; STACK]));
+/// How many shepherds' stacks one mapping holds.
+const PER_MAPPING: usize = 64;
 
-/// Everything the forked shepherd and job need, prepared before the fork.
+/// Stacks for shepherds, reused: a shepherd shares the launcher's memory
+/// (`CLONE_VM`), so it is started without copying the launcher's page tables
+/// and ends without tearing any down, but it needs stacks of its own until it
+/// is reaped. Mapped `PER_MAPPING` at a time, so that thousands of running
+/// jobs cost few memory areas; never unmapped.
+#[derive(Default)]
+pub struct Stacks {
+    free: Vec<*mut u8>,
+    busy: std::collections::HashMap<i32, *mut u8>,
+}
+
+impl Stacks {
+    /// A free pair of stacks: the job's below, the shepherd's above.
+    fn take(&mut self) -> io::Result<*mut u8> {
+        if self.free.is_empty() {
+            let len = PER_MAPPING * 2 * STACK;
+            // SAFETY: a fresh anonymous private mapping.
+            let m = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK, -1, 0) };
+            if m == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            self.free.extend((0..PER_MAPPING).rev().map(|i| m.cast::<u8>().wrapping_add(i * 2 * STACK)));
+        }
+        Ok(self.free.pop().expect("just filled"))
+    }
+
+    /// The shepherd `pid` has been reaped: its stacks serve the next one.
+    pub fn ended(&mut self, pid: i32) {
+        if let Some(s) = self.busy.remove(&pid) {
+            self.free.push(s);
+        }
+    }
+}
+
+/// Everything a shepherd and its job need, prepared before the clone.
+#[derive(Clone, Copy)]
 struct Child {
     prog: *const libc::c_char,
     argv: *const *const libc::c_char,
@@ -249,147 +316,145 @@ struct Child {
     out: libc::c_int,
     err: libc::c_int,
     pipe: libc::c_int,
-    record: *const libc::c_char,
+    /// The slot's record, open: the shepherd appends its lines to it.
+    record: libc::c_int,
     ids: Option<(u32, u32)>,
     /// The run's job and attempt, at the head of the shepherd's lines.
     run: (i64, i64),
     /// The top of the stack the job runs on until it execs.
-    stack: *mut u8,
+    job_stack: *mut u8,
+}
+
+/// Where a shepherd starts, on its own stack, sharing the launcher's memory.
+unsafe extern "C" fn shepherd_entry(arg: usize) -> ! {
+    // a copy on the shepherd's own stack: the launcher's stays valid only
+    // until the shepherd reports the job's pid
+    let c: Child = std::ptr::read_volatile(arg as *const Child);
+    c.shepherd()
 }
 
 /// Where the job starts, on its own stack, sharing the shepherd's memory until
 /// it execs.
-extern "C" fn job_entry(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the shepherd's `Child`, alive while the shepherd waits
-    // for this exec (CLONE_VFORK).
-    unsafe { (*(arg as *const Child)).job() }
+unsafe extern "C" fn job_entry(arg: usize) -> ! {
+    // `arg` is the shepherd's `Child`, alive while the shepherd waits for this
+    // exec (CLONE_VFORK)
+    (*(arg as *const Child)).job()
 }
 
-/// Write `v` in decimal at the end of `buf[..len]`; returns the new length.
-fn put_int(buf: &mut [u8; 128], mut len: usize, v: i64) -> usize {
-    let mut tmp = [0u8; 24];
-    let mut n = 0;
-    let neg = v < 0;
-    let mut u = v.unsigned_abs();
-    loop {
-        tmp[n] = b'0' + (u % 10) as u8;
-        n += 1;
-        u /= 10;
-        if u == 0 {
-            break;
+/// A line of the record, built without allocating.
+struct Line {
+    buf: [u8; 192],
+    len: usize,
+}
+
+impl Line {
+    fn new(kind: &[u8; 4], run: (i64, i64)) -> Line {
+        let mut l = Line { buf: [0; 192], len: 0 };
+        l.buf[..4].copy_from_slice(kind);
+        l.len = 4;
+        l.int(run.0).int(run.1)
+    }
+
+    /// Append ` v` in decimal (at most 21 bytes: 8 fields fit).
+    fn int(mut self, v: i64) -> Line {
+        let mut tmp = [0u8; 20];
+        let mut n = 0;
+        let mut u = v.unsigned_abs();
+        loop {
+            tmp[n] = b'0' + (u % 10) as u8;
+            n += 1;
+            u /= 10;
+            if u == 0 {
+                break;
+            }
         }
+        self.buf[self.len] = b' ';
+        self.len += 1;
+        if v < 0 {
+            self.buf[self.len] = b'-';
+            self.len += 1;
+        }
+        while n > 0 {
+            n -= 1;
+            self.buf[self.len] = tmp[n];
+            self.len += 1;
+        }
+        self
     }
-    if neg {
-        buf[len] = b'-';
-        len += 1;
+
+    fn bytes(&mut self) -> &[u8] {
+        self.buf[self.len] = b'\n';
+        &self.buf[..self.len + 1]
     }
-    while n > 0 {
-        n -= 1;
-        buf[len] = tmp[n];
-        len += 1;
-    }
-    buf[len] = b' ';
-    len + 1
 }
 
-/// Append `buf` to the record in one write.
-unsafe fn append(path: *const libc::c_char, buf: &[u8]) {
-    let fd = libc::open(path, libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC);
-    if fd >= 0 {
-        let _ = libc::write(fd, buf.as_ptr().cast(), buf.len());
-        libc::close(fd);
+fn fail(m: &[u8], code: i32) -> ! {
+    // SAFETY: raw system calls on a static message.
+    unsafe {
+        sys::write(2, m);
+        sys::exit(code)
     }
 }
 
 impl Child {
     unsafe fn shepherd(&self) -> ! {
-        libc::setsid();
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        sys::unblock_all();
+        sys::call(libc::SYS_setsid, [0; 6]);
         for s in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGPIPE] {
-            libc::signal(s, libc::SIG_IGN);
+            sys::disposition(s, libc::SIG_IGN);
         }
-        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
-        // the job shares the shepherd's memory until it execs (as posix_spawn
-        // does): no copy of the address space the shepherd inherited from the
-        // agent, and none to tear down at the exec
-        let job = libc::clone(job_entry, self.stack.cast(), libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, (self as *const Child).cast_mut().cast());
-        let mut buf = [0u8; 128];
+        sys::disposition(libc::SIGCHLD, libc::SIG_DFL);
+        // the job shares this memory until it execs, as posix_spawn does
+        let job = sys::clone_on((libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as usize, self.job_stack, job_entry, self as *const Child as usize);
         if job < 0 {
-            let _ = libc::write(self.pipe, (-1i32).to_le_bytes().as_ptr().cast(), 4);
-            libc::_exit(1);
+            sys::write(self.pipe, &(-1i32).to_le_bytes());
+            sys::exit(1);
         }
-        libc::setpgid(job, job);
-        buf[..5].copy_from_slice(b"pids ");
-        let mut len = put_int(&mut buf, 5, self.run.0);
-        len = put_int(&mut buf, len, self.run.1);
-        len = put_int(&mut buf, len, libc::getpid() as i64);
-        len = put_int(&mut buf, len, job as i64);
-        buf[len - 1] = b'\n';
-        append(self.record, &buf[..len]);
-        let _ = libc::write(self.pipe, job.to_le_bytes().as_ptr().cast(), 4);
-        libc::close(self.pipe);
-        // hold nothing of the agent's: its sockets, its terminal
-        libc::dup2(self.devnull, 0);
-        libc::dup2(self.devnull, 1);
-        libc::dup2(self.devnull, 2);
-        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
-        let mut status = 0;
+        let job = job as i32;
+        sys::call(libc::SYS_setpgid, [job as usize, job as usize, 0, 0, 0, 0]);
+        sys::write(self.record, Line::new(b"pids", self.run).int(sys::call(libc::SYS_getpid, [0; 6]) as i64).int(job as i64).bytes());
+        sys::write(self.pipe, &job.to_le_bytes());
+        // hold nothing of the launcher's but the record, as fd 3
+        sys::dup2(self.devnull, 0);
+        sys::dup2(self.devnull, 1);
+        sys::dup2(self.devnull, 2);
+        sys::dup2(self.record, 3);
+        sys::call(libc::SYS_close_range, [4, u32::MAX as usize, 0, 0, 0, 0]);
+        let mut status: libc::c_int = 0;
         let mut ru: libc::rusage = std::mem::zeroed();
         loop {
-            let r = libc::wait4(job, &mut status, 0, &mut ru);
-            if r == job {
-                break;
-            }
-            if r < 0 && *libc::__errno_location() != libc::EINTR {
+            let r = sys::call(libc::SYS_wait4, [job as usize, &mut status as *mut libc::c_int as usize, 0, &mut ru as *mut libc::rusage as usize, 0, 0]);
+            if r == job as isize || r != -(libc::EINTR as isize) {
                 break;
             }
         }
         let mut ts: libc::timespec = std::mem::zeroed();
-        libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
+        sys::call(libc::SYS_clock_gettime, [libc::CLOCK_REALTIME as usize, &mut ts as *mut libc::timespec as usize, 0, 0, 0, 0]);
         let (code, sig) = if libc::WIFEXITED(status) { (libc::WEXITSTATUS(status) as i64, -1) } else if libc::WIFSIGNALED(status) { (-1, libc::WTERMSIG(status) as i64) } else { (-1, -1) };
         let cpu_us = (ru.ru_utime.tv_sec as i64 + ru.ru_stime.tv_sec as i64) * 1_000_000 + ru.ru_utime.tv_usec as i64 + ru.ru_stime.tv_usec as i64;
-        buf[..5].copy_from_slice(b"exit ");
-        let mut len = put_int(&mut buf, 5, self.run.0);
-        len = put_int(&mut buf, len, self.run.1);
-        len = put_int(&mut buf, len, code);
-        len = put_int(&mut buf, len, sig);
-        len = put_int(&mut buf, len, cpu_us);
-        len = put_int(&mut buf, len, ts.tv_sec as i64);
-        buf[len - 1] = b'\n';
-        append(self.record, &buf[..len]);
-        libc::_exit(0);
+        sys::write(3, Line::new(b"exit", self.run).int(code).int(sig).int(cpu_us).int(ts.tv_sec as i64).bytes());
+        sys::exit(0)
     }
 
     unsafe fn job(&self) -> ! {
-        libc::setpgid(0, 0);
+        sys::call(libc::SYS_setpgid, [0; 6]);
         for s in 1..32 {
             if s != libc::SIGKILL && s != libc::SIGSTOP {
-                libc::signal(s, libc::SIG_DFL);
+                sys::disposition(s, libc::SIG_DFL);
             }
         }
-        libc::dup2(self.devnull, 0);
-        libc::dup2(self.out, 1);
-        libc::dup2(self.err, 2);
+        sys::dup2(self.devnull, 0);
+        sys::dup2(self.out, 1);
+        sys::dup2(self.err, 2);
         if let Some((uid, gid)) = self.ids {
-            // raw system calls: credentials of this process alone, without the
-            // C library's bookkeeping in memory shared with the shepherd
-            let no_groups: *const libc::gid_t = std::ptr::null();
-            if libc::syscall(libc::SYS_setgroups, 0, no_groups) != 0 || libc::syscall(libc::SYS_setgid, gid) != 0 || libc::syscall(libc::SYS_setuid, uid) != 0 {
-                let m = b"tessera: cannot switch to the job's user\n";
-                let _ = libc::write(2, m.as_ptr().cast(), m.len());
-                libc::_exit(126);
+            if sys::call(libc::SYS_setgroups, [0; 6]) != 0 || sys::call(libc::SYS_setgid, [gid as usize, 0, 0, 0, 0, 0]) != 0 || sys::call(libc::SYS_setuid, [uid as usize, 0, 0, 0, 0, 0]) != 0 {
+                fail(b"tessera: cannot switch to the job's user\n", 126);
             }
         }
-        if libc::chdir(self.workdir) != 0 {
-            let m = b"tessera: cannot enter the job's working directory\n";
-            let _ = libc::write(2, m.as_ptr().cast(), m.len());
-            libc::_exit(1);
+        if sys::call(libc::SYS_chdir, [self.workdir as usize, 0, 0, 0, 0, 0]) != 0 {
+            fail(b"tessera: cannot enter the job's working directory\n", 1);
         }
-        libc::execve(self.prog, self.argv, self.envp);
-        let m = b"tessera: cannot execute the job's script\n";
-        let _ = libc::write(2, m.as_ptr().cast(), m.len());
-        libc::_exit(127);
+        sys::call(libc::SYS_execve, [self.prog as usize, self.argv as usize, self.envp as usize, 0, 0, 0]);
+        fail(b"tessera: cannot execute the job's script\n", 127)
     }
 }

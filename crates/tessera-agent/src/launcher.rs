@@ -1,10 +1,9 @@
 //! The launcher: a small single-threaded process, forked when the agent starts
-//! (before any thread exists), that forks the jobs' shepherds for it.
+//! (before any thread exists), that starts the jobs' shepherds for it.
 //!
-//! Forking a shepherd straight from the agent, a busy multi-threaded process,
-//! costs twice: the page tables of the agent are copied, and afterwards every
-//! page the agent writes takes a copy-on-write fault. The launcher's address
-//! space is small and quiet, so a fork from it is cheap. The agent sends it each
+//! Shepherds share the launcher's memory (see [`launch`]), which is safe in a
+//! quiet single-threaded process that prepares each launch and then waits for
+//! the shepherd's word, but not in the busy multi-threaded agent. The agent sends it each
 //! launch (one length-prefixed JSON frame) and reads back the shepherd's pids;
 //! the launcher reaps the shepherds (they are its children) and writes each
 //! one's pid to a second socket as it ends, which the agent's reaper thread
@@ -109,6 +108,17 @@ fn serve(mut requests: UnixStream, mut ended: UnixStream) -> io::Result<()> {
             return Ok(()); // the agent died before the line above
         }
     }
+    // fds 0-2 open, so that nothing the launcher opens takes their numbers
+    // (a shepherd puts /dev/null there)
+    for fd in 0..3 {
+        // SAFETY: plain system calls; an open at a closed fd takes its number.
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) < 0 {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+    }
+    let mut stacks = launch::Stacks::default();
     let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: as above; SIGCHLD is blocked and read through a signalfd.
     let sfd = unsafe {
@@ -145,6 +155,7 @@ fn serve(mut requests: UnixStream, mut ended: UnixStream) -> io::Result<()> {
                 if pid <= 0 {
                     break;
                 }
+                stacks.ended(pid);
                 ended.write_all(&pid.to_le_bytes())?;
             }
         }
@@ -155,7 +166,7 @@ fn serve(mut requests: UnixStream, mut ended: UnixStream) -> io::Result<()> {
                 Err(e) => return Err(e),
             };
             let reply = match serde_json::from_slice::<Request>(&body) {
-                Ok(r) => match launch::spawn(&r.slot, &r.run, &r.launch) {
+                Ok(r) => match launch::spawn(&r.slot, &r.run, &r.launch, &mut stacks) {
                     Ok(s) => Reply::Started { shepherd: s.shepherd, pgid: s.pgid },
                     Err(e) => Reply::Failed(e.to_string()),
                 },

@@ -62,7 +62,7 @@ impl Metrics {
         let ids: Vec<u64> = state.engine.queue().map(|j| j.0).collect();
         for id in ids {
             let Some(p) = state.jobs.get(&id).map(|m| m.req.partition as usize) else { continue };
-            if let Some((reason, _)) = state.pending(id) {
+            if let Some(reason) = state.pending_name(id) {
                 *queue.entry((cluster.partitions[p].name.as_str(), reason)).or_default() += 1;
             }
         }

@@ -538,21 +538,40 @@ impl State {
     /// The job as `tessera queue` shows it, if the controller still knows it.
     /// Why a queued job waits: the reason's name (Slurm's, where it has one)
     /// and what it means here.
-    pub fn pending(&mut self, id: u64) -> Option<(&'static str, String)> {
+    /// Why a queued job waits.
+    fn waiting(&mut self, id: u64) -> Option<Waiting> {
         let m = self.jobs.get(&id)?;
         Some(if m.user_hold {
-            ("JobHeldUser", "held by its user (tessera job release)".to_string())
+            Waiting::UserHold
         } else if !m.waits_for.is_empty() {
-            let on: Vec<String> = m.waits_for.iter().map(|(k, j)| format!("{}:{j}", dependency_name(*k))).collect();
-            ("Dependency", format!("waits for {}", on.join(",")))
+            Waiting::Dependency
         } else if m.throttled {
-            ("JobArrayTaskLimit", "its array's %N limit of running tasks".to_string())
+            Waiting::ArrayLimit
         } else {
-            match self.engine.pending_reason(self.now, JobId(id)) {
-                Some(r) => (reason_name(&r), r.to_string()),
-                None => ("None", "eligible: waiting for the next pass".to_string()),
-            }
+            self.engine.pending_reason(self.now, JobId(id)).map_or(Waiting::Eligible, Waiting::Engine)
         })
+    }
+
+    /// The name of a queued job's pending reason (squeue's REASON), without
+    /// the words that explain it: what `/metrics` counts, for every queued job.
+    pub fn pending_name(&mut self, id: u64) -> Option<&'static str> {
+        Some(self.waiting(id)?.name())
+    }
+
+    /// A queued job's pending reason: its name and what it means.
+    pub fn pending(&mut self, id: u64) -> Option<(&'static str, String)> {
+        let w = self.waiting(id)?;
+        let text = match &w {
+            Waiting::UserHold => "held by its user (tessera job release)".to_string(),
+            Waiting::Dependency => {
+                let on: Vec<String> = self.jobs.get(&id)?.waits_for.iter().map(|(k, j)| format!("{}:{j}", dependency_name(*k))).collect();
+                format!("waits for {}", on.join(","))
+            }
+            Waiting::ArrayLimit => "its array's %N limit of running tasks".to_string(),
+            Waiting::Engine(r) => r.to_string(),
+            Waiting::Eligible => "eligible: waiting for the next pass".to_string(),
+        };
+        Some((w.name(), text))
     }
 
     pub fn job_info(&mut self, cluster: &Cluster, id: u64) -> Option<JobInfo> {
@@ -642,6 +661,27 @@ impl JobMeta {
 }
 
 /// Slurm-style short names of the engine's pending reasons, for `tessera queue`.
+/// Why a queued job waits: the controller's own reasons, then the engine's.
+enum Waiting {
+    UserHold,
+    Dependency,
+    ArrayLimit,
+    Engine(PendingReason),
+    Eligible,
+}
+
+impl Waiting {
+    fn name(&self) -> &'static str {
+        match self {
+            Waiting::UserHold => "JobHeldUser",
+            Waiting::Dependency => "Dependency",
+            Waiting::ArrayLimit => "JobArrayTaskLimit",
+            Waiting::Engine(r) => reason_name(r),
+            Waiting::Eligible => "None",
+        }
+    }
+}
+
 pub fn reason_name(r: &PendingReason) -> &'static str {
     match r {
         PendingReason::Resources { .. } => "Resources",

@@ -11,6 +11,7 @@
 //! It checks that every job ran once and is accounted once (COMPLETED, exit 0,
 //! its output file written), and compares submissions against a controller
 //! without group commit (one transaction per submission) in the same run.
+//! The directory it creates is an ext4 top directory (see [`top_directory`]).
 
 use crate::bench_cmd::{proc_status_kib, quantiles};
 use crate::daemon_cmd::{start_local, Local};
@@ -54,7 +55,9 @@ pub struct LoadTestArgs {
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
     /// Directory for state, logs and job output (default: a fresh temporary
-    /// directory, removed afterwards).
+    /// directory, removed afterwards). A directory the test creates is marked
+    /// an ext4 top directory (chattr +T), so that its files are not created
+    /// among inodes freed minutes before (see BENCHMARKS.md).
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
@@ -70,6 +73,8 @@ pub struct Report {
     pub agents: usize,
     pub clients: usize,
     pub policy: String,
+    /// The load test's directory is an ext4 top directory (see `top_directory`).
+    pub top_directory: bool,
     pub submit: Rate,
     pub queued: Queued,
     pub run: Run,
@@ -184,9 +189,11 @@ pub fn loadtest(a: LoadTestArgs) -> Result<()> {
         Some(d) => (d.clone(), false),
         None => (std::env::temp_dir().join(format!("tessera-loadtest-{}", std::process::id())), true),
     };
+    let created = !dir.exists();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
-    let r = run(&a, &dir);
+    let top = created && top_directory(&dir);
+    let r = run(&a, &dir).map(|r| Report { top_directory: top, ..r });
     let clean = r.as_ref().is_ok_and(|r| r.check.lost + r.check.duplicates == 0 && r.check.completed == r.check.submitted);
     if temporary && clean {
         let _ = std::fs::remove_dir_all(&dir);
@@ -203,15 +210,37 @@ pub fn loadtest(a: LoadTestArgs) -> Result<()> {
     Ok(())
 }
 
+/// Mark a directory the load test created as an ext4 top directory (`chattr
+/// +T`), so that the Orlov allocator places its subdirectories, and with them
+/// the jobs' output files, in a part of the inode table chosen afresh rather
+/// than beside the inodes an earlier run (or any mass deletion) just freed. On
+/// ext4 without a journal every file creation skips over the inodes of its
+/// group freed in the last minutes (`recently_deleted` in fs/ext4/ialloc.c),
+/// one inode table lookup each: right after another run's clean-up, creating
+/// the outputs costs more than starting the jobs, and the run would measure
+/// its predecessor's clean-up. Orlov starts its search for a top directory's
+/// subdirectory at a group hashed from the subdirectory's name, so the test
+/// names its directories after its pid. Returns whether the file system took
+/// the flag.
+fn top_directory(dir: &Path) -> bool {
+    const FS_TOPDIR_FL: libc::c_int = 0x0002_0000;
+    let Ok(f) = std::fs::File::open(dir) else { return false };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+    let mut flags: libc::c_int = 0;
+    // SAFETY: the inode flags ioctls read and write one int.
+    unsafe { libc::ioctl(fd, libc::FS_IOC_GETFLAGS, &mut flags) == 0 && libc::ioctl(fd, libc::FS_IOC_SETFLAGS, &(flags | FS_TOPDIR_FL)) == 0 }
+}
+
 fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
     let deadline = Instant::now() + Duration::from_secs(a.timeout);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let state = dir.join("state");
+    // names of this run's own: see `top_directory`
+    let state = dir.join(format!("state-{}", std::process::id()));
     std::fs::create_dir_all(&state)?;
     let local = Guard(Some(start_local(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?), state.clone());
     let cores: u32 = local.cluster.nodes.iter().map(|n| n.cores).sum();
     let target = Target::Unix(local.ep.socket.clone());
-    let out = dir.join("out");
+    let out = dir.join(format!("out-{}", std::process::id()));
     std::fs::create_dir_all(&out)?;
     let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| !k.starts_with("TESSERA_TOKEN")).collect();
     let env_bytes = env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
@@ -339,7 +368,7 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
     } else {
         None
     };
-    Ok(Report { machine: machine(), cluster: cluster_name, nodes, cores, agents: a.agents, clients: a.clients, policy: a.policy.clone(), submit, queued, run, check, compare })
+    Ok(Report { machine: machine(), cluster: cluster_name, nodes, cores, agents: a.agents, clients: a.clients, policy: a.policy.clone(), top_directory: false, submit, queued, run, check, compare })
 }
 
 fn opt(o: &str, v: &str) -> OptionArg {
@@ -459,6 +488,9 @@ fn machine() -> String {
 
 fn print_table(r: &Report) {
     println!("Load test on {}: cluster {} ({} nodes, {} cores), {} agents, {} clients, policy {}", r.machine, r.cluster, r.nodes, r.cores, r.agents, r.clients, r.policy);
+    if r.top_directory {
+        println!("  (job outputs in a fresh part of the inode table: the test's directory is an ext4 top directory)");
+    }
     let s = &r.submit;
     println!(
         "  submissions   {} acknowledged durable in {:.2} s: {:.0}/s (latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms)",

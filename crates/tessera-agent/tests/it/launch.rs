@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use tessera_agent::launch::{spawn, ExitRecord, Slot};
+use tessera_agent::launch::{self, ExitRecord, Slot, Spawned, Stacks};
 use tessera_proto::api::Launch;
 
 fn launch(job: u64, script: &str, dir: &std::path::Path) -> Launch {
@@ -38,6 +38,12 @@ fn wait_exit(slot: &Slot, shepherd: i32) -> ExitRecord {
         assert!(t0.elapsed() < Duration::from_secs(20), "no exit line in {}", slot.record.display());
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Start `l` (the test process is the shepherds' parent; their stacks are
+/// never reused here).
+fn spawn(slot: &Slot, run: &str, l: &Launch) -> std::io::Result<Spawned> {
+    launch::spawn(slot, run, l, &mut Stacks::default())
 }
 
 fn spool() -> (tempfile::TempDir, Slot) {
@@ -97,9 +103,10 @@ fn a_slot_is_reused_and_only_the_lines_of_its_current_run_count() {
     let (d, slot) = spool();
     let s = spawn(&slot, "{}", &launch(1, "exit 1\n", d.path())).unwrap();
     assert_eq!(wait_exit(&slot, s.shepherd).code, Some(1));
-    slot.free();
-    assert_eq!(slot.read().run, None, "a freed slot is empty");
-    assert_eq!(std::fs::metadata(&slot.script).unwrap().len(), 0, "a freed slot keeps no script");
+    slot.free(2, 1);
+    assert_eq!(slot.read().run, Some((1, 1, "{}".to_string())), "only its own run's free line frees a slot");
+    slot.free(1, 1);
+    assert_eq!(slot.read(), Default::default(), "a freed slot holds no run");
     let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&slot.record).unwrap());
     let s2 = spawn(&slot, "{\"a\":1}", &launch(2, "exit 0\n", d.path())).unwrap();
     assert_eq!(wait_exit(&slot, s2.shepherd).code, Some(0));
@@ -128,6 +135,10 @@ fn a_record_is_read_line_by_line_the_first_exit_counting_and_a_torn_line_ignored
     assert_eq!(slot.read().exit.unwrap().cpu_s, 1.5);
     write("run 5 2 {\"start\":1");
     assert_eq!(slot.read().run, None, "a torn run line is no run");
+    // a run line written over a longer record, the rest not yet cut away (an
+    // agent that died in between): the old lines are another run's
+    write("run 6 1 {}\n-1 12}\npids 5 2 100 101\nexit 5 2 0 -1 0 8\nfree 5 2\n");
+    assert_eq!(slot.read(), tessera_agent::launch::Record { run: Some((6, 1, "{}".to_string())), pids: None, exit: None });
     write("garbage\nexit 5 2 0 -1 0 8\n");
     assert_eq!(slot.read(), Default::default());
     // the agent's own exit line (a job it could not start)
@@ -138,3 +149,4 @@ fn a_record_is_read_line_by_line_the_first_exit_counting_and_a_torn_line_ignored
     assert_eq!(Slot::parse_name("12.sh"), Some(12));
     assert_eq!(Slot::parse_name("12.1"), None);
 }
+
