@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tessera_core::{Cluster, NodeSetSpec};
 use tessera_proto::api::SubmitRequest;
-use tessera_proto::submit::{parse_array, parse_dependency, parse_mem_mib, parse_time_limit, directives, ArraySpec, DependencyKind, OptionError, MAX_LIMIT_S};
+use tessera_proto::submit::{parse_array, parse_dependency, parse_mem_mib, parse_time_limit, directives, ArraySpec, DependencyKind, OptionError, MAX_LIMIT_S, OPTIONS};
 
 /// Largest script accepted (bytes).
 pub const MAX_SCRIPT: usize = 1 << 20;
@@ -46,30 +46,6 @@ fn err(option: &str, value: &str, expected: &str) -> OptionError {
     OptionError { option: option.into(), value: value.into(), expected: expected.into(), line: None }
 }
 
-/// The options understood, as `(short, long, takes a value)`.
-const OPTIONS: &[(&str, &str, bool)] = &[
-    ("-N", "--nodes", true),
-    ("-n", "--ntasks", true),
-    ("-c", "--cpus-per-task", true),
-    ("", "--mem", true),
-    ("", "--mem-per-cpu", true),
-    ("-G", "--gpus", true),
-    ("", "--gpus-per-node", true),
-    ("-t", "--time", true),
-    ("-p", "--partition", true),
-    ("-J", "--job-name", true),
-    ("-o", "--output", true),
-    ("-e", "--error", true),
-    ("-C", "--constraint", true),
-    ("", "--nodeset", true),
-    ("", "--requeue", false),
-    ("", "--no-requeue", false),
-    ("-d", "--dependency", true),
-    ("-a", "--array", true),
-    ("-H", "--hold", false),
-    ("-D", "--chdir", true),
-];
-
 fn known_list() -> String {
     OPTIONS
         .iter()
@@ -80,11 +56,7 @@ fn known_list() -> String {
 
 /// The long name of an option, or an error listing the known ones.
 fn canonical(opt: &str, value: &str) -> Result<(&'static str, bool), OptionError> {
-    OPTIONS
-        .iter()
-        .find(|(s, l, _)| (!s.is_empty() && *s == opt) || *l == opt)
-        .map(|(_, l, v)| (*l, *v))
-        .ok_or_else(|| err(opt, value, &format!("one of the options {}", known_list())))
+    tessera_proto::submit::option(opt).ok_or_else(|| err(opt, value, &format!("one of the options {}", known_list())))
 }
 
 fn count(option: &str, v: &str, lo: u32, hi: u32) -> Result<u32, OptionError> {

@@ -224,10 +224,44 @@ pub fn parse_dependency(option: &str, s: &str) -> Result<Vec<(DependencyKind, u6
     Ok(out)
 }
 
+/// The submission options understood, as `(short, long, takes a value)`.
+pub const OPTIONS: &[(&str, &str, bool)] = &[
+    ("-N", "--nodes", true),
+    ("-n", "--ntasks", true),
+    ("-c", "--cpus-per-task", true),
+    ("", "--mem", true),
+    ("", "--mem-per-cpu", true),
+    ("-G", "--gpus", true),
+    ("", "--gpus-per-node", true),
+    ("-t", "--time", true),
+    ("-p", "--partition", true),
+    ("-J", "--job-name", true),
+    ("-o", "--output", true),
+    ("-e", "--error", true),
+    ("-C", "--constraint", true),
+    ("", "--nodeset", true),
+    ("", "--requeue", false),
+    ("", "--no-requeue", false),
+    ("-d", "--dependency", true),
+    ("-a", "--array", true),
+    ("-H", "--hold", false),
+    ("-D", "--chdir", true),
+];
+
+/// An option's long name and whether it takes a value, by its short or long
+/// name.
+pub fn option(name: &str) -> Option<(&'static str, bool)> {
+    OPTIONS.iter().find(|(s, l, _)| (!s.is_empty() && *s == name) || *l == name).map(|(_, l, v)| (*l, *v))
+}
+
 /// The `#SBATCH` directives of a batch script, as (line, option, value) in
 /// order: they are read from the lines after the interpreter line up to the
-/// first line that is neither blank nor a comment (sbatch(1)). `--opt=value`,
-/// `--opt value` and `-X value` are split; a flag has an empty value.
+/// first line that is neither blank nor a comment (sbatch(1)). A line may hold
+/// several options, split into words as sbatch does (whitespace; `"..."` and
+/// `'...'` keep theirs; a word starting with `#` begins a comment).
+/// `--opt=value`, `--opt value`, `-X value` and `-Xvalue` are split; a flag has
+/// an empty value, and an option that needs one and ends the line too (the
+/// submission check then names it).
 pub fn directives(script: &str) -> Result<Vec<(usize, String, String)>, OptionError> {
     let mut out = Vec::new();
     for (k, raw) in script.lines().enumerate() {
@@ -245,34 +279,65 @@ pub fn directives(script: &str) -> Result<Vec<(usize, String, String)>, OptionEr
         let Some(rest) = t.strip_prefix("#SBATCH") else {
             continue;
         };
-        // an inline comment ends the directive
-        let rest = rest.split(" #").next().unwrap_or("").trim();
-        if rest.is_empty() || !rest.starts_with('-') {
-            return Err(OptionError {
-                option: "#SBATCH".into(),
-                value: rest.to_string(),
-                expected: "an option such as -n 4, --time=1:00:00 or --mem 4G".into(),
-                line: Some(line),
-            });
-        }
-        let (opt, val) = match rest.split_once('=') {
-            Some((o, v)) if o.starts_with("--") && !o.contains(char::is_whitespace) => (o, v.trim()),
-            _ => match rest.split_once(char::is_whitespace) {
-                Some((o, v)) => (o, v.trim()),
-                None if !rest.starts_with("--") && rest.len() > 2 => rest.split_at(2),
-                None => (rest, ""),
-            },
+        let not_option = |w: &str| OptionError {
+            option: "#SBATCH".into(),
+            value: w.to_string(),
+            expected: "an option such as -n 4, --time=1:00:00 or --mem 4G".into(),
+            line: Some(line),
         };
-        out.push((line, opt.to_string(), unquote(val).to_string()));
+        if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+            return Err(not_option(t));
+        }
+        let words = words(rest).map_err(|w| OptionError { expected: "a closing quote".into(), ..not_option(&w) })?;
+        if words.is_empty() {
+            return Err(not_option(""));
+        }
+        let mut words = words.into_iter();
+        while let Some(w) = words.next() {
+            if !w.starts_with('-') || w == "-" || w == "--" {
+                return Err(not_option(&w));
+            }
+            let (opt, val) = match w.split_once('=') {
+                Some((o, v)) if o.starts_with("--") => (o.to_string(), Some(v.to_string())),
+                _ if !w.starts_with("--") && w.len() > 2 && option(&w[..2]).is_some_and(|(_, takes)| takes) => (w[..2].to_string(), Some(w[2..].to_string())),
+                _ => (w, None),
+            };
+            let val = match val {
+                Some(v) => v,
+                None if option(&opt).is_some_and(|(_, takes)| takes) => words.next().unwrap_or_default(),
+                None => String::new(),
+            };
+            out.push((line, opt, val));
+        }
     }
     Ok(out)
 }
 
-fn unquote(v: &str) -> &str {
-    for q in ['"', '\''] {
-        if let Some(inner) = v.strip_prefix(q).and_then(|x| x.strip_suffix(q)) {
-            return inner;
+/// A directive's words: split at whitespace outside quotes, the quotes
+/// removed, up to a word that starts with `#`. An unclosed quote is an error
+/// (the rest of the line).
+fn words(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            c if c.is_whitespace() => out.extend(cur.take()),
+            '#' if cur.is_none() => break,
+            '"' | '\'' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some((_, q)) if q == c => break,
+                        Some((_, x)) => w.push(x),
+                        None => return Err(s[i..].to_string()),
+                    }
+                }
+            }
+            c => cur.get_or_insert_with(String::new).push(c),
         }
     }
-    v
+    out.extend(cur);
+    Ok(out)
 }
+

@@ -102,6 +102,36 @@ fn directives_are_read_up_to_the_first_command() {
 }
 
 #[test]
+fn a_directive_line_may_hold_several_options_split_as_sbatch_does() {
+    let script = "#!/bin/sh\n\
+                  #SBATCH -N 2 -n16 --hold -J 'two words' --time=5 # a comment -n 3\n\
+                  #SBATCH --output \"a b-%j.out\" --requeue -t\n\
+                  hostname\n";
+    let d = directives(script).unwrap();
+    let got: Vec<(usize, &str, &str)> = d.iter().map(|(l, o, v)| (*l, o.as_str(), v.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (2, "-N", "2"),
+            (2, "-n", "16"),
+            (2, "--hold", ""),
+            (2, "-J", "two words"),
+            (2, "--time", "5"),
+            (3, "--output", "a b-%j.out"),
+            (3, "--requeue", ""),
+            // a value missing at the end of the line: left for the submission
+            // check, which names the option
+            (3, "-t", ""),
+        ]
+    );
+    // a stray word and an unclosed quote name their line and the word
+    let e = directives("#!/bin/sh\n#SBATCH -J my job\n").unwrap_err();
+    assert_eq!((e.line, e.value.as_str()), (Some(2), "job"));
+    let e = directives("#!/bin/sh\n\n#SBATCH -J 'my job\n").unwrap_err();
+    assert_eq!((e.line, e.value.as_str(), e.expected.as_str()), (Some(3), "'my job", "a closing quote"));
+}
+
+#[test]
 fn a_directive_that_is_not_an_option_names_its_line() {
     let e = directives("#!/bin/sh\n#SBATCH\n").unwrap_err();
     assert_eq!(e.line, Some(2));
