@@ -8,7 +8,11 @@
 //! the launcher reaps the shepherds (they are its children) and writes each
 //! one's pid to a second socket as it ends, which the agent's reaper thread
 //! reads. The launcher dies with the agent (`PR_SET_PDEATHSIG`); the shepherds
-//! do not, and a restarted agent re-adopts them from its spool.
+//! do not, and a restarted agent re-adopts them from its spool. Its memory is
+//! not dumpable, so that a crash of the launcher does not stop the shepherds
+//! sharing it (the out-of-memory killer would: it kills every process sharing
+//! its victim's memory, though a launcher of a few megabytes is an unlikely
+//! victim).
 
 use crate::launch::{self, Slot, Spawned};
 use serde::{Deserialize, Serialize};
@@ -104,6 +108,12 @@ fn serve(mut requests: UnixStream, mut ended: UnixStream) -> io::Result<()> {
     // SAFETY: plain system calls on this single-threaded process.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // never dump core: the kernel stops every process sharing the memory
+        // of one that dumps, and the shepherds share the launcher's, so a
+        // crash of the launcher would take them along (a memory that cannot
+        // be dumped is not waited on; the jobs' own memories, after their
+        // exec, are dumpable as usual)
+        libc::prctl(libc::PR_SET_DUMPABLE, 0);
         if libc::getppid() == 1 {
             return Ok(()); // the agent died before the line above
         }
