@@ -90,6 +90,7 @@ struct Session {
 pub struct Actor {
     cfg: Config,
     cluster: Cluster,
+    cluster_info: ClusterInfo,
     state: State,
     journal: Journal,
     store: Store,
@@ -173,9 +174,18 @@ impl Actor {
         let grace = Instant::now() + Duration::from_secs(cfg.heartbeat_timeout_s);
         let awaited = state.node_agent.iter().flatten().map(|a| (a.clone(), grace)).collect();
         tracing::info!(state = %cfg.state_dir.display(), replayed, jobs = state.jobs.len(), recovered_records = written, "controller state opened");
+        let cluster_info = ClusterInfo {
+            name: cluster.name.clone(),
+            policy: policy.name().to_string(),
+            toml: cluster_toml.clone(),
+            path: cluster_path.clone(),
+            nodes: cluster.nodes.len(),
+            cores: cluster.total_cores(),
+        };
         let mut actor = Actor {
             cfg,
             cluster,
+            cluster_info,
             state,
             journal,
             store,
@@ -196,6 +206,11 @@ impl Actor {
 
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    /// The cluster and policy, as `GET /v1/cluster` serves them.
+    pub fn cluster_info(&self) -> ClusterInfo {
+        self.cluster_info.clone()
     }
 
     /// Whether `uid` is an operator over the Unix socket.
@@ -245,8 +260,11 @@ impl Actor {
         let now = Instant::now();
         let mut d = now + Duration::from_secs(1);
         if let Some(w) = self.state.wake() {
-            let secs = (w - unix_now()).max(0) as u64;
-            d = d.min(now + Duration::from_secs(secs));
+            // at the start of wall-clock second `w` (the engine's clock is the
+            // whole Unix second), not a whole number of seconds from now
+            let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |t| t.as_secs_f64());
+            let wait = (w as f64 - wall).clamp(0.0, 86_400.0);
+            d = d.min(now + Duration::from_secs_f64(wait));
         }
         for s in self.agents.values() {
             if let Some((_, t)) = &s.parked {

@@ -33,6 +33,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/jobs/{id}"),
     ("POST", "/v1/jobs/{id}/{action}"),
     ("GET", "/v1/nodes"),
+    ("GET", "/v1/cluster"),
     ("POST", "/v1/nodes/{name}/{action}"),
     ("POST", "/v1/agent/register"),
     ("POST", "/v1/agent/poll"),
@@ -47,8 +48,31 @@ pub struct Peer {
     pub uid: Option<u32>,
 }
 
-impl Connected<IncomingStream<'_, TcpListener>> for Peer {
-    fn connect_info(_: IncomingStream<'_, TcpListener>) -> Self {
+/// The TCP listener: every accepted connection without Nagle's algorithm, so a
+/// small reply (an agent's poll, a submission's acknowledgement) leaves at once
+/// instead of waiting for the peer's delayed ACK (tens of milliseconds on
+/// every command to an agent otherwise).
+pub struct Tcp(pub TcpListener);
+
+impl axum::serve::Listener for Tcp {
+    type Io = tokio::net::TcpStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (s, a) = axum::serve::Listener::accept(&mut self.0).await;
+        if let Err(e) = s.set_nodelay(true) {
+            tracing::warn!("TCP_NODELAY on an accepted connection: {e}");
+        }
+        (s, a)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.0.local_addr()
+    }
+}
+
+impl Connected<IncomingStream<'_, Tcp>> for Peer {
+    fn connect_info(_: IncomingStream<'_, Tcp>) -> Self {
         Peer { uid: None }
     }
 }
@@ -65,6 +89,7 @@ pub struct App {
     key: Arc<Key>,
     euid: u32,
     operators: Arc<Vec<u32>>,
+    cluster: Arc<ClusterInfo>,
 }
 
 impl IntoResponse for ApiError {
@@ -131,6 +156,10 @@ async fn job_action(State(app): State<App>, Caller(who): Caller, Path((id, actio
     Ok(Json(ask(&app, |reply| Msg::JobOp { who, job, op, reply }).await?))
 }
 
+async fn cluster(State(app): State<App>, Caller(_): Caller) -> Json<ClusterInfo> {
+    Json((*app.cluster).clone())
+}
+
 async fn nodes(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<NodeInfo>>, ApiError> {
     Ok(Json(ask(&app, |reply| Msg::Nodes { reply }).await?))
 }
@@ -178,6 +207,7 @@ pub fn router(app: App) -> Router {
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/jobs/{id}/{action}", post(job_action))
         .route("/v1/nodes", get(nodes))
+        .route("/v1/cluster", get(cluster))
         .route("/v1/nodes/{name}/{action}", post(node_action))
         .route("/v1/agent/register", post(register))
         .route("/v1/agent/poll", post(poll))
@@ -195,6 +225,7 @@ pub async fn serve(cfg: Config) -> Result<()> {
     let key = Key::load(&cfg.key_path(), true)?;
     let actor = Actor::open(cfg.clone())?;
     let euid = actor.euid();
+    let cluster = Arc::new(actor.cluster_info());
     let (tx, rx) = std::sync::mpsc::channel();
     // fail-stop: a controller that cannot write its journal or its accounting
     // stops at once; a restart recovers from what is durable
@@ -205,9 +236,10 @@ pub async fn serve(cfg: Config) -> Result<()> {
             std::process::exit(70);
         }
     })?;
-    let app = App { tx: tx.clone(), key: Arc::new(key), euid, operators: Arc::new(cfg.operators.clone()) };
+    let app = App { tx: tx.clone(), key: Arc::new(key), euid, operators: Arc::new(cfg.operators.clone()), cluster };
     let tcp = TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = tcp.local_addr()?;
+    let tcp = Tcp(tcp);
     let sock = cfg.socket_path();
     let _ = std::fs::remove_file(&sock);
     let unix = UnixListener::bind(&sock).with_context(|| format!("listening on {}", sock.display()))?;

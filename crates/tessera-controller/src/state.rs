@@ -518,6 +518,12 @@ impl State {
         env.insert("SLURM_NPROCS".into(), alloc.procs.to_string());
         env.insert("SLURMD_NODENAME".into(), first.to_string());
         env.insert("TESSERA_NODENAME".into(), first.to_string());
+        // Tessera's own: when the controller accepted and started the job (Unix
+        // seconds), which `tessera sleep-job` records when not told otherwise
+        env.insert("TESSERA_SUBMIT_TIME".into(), m.submit.to_string());
+        if let Some(s) = m.start {
+            env.insert("TESSERA_START_TIME".into(), s.to_string());
+        }
         Some(Launch {
             job: m.id,
             attempt: m.attempt,

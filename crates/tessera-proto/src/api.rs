@@ -162,6 +162,21 @@ pub struct NodeInfo {
     pub agent: Option<String>,
 }
 
+/// `GET /v1/cluster`: the cluster and policy the controller schedules, so a
+/// client (a trace replay, a simulation of the same run) uses exactly them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    pub name: String,
+    /// `fcfs`, `easy` or `conservative`.
+    pub policy: String,
+    /// The cluster file's text, as the state directory was created with it.
+    pub toml: String,
+    /// Where that file was read from (empty: the embedded default).
+    pub path: String,
+    pub nodes: usize,
+    pub cores: u64,
+}
+
 /// `POST /v1/nodes/{name}/{action}` body.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -167,8 +167,131 @@ fn node_factor(w: &Workload, node: usize) -> f64 {
     }
 }
 
+/// One job's times, as any driver saw them: submitted, started, ended, and the
+/// seconds it spent suspended after its start. Seconds; fractions allowed (a
+/// live log has them, the simulator's integers convert exactly).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JobTimes {
+    pub submit: f64,
+    pub start: f64,
+    pub end: f64,
+    pub suspended: f64,
+    /// Processors the job asked for (the weight of its slowdown).
+    pub procs: f64,
+    /// Processor-seconds it held while running (utilization's numerator): its
+    /// processors × run, unless the machine gave it otherwise (whole nodes,
+    /// resizes).
+    pub held: f64,
+}
+
+impl JobTimes {
+    pub fn wait(&self) -> f64 {
+        self.start - self.submit
+    }
+    pub fn run(&self) -> f64 {
+        self.end - self.start - self.suspended
+    }
+    pub fn response(&self) -> f64 {
+        self.end - self.submit
+    }
+}
+
+/// The classical metrics of a set of jobs (definitions at the top of this
+/// module). The one implementation behind the simulator's summary and
+/// `tessera metrics` on a live run's sleep-job log or accounting store.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Classic {
+    pub jobs: u64,
+    pub mean_wait: f64,
+    pub median_wait: f64,
+    pub p95_wait: f64,
+    pub max_wait: f64,
+    pub mean_response: f64,
+    pub jobs_suspended: u64,
+    pub mean_suspended: f64,
+    pub mean_run: f64,
+    pub mean_slowdown: f64,
+    pub mean_bounded_slowdown: f64,
+    pub area_weighted_slowdown: f64,
+    /// None when the machine's size is not known.
+    pub utilization: Option<f64>,
+    pub first_submit: f64,
+    pub last_end: f64,
+    pub makespan: f64,
+}
+
+impl Classic {
+    /// `capacity`: processors of the machine, for utilization. `first_submit`
+    /// defaults to the earliest submission.
+    pub fn compute(jobs: &[JobTimes], capacity: Option<f64>) -> Classic {
+        let n = jobs.len();
+        let mut waits: Vec<f64> = Vec::with_capacity(n);
+        let (mut sum_wait, mut sum_resp, mut sum_sd, mut sum_bsd) = (0f64, 0f64, 0f64, 0f64);
+        let (mut area, mut area_sd, mut work) = (0f64, 0f64, 0f64);
+        let (mut sum_susp, mut sum_run, mut suspended) = (0f64, 0f64, 0u64);
+        let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
+        for j in jobs {
+            let (wait, run, resp) = (j.wait(), j.run(), j.response());
+            sum_susp += j.suspended;
+            sum_run += run;
+            suspended += u64::from(j.suspended > 0.0);
+            waits.push(wait);
+            sum_wait += wait;
+            sum_resp += resp;
+            let sd = resp / run.max(1.0);
+            sum_sd += sd;
+            sum_bsd += (resp / run.max(BOUNDED_SLOWDOWN_THRESHOLD as f64)).max(1.0);
+            area += j.held;
+            area_sd += j.procs * run * sd;
+            work += j.procs * run;
+            first = first.min(j.submit);
+            last = last.max(j.end);
+        }
+        waits.sort_unstable_by(f64::total_cmp);
+        let (first, last) = if n == 0 { (0.0, 0.0) } else { (first, last) };
+        let makespan = last - first;
+        let mean = |s: f64| if n == 0 { 0.0 } else { s / n as f64 };
+        Classic {
+            jobs: n as u64,
+            mean_wait: mean(sum_wait),
+            median_wait: percentile(&waits, 0.5),
+            p95_wait: percentile(&waits, 0.95),
+            max_wait: waits.last().copied().unwrap_or(0.0),
+            mean_response: mean(sum_resp),
+            jobs_suspended: suspended,
+            mean_suspended: mean(sum_susp),
+            mean_run: mean(sum_run),
+            mean_slowdown: mean(sum_sd),
+            mean_bounded_slowdown: mean(sum_bsd),
+            area_weighted_slowdown: if work > 0.0 { area_sd / work } else { 0.0 },
+            utilization: capacity.map(|c| if makespan > 0.0 && c > 0.0 { area / (c * makespan) } else { 0.0 }),
+            first_submit: first,
+            last_end: last,
+            makespan,
+        }
+    }
+
+    /// The metrics by name, in a fixed order (for tables and comparisons).
+    pub fn named(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("mean wait (s)", self.mean_wait),
+            ("median wait (s)", self.median_wait),
+            ("p95 wait (s)", self.p95_wait),
+            ("mean response (s)", self.mean_response),
+            ("mean slowdown", self.mean_slowdown),
+            ("mean bounded slowdown (10 s)", self.mean_bounded_slowdown),
+            ("area-weighted slowdown", self.area_weighted_slowdown),
+        ];
+        if let Some(u) = self.utilization {
+            v.push(("utilization", u));
+        }
+        v.push(("makespan (s)", self.makespan));
+        v
+    }
+}
+
 /// Linear interpolation between order statistics of sorted `x` (numpy's default).
-pub fn percentile(sorted: &[i64], q: f64) -> f64 {
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -176,34 +299,18 @@ pub fn percentile(sorted: &[i64], q: f64) -> f64 {
     let lo = rank.floor() as usize;
     let hi = rank.ceil() as usize;
     let frac = rank - lo as f64;
-    sorted[lo] as f64 + frac * (sorted[hi] - sorted[lo]) as f64
+    sorted[lo] + frac * (sorted[hi] - sorted[lo])
 }
 
 impl Summary {
     pub fn compute(trace: &str, w: &Workload, o: &SimOutcome) -> Summary {
         let n = w.jobs.len();
-        let mut waits: Vec<i64> = Vec::with_capacity(n);
-        let (mut sum_wait, mut sum_resp, mut sum_sd, mut sum_bsd) = (0f64, 0f64, 0f64, 0f64);
-        let (mut area, mut area_sd) = (0f64, 0f64);
+        let mut times: Vec<JobTimes> = Vec::with_capacity(n);
         let mut killed = 0u64;
-        let (mut sum_susp, mut sum_run, mut suspended) = (0f64, 0f64, 0u64);
-        let mut last_end = i64::MIN;
         let (mut raw_cs, mut norm_cs, mut lost_cs) = (0f64, 0f64, 0f64);
         for (i, j) in w.jobs.iter().enumerate() {
-            let (s, e) = (o.start[i], o.end[i]);
-            let wait = s - j.submit;
-            let susp = o.suspended[i];
+            let (s, e, susp) = (o.start[i], o.end[i], o.suspended[i]);
             let run = e - s - susp;
-            sum_susp += susp as f64;
-            sum_run += run as f64;
-            suspended += u64::from(susp > 0);
-            let resp = e - j.submit;
-            waits.push(wait);
-            sum_wait += wait as f64;
-            sum_resp += resp as f64;
-            let sd = resp as f64 / run.max(1) as f64;
-            sum_sd += sd;
-            sum_bsd += (resp as f64 / run.max(BOUNDED_SLOWDOWN_THRESHOLD) as f64).max(1.0);
             let held = match o.alloc.get(i).and_then(|a| a.as_ref()) {
                 Some(al) => {
                     for p in &al.parts {
@@ -218,18 +325,16 @@ impl Summary {
             let a = o.power.as_ref().map_or(held * run as f64, |p| p.job_node_s[i]);
             raw_cs += a;
             norm_cs += a * o.factor.get(i).copied().unwrap_or(1.0);
-            area += a;
-            area_sd += j.procs as f64 * run as f64 * sd;
             if j.runtime > j.estimate {
                 killed += 1;
             }
-            last_end = last_end.max(e);
+            times.push(JobTimes { submit: j.submit as f64, start: s as f64, end: e as f64, suspended: susp as f64, procs: j.procs as f64, held: a });
         }
-        waits.sort_unstable();
+        let c = Classic::compute(&times, Some(w.capacity as f64));
+        // the trace's first submission (jobs are in submit order), also with no job
         let first_submit = w.jobs.first().map_or(0, |j| j.submit);
-        let last_end = if n == 0 { first_submit } else { last_end };
+        let last_end = if n == 0 { first_submit } else { c.last_end as i64 };
         let makespan = last_end - first_submit;
-        let mean = |s: f64| if n == 0 { 0.0 } else { s / n as f64 };
         let jobs_skipped: BTreeMap<String, u64> =
             w.skipped.iter().map(|(r, c)| (r.key().to_string(), *c)).collect();
         Summary {
@@ -240,21 +345,18 @@ impl Summary {
             jobs_skipped_total: jobs_skipped.values().sum(),
             jobs_skipped,
             jobs_killed_at_limit: killed,
-            mean_wait: mean(sum_wait),
-            median_wait: percentile(&waits, 0.5),
-            p95_wait: percentile(&waits, 0.95),
-            max_wait: waits.last().copied().unwrap_or(0),
-            mean_response: mean(sum_resp),
-            jobs_suspended: suspended,
-            mean_suspended: mean(sum_susp),
-            mean_run: mean(sum_run),
-            mean_slowdown: mean(sum_sd),
-            mean_bounded_slowdown: mean(sum_bsd),
-            area_weighted_slowdown: {
-                let work: f64 = w.jobs.iter().enumerate().map(|(i, j)| j.procs as f64 * (o.end[i] - o.start[i] - o.suspended[i]) as f64).sum();
-                if work > 0.0 { area_sd / work } else { 0.0 }
-            },
-            utilization: if makespan > 0 { area / (w.capacity as f64 * makespan as f64) } else { 0.0 },
+            mean_wait: c.mean_wait,
+            median_wait: c.median_wait,
+            p95_wait: c.p95_wait,
+            max_wait: c.max_wait as i64,
+            mean_response: c.mean_response,
+            jobs_suspended: c.jobs_suspended,
+            mean_suspended: c.mean_suspended,
+            mean_run: c.mean_run,
+            mean_slowdown: c.mean_slowdown,
+            mean_bounded_slowdown: c.mean_bounded_slowdown,
+            area_weighted_slowdown: c.area_weighted_slowdown,
+            utilization: c.utilization.unwrap_or(0.0),
             first_submit,
             last_end,
             makespan,
@@ -373,10 +475,10 @@ mod tests {
 
     #[test]
     fn percentiles_interpolate_like_numpy() {
-        let x = [1, 2, 3, 4];
+        let x = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(percentile(&x, 0.5), 2.5);
         assert!((percentile(&x, 0.95) - 3.85).abs() < 1e-12);
-        assert_eq!(percentile(&[7], 0.95), 7.0);
+        assert_eq!(percentile(&[7.0], 0.95), 7.0);
         assert_eq!(percentile(&[], 0.5), 0.0);
     }
 }

@@ -40,6 +40,50 @@ pub fn scale_arrivals(records: &mut [SwfRecord], gamma: f64) -> Result<(), Scale
     Ok(())
 }
 
+/// A trace shrunk as the thesis's `runworkload` does: each job's submission
+/// offset (from the first), runtime and requested time multiplied by a
+/// percentage. Percentages are finite and > 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shrink {
+    pub submit_pct: f64,
+    pub runtime_pct: f64,
+    pub estimate_pct: f64,
+}
+
+impl Shrink {
+    pub fn uniform(pct: f64) -> Shrink {
+        Shrink { submit_pct: pct, runtime_pct: pct, estimate_pct: pct }
+    }
+
+    /// Apply it: submissions as [`scale_arrivals`]; runtimes (field 4) and
+    /// requested times (field 9) rounded to whole seconds, a positive time
+    /// staying at least 1 s (a job that ran, or a limit, does not become
+    /// nothing); unknown (negative) fields are left alone. Nothing changes on
+    /// an error.
+    pub fn apply(&self, records: &mut [SwfRecord]) -> Result<(), ScaleError> {
+        for p in [self.submit_pct, self.runtime_pct, self.estimate_pct] {
+            if !(p.is_finite() && p > 0.0) {
+                return Err(ScaleError::Factor(p));
+            }
+        }
+        let time = |t: i64, pct: f64| -> Option<i64> {
+            if t <= 0 {
+                return Some(t);
+            }
+            whole_seconds(t as f64 * pct / 100.0).map(|s| s.max(1)).filter(|&s| s <= MAX_TIME)
+        };
+        if let Some(r) = records.iter().find(|r| time(r.run_time, self.runtime_pct).is_none() || time(r.requested_time, self.estimate_pct).is_none()) {
+            return Err(ScaleError::BeyondRange { job: r.job_number, submit: r.submit_time, scaled: r.run_time.max(r.requested_time) as f64 * self.runtime_pct.max(self.estimate_pct) / 100.0 });
+        }
+        scale_arrivals(records, self.submit_pct / 100.0)?;
+        for r in records.iter_mut() {
+            r.run_time = time(r.run_time, self.runtime_pct).expect("checked above");
+            r.requested_time = time(r.requested_time, self.estimate_pct).expect("checked above");
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,6 +99,23 @@ mod tests {
         assert_eq!(r.iter().map(|x| x.submit_time).collect::<Vec<_>>(), vec![100, 105, 150, -1]);
         first_jobs(&mut r, 2);
         assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn shrinking_multiplies_offsets_runtimes_and_limits_and_keeps_a_second() {
+        let mut r: Vec<SwfRecord> = [(100, 3600, 7200), (200, 1, 10), (1100, -1, -1), (300, 0, 0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(s, run, req))| SwfRecord { submit_time: s, run_time: run, requested_time: req, ..SwfRecord::unknown(i as i64 + 1) })
+            .collect();
+        Shrink::uniform(10.0).apply(&mut r).unwrap();
+        let got: Vec<(i64, i64, i64)> = r.iter().map(|x| (x.submit_time, x.run_time, x.requested_time)).collect();
+        assert_eq!(got, vec![(100, 360, 720), (110, 1, 1), (200, -1, -1), (120, 0, 0)]);
+        let s = Shrink { submit_pct: 100.0, runtime_pct: 50.0, estimate_pct: 25.0 };
+        let mut one = vec![SwfRecord { submit_time: 5, run_time: 100, requested_time: 100, ..SwfRecord::unknown(1) }];
+        s.apply(&mut one).unwrap();
+        assert_eq!((one[0].submit_time, one[0].run_time, one[0].requested_time), (5, 50, 25));
+        assert_eq!(Shrink::uniform(0.0).apply(&mut one), Err(ScaleError::Factor(0.0)));
     }
 
     #[test]

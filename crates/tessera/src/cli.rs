@@ -60,6 +60,19 @@ pub enum Command {
     /// loopback, concurrent clients submitting real short jobs; submissions/s,
     /// starts/s, pass time and memory with the load queued, nothing lost.
     Loadtest(crate::loadtest_cmd::LoadTestArgs),
+    /// A job that sleeps for its runtime, suspension-aware (SIGTSTP stops it
+    /// and is recorded, SIGCONT resumes it for the time that remained), and
+    /// appends one JSON line to a log when it ends (for emulation and replay).
+    SleepJob(crate::sleep_job::SleepJobArgs),
+    /// Replay a trace against a running controller with sleep jobs (shrink
+    /// sweeps, warm-up and groups), then report its metrics.
+    Replay(crate::replay_cmd::ReplayArgs),
+    /// The classical scheduling metrics of a live run: from the sleep jobs'
+    /// log or an accounting store (the simulator's own definitions).
+    Metrics(crate::metrics_cmd::MetricsArgs),
+    /// Does the simulator predict the live system? Replay a shrunk trace on a
+    /// local emulated cluster, simulate the same workload, compare job by job.
+    Twin(crate::twin_cmd::TwinArgs),
     /// Stop what `tessera up --detach` started.
     Down(crate::live_args::DownArgs),
     /// Jobs on a running controller: submit (sbatch), cancel, hold, release,

@@ -33,7 +33,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// An API error as the user should read it: the message, and for bad input
 /// what was expected.
-fn explain(e: ClientError) -> anyhow::Error {
+pub(crate) fn explain(e: ClientError) -> anyhow::Error {
     match e {
         ClientError::Api { status, body } => {
             let mut m = body.error.clone();

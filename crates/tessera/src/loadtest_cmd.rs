@@ -146,7 +146,7 @@ pub struct Compare {
 /// Stops the daemons however the test ends, and then any job still running
 /// (jobs outlive their agents by design; a test cut short must not leave its
 /// fillers behind).
-struct Guard(Option<Local>, PathBuf);
+pub(crate) struct Guard(pub(crate) Option<Local>, pub(crate) PathBuf);
 
 impl Drop for Guard {
     fn drop(&mut self) {

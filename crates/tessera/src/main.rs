@@ -18,11 +18,15 @@ mod daemon_cmd;
 mod live_args;
 mod live_cmd;
 mod loadtest_cmd;
+mod metrics_cmd;
 mod experiment_cmd;
 mod node_cmd;
 mod power_cmd;
 mod record;
+mod replay_cmd;
 mod sim_cmd;
+mod sleep_job;
+mod twin_cmd;
 mod workload_cmd;
 
 use clap::Parser;
@@ -77,6 +81,10 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::NodeCommand::Up(a) => live_cmd::node_action("up", a),
         },
         cli::Command::Controller(a) => daemon_cmd::controller(a),
+        cli::Command::SleepJob(a) => sleep_job::sleep_job(a),
+        cli::Command::Replay(a) => replay_cmd::replay(a),
+        cli::Command::Metrics(a) => metrics_cmd::metrics(a),
+        cli::Command::Twin(a) => twin_cmd::twin(a),
         cli::Command::Agent(a) => daemon_cmd::agent(a),
         cli::Command::Up(a) => daemon_cmd::up(a),
         cli::Command::Loadtest(a) => loadtest_cmd::loadtest(a),

@@ -6,3 +6,4 @@ mod cli;
 mod common;
 mod live;
 mod power;
+mod sleep_job;

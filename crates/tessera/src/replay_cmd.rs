@@ -1,0 +1,568 @@
+//! `tessera replay`: replay a trace against a running controller with
+//! suspension-aware sleep jobs, as the thesis's `runworkload` does with
+//! `sigsleep` on an emulated Slurm cluster.
+//!
+//! The trace is read and filtered with the simulator's own job semantics on
+//! the controller's cluster (`GET /v1/cluster`), so exactly the jobs the
+//! simulator would replay are submitted, each as `tessera sleep-job` with its
+//! processors, memory, estimate (as the time limit) and partition. Each job is
+//! submitted at its planned instant, counted in wall time from a start on a
+//! whole second (so a late submission never delays the ones after it, the
+//! thesis's drift correction): its scaled submission time, or, with `--group`,
+//! a warm-up of `--warmup` jobs at once and then groups of G jobs every
+//! `--period` seconds. Submissions go in order over one connection, so the
+//! controller numbers and queues them in the trace's order.
+//!
+//! `--shrink 100:50:10` runs the replay once per percentage (100, 90, ..., 50),
+//! each after the previous one ended, with one output directory each.
+
+use crate::live_args::{ClientArgs, ListFormat};
+use crate::live_cmd::{connect, explain};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use hyper::Method;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tessera_core::Cluster;
+use tessera_proto::api::{ClusterInfo, JobInfo, JobStateCode, OptionArg, SubmitReply, SubmitRequest};
+use tessera_proto::client::Client;
+use tessera_proto::submit::MAX_LIMIT_S;
+use tessera_sim::metrics::{Classic, JobTimes};
+use tessera_sim::sleeplog::{read_log, SleepRecord};
+use tessera_sim::workload::{prepare_on, Machine, Workload};
+use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord, SwfWriter};
+use tessera_workload::transform::{first_jobs, Shrink};
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// SWF trace (plain or gzip).
+    #[arg(long)]
+    pub trace: PathBuf,
+    /// Replay only the first N records of the trace.
+    #[arg(long)]
+    pub max_jobs: Option<usize>,
+    /// Shrink factor in percent applied to submission offsets, runtimes and
+    /// estimates: P, or START:END:STEP for a sweep (100:50:10 runs 100, 90, ...,
+    /// 50; one output each).
+    #[arg(long, default_value = "100")]
+    pub shrink: String,
+    /// Further percentage for runtimes only (multiplies --shrink).
+    #[arg(long, default_value_t = 100.0)]
+    pub runtime_shrink: f64,
+    /// Further percentage for estimates (time limits) only.
+    #[arg(long, default_value_t = 100.0)]
+    pub estimate_shrink: f64,
+    /// Further percentage for submission offsets only.
+    #[arg(long, default_value_t = 100.0)]
+    pub submit_shrink: f64,
+    /// Submit the first N jobs at once, at the start (warm-up).
+    #[arg(long, default_value_t = 0)]
+    pub warmup: usize,
+    /// After the warm-up, submit in groups of G jobs every --period seconds
+    /// instead of at the trace's submission times.
+    #[arg(long, requires = "period")]
+    pub group: Option<usize>,
+    /// Seconds between groups (with --group).
+    #[arg(long, requires = "group")]
+    pub period: Option<f64>,
+    /// Seconds from the start to the first group (with --group).
+    #[arg(long, default_value_t = 0.0, requires = "group")]
+    pub warmup_period: f64,
+    /// Seconds added to each period (with --group): group g is due at
+    /// warmup-period + (period + drift) × g, in wall time from the start.
+    #[arg(long, default_value_t = 0.0, requires = "group")]
+    pub drift: f64,
+    /// Output directory: the sleep jobs' log, per-job records, the workload as
+    /// submitted, metrics (a sweep: one subdirectory per percentage).
+    #[arg(long, default_value = "replay")]
+    pub out: PathBuf,
+    /// Skip malformed trace lines (counted on stderr) instead of stopping.
+    #[arg(long)]
+    pub lenient: bool,
+    /// Give up waiting for the jobs to end after this many seconds (0: wait).
+    #[arg(long, default_value_t = 0)]
+    pub timeout: u64,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// When each job is submitted.
+#[derive(Clone, Copy, Debug)]
+pub enum Pace {
+    /// At the (shrunk) trace's submission offsets; the first `warmup` jobs at 0.
+    Trace { warmup: usize },
+    /// The thesis's runworkload: `warmup` jobs at 0, then groups of `group`
+    /// every `period` (+ `drift`) seconds from `warmup_period`.
+    Groups { warmup: usize, group: usize, period: f64, warmup_period: f64, drift: f64 },
+}
+
+/// One job to submit.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub trace_id: u64,
+    /// Seconds from the replay's start.
+    pub offset: f64,
+    pub procs: u32,
+    pub runtime: i64,
+    pub estimate: i64,
+    pub mem_per_proc_mb: u64,
+    pub partition: Option<String>,
+    /// The trace record as submitted (shrunk, its submit time the offset).
+    pub record: SwfRecord,
+}
+
+/// The jobs of a shrunk trace that the simulator would replay on `cluster`,
+/// with when each is submitted.
+pub fn plan(records: &[SwfRecord], cluster: Arc<Cluster>, pace: Pace) -> Result<(Workload, Vec<Planned>)> {
+    let w = prepare_on(records, Machine::Cluster { cluster: cluster.clone(), partition: None, nodeset: None });
+    let first = w.jobs.first().map_or(0, |j| j.submit);
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(w.jobs.len());
+    for (k, j) in w.jobs.iter().enumerate() {
+        let id = u64::try_from(j.id).map_err(|_| anyhow!("trace job {}: expected a job number ≥ 0 (it names the sleep job's log line)", j.id))?;
+        if !seen.insert(id) {
+            bail!("trace job {id} appears twice: expected unique job numbers (each names one line of the sleep jobs' log)");
+        }
+        if j.estimate > MAX_LIMIT_S {
+            bail!("trace job {id}: its estimate of {} s (after shrinking) is beyond the longest time limit, {MAX_LIMIT_S} s: shrink the estimates (--estimate-shrink)", j.estimate);
+        }
+        let offset = match pace {
+            Pace::Trace { warmup } if k < warmup => 0.0,
+            Pace::Trace { .. } => (j.submit - first) as f64,
+            Pace::Groups { warmup, .. } if k < warmup => 0.0,
+            Pace::Groups { warmup, group, period, warmup_period, drift } => warmup_period + (period + drift) * ((k - warmup) / group) as f64,
+        };
+        let mut record = records[w.record_index[k] as usize].clone();
+        record.submit_time = offset.round() as i64;
+        out.push(Planned {
+            trace_id: id,
+            offset,
+            procs: j.procs,
+            runtime: j.runtime,
+            estimate: j.estimate,
+            mem_per_proc_mb: j.mem_per_proc_mb,
+            partition: w.machine.partition_of(j).map(|p| cluster.partitions[p as usize].name.clone()),
+            record,
+        });
+    }
+    Ok((w, out))
+}
+
+/// The percentages of `--shrink`: P, or START:END:STEP.
+pub fn parse_shrink(s: &str) -> Result<Vec<f64>> {
+    let num = |x: &str| -> Result<f64> {
+        let v: f64 = x.trim().parse().map_err(|_| anyhow!("--shrink {s:?}: {x:?} is not a number; expected P or START:END:STEP in percent (e.g. 100:50:10)"))?;
+        if !(v.is_finite() && v > 0.0 && v <= 1e6) {
+            bail!("--shrink {s:?}: {x} is out of range; expected percentages above 0 (and at most 1e6)");
+        }
+        Ok(v)
+    };
+    let parts: Vec<&str> = s.split(':').collect();
+    match parts.as_slice() {
+        [p] => Ok(vec![num(p)?]),
+        [a, b, step] => {
+            let (a, b, step) = (num(a)?, num(b)?, num(step)?);
+            let dir = if b < a { -1.0 } else { 1.0 };
+            let n = ((b - a).abs() / step + 1e-9).floor() as usize;
+            if n > 1000 {
+                bail!("--shrink {s:?}: {} runs; expected at most 1001", n + 1);
+            }
+            Ok((0..=n).map(|i| a + dir * step * i as f64).collect())
+        }
+        _ => bail!("--shrink {s:?}: expected P or START:END:STEP in percent (e.g. 100 or 100:50:10)"),
+    }
+}
+
+/// A whole number of percent prints without a decimal point.
+fn pct_name(p: f64) -> String {
+    if p.fract() == 0.0 { format!("{p:.0}") } else { format!("{p}") }
+}
+
+pub fn wall() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A time limit in Slurm's minutes:seconds form.
+fn limit(secs: i64) -> String {
+    format!("{}:{:02}", secs / 60, secs % 60)
+}
+
+fn quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
+}
+
+fn opt(o: &str, v: impl Into<String>) -> OptionArg {
+    OptionArg { option: o.into(), value: v.into() }
+}
+
+/// What a replay did, and where its files are.
+#[derive(Serialize, Debug)]
+pub struct Outcome {
+    pub trace: String,
+    pub shrink_pct: f64,
+    pub shrink: ShrinkPct,
+    pub cluster: String,
+    pub policy: String,
+    pub cores: u64,
+    pub jobs: usize,
+    pub skipped: BTreeMap<String, u64>,
+    /// Unix seconds of the replay's start: planned offsets count from it.
+    pub t0: f64,
+    pub submit_seconds: f64,
+    /// How late submissions were against their planned instant (ms).
+    pub late_p50_ms: f64,
+    pub late_p99_ms: f64,
+    pub late_max_ms: f64,
+    /// Seconds from the start until the last job ended.
+    pub seconds: f64,
+    /// Jobs by their final state at the controller.
+    pub states: BTreeMap<String, usize>,
+    /// Jobs without a line in the log (never started, or killed without a chance to write).
+    pub missing_from_log: usize,
+    pub metrics: Classic,
+    pub log: PathBuf,
+    pub jobs_csv: PathBuf,
+    pub submitted_swf: PathBuf,
+    pub cluster_file: PathBuf,
+    pub metrics_json: PathBuf,
+}
+
+#[derive(Serialize, Debug, Clone, Copy)]
+pub struct ShrinkPct {
+    pub submit: f64,
+    pub runtime: f64,
+    pub estimate: f64,
+}
+
+/// One replay's files, in `dir`.
+pub struct Files {
+    pub dir: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Files {
+    pub fn new(dir: &Path) -> Result<Files> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let dir = dir.canonicalize()?;
+        let log = dir.join("sleep.log");
+        if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+            bail!("{} already holds a replay's log: give another --out (a replay never appends to or overwrites an earlier one)", log.display());
+        }
+        Ok(Files { log, dir })
+    }
+}
+
+pub fn replay(a: ReplayArgs) -> Result<()> {
+    let shrinks = parse_shrink(&a.shrink)?;
+    for (flag, v) in [("--runtime-shrink", a.runtime_shrink), ("--estimate-shrink", a.estimate_shrink), ("--submit-shrink", a.submit_shrink)] {
+        if !(v.is_finite() && v > 0.0) {
+            bail!("{flag} {v}: expected a percentage above 0");
+        }
+    }
+    let pace = match (a.group, a.period) {
+        (Some(0), _) => bail!("--group 0: expected at least 1 job per group"),
+        (Some(group), Some(period)) => {
+            if !(period.is_finite() && period >= 0.0 && a.warmup_period.is_finite() && a.warmup_period >= 0.0 && a.drift.is_finite() && period + a.drift >= 0.0) {
+                bail!("--period, --warmup-period, --drift: expected seconds ≥ 0 (period + drift ≥ 0)");
+            }
+            Pace::Groups { warmup: a.warmup, group, period, warmup_period: a.warmup_period, drift: a.drift }
+        }
+        _ => Pace::Trace { warmup: a.warmup },
+    };
+    let rt = crate::live_cmd::runtime()?;
+    let mut client = connect(&a.client)?;
+    let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(explain).context("asking the controller for its cluster")?;
+    let cluster = Arc::new(Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("the controller's cluster: {e}"))?);
+    let (header, mut records, report) = SwfReader::read_file(&a.trace, a.lenient)?;
+    if report.skipped > 0 {
+        eprintln!("{}: {report}", a.trace.display());
+    }
+    if let Some(n) = a.max_jobs {
+        first_jobs(&mut records, n);
+    }
+    let bin = std::env::current_exe().context("finding this executable (the sleep jobs run it)")?;
+    let mut outcomes = Vec::new();
+    for &s in &shrinks {
+        let shrink = Shrink { submit_pct: s * a.submit_shrink / 100.0, runtime_pct: s * a.runtime_shrink / 100.0, estimate_pct: s * a.estimate_shrink / 100.0 };
+        let mut recs = records.clone();
+        shrink.apply(&mut recs).map_err(|e| anyhow!("{}: shrinking by {s}%: {e}", a.trace.display()))?;
+        let (w, planned) = plan(&recs, cluster.clone(), pace)?;
+        if planned.is_empty() {
+            bail!("{}: no job of the trace can run on cluster {} (skipped: {:?})", a.trace.display(), info.name, w.skipped);
+        }
+        let dir = if shrinks.len() == 1 { a.out.clone() } else { a.out.join(format!("shrink-{}", pct_name(s))) };
+        let files = Files::new(&dir)?;
+        if shrinks.len() > 1 {
+            eprintln!("replay at {}% ({} of {})", pct_name(s), outcomes.len() + 1, shrinks.len());
+        }
+        let o = run(&rt, &mut client, &info, &header, &w, &planned, &files, &bin, a.timeout, &a.trace.display().to_string(), s, shrink)?;
+        if a.format == ListFormat::Table {
+            print_outcome(&o);
+        }
+        outcomes.push(o);
+    }
+    if a.format == ListFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&outcomes)?);
+    }
+    Ok(())
+}
+
+/// Submit every planned job at its instant, wait until none is queued or
+/// running, then write the per-job records and metrics.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    client: &mut Client,
+    info: &ClusterInfo,
+    header: &SwfHeader,
+    w: &Workload,
+    planned: &[Planned],
+    files: &Files,
+    bin: &Path,
+    timeout: u64,
+    trace: &str,
+    shrink_pct: f64,
+    shrink: Shrink,
+) -> Result<Outcome> {
+    // what the simulator needs to replay the same jobs: the workload as
+    // submitted and the cluster
+    let swf = files.dir.join("submitted.swf");
+    let cluster_file = files.dir.join("cluster.toml");
+    write_submitted(&swf, header, trace, shrink, planned)?;
+    std::fs::write(&cluster_file, &info.toml).with_context(|| format!("writing {}", cluster_file.display()))?;
+    std::fs::File::create(&files.log).with_context(|| format!("creating {}", files.log.display()))?;
+
+    let n = planned.len();
+    let bar = ProgressBar::new(n as u64);
+    bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} submitted, {msg}").expect("template").progress_chars("=> "));
+    let env: BTreeMap<String, String> = std::env::var("PATH").map(|p| BTreeMap::from([("PATH".to_string(), p)])).unwrap_or_default();
+    let workdir = files.dir.display().to_string();
+    // start on a whole second, so that the controller's whole-second clock sees
+    // each submission in the second it was planned for
+    let t0 = wall().floor() + 1.0;
+    let start = Instant::now() + Duration::from_secs_f64((t0 - wall()).max(0.0));
+    let mut ids = Vec::with_capacity(n);
+    let mut late = Vec::with_capacity(n);
+    let log_lines = LogCounter::new(&files.log);
+    rt.block_on(async {
+        for p in planned {
+            tokio::time::sleep_until((start + Duration::from_secs_f64(p.offset)).into()).await;
+            let sent = wall();
+            late.push(((sent - t0 - p.offset) * 1e3).max(0.0));
+            let script = format!(
+                "#!/bin/sh\nexec {} sleep-job --id {} --runtime {} --log {} --submit {sent:.6} --cores {}\n",
+                quote(bin),
+                p.trace_id,
+                p.runtime,
+                quote(&files.log),
+                p.procs
+            );
+            let mut options = vec![opt("-n", p.procs.to_string()), opt("-t", limit(p.estimate)), opt("-J", format!("t{}", p.trace_id)), opt("-o", "/dev/null")];
+            if let Some(part) = &p.partition {
+                options.push(opt("-p", part.clone()));
+            }
+            if p.mem_per_proc_mb > 0 {
+                options.push(opt("--mem-per-cpu", format!("{}M", p.mem_per_proc_mb)));
+            }
+            let req = SubmitRequest { script, options, workdir: workdir.clone(), env: env.clone(), script_name: None };
+            let r: SubmitReply = client.call(Method::POST, "/v1/jobs", Some(&req)).await.map_err(explain).with_context(|| format!("submitting trace job {}", p.trace_id))?;
+            ids.push(r.jobs[0]);
+            bar.inc(1);
+            if ids.len() % 64 == 0 {
+                bar.set_message(format!("{} ended", log_lines.count()));
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    let submit_seconds = wall() - t0;
+
+    // wait until no job of this replay is queued or running
+    let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_secs(timeout));
+    let mine: BTreeSet<u64> = ids.iter().copied().collect();
+    let mut last_check = Instant::now() - Duration::from_secs(60);
+    let states: BTreeMap<String, usize> = loop {
+        let ended = log_lines.count();
+        bar.set_message(format!("{ended} ended"));
+        if ended >= n || last_check.elapsed() >= Duration::from_secs(5) {
+            last_check = Instant::now();
+            let jobs: Vec<JobInfo> = rt.block_on(client.call::<(), _>(Method::GET, "/v1/jobs", None)).map_err(explain).context("listing jobs")?;
+            let live = jobs.iter().filter(|j| mine.contains(&j.id) && matches!(j.state, JobStateCode::Pending | JobStateCode::Running | JobStateCode::Suspended | JobStateCode::Completing)).count();
+            if live == 0 {
+                break jobs.iter().filter(|j| mine.contains(&j.id)).fold(BTreeMap::new(), |mut m, j| {
+                    *m.entry(j.state.name().to_string()).or_insert(0) += 1;
+                    m
+                });
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            bar.abandon();
+            bail!("--timeout: jobs of the replay are still queued or running; the log so far is {}", files.log.display());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let seconds = wall() - t0;
+    bar.finish_with_message(format!("{} ended", log_lines.count()));
+
+    let log = read_log(&files.log)?;
+    let by_id: BTreeMap<u64, &SleepRecord> = log.iter().map(|r| (r.id, r)).collect();
+    let missing = planned.iter().filter(|p| !by_id.contains_key(&p.trace_id)).count();
+    let jobs_csv = files.dir.join("jobs.csv");
+    write_jobs_csv(&jobs_csv, t0, planned, &ids, &late, &by_id)?;
+    let times: Vec<JobTimes> = log.iter().map(SleepRecord::times).collect();
+    let metrics = Classic::compute(&times, Some(info.cores as f64));
+    let metrics_json = files.dir.join("metrics.json");
+    let (p50, p99, max) = crate::bench_cmd::quantiles(late);
+    let o = Outcome {
+        trace: trace.to_string(),
+        shrink_pct,
+        shrink: ShrinkPct { submit: shrink.submit_pct, runtime: shrink.runtime_pct, estimate: shrink.estimate_pct },
+        cluster: info.name.clone(),
+        policy: info.policy.clone(),
+        cores: info.cores,
+        jobs: n,
+        skipped: w.skipped.iter().map(|(r, c)| (r.key().to_string(), *c)).collect(),
+        t0,
+        submit_seconds,
+        late_p50_ms: p50,
+        late_p99_ms: p99,
+        late_max_ms: max,
+        seconds,
+        states,
+        missing_from_log: missing,
+        metrics,
+        log: files.log.clone(),
+        jobs_csv,
+        submitted_swf: swf,
+        cluster_file,
+        metrics_json: metrics_json.clone(),
+    };
+    std::fs::write(&metrics_json, serde_json::to_vec_pretty(&o)?).with_context(|| format!("writing {}", metrics_json.display()))?;
+    Ok(o)
+}
+
+/// Lines in a growing log, counted incrementally.
+struct LogCounter {
+    path: PathBuf,
+    state: std::cell::Cell<(u64, usize)>,
+}
+
+impl LogCounter {
+    fn new(path: &Path) -> LogCounter {
+        LogCounter { path: path.to_path_buf(), state: std::cell::Cell::new((0, 0)) }
+    }
+
+    fn count(&self) -> usize {
+        use std::io::{Read, Seek};
+        let (mut at, mut lines) = self.state.get();
+        if let Ok(mut f) = std::fs::File::open(&self.path) {
+            if f.seek(std::io::SeekFrom::Start(at)).is_ok() {
+                let mut buf = Vec::new();
+                if f.read_to_end(&mut buf).is_ok() {
+                    // count complete lines only
+                    if let Some(last) = buf.iter().rposition(|&b| b == b'\n') {
+                        lines += buf[..=last].iter().filter(|&&b| b == b'\n').count();
+                        at += last as u64 + 1;
+                    }
+                }
+            }
+        }
+        self.state.set((at, lines));
+        lines
+    }
+}
+
+fn write_submitted(path: &Path, header: &SwfHeader, trace: &str, shrink: Shrink, planned: &[Planned]) -> Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = SwfWriter::new(std::io::BufWriter::new(f));
+    let ctx = || format!("writing {}", path.display());
+    w.write_header(header).with_context(ctx)?;
+    w.write_comment(&format!(
+        "Tessera replay of {trace}: the jobs as submitted (submit times in seconds from the replay's start; shrunk to {}% submit, {}% runtime, {}% estimate)",
+        shrink.submit_pct, shrink.runtime_pct, shrink.estimate_pct
+    ))
+    .with_context(ctx)?;
+    for p in planned {
+        w.write_record(&p.record).with_context(ctx)?;
+    }
+    w.into_inner().flush().with_context(ctx)?;
+    Ok(())
+}
+
+fn write_jobs_csv(path: &Path, t0: f64, planned: &[Planned], ids: &[u64], late: &[f64], log: &BTreeMap<u64, &SleepRecord>) -> Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    let ctx = || format!("writing {}", path.display());
+    writeln!(w, "trace_id,job_id,procs,runtime,estimate,partition,planned_submit,late_ms,submit,start,end,suspended,wait").with_context(ctx)?;
+    for (k, p) in planned.iter().enumerate() {
+        let rel = |x: f64| format!("{:.3}", x - t0);
+        let (submit, start, end, susp, wait) = match log.get(&p.trace_id) {
+            Some(r) => (rel(r.submit), rel(r.start), rel(r.end), format!("{:.3}", r.suspended()), format!("{:.3}", r.start - r.submit)),
+            None => Default::default(),
+        };
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{:.1},{submit},{start},{end},{susp},{wait}",
+            p.trace_id,
+            ids[k],
+            p.procs,
+            p.runtime,
+            p.estimate,
+            p.partition.as_deref().unwrap_or(""),
+            p.offset,
+            late[k]
+        )
+        .with_context(ctx)?;
+    }
+    w.flush().with_context(ctx)?;
+    Ok(())
+}
+
+/// The metrics as a table, one line each.
+pub fn metrics_table(m: &Classic) -> String {
+    let mut rows: Vec<(&str, String)> = vec![("jobs", m.jobs.to_string())];
+    for (k, v) in m.named() {
+        rows.push((k, if k == "utilization" { format!("{v:.4}") } else { format!("{v:.2}") }));
+    }
+    if m.jobs_suspended > 0 {
+        rows.push(("jobs suspended", m.jobs_suspended.to_string()));
+        rows.push(("mean suspended (s)", format!("{:.2}", m.mean_suspended)));
+        rows.push(("mean running (s)", format!("{:.2}", m.mean_run)));
+    }
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    rows.iter().map(|(k, v)| format!("  {k:<width$}  {v}\n")).collect()
+}
+
+fn print_outcome(o: &Outcome) {
+    println!(
+        "Replayed {} jobs of {} at {}% (submit {}%, runtime {}%, estimate {}%) on cluster {} ({} cores), policy {}",
+        o.jobs,
+        o.trace,
+        pct_name(o.shrink_pct),
+        o.shrink.submit,
+        o.shrink.runtime,
+        o.shrink.estimate,
+        o.cluster,
+        o.cores,
+        o.policy
+    );
+    if !o.skipped.is_empty() {
+        println!("  skipped as the simulator skips them: {:?}", o.skipped);
+    }
+    println!(
+        "  submitted over {:.1} s (late against plan: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms); all ended {:.1} s after the start",
+        o.submit_seconds, o.late_p50_ms, o.late_p99_ms, o.late_max_ms, o.seconds
+    );
+    println!("  final states: {:?}; without a log line: {}", o.states, o.missing_from_log);
+    print!("{}", metrics_table(&o.metrics));
+    println!("  sleep jobs' log:         {}", o.log.display());
+    println!("  per-job records:         {}", o.jobs_csv.display());
+    println!("  workload as submitted:   {} (simulate it: tessera sim run --trace {} --cluster {} --policy {})", o.submitted_swf.display(), o.submitted_swf.display(), o.cluster_file.display(), o.policy);
+    println!("  metrics and this report: {}", o.metrics_json.display());
+}

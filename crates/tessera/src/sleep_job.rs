@@ -1,0 +1,186 @@
+//! `tessera sleep-job`: a job that only sleeps, but knows when it was suspended.
+//!
+//! Emulating a large cluster means running thousands of jobs at once on a
+//! small machine, so each job sleeps instead of computing. A plain `sleep` does
+//! not notice a suspension (its timer keeps running while it is stopped), so
+//! a suspended job would end early. This one follows the thesis's `sigsleep`:
+//! on SIGTSTP it records the instant and stops itself; on SIGCONT it records
+//! the instant and sleeps only the time that remained. When it ends (its
+//! runtime slept, or SIGTERM/SIGINT/SIGHUP) it appends one JSON line to the log
+//! ([`tessera_sim::sleeplog::SleepRecord`]).
+//!
+//! The runtime counts from the start the controller recorded for the job
+//! (`$TESSERA_START_TIME`), not from the process's own start: a trace's runtime
+//! is what its scheduler measured from start to end, so an emulated job should
+//! end when the scheduler's start plus its runtime (plus its suspensions) has
+//! passed. Counting from the process's start (`--count-from process`, the
+//! thesis's way) lengthens every job by its launch latency, and along a chain of
+//! jobs each started by the previous one's end those latencies add up (see
+//! docs/emulation.md). The log's `start` is the process's own start either way.
+//!
+//! The signals are blocked and taken with `sigtimedwait`, so no handler runs
+//! asynchronously; the remaining time is counted on the monotonic clock and the
+//! instants on the wall clock. The line is written with one `write` on a file
+//! opened `O_APPEND` under an exclusive `flock`, so lines from thousands of jobs
+//! appending to one log never interleave.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tessera_sim::sleeplog::{SleepRecord, Suspension};
+
+#[derive(Args, Debug)]
+pub struct SleepJobArgs {
+    /// The job's id in the workload (written to the log).
+    #[arg(long)]
+    pub id: u64,
+    /// Seconds to sleep, suspended time excluded (fractions allowed).
+    #[arg(long)]
+    pub runtime: f64,
+    /// Log to append the job's line to (created if missing).
+    #[arg(long)]
+    pub log: PathBuf,
+    /// Submission instant (Unix seconds) to record; default
+    /// $TESSERA_SUBMIT_TIME, which the controller sets, else the start.
+    #[arg(long)]
+    pub submit: Option<f64>,
+    /// Cores to record; default $TESSERA_NTASKS (or $SLURM_NTASKS), else 1.
+    #[arg(long)]
+    pub cores: Option<u32>,
+    /// What the runtime counts from: `scheduler`, the start the controller
+    /// recorded ($TESSERA_START_TIME; this process's own start when unset),
+    /// so the scheduler sees the job run exactly its runtime, as in the trace;
+    /// or `process`, this process's start, as the thesis's sigsleep (each
+    /// launch's latency then lengthens the job as the scheduler sees it).
+    #[arg(long, value_enum, default_value = "scheduler")]
+    pub count_from: CountFrom,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CountFrom {
+    Scheduler,
+    Process,
+}
+
+fn wall() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn env_number<T: std::str::FromStr>(keys: &[&str]) -> Result<Option<T>> {
+    for k in keys {
+        if let Ok(v) = std::env::var(k) {
+            return match v.trim().parse() {
+                Ok(x) => Ok(Some(x)),
+                Err(_) => bail!("${k} is {:?}: expected a number", v.chars().take(40).collect::<String>()),
+            };
+        }
+    }
+    Ok(None)
+}
+
+/// How the sleep ended.
+enum End {
+    Slept,
+    Signal(libc::c_int),
+}
+
+pub fn sleep_job(a: SleepJobArgs) -> Result<()> {
+    let start = wall();
+    if !(a.runtime.is_finite() && a.runtime >= 0.0 && a.runtime < 1e12) {
+        bail!("--runtime {}: expected a number of seconds, at least 0", a.runtime);
+    }
+    let submit = match a.submit {
+        Some(s) if s.is_finite() => s,
+        Some(s) => bail!("--submit {s}: expected Unix seconds"),
+        None => env_number::<f64>(&["TESSERA_SUBMIT_TIME"])?.unwrap_or(start),
+    };
+    let cores = match a.cores {
+        Some(c) => c,
+        None => env_number::<u32>(&["TESSERA_NTASKS", "SLURM_NTASKS"])?.unwrap_or(1),
+    };
+    // open the log first: a job that cannot write its line says so at once
+    let log = std::fs::OpenOptions::new().append(true).create(true).open(&a.log).with_context(|| format!("opening the log {}", a.log.display()))?;
+
+    let signals = [libc::SIGTSTP, libc::SIGCONT, libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+    // SAFETY: plain signal-mask calls on a local set; this process has one thread.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    // the scheduler's start is a whole second at or before this process's
+    // start; time already gone since it counts as run
+    let since = match a.count_from {
+        CountFrom::Scheduler => env_number::<f64>(&["TESSERA_START_TIME"])?.map_or(0.0, |s| (start - s).clamp(0.0, a.runtime)),
+        CountFrom::Process => 0.0,
+    };
+    let mut remaining = Duration::from_secs_f64(a.runtime - since);
+    let mut suspensions = Vec::new();
+    let end_by = loop {
+        if remaining.is_zero() {
+            break End::Slept;
+        }
+        let t = Instant::now();
+        let ts = libc::timespec { tv_sec: remaining.as_secs() as libc::time_t, tv_nsec: remaining.subsec_nanos() as libc::c_long };
+        // SAFETY: waits for one of the blocked signals; `set` and `ts` outlive the call.
+        let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+        remaining = remaining.saturating_sub(t.elapsed());
+        match sig {
+            -1 => match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EAGAIN) => break End::Slept,
+                _ => continue, // EINTR: a signal outside the set; go on sleeping
+            },
+            libc::SIGTSTP => {
+                let suspend = wall();
+                // SIGSTOP cannot be caught or blocked: the process stops here
+                // until SIGCONT (which continues it even while blocked, and
+                // stays pending for the next wait, where it is ignored)
+                // SAFETY: raising a signal at this process.
+                unsafe { libc::raise(libc::SIGSTOP) };
+                suspensions.push(Suspension { suspend, resume: wall() });
+            }
+            libc::SIGCONT => {} // continued from a stop it was not told of
+            s => break End::Signal(s),
+        }
+    };
+    // a wall clock stepped back, or a submitter's clock ahead of this node's,
+    // must not make a record that reads as ending before it started
+    let end = wall().max(start);
+    let rec = SleepRecord { id: a.id, submit: submit.min(start), start, end, runtime: a.runtime, cores, suspensions };
+    append(&log, &rec).with_context(|| format!("appending to the log {}", a.log.display()))?;
+    if let End::Signal(s) = end_by {
+        // end as the signal would have ended it, so the job is accounted as such
+        // SAFETY: restore the default action and unblock it; the process ends.
+        unsafe {
+            libc::signal(s, libc::SIG_DFL);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::raise(s);
+        }
+    }
+    Ok(())
+}
+
+/// One line, one `write`, under an exclusive lock of the whole file.
+fn append(log: &std::fs::File, rec: &SleepRecord) -> Result<()> {
+    let mut line = serde_json::to_vec(rec)?;
+    line.push(b'\n');
+    let fd = log.as_raw_fd();
+    // SAFETY: flock on an open descriptor owned by `log`.
+    while unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e).context("locking");
+        }
+    }
+    let r = (&*log).write_all(&line);
+    // SAFETY: as above.
+    unsafe { libc::flock(fd, libc::LOCK_UN) };
+    r.context("writing")
+}

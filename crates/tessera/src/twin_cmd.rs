@@ -1,0 +1,180 @@
+//! `tessera twin`: does the simulator predict the live system? Start a
+//! controller and agents on this machine, replay a shrunk trace through them
+//! with sleep jobs (`tessera replay`), simulate the very workload that was
+//! submitted with the same cluster and policy, and compare job by job (start
+//! instants) and metric by metric.
+
+use crate::daemon_cmd::start_local;
+use crate::live_args::ListFormat;
+use crate::loadtest_cmd::Guard;
+use crate::replay_cmd::{self, parse_shrink, plan, Files, Pace};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use hyper::Method;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tessera_core::{Cluster, PolicyKind};
+use tessera_proto::api::ClusterInfo;
+use tessera_proto::client::{Client, Target};
+use tessera_sim::metrics::{Classic, JobTimes};
+use tessera_sim::run::simulate;
+use tessera_sim::sleeplog::read_log;
+use tessera_workload::swf::SwfReader;
+use tessera_workload::transform::{first_jobs, Shrink};
+
+#[derive(Args, Debug)]
+pub struct TwinArgs {
+    /// SWF trace (plain or gzip).
+    #[arg(long)]
+    pub trace: PathBuf,
+    /// The first N records of the trace.
+    #[arg(long, default_value_t = 2000)]
+    pub max_jobs: usize,
+    /// Shrink factor in percent (submission offsets, runtimes, estimates).
+    #[arg(long)]
+    pub shrink: String,
+    /// Cluster file (default: the embedded default cluster).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// fcfs, easy or conservative.
+    #[arg(long, default_value = "easy")]
+    pub policy: String,
+    /// Agents presenting the cluster's nodes.
+    #[arg(long, default_value_t = 2)]
+    pub agents: usize,
+    /// Directory for the controller's state and the replay's files (default:
+    /// a fresh directory under the system's temporary directory, kept).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
+}
+
+/// The comparison.
+#[derive(Serialize, Debug)]
+pub struct Twin {
+    pub trace: String,
+    pub jobs: usize,
+    pub shrink_pct: f64,
+    pub cluster: String,
+    pub policy: String,
+    /// |live start − simulated start| over the jobs, seconds.
+    pub start_abs_median: f64,
+    pub start_abs_p90: f64,
+    pub start_abs_p99: f64,
+    pub start_abs_max: f64,
+    /// Mean of live start − simulated start (a systematic lag is positive).
+    pub start_signed_mean: f64,
+    pub within_1s: usize,
+    pub live: Classic,
+    pub simulated: Classic,
+    /// (live − simulated) / simulated, by metric.
+    pub relative_difference: BTreeMap<String, f64>,
+    pub dir: PathBuf,
+    pub per_job_csv: PathBuf,
+}
+
+pub fn twin(a: TwinArgs) -> Result<()> {
+    let shrinks = parse_shrink(&a.shrink)?;
+    let [pct] = shrinks[..] else { bail!("--shrink {}: the twin check takes one percentage", a.shrink) };
+    let policy: PolicyKind = a.policy.parse().map_err(|e| anyhow!("--policy: {e}"))?;
+    let dir = match &a.dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("tessera-twin-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
+    let state = dir.join("state");
+    let local = Guard(Some(start_local(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?), state.clone());
+    let rt = crate::live_cmd::runtime()?;
+    let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
+    let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
+    let cluster = Arc::new(Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?);
+
+    let (header, mut records, _) = SwfReader::read_file(&a.trace, false)?;
+    first_jobs(&mut records, a.max_jobs);
+    let shrink = Shrink::uniform(pct);
+    shrink.apply(&mut records).map_err(|e| anyhow!("{}: {e}", a.trace.display()))?;
+    let (w, planned) = plan(&records, cluster.clone(), Pace::Trace { warmup: 0 })?;
+    let files = Files::new(&dir.join("replay"))?;
+    let bin = std::env::current_exe()?;
+    let trace = a.trace.display().to_string();
+    let o = replay_cmd::run(&rt, &mut client, &info, &header, &w, &planned, &files, &bin, 0, &trace, pct, shrink)?;
+    drop(local);
+
+    // the simulator on exactly what was submitted (submit times are the plan's
+    // offsets from the replay's start, so both clocks start at 0)
+    let (_, submitted, _) = SwfReader::read_file(&o.submitted_swf, false)?;
+    let (sw, sim_planned) = plan(&submitted, cluster, Pace::Trace { warmup: 0 })?;
+    if sim_planned.len() != planned.len() {
+        bail!("the workload as submitted has {} jobs, the replay {}", sim_planned.len(), planned.len());
+    }
+    let out = simulate(&sw, policy);
+    let log = read_log(&files.log)?;
+    let live_by_id: BTreeMap<u64, _> = log.iter().map(|r| (r.id, r)).collect();
+    let per_job_csv = dir.join("twin.csv");
+    let mut csv = std::io::BufWriter::new(std::fs::File::create(&per_job_csv)?);
+    writeln!(csv, "trace_id,procs,sim_submit,sim_start,sim_end,live_submit,live_start,live_end,start_diff")?;
+    let (mut diffs, mut sim_t, mut live_t) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, j) in sw.jobs.iter().enumerate() {
+        let id = j.id as u64;
+        let Some(l) = live_by_id.get(&id) else { bail!("trace job {id} has no line in the sleep jobs' log {}", files.log.display()) };
+        let rel = |x: f64| x - o.t0;
+        let d = rel(l.start) - out.start[i] as f64;
+        diffs.push(d);
+        writeln!(csv, "{id},{},{},{},{},{:.3},{:.3},{:.3},{d:.3}", j.procs, j.submit, out.start[i], out.end[i], rel(l.submit), rel(l.start), rel(l.end))?;
+        let procs = j.procs as f64;
+        let run = (out.end[i] - out.start[i] - out.suspended[i]) as f64;
+        sim_t.push(JobTimes { submit: j.submit as f64, start: out.start[i] as f64, end: out.end[i] as f64, suspended: out.suspended[i] as f64, procs, held: procs * run });
+        live_t.push(JobTimes { submit: rel(l.submit), start: rel(l.start), end: rel(l.end), ..l.times() });
+    }
+    csv.flush()?;
+    let cap = Some(info.cores as f64);
+    let (live, simulated) = (Classic::compute(&live_t, cap), Classic::compute(&sim_t, cap));
+    let mut abs: Vec<f64> = diffs.iter().map(|d| d.abs()).collect();
+    abs.sort_unstable_by(f64::total_cmp);
+    let q = |p: f64| tessera_sim::metrics::percentile(&abs, p);
+    let relative_difference = live.named().into_iter().zip(simulated.named()).map(|((k, l), (_, s))| (k.to_string(), if s != 0.0 { (l - s) / s } else { l - s })).collect();
+    let t = Twin {
+        trace,
+        jobs: diffs.len(),
+        shrink_pct: pct,
+        cluster: info.name.clone(),
+        policy: info.policy.clone(),
+        start_abs_median: q(0.5),
+        start_abs_p90: q(0.9),
+        start_abs_p99: q(0.99),
+        start_abs_max: abs.last().copied().unwrap_or(0.0),
+        start_signed_mean: diffs.iter().sum::<f64>() / diffs.len().max(1) as f64,
+        within_1s: abs.iter().filter(|&&d| d <= 1.0).count(),
+        live,
+        simulated,
+        relative_difference,
+        dir: dir.clone(),
+        per_job_csv,
+    };
+    std::fs::write(dir.join("twin.json"), serde_json::to_vec_pretty(&t)?)?;
+    match a.format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&t)?),
+        ListFormat::Table => print_twin(&t),
+    }
+    Ok(())
+}
+
+fn print_twin(t: &Twin) {
+    println!("Digital twin: {} jobs of {} at {}% on {} ({}), live against simulated", t.jobs, t.trace, t.shrink_pct, t.cluster, t.policy);
+    println!(
+        "  |live start − simulated start|: median {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s; within 1 s: {} of {}; mean signed {:+.3} s",
+        t.start_abs_median, t.start_abs_p90, t.start_abs_p99, t.start_abs_max, t.within_1s, t.jobs, t.start_signed_mean
+    );
+    let width = t.relative_difference.keys().map(|k| k.len()).max().unwrap_or(0);
+    println!("  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", "live", "diff");
+    for ((k, s), (_, l)) in t.simulated.named().into_iter().zip(t.live.named()) {
+        let d = t.relative_difference.get(k).copied().unwrap_or(0.0);
+        println!("  {k:<width$}  {s:>12.4}  {l:>12.4}  {:>+8.2}%", d * 100.0);
+    }
+    println!("  files: {} (per job: {})", t.dir.display(), t.per_job_csv.display());
+}
