@@ -71,7 +71,8 @@ pub struct Twin {
     pub within_1s: usize,
     pub live: Classic,
     pub simulated: Classic,
-    /// (live − simulated) / simulated, by metric.
+    /// (live − simulated) / simulated, by metric (live − simulated where the
+    /// simulated value is 0).
     pub relative_difference: BTreeMap<String, f64>,
     pub dir: PathBuf,
     pub per_job_csv: PathBuf,
@@ -88,6 +89,7 @@ pub fn twin(a: TwinArgs) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     let state = dir.join("state");
+    std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
     let local = Guard(Some(start_local(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?), state.clone());
     let rt = crate::live_cmd::runtime()?;
     let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
@@ -174,7 +176,9 @@ fn print_twin(t: &Twin) {
     println!("  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", "live", "diff");
     for ((k, s), (_, l)) in t.simulated.named().into_iter().zip(t.live.named()) {
         let d = t.relative_difference.get(k).copied().unwrap_or(0.0);
-        println!("  {k:<width$}  {s:>12.4}  {l:>12.4}  {:>+8.2}%", d * 100.0);
+        // against a simulated 0 the difference is absolute, not relative
+        let diff = if s == 0.0 { format!("{d:>+8.3} ") } else { format!("{:>+8.2}%", d * 100.0) };
+        println!("  {k:<width$}  {s:>12.4}  {l:>12.4}  {diff}");
     }
     println!("  files: {} (per job: {})", t.dir.display(), t.per_job_csv.display());
 }
