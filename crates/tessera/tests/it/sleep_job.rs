@@ -112,3 +112,27 @@ fn thousands_of_sleep_jobs_append_whole_lines() {
     ids.sort_unstable();
     assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
 }
+
+/// The short form of the digital-twin check (docs/emulation.md): a replay of
+/// 40 SDSC-SP2 jobs shrunk to 0.05% through a local controller and agents,
+/// against the simulation of the same workload.
+#[test]
+fn a_short_twin_run_replays_every_job_and_starts_them_when_the_simulator_does() {
+    let Some(dir) = tessera_workload::traces::shared_dir_or_skip("a_short_twin_run") else { return };
+    let trace = dir.join("SDSC-SP2-1998-4.2-cln.swf.gz");
+    let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/sdsc-sp2.toml");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["twin", "--trace", trace.to_str().unwrap(), "--max-jobs", "40", "--shrink", "0.05", "--cluster", cluster, "--format", "json", "--dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = t["jobs"].as_u64().unwrap();
+    assert!(jobs >= 35, "{t}");
+    assert_eq!(t["live"]["jobs"].as_u64(), Some(jobs), "every job has its line in the log");
+    assert!(t["start_abs_median"].as_f64().unwrap() < 1.0, "{t}");
+    let csv = std::fs::read_to_string(tmp.path().join("twin.csv")).unwrap();
+    assert_eq!(csv.lines().count() as u64, jobs + 1);
+}
