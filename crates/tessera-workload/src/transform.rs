@@ -15,6 +15,8 @@ pub enum ScaleError {
     Factor(f64),
     #[error("job {job} (submitted at {submit} s) would be submitted at {scaled:e} s: expected at most 2^42 = {MAX_TIME} s")]
     BeyondRange { job: i64, submit: i64, scaled: f64 },
+    #[error("job {job}: its {field} of {value} s would become {scaled:e} s: expected at most 2^42 = {MAX_TIME} s")]
+    TimeBeyondRange { job: i64, field: &'static str, value: i64, scaled: f64 },
 }
 
 /// Scale inter-arrival times by `gamma` (< 1 packs arrivals closer, raising the
@@ -66,19 +68,22 @@ impl Shrink {
                 return Err(ScaleError::Factor(p));
             }
         }
-        let time = |t: i64, pct: f64| -> Option<i64> {
+        let time = |r: &SwfRecord, field: &'static str, t: i64, pct: f64| -> Result<i64, ScaleError> {
             if t <= 0 {
-                return Some(t);
+                return Ok(t);
             }
-            whole_seconds(t as f64 * pct / 100.0).map(|s| s.max(1)).filter(|&s| s <= MAX_TIME)
+            let scaled = t as f64 * pct / 100.0;
+            whole_seconds(scaled).map(|s| s.max(1)).filter(|&s| s <= MAX_TIME).ok_or(ScaleError::TimeBeyondRange { job: r.job_number, field, value: t, scaled })
         };
-        if let Some(r) = records.iter().find(|r| time(r.run_time, self.runtime_pct).is_none() || time(r.requested_time, self.estimate_pct).is_none()) {
-            return Err(ScaleError::BeyondRange { job: r.job_number, submit: r.submit_time, scaled: r.run_time.max(r.requested_time) as f64 * self.runtime_pct.max(self.estimate_pct) / 100.0 });
-        }
+        // every shrunk time first, so that nothing changes on an error
+        let times = records
+            .iter()
+            .map(|r| Ok((time(r, "runtime", r.run_time, self.runtime_pct)?, time(r, "requested time", r.requested_time, self.estimate_pct)?)))
+            .collect::<Result<Vec<_>, ScaleError>>()?;
         scale_arrivals(records, self.submit_pct / 100.0)?;
-        for r in records.iter_mut() {
-            r.run_time = time(r.run_time, self.runtime_pct).expect("checked above");
-            r.requested_time = time(r.requested_time, self.estimate_pct).expect("checked above");
+        for (r, (run, req)) in records.iter_mut().zip(times) {
+            r.run_time = run;
+            r.requested_time = req;
         }
         Ok(())
     }
@@ -116,6 +121,10 @@ mod tests {
         s.apply(&mut one).unwrap();
         assert_eq!((one[0].submit_time, one[0].run_time, one[0].requested_time), (5, 50, 25));
         assert_eq!(Shrink::uniform(0.0).apply(&mut one), Err(ScaleError::Factor(0.0)));
+        let mut big = vec![SwfRecord { submit_time: 0, run_time: 1 << 41, requested_time: 10, ..SwfRecord::unknown(9) }];
+        let e = Shrink { submit_pct: 100.0, runtime_pct: 300.0, estimate_pct: 100.0 }.apply(&mut big).unwrap_err();
+        assert!(e.to_string().starts_with("job 9: its runtime of 2199023255552 s would become"), "{e}");
+        assert_eq!(big[0].run_time, 1 << 41, "an error changes nothing");
     }
 
     #[test]
