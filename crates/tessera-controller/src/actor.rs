@@ -262,8 +262,7 @@ impl Actor {
         if let Some(w) = self.state.wake() {
             // at the start of wall-clock second `w` (the engine's clock is the
             // whole Unix second), not a whole number of seconds from now
-            let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |t| t.as_secs_f64());
-            let wait = (w as f64 - wall).clamp(0.0, 86_400.0);
+            let wait = (w as f64 - tessera_proto::unix_now_f64()).clamp(0.0, 86_400.0);
             d = d.min(now + Duration::from_secs_f64(wait));
         }
         for s in self.agents.values() {

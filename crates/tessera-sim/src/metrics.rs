@@ -221,8 +221,8 @@ pub struct Classic {
 }
 
 impl Classic {
-    /// `capacity`: processors of the machine, for utilization. `first_submit`
-    /// defaults to the earliest submission.
+    /// `capacity`: processors of the machine, for utilization (None: not
+    /// reported). The makespan runs from the earliest submission to the last end.
     pub fn compute(jobs: &[JobTimes], capacity: Option<f64>) -> Classic {
         let n = jobs.len();
         let mut waits: Vec<f64> = Vec::with_capacity(n);

@@ -27,10 +27,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tessera_core::Cluster;
 use tessera_proto::api::{ClusterInfo, JobInfo, JobStateCode, OptionArg, SubmitReply, SubmitRequest};
 use tessera_proto::client::Client;
+use tessera_proto::unix_now_f64 as wall;
 use tessera_proto::submit::MAX_LIMIT_S;
 use tessera_sim::metrics::{Classic, JobTimes};
 use tessera_sim::sleeplog::{read_log, SleepRecord};
@@ -185,10 +186,6 @@ fn pct_name(p: f64) -> String {
     if p.fract() == 0.0 { format!("{p:.0}") } else { format!("{p}") }
 }
 
-pub fn wall() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// A time limit in Slurm's minutes:seconds form.
 fn limit(secs: i64) -> String {
     format!("{}:{:02}", secs / 60, secs % 60)
@@ -232,6 +229,9 @@ pub struct Outcome {
     pub submitted_swf: PathBuf,
     pub cluster_file: PathBuf,
     pub metrics_json: PathBuf,
+    /// The log's records, as read once the replay ended.
+    #[serde(skip)]
+    pub records: Vec<SleepRecord>,
 }
 
 #[derive(Serialize, Debug, Clone, Copy)]
@@ -442,9 +442,10 @@ pub fn run(
         submitted_swf: swf,
         cluster_file,
         metrics_json: metrics_json.clone(),
+        records: Vec::new(),
     };
     std::fs::write(&metrics_json, serde_json::to_vec_pretty(&o)?).with_context(|| format!("writing {}", metrics_json.display()))?;
-    Ok(o)
+    Ok(Outcome { records: log, ..o })
 }
 
 /// Lines in a growing log, counted incrementally.

@@ -30,6 +30,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use tessera_proto::unix_now_f64 as wall;
 use tessera_sim::sleeplog::{SleepRecord, Suspension};
 
 #[derive(Args, Debug)]
@@ -63,10 +64,6 @@ pub struct SleepJobArgs {
 pub enum CountFrom {
     Scheduler,
     Process,
-}
-
-fn wall() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn env_number<T: std::str::FromStr>(keys: &[&str]) -> Result<Option<T>> {

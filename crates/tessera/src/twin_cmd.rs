@@ -21,7 +21,6 @@ use tessera_proto::api::ClusterInfo;
 use tessera_proto::client::{Client, Target};
 use tessera_sim::metrics::{Classic, JobTimes};
 use tessera_sim::run::simulate;
-use tessera_sim::sleeplog::read_log;
 use tessera_workload::swf::SwfReader;
 use tessera_workload::transform::{first_jobs, Shrink};
 
@@ -115,8 +114,7 @@ pub fn twin(a: TwinArgs) -> Result<()> {
         bail!("the workload as submitted has {} jobs, the replay {}", sim_planned.len(), planned.len());
     }
     let out = simulate(&sw, policy);
-    let log = read_log(&files.log)?;
-    let live_by_id: BTreeMap<u64, _> = log.iter().map(|r| (r.id, r)).collect();
+    let live_by_id: BTreeMap<u64, _> = o.records.iter().map(|r| (r.id, r)).collect();
     let per_job_csv = dir.join("twin.csv");
     let mut csv = std::io::BufWriter::new(std::fs::File::create(&per_job_csv)?);
     writeln!(csv, "trace_id,procs,sim_submit,sim_start,sim_end,live_submit,live_start,live_end,start_diff")?;
