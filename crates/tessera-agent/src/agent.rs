@@ -24,6 +24,12 @@ use tessera_proto::api::*;
 use tessera_proto::client::{Client, ClientError, Target};
 use tokio::sync::{mpsc, watch};
 
+/// How long the agent gathers job ends before reporting the first one: jobs
+/// that end together (in the same second, as a trace's do) are reaped a few
+/// milliseconds apart, and only one report is in flight at a time, so without
+/// it the second end would wait for the controller's pass on the first.
+const REPORT_GATHER: Duration = Duration::from_millis(5);
+
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     pub name: String,
@@ -232,6 +238,7 @@ impl Agent {
         });
         let mut reporting = false;
         let mut retry_at = Instant::now();
+        let mut report_at: Option<Instant> = None;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tokio::select! {
@@ -253,11 +260,17 @@ impl Agent {
                     }
                 }
                 _ = tick.tick() => self.timers(),
+                _ = tokio::time::sleep_until(report_at.unwrap_or_else(Instant::now).into()), if report_at.is_some() => {}
             }
             while let Ok(pid) = reap_rx.try_recv() {
                 self.reaped(pid)?;
             }
             if !reporting && Instant::now() >= retry_at && self.jobs.values().any(|j| j.exit.is_some()) {
+                let at = *report_at.get_or_insert_with(|| Instant::now() + REPORT_GATHER);
+                if Instant::now() < at {
+                    continue;
+                }
+                report_at = None;
                 reporting = true;
                 let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
                 let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended });

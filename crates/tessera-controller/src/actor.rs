@@ -239,6 +239,14 @@ impl Actor {
                     Err(_) => break,
                 }
             }
+            if let Some(until) = self.gather_until(&batch) {
+                while batch.len() < max {
+                    match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                        Ok(m) => batch.push(m),
+                        Err(_) => break,
+                    }
+                }
+            }
             let stop = batch.iter().any(|m| matches!(m, Msg::Shutdown));
             self.step(&mut batch)?;
             if stop {
@@ -246,6 +254,23 @@ impl Actor {
             }
         }
         self.snapshot()
+    }
+
+    /// How long to go on gathering messages before the pass, so that one
+    /// second's events (jobs that end together reach the controller a few
+    /// milliseconds apart) are one pass, as in the simulator: until the
+    /// window at the start of the second closes, or for a window after a job
+    /// end that came later in its second.
+    fn gather_until(&self, batch: &[Msg]) -> Option<Instant> {
+        let w = self.cfg.coalesce_ms as f64 / 1000.0;
+        let into = tessera_proto::unix_now_f64().fract();
+        if into < w {
+            Some(Instant::now() + Duration::from_secs_f64(w - into))
+        } else if w > 0.0 && batch.iter().any(holds_end) {
+            Some(Instant::now() + Duration::from_secs_f64(w))
+        } else {
+            None
+        }
     }
 
     /// Snapshot the state (dropping the journal before it), once every
@@ -262,7 +287,9 @@ impl Actor {
         if let Some(w) = self.state.wake() {
             // at the start of wall-clock second `w` (the engine's clock is the
             // whole Unix second), not a whole number of seconds from now
-            let wait = (w as f64 - tessera_proto::unix_now_f64()).clamp(0.0, 86_400.0);
+            // (and the coalescing window after it, for that second's ends)
+            let at = w as f64 + self.cfg.coalesce_ms as f64 / 1000.0;
+            let wait = (at - tessera_proto::unix_now_f64()).clamp(0.0, 86_400.0);
             d = d.min(now + Duration::from_secs_f64(wait));
         }
         for s in self.agents.values() {
@@ -688,5 +715,15 @@ fn change_name(c: NodeChange) -> &'static str {
         NodeChange::Up => "up",
         NodeChange::Drain => "drain",
         NodeChange::Resume => "resume",
+    }
+}
+
+/// Whether a message reports a job's end (an agent's report, or a
+/// re-registering agent's list of jobs that ended while it was away).
+fn holds_end(m: &Msg) -> bool {
+    match m {
+        Msg::Report { msg, .. } => !msg.ended.is_empty(),
+        Msg::Register { req, .. } => req.jobs.iter().any(|j| matches!(j, AgentJob::Ended(_))),
+        _ => false,
     }
 }

@@ -49,6 +49,14 @@ pub struct Config {
     /// Most messages committed in one journal transaction ([`actor::MAX_BATCH`]
     /// normally; 1 turns group commit off, for the load test's comparison).
     pub max_batch: usize,
+    /// The gathering window, milliseconds (Slurm's `batch_sched_delay` in
+    /// spirit): the engine's clock is the whole second, and jobs that end in
+    /// the same second reach the controller a few milliseconds apart. No pass
+    /// is made in the first `coalesce_ms` of a second (messages wait for its
+    /// end), a job end that arrives later waits this long for others, and
+    /// timed wake-ups are taken this long into their second; so one second's
+    /// ends are one pass, as in the simulator. 0 turns it off.
+    pub coalesce_ms: u64,
 }
 
 impl Config {

@@ -43,6 +43,7 @@ pub fn controller(a: ControllerArgs) -> Result<()> {
         operators: a.operators,
         site: a.site,
         max_batch: a.max_batch,
+        coalesce_ms: a.coalesce_ms,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(tessera_controller::http::serve(cfg))
