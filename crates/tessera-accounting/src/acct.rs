@@ -28,7 +28,10 @@ pub struct AcctJob {
     pub alloc_nodes: i64,
     pub node_list: String,
     pub factor: f64,
+    /// Seconds charged: end − start − suspended.
     pub wall_raw_s: i64,
+    /// Seconds suspended between start and end (not charged).
+    pub suspended_s: i64,
     pub wall_norm_s: f64,
     pub cpu_raw_s: f64,
     pub cpu_norm_s: f64,
@@ -82,7 +85,7 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
         .prepare(
             "SELECT j.id, j.job_id, j.name, j.user, j.grp, j.account, j.partition, j.submit_time, j.start_time, j.end_time, j.state, j.exit_code, j.req_procs, \
              j.req_mem_mb, j.time_limit, j.alloc_cores, j.alloc_nodes, j.factor, j.wall_raw_s, j.wall_norm_s, j.cpu_raw_s, j.cpu_norm_s, j.core_hours, \
-             j.norm_core_hours, j.hs06_hours, j.hs06_per_core, (SELECT group_concat(node_id) FROM allocations a WHERE a.job = j.id) \
+             j.norm_core_hours, j.hs06_hours, j.hs06_per_core, (SELECT group_concat(node_id) FROM allocations a WHERE a.job = j.id), j.suspended_s \
              FROM jobs j WHERE j.run_id = ?1 ORDER BY j.id",
         )
         .map_err(e)?;
@@ -130,6 +133,7 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
             node_list: hostlist::compress(&node_names),
             factor: r.get(17).map_err(e)?,
             wall_raw_s: r.get(18).map_err(e)?,
+            suspended_s: r.get(27).map_err(e)?,
             wall_norm_s: r.get(19).map_err(e)?,
             cpu_raw_s: r.get(20).map_err(e)?,
             cpu_norm_s: r.get(21).map_err(e)?,
@@ -209,6 +213,7 @@ pub const FIELDS: &[(&str, usize)] = &[
     ("End", 19),
     ("Elapsed", 10),
     ("ElapsedRaw", 10),
+    ("Suspended", 10),
     ("CPUTime", 10),
     ("CPUTimeRAW", 10),
     ("Timelimit", 10),
@@ -247,6 +252,7 @@ impl AcctJob {
             "End" => t(self.end),
             "Elapsed" => duration(self.wall_raw_s),
             "ElapsedRaw" => self.wall_raw_s.to_string(),
+            "Suspended" => duration(self.suspended_s),
             "CPUTime" => duration(self.wall_raw_s * self.alloc_cores),
             "CPUTimeRAW" => (self.wall_raw_s * self.alloc_cores).to_string(),
             "Timelimit" => duration(self.time_limit),

@@ -69,7 +69,7 @@ pub fn usage(store: &Store, run: i64, by: By) -> Result<Vec<UsageRow>, StoreErro
         // split each job's usage over the nodes it held
         let mut q = c
             .prepare(
-                "SELECT n.node_type, a.job, a.cores, a.end_time - a.start_time, j.factor, n.hs06_per_core, j.cpu_raw_s, j.alloc_cores \
+                "SELECT n.node_type, a.job, a.cores, MAX(a.end_time - a.start_time - j.suspended_s, 0), j.factor, n.hs06_per_core, j.cpu_raw_s, j.alloc_cores \
                  FROM allocations a JOIN nodes n ON n.run_id = a.run_id AND n.node_id = a.node_id JOIN jobs j ON j.id = a.job WHERE a.run_id = ?1",
             )
             .map_err(e)?;

@@ -404,6 +404,7 @@ impl State {
             submit: m.submit,
             start,
             end: rec.end,
+            suspended_s: rec.suspended_s,
             state: tag,
             exit_code: code.unwrap_or(if signal.is_some() { 128 + signal.unwrap_or(0) } else { 0 }),
             req_procs: m.req.procs,

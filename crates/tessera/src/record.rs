@@ -82,6 +82,7 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             submit: j.submit,
             start: o.start[i],
             end: o.end[i],
+            suspended_s: o.suspended[i],
             state,
             exit_code,
             req_procs: j.procs,

@@ -15,7 +15,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
 /// Numbered migrations, applied in order; the index + 1 is the schema version.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/001_init.sql"), include_str!("../../migrations/002_live.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/001_init.sql"),
+    include_str!("../../migrations/002_live.sql"),
+    include_str!("../../migrations/003_suspended.sql"),
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -225,8 +229,8 @@ impl Store {
 fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord], jobs: &[JobRecord]) -> rusqlite::Result<()> {
     let mut job = tx.prepare_cached(
         "INSERT INTO jobs (run_id, job_id, name, user, grp, account, partition, submit_time, start_time, end_time, state, exit_code, req_procs, req_mem_mb, time_limit, \
-         alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours, hs06_hours, hs06_per_core, energy_j) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+         alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours, hs06_hours, hs06_per_core, energy_j, suspended_s) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
     )?;
     let mut alloc = tx.prepare_cached("INSERT INTO allocations (job, run_id, node_id, cores, memory_mb, gpus, start_time, end_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
     for j in jobs {
@@ -234,7 +238,7 @@ fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord],
         job.execute(params![
             run_id, j.job_id, j.name, j.user, j.group, j.account, j.partition, j.submit, j.start, j.end, j.state.as_str(), j.exit_code,
             j.req_procs, j.req_mem_mb as i64, j.time_limit, u.alloc_cores, j.allocations.len() as i64, j.factor, u.wall_raw_s, u.wall_norm_s,
-            u.cpu_raw_s, u.cpu_norm_s, u.core_hours, u.norm_core_hours, u.hs06_hours, u.hs06_per_core, j.energy_j
+            u.cpu_raw_s, u.cpu_norm_s, u.core_hours, u.norm_core_hours, u.hs06_hours, u.hs06_per_core, j.energy_j, j.suspended_s
         ])?;
         let id = tx.last_insert_rowid();
         for a in &j.allocations {
@@ -294,6 +298,7 @@ mod tests {
             submit: 0,
             start: 1,
             end: 5,
+            suspended_s: 0,
             state: JobStateTag::NodeFail,
             exit_code: 0,
             req_procs: 1,
@@ -305,7 +310,17 @@ mod tests {
             allocations: vec![AllocationRecord { node: 0, cores: 1, memory_mb: 0, gpus: 0 }],
         };
         assert_eq!(s.append_jobs(live, &nodes, std::slice::from_ref(&job)).unwrap(), 1);
-        assert_eq!(s.append_jobs(live, &nodes, &[job]).unwrap(), 0, "a replayed record is not written twice");
+        assert_eq!(s.append_jobs(live, &nodes, std::slice::from_ref(&job)).unwrap(), 0, "a replayed record is not written twice");
         assert_eq!(s.resolve_run(None).unwrap(), live);
+        // a job suspended 3 of its 9 s (2 cores) is charged the 6 it ran
+        let susp = JobRecord { job_id: 4, start: 1, end: 10, suspended_s: 3, cpu_s: None, allocations: vec![AllocationRecord { node: 0, cores: 2, memory_mb: 0, gpus: 0 }], ..job };
+        assert_eq!(s.append_jobs(live, &nodes, &[susp]).unwrap(), 1);
+        let row: (i64, i64, f64, f64) = s
+            .connection()
+            .query_row("SELECT suspended_s, wall_raw_s, cpu_raw_s, core_hours FROM jobs WHERE run_id = ?1 AND job_id = 4", [live], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap();
+        assert_eq!(row, (3, 6, 12.0, 12.0 / 3600.0));
+        let old: i64 = s.connection().query_row("SELECT suspended_s FROM jobs WHERE id = 7", [], |r| r.get(0)).unwrap();
+        assert_eq!(old, 0, "records from before schema 3 were never suspended");
     }
 }

@@ -117,6 +117,9 @@ pub struct JobRecord {
     pub submit: i64,
     pub start: i64,
     pub end: i64,
+    /// Seconds it spent suspended between start and end: not charged (its
+    /// cores were another job's meanwhile).
+    pub suspended_s: i64,
     pub state: JobStateTag,
     pub exit_code: i32,
     pub req_procs: u32,
@@ -152,7 +155,8 @@ pub struct Usage {
 impl JobRecord {
     pub fn usage(&self, nodes: &[NodeRecord]) -> Usage {
         let alloc_cores: u32 = self.allocations.iter().map(|a| a.cores).sum();
-        let wall = self.end - self.start;
+        // the charged wall time: suspended time is not use
+        let wall = (self.end - self.start - self.suspended_s).max(0);
         let hours = wall as f64 / 3600.0;
         let cpu = self.cpu_s.unwrap_or(wall as f64 * alloc_cores as f64);
         let bench: Option<f64> = self

@@ -7,6 +7,7 @@ mod e2e;
 mod loadtest;
 mod netns;
 mod recovery;
+mod suspend;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -16,13 +17,16 @@ use tessera_proto::api::{JobInfo, NodeInfo};
 pub const BIN: &str = env!("CARGO_BIN_EXE_tessera");
 
 /// A controller and agents over the embedded default cluster (32 nodes of 8
-/// cores), the nodes split evenly among the agents.
+/// cores, `node[001-032]`) or a cluster file whose nodes are named the same
+/// way, the nodes split evenly among the agents.
 pub struct Live {
     pub dir: tempfile::TempDir,
     pub port: u16,
     pub controller: Option<Child>,
     pub agents: Vec<Option<Child>>,
     heartbeat: u64,
+    /// A cluster file (`node[001-NNN]`, `nodes` of them), or the default.
+    cluster: Option<(PathBuf, usize)>,
 }
 
 fn free_port() -> u16 {
@@ -31,7 +35,19 @@ fn free_port() -> u16 {
 
 impl Live {
     pub fn start(agents: usize, heartbeat: u64) -> Live {
-        let mut l = Live { dir: tempfile::tempdir().unwrap(), port: free_port(), controller: None, agents: (0..agents).map(|_| None).collect(), heartbeat };
+        Live::start_on(agents, heartbeat, None)
+    }
+
+    /// On the cluster of the TOML text `cluster` with `nodes` nodes named
+    /// `node[001-NNN]`.
+    pub fn start_on(agents: usize, heartbeat: u64, cluster: Option<(&str, usize)>) -> Live {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = cluster.map(|(text, n)| {
+            let p = dir.path().join("cluster.toml");
+            std::fs::write(&p, text).unwrap();
+            (p, n)
+        });
+        let mut l = Live { dir, port: free_port(), controller: None, agents: (0..agents).map(|_| None).collect(), heartbeat, cluster };
         l.start_controller();
         for k in 0..agents {
             l.start_agent(k);
@@ -53,6 +69,7 @@ impl Live {
         let c = Command::new(BIN)
             .args(["controller", "--state-dir", self.state().to_str().unwrap(), "--listen", &format!("127.0.0.1:{}", self.port)])
             .args(["--heartbeat-timeout", &self.heartbeat.to_string(), "--kill-grace", "1"])
+            .args(self.cluster_args())
             .env("TESSERA_LOG", "info")
             .stdout(Stdio::null())
             .stderr(self.log("controller.log"))
@@ -66,16 +83,25 @@ impl Live {
         }
     }
 
+    fn cluster_args(&self) -> Vec<String> {
+        match &self.cluster {
+            Some((p, _)) => vec!["--cluster".into(), p.display().to_string()],
+            None => Vec::new(),
+        }
+    }
+
     pub fn agent_nodes(&self, k: usize) -> String {
         let n = self.agents.len();
-        let (lo, hi) = (k * 32 / n + 1, (k + 1) * 32 / n);
+        let total = self.cluster.as_ref().map_or(32, |c| c.1);
+        let (lo, hi) = (k * total / n + 1, (k + 1) * total / n);
         format!("node[{lo:03}-{hi:03}]")
     }
 
     pub fn start_agent(&mut self, k: usize) {
         let c = Command::new(BIN)
             .args(["agent", "--name", &format!("agent{}", k + 1), "--controller", &format!("http://127.0.0.1:{}", self.port)])
-            .args(["--key-file", self.state().join("cluster.key").to_str().unwrap(), "--nodes", &self.agent_nodes(k), "--default-cluster"])
+            .args(["--key-file", self.state().join("cluster.key").to_str().unwrap(), "--nodes", &self.agent_nodes(k)])
+            .args(if self.cluster.is_some() { self.cluster_args() } else { vec!["--default-cluster".into()] })
             .args(["--state-dir", self.dir.path().join(format!("agent{}", k + 1)).to_str().unwrap()])
             .env("TESSERA_LOG", "info")
             .stdout(Stdio::null())
