@@ -290,6 +290,43 @@ impl Classic {
     }
 }
 
+/// How fast jobs were started: for a live run (or an emulated Slurm's, from the
+/// same sleep-job log), the throughput the scale run measures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Throughput {
+    pub starts: u64,
+    /// Starts per second from the first start to the last.
+    pub mean_starts_per_s: f64,
+    /// Most starts in any window of [`Throughput::WINDOW_S`] seconds, per second.
+    pub peak_starts_per_s: f64,
+}
+
+impl Throughput {
+    pub const WINDOW_S: f64 = 10.0;
+
+    pub fn compute(jobs: &[JobTimes]) -> Throughput {
+        let mut t: Vec<f64> = jobs.iter().map(|j| j.start).collect();
+        t.sort_by(f64::total_cmp);
+        let span = match (t.first(), t.last()) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0.0,
+        };
+        // sliding window [t[lo], t[lo] + WINDOW_S): the most starts in one
+        let (mut peak, mut hi) = (0usize, 0usize);
+        for lo in 0..t.len() {
+            while hi < t.len() && t[hi] < t[lo] + Self::WINDOW_S {
+                hi += 1;
+            }
+            peak = peak.max(hi - lo);
+        }
+        Throughput {
+            starts: t.len() as u64,
+            mean_starts_per_s: if span > 0.0 { (t.len() - 1) as f64 / span } else { 0.0 },
+            peak_starts_per_s: peak as f64 / Self::WINDOW_S,
+        }
+    }
+}
+
 /// Linear interpolation between order statistics of sorted `x` (numpy's default).
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -472,6 +509,20 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn throughput_counts_the_busiest_window() {
+        let at = |start: f64| JobTimes { submit: 0.0, start, end: start + 1.0, suspended: 0.0, procs: 1.0, held: 1.0 };
+        // 30 starts in [100, 103), then one a minute later
+        let mut jobs: Vec<JobTimes> = (0..30).map(|i| at(100.0 + i as f64 / 10.0)).collect();
+        jobs.push(at(160.0));
+        let t = Throughput::compute(&jobs);
+        assert_eq!(t.starts, 31);
+        assert!((t.peak_starts_per_s - 3.0).abs() < 1e-12);
+        assert!((t.mean_starts_per_s - 30.0 / 60.0).abs() < 1e-12);
+        let none = Throughput::compute(&[]);
+        assert_eq!((none.starts, none.mean_starts_per_s, none.peak_starts_per_s), (0, 0.0, 0.0));
+    }
 
     #[test]
     fn percentiles_interpolate_like_numpy() {

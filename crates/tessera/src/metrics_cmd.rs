@@ -9,7 +9,7 @@ use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
 use tessera_accounting::store::Store;
-use tessera_sim::metrics::{Classic, JobTimes};
+use tessera_sim::metrics::{Classic, JobTimes, Throughput};
 use tessera_sim::sleeplog::{read_log, SleepRecord};
 
 #[derive(Args, Debug)]
@@ -40,6 +40,7 @@ struct Report {
     capacity: Option<u64>,
     #[serde(flatten)]
     metrics: Classic,
+    throughput: Throughput,
 }
 
 pub fn metrics(a: MetricsArgs) -> Result<()> {
@@ -67,18 +68,21 @@ pub fn metrics(a: MetricsArgs) -> Result<()> {
             .iter()
             .filter(|j| j.alloc_cores > 0 && j.end >= j.start)
             .map(|j| {
-                let run = (j.end - j.start) as f64;
-                JobTimes { submit: j.submit as f64, start: j.start as f64, end: j.end as f64, suspended: 0.0, procs: j.req_procs as f64, held: j.alloc_cores as f64 * run }
+                // wall_raw_s is what ran: end − start − suspended
+                JobTimes { submit: j.submit as f64, start: j.start as f64, end: j.end as f64, suspended: j.suspended_s as f64, procs: j.req_procs as f64, held: (j.alloc_cores * j.wall_raw_s) as f64 }
             })
             .collect();
         (format!("{} run {run}", path.display()), times, a.capacity.or(cores.map(|c| c as u64)))
     };
     let m = Classic::compute(&times, capacity.map(|c| c as f64));
+    let throughput = Throughput::compute(&times);
     match a.format {
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&Report { source, capacity, metrics: m })?),
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&Report { source, capacity, metrics: m, throughput })?),
         ListFormat::Table => {
             println!("{source}{}", capacity.map_or_else(|| " (utilization needs --capacity)".to_string(), |c| format!(" ({c} processors)")));
             print!("{}", crate::replay_cmd::metrics_table(&m));
+            let t = &throughput;
+            println!("  starts per second: {:.2} from the first start to the last, {:.1} in the busiest {} s ({} starts)", t.mean_starts_per_s, t.peak_starts_per_s, Throughput::WINDOW_S, t.starts);
         }
     }
     Ok(())
