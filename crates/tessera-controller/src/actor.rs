@@ -239,7 +239,7 @@ impl Actor {
                     Err(_) => break,
                 }
             }
-            if let Some(until) = self.gather_until(&batch) {
+            if let Some(until) = self.gather_until() {
                 while batch.len() < max {
                     match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
                         Ok(m) => batch.push(m),
@@ -256,21 +256,17 @@ impl Actor {
         self.snapshot()
     }
 
-    /// How long to go on gathering messages before the pass, so that one
-    /// second's events (jobs that end together reach the controller a few
-    /// milliseconds apart) are one pass, as in the simulator: until the
-    /// window at the start of the second closes, or for a window after a job
-    /// end that came later in its second.
-    fn gather_until(&self, batch: &[Msg]) -> Option<Instant> {
+    /// Until when to go on gathering messages before the pass: the end of the
+    /// window at the start of the second, if now is inside it. Jobs that end
+    /// together (as a trace's do, on the second) reach the controller a few
+    /// milliseconds apart; one pass then sees them all, as in the simulator.
+    /// (Waiting after every job end instead would hold every pass while jobs
+    /// keep ending, and a lone client's submissions, each answered after its
+    /// pass, to one per window.)
+    fn gather_until(&self) -> Option<Instant> {
         let w = self.cfg.coalesce_ms as f64 / 1000.0;
         let into = tessera_proto::unix_now_f64().fract();
-        if into < w {
-            Some(Instant::now() + Duration::from_secs_f64(w - into))
-        } else if w > 0.0 && batch.iter().any(holds_end) {
-            Some(Instant::now() + Duration::from_secs_f64(w))
-        } else {
-            None
-        }
+        (into < w).then(|| Instant::now() + Duration::from_secs_f64(w - into))
     }
 
     /// Snapshot the state (dropping the journal before it), once every
@@ -718,12 +714,3 @@ fn change_name(c: NodeChange) -> &'static str {
     }
 }
 
-/// Whether a message reports a job's end (an agent's report, or a
-/// re-registering agent's list of jobs that ended while it was away).
-fn holds_end(m: &Msg) -> bool {
-    match m {
-        Msg::Report { msg, .. } => !msg.ended.is_empty(),
-        Msg::Register { req, .. } => req.jobs.iter().any(|j| matches!(j, AgentJob::Ended(_))),
-        _ => false,
-    }
-}

@@ -53,9 +53,8 @@ pub struct Config {
     /// spirit): the engine's clock is the whole second, and jobs that end in
     /// the same second reach the controller a few milliseconds apart. No pass
     /// is made in the first `coalesce_ms` of a second (messages wait for its
-    /// end), a job end that arrives later waits this long for others, and
-    /// timed wake-ups are taken this long into their second; so one second's
-    /// ends are one pass, as in the simulator. 0 turns it off.
+    /// end) and timed wake-ups are taken this long into their second; so the
+    /// ends of one second are one pass, as in the simulator. 0 turns it off.
     pub coalesce_ms: u64,
 }
 

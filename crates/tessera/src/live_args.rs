@@ -63,9 +63,9 @@ pub struct ControllerArgs {
     /// for the load test's comparison).
     #[arg(long, default_value_t = tessera_controller::actor::MAX_BATCH, hide = true)]
     pub max_batch: usize,
-    /// Milliseconds at the start of each second (and after a later job end)
-    /// in which the controller gathers messages before its pass, so that one
-    /// second's job ends are one pass, as in the simulator (0: none).
+    /// Milliseconds at the start of each second in which the controller
+    /// gathers messages before its pass, so that the job ends of one second are
+    /// one pass, as in the simulator (0: none).
     #[arg(long, default_value_t = 20)]
     pub coalesce_ms: u64,
 }

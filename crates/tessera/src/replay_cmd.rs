@@ -39,6 +39,10 @@ use tessera_sim::workload::{prepare_on, Machine, Workload};
 use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord, SwfWriter};
 use tessera_workload::transform::{first_jobs, Shrink};
 
+/// The final-states entry for jobs that ended too long ago for the
+/// controller to list them (their states are in `tessera acct`).
+pub const UNLISTED: &str = "ENDED_EARLIER (see tessera acct)";
+
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// SWF trace (plain or gzip).
@@ -395,10 +399,17 @@ pub fn run(
             let jobs: Vec<JobInfo> = rt.block_on(client.call::<(), _>(Method::GET, "/v1/jobs", None)).map_err(explain).context("listing jobs")?;
             let live = jobs.iter().filter(|j| mine.contains(&j.id) && matches!(j.state, JobStateCode::Pending | JobStateCode::Running | JobStateCode::Suspended | JobStateCode::Completing)).count();
             if live == 0 {
-                break jobs.iter().filter(|j| mine.contains(&j.id)).fold(BTreeMap::new(), |mut m, j| {
+                let mut m = jobs.iter().filter(|j| mine.contains(&j.id)).fold(BTreeMap::new(), |mut m, j| {
                     *m.entry(j.state.name().to_string()).or_insert(0) += 1;
                     m
                 });
+                // the controller lists a finished job for 5 minutes; the
+                // accounting store (tessera acct) keeps every one
+                let listed: usize = m.values().sum();
+                if listed < mine.len() {
+                    m.insert(UNLISTED.to_string(), mine.len() - listed);
+                }
+                break m;
             }
         }
         if deadline.is_some_and(|d| Instant::now() > d) {

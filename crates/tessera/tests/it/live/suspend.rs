@@ -88,3 +88,29 @@ fn a_high_tier_job_suspends_sleep_jobs_which_resume_and_are_not_charged_the_paus
     assert!((mean_run - 5.0).abs() < 0.7, "(6 + 6 + 3) / 3 s of running: {m}");
     assert!(mean_susp >= 1.0 && mean_susp < 4.0, "two of three jobs suspended 2 to 3 s: {m}");
 }
+
+/// `tessera replay` with a shrink sweep against a running controller: one
+/// directory per percentage, every job in its log, and the metrics of each.
+#[test]
+fn a_replay_sweep_runs_each_shrink_and_writes_its_log_and_metrics() {
+    let l = Live::start(1, 10);
+    let trace = l.dir.path().join("t.swf");
+    // id submit wait run procs cpu mem reqprocs reqtime reqmem status uid gid exe queue partition prev think
+    let rows: String = (1..=6).map(|i| format!("{i} {} -1 {} {} -1 -1 {} 10 -1 1 1 1 -1 -1 -1 -1 -1\n", i - 1, 1 + i % 2, 1 + i % 3, 1 + i % 3)).collect();
+    std::fs::write(&trace, format!("; MaxProcs: 256\n{rows}")).unwrap();
+    let out = l.dir.path().join("sweep");
+    let o = l.cli(&["replay", "--trace", trace.to_str().unwrap(), "--shrink", "100:50:50", "--out", out.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stderr), l.logs());
+    for pct in ["100", "50"] {
+        let d = out.join(format!("shrink-{pct}"));
+        let recs = read_log(&d.join("sleep.log")).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        assert_eq!(recs.len(), 6, "{recs:?}");
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("metrics.json")).unwrap()).unwrap();
+        assert_eq!(m["metrics"]["jobs"].as_u64().or(m["jobs"].as_u64()), Some(6), "{m}");
+        let csv = std::fs::read_to_string(d.join("jobs.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 7, "{csv}");
+    }
+    // at 50% the runtimes are halved (whole seconds, at least 1)
+    let half = read_log(&out.join("shrink-50").join("sleep.log")).unwrap();
+    assert!(half.iter().all(|r| r.runtime == 1.0), "{half:?}");
+}
