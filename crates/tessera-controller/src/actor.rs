@@ -713,4 +713,3 @@ fn change_name(c: NodeChange) -> &'static str {
         NodeChange::Resume => "resume",
     }
 }
-

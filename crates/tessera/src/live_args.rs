@@ -66,7 +66,7 @@ pub struct ControllerArgs {
     /// Milliseconds at the start of each second in which the controller
     /// gathers messages before its pass, so that the job ends of one second are
     /// one pass, as in the simulator (0: none).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=500))]
     pub coalesce_ms: u64,
 }
 
