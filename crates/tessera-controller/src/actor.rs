@@ -256,6 +256,11 @@ impl Actor {
         self.snapshot()
     }
 
+    /// The gathering window at the start of each second, in seconds.
+    fn coalesce_s(&self) -> f64 {
+        self.cfg.coalesce_ms as f64 / 1000.0
+    }
+
     /// Until when to go on gathering messages before the pass: the end of the
     /// window at the start of the second, if now is inside it. Jobs that end
     /// together (as a trace's do, on the second) reach the controller a few
@@ -264,7 +269,7 @@ impl Actor {
     /// keep ending, and a lone client's submissions, each answered after its
     /// pass, to one per window.)
     fn gather_until(&self) -> Option<Instant> {
-        let w = self.cfg.coalesce_ms as f64 / 1000.0;
+        let w = self.coalesce_s();
         let into = tessera_proto::unix_now_f64().fract();
         (into < w).then(|| Instant::now() + Duration::from_secs_f64(w - into))
     }
@@ -284,7 +289,7 @@ impl Actor {
             // at the start of wall-clock second `w` (the engine's clock is the
             // whole Unix second), not a whole number of seconds from now
             // (and the coalescing window after it, for that second's ends)
-            let at = w as f64 + self.cfg.coalesce_ms as f64 / 1000.0;
+            let at = w as f64 + self.coalesce_s();
             let wait = (at - tessera_proto::unix_now_f64()).clamp(0.0, 86_400.0);
             d = d.min(now + Duration::from_secs_f64(wait));
         }
