@@ -366,8 +366,17 @@ impl NodeEngine {
     /// to end at `end`.
     pub(crate) fn resume_at(&mut self, t: &mut JobTable, job: JobIdx, end: Time) {
         self.version += 1;
-        // a parked job that is killed ends holding what it has taken back
+        // a parked job that is killed ends holding what it has taken back: it
+        // gives up its claim on the rest of its allocation
         self.parked.retain(|&p| p != job);
+        if let Some(home) = self.home[job.index()].take() {
+            let held = self.alloc[job.index()]
+                .as_ref()
+                .expect("a parked job holds memory");
+            for (h, a) in home.parts.iter().zip(&held.parts) {
+                self.booked[h.node as usize] -= h.cores - a.cores;
+            }
+        }
         let e = t.get_mut(job);
         e.expected_end = end;
         // a suspended or ending job holds its allocation (sanity_check asserts it)
