@@ -101,7 +101,7 @@ pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, Store
             if p.active.is_empty() {
                 return;
             }
-            let free = (cap.0 - p.used.0, cap.1.saturating_sub(p.used.1), cap.2.saturating_sub(p.used.2));
+            let free = n.free(p.used);
             let k = n.unit.units(free, cap);
             // the true overhead is not billed
             let billable = |c: u64, thr: u64| if thr > 0 && c > 0 { c - k * thr } else { c };

@@ -45,7 +45,13 @@ pub struct OverheadReport {
     pub histogram: BTreeMap<String, BTreeMap<u64, f64>>,
     pub flagged_intervals: Vec<Flagged>,
     pub flagged_hours: f64,
+    /// True overhead of the whole cluster over time: (start of a span, mean
+    /// canonical units over it), [`SPANS`] equal spans from `from` to `to`.
+    pub over_time: Vec<(i64, f64)>,
 }
+
+/// Spans of [`OverheadReport::over_time`].
+pub const SPANS: i64 = 240;
 
 /// Queued intervals of one partition, per canonical-unit need: (submit, start, job)
 /// sorted by submit, with the running maximum of start (and its job) for overlap
@@ -118,15 +124,27 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
     let mut hours = UnitHours { total: 0.0, by_node: BTreeMap::new(), by_node_type: BTreeMap::new(), by_partition: BTreeMap::new() };
     let mut histogram: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
     let mut flagged: Vec<Flagged> = Vec::new();
+    let width = ((to - from) + SPANS - 1).div_euclid(SPANS).max(1);
+    let mut spans = vec![0f64; ((to - from).max(0) / width + 1) as usize];
     for (n, h) in node_rows.iter().zip(&hold) {
         let cap = n.capacity();
         let mut unit_seconds = 0f64;
         let hist = histogram.entry(n.name.clone()).or_default();
         walk(h, from, to, |p| {
-            let free = (cap.0 - p.used.0, cap.1.saturating_sub(p.used.1), cap.2.saturating_sub(p.used.2));
+            let free = n.free(p.used);
             let k = n.unit.units(free, cap);
             let dt = (p.to - p.from) as f64;
             unit_seconds += k as f64 * dt;
+            if k > 0 {
+                // spread k × dt over the spans [p.from, p.to) overlaps
+                let mut a = p.from;
+                while a < p.to {
+                    let i = (a - from) / width;
+                    let b = p.to.min(from + (i + 1) * width);
+                    spans[i as usize] += k as f64 * (b - a) as f64;
+                    a = b;
+                }
+            }
             *hist.entry(k).or_default() += dt / 3600.0;
             if k > 0 {
                 if let Some((job, need)) = waits.get(&n.partition).and_then(|w| w.find(k, p.from, p.to)) {
@@ -145,5 +163,6 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
     }
     let flagged_hours = flagged.iter().map(|f| (f.to - f.from) as f64 / 3600.0).fold(0.0, |a, b| a + b);
     let canonical_units = node_rows.iter().map(|n| (n.partition.clone(), n.unit.to_string())).collect();
-    Ok(OverheadReport { run, from, to, canonical_units, canonical_unit_hours: hours, histogram, flagged_intervals: flagged, flagged_hours })
+    let over_time = spans.iter().enumerate().filter(|(i, _)| from + *i as i64 * width < to).map(|(i, u)| (from + i as i64 * width, u / width as f64)).collect();
+    Ok(OverheadReport { run, from, to, canonical_units, canonical_unit_hours: hours, histogram, flagged_intervals: flagged, flagged_hours, over_time })
 }

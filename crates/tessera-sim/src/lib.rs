@@ -18,7 +18,7 @@ pub mod workload;
 
 pub use metrics::Summary;
 pub use power::{prepare_power, PowerMode, PowerRule, PowerSetup};
-pub use run::{simulate, simulate_observed, PowerOutcome, SimOutcome};
+pub use run::{simulate, simulate_observed, PowerOutcome, PowerSample, SimOutcome};
 pub use workload::{prepare, prepare_on, spec_of, Machine, Workload, WorkloadError};
 
 // The workload crate bounds times without depending on the engine: the two bounds

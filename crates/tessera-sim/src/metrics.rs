@@ -103,11 +103,11 @@ pub struct PowerMetrics {
 impl PowerMetrics {
     fn new(setup: &PowerSetup, p: &PowerOutcome, _jobs: usize) -> Self {
         let span = match (p.timeline.first(), p.timeline.last()) {
-            (Some(a), Some(b)) if b.0 > a.0 => (b.0 - a.0) as f64,
+            (Some(a), Some(b)) if b.t > a.t => (b.t - a.t) as f64,
             _ => 0.0,
         };
         let mean = if span > 0.0 {
-            p.timeline.windows(2).map(|w| w[0].1 * (w[1].0 - w[0].0) as f64).sum::<f64>() / span
+            p.timeline.windows(2).map(|w| w[0].power_w * (w[1].t - w[0].t) as f64).sum::<f64>() / span
         } else {
             0.0
         };
@@ -194,6 +194,10 @@ impl JobTimes {
     pub fn response(&self) -> f64 {
         self.end - self.submit
     }
+    /// Response over run, the run bounded below by 10 s, and at least 1.
+    pub fn bounded_slowdown(&self) -> f64 {
+        (self.response() / self.run().max(BOUNDED_SLOWDOWN_THRESHOLD as f64)).max(1.0)
+    }
 }
 
 /// The classical metrics of a set of jobs (definitions at the top of this
@@ -240,7 +244,7 @@ impl Classic {
             sum_resp += resp;
             let sd = resp / run.max(1.0);
             sum_sd += sd;
-            sum_bsd += (resp / run.max(BOUNDED_SLOWDOWN_THRESHOLD as f64)).max(1.0);
+            sum_bsd += j.bounded_slowdown();
             area += j.held;
             area_sd += j.procs * run * sd;
             work += j.procs * run;
@@ -339,33 +343,41 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + frac * (sorted[hi] - sorted[lo])
 }
 
+/// Every job's times in a simulated run, in workload order: what it held is
+/// the cores of its allocation (its processors on a pool) times its run, or the
+/// node-seconds a power-aware run gave it (PARM resizes running jobs).
+pub fn job_times(w: &Workload, o: &SimOutcome) -> Vec<JobTimes> {
+    w.jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let (s, e, susp) = (o.start[i], o.end[i], o.suspended[i]);
+            let run = (e - s - susp) as f64;
+            let cores = o.alloc.get(i).and_then(|a| a.as_ref()).map_or(j.procs as f64, |al| al.parts.iter().map(|p| p.cores as f64).sum());
+            let held = o.power.as_ref().map_or(cores * run, |p| p.job_node_s[i]);
+            JobTimes { submit: j.submit as f64, start: s as f64, end: e as f64, suspended: susp as f64, procs: j.procs as f64, held }
+        })
+        .collect()
+}
+
 impl Summary {
     pub fn compute(trace: &str, w: &Workload, o: &SimOutcome) -> Summary {
         let n = w.jobs.len();
-        let mut times: Vec<JobTimes> = Vec::with_capacity(n);
+        let times = job_times(w, o);
         let mut killed = 0u64;
         let (mut raw_cs, mut norm_cs, mut lost_cs) = (0f64, 0f64, 0f64);
-        for (i, j) in w.jobs.iter().enumerate() {
-            let (s, e, susp) = (o.start[i], o.end[i], o.suspended[i]);
-            let run = e - s - susp;
-            let held = match o.alloc.get(i).and_then(|a| a.as_ref()) {
-                Some(al) => {
-                    for p in &al.parts {
-                        let f_node = node_factor(w, p.node as usize);
-                        lost_cs += p.cores as f64 * run as f64 * (1.0 - al.factor / f_node);
-                    }
-                    al.parts.iter().map(|p| p.cores as f64).sum::<f64>()
+        for (i, (j, t)) in w.jobs.iter().zip(&times).enumerate() {
+            if let Some(al) = o.alloc.get(i).and_then(|a| a.as_ref()) {
+                for p in &al.parts {
+                    let f_node = node_factor(w, p.node as usize);
+                    lost_cs += p.cores as f64 * t.run() * (1.0 - al.factor / f_node);
                 }
-                None => j.procs as f64,
-            };
-            // power-aware runs: nodes held can change while a job runs (PARM)
-            let a = o.power.as_ref().map_or(held * run as f64, |p| p.job_node_s[i]);
-            raw_cs += a;
-            norm_cs += a * o.factor.get(i).copied().unwrap_or(1.0);
+            }
+            raw_cs += t.held;
+            norm_cs += t.held * o.factor.get(i).copied().unwrap_or(1.0);
             if j.runtime > j.estimate {
                 killed += 1;
             }
-            times.push(JobTimes { submit: j.submit as f64, start: s as f64, end: e as f64, suspended: susp as f64, procs: j.procs as f64, held: a });
         }
         let c = Classic::compute(&times, Some(w.capacity as f64));
         // the trace's first submission (jobs are in submit order), also with no job

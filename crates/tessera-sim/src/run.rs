@@ -36,6 +36,16 @@ pub fn simulate(w: &Workload, policy: PolicyKind) -> SimOutcome {
     simulate_observed(w, policy, |_, _| {})
 }
 
+/// The machine from `t` on: power drawn, busy nodes, and the CPU caps of the
+/// busy nodes (node-weighted mean, lowest, highest; None with no node busy).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PowerSample {
+    pub t: Time,
+    pub power_w: f64,
+    pub busy_nodes: u32,
+    pub caps_w: Option<(f64, f64, f64)>,
+}
+
 /// What a power-aware run adds: power drawn over time, energy, usage.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PowerOutcome {
@@ -50,8 +60,8 @@ pub struct PowerOutcome {
     pub job_node_s: Vec<f64>,
     /// Nodes each job started on.
     pub start_nodes: Vec<u32>,
-    /// (instant, power drawn from then on, busy nodes): one row per change.
-    pub timeline: Vec<(Time, f64, u32)>,
+    /// Power drawn from each instant on: one row per change.
+    pub timeline: Vec<PowerSample>,
     /// PARM only: decision statistics and the wall time spent deciding.
     pub parm: Option<ParmStats>,
     pub decision_wall_s: f64,
@@ -294,7 +304,9 @@ struct Meter {
     job_energy_j: Vec<f64>,
     job_node_s: Vec<f64>,
     start_nodes: Vec<u32>,
-    timeline: Vec<(Time, f64, u32)>,
+    timeline: Vec<PowerSample>,
+    /// Fixed-cap runs: the one cap.
+    cap_w: f64,
     max_power_w: f64,
     decision_wall_s: f64,
     max_decision_wall_s: f64,
@@ -316,6 +328,7 @@ impl Meter {
             job_node_s: vec![0.0; n],
             start_nodes: vec![0; n],
             timeline: Vec::new(),
+            cap_w: cap,
             max_power_w: 0.0,
             decision_wall_s: 0.0,
             max_decision_wall_s: 0.0,
@@ -337,16 +350,26 @@ impl Meter {
 
     /// Power drawn now; panics if it exceeds the budget (the power invariant).
     fn sample(&mut self, now: Time, engine: &Engine) {
-        let (w, busy) = match engine.as_parm() {
-            Some(p) => (p.power_w(), p.used_nodes()),
-            None => (self.busy as f64 * self.busy_w + (self.nodes - self.busy) as f64 * self.idle_w, self.busy),
+        let (w, busy, caps_w) = match engine.as_parm() {
+            Some(p) => {
+                let (mut n, mut sum, mut lo, mut hi) = (0u32, 0f64, f64::INFINITY, f64::NEG_INFINITY);
+                for (nodes, cap) in p.configs() {
+                    n += nodes;
+                    sum += nodes as f64 * cap;
+                    lo = lo.min(cap);
+                    hi = hi.max(cap);
+                }
+                (p.power_w(), p.used_nodes(), (n > 0).then(|| (sum / n as f64, lo, hi)))
+            }
+            None => (self.busy as f64 * self.busy_w + (self.nodes - self.busy) as f64 * self.idle_w, self.busy, (self.busy > 0).then_some((self.cap_w, self.cap_w, self.cap_w))),
         };
         assert!(w <= self.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn at t={now}: {w} W exceeds the budget {} W", self.budget_w);
         self.max_power_w = self.max_power_w.max(w);
+        let s = PowerSample { t: now, power_w: w, busy_nodes: busy, caps_w };
         match self.timeline.last_mut() {
-            Some(last) if last.0 == now => *last = (now, w, busy),
-            Some(last) if last.1 == w && last.2 == busy => {}
-            _ => self.timeline.push((now, w, busy)),
+            Some(last) if last.t == now => *last = s,
+            Some(last) if PowerSample { t: now, ..*last } == s => {}
+            _ => self.timeline.push(s),
         }
     }
 
@@ -356,9 +379,9 @@ impl Meter {
         let last = end.iter().copied().max().unwrap_or(first).max(first);
         let mut energy_j = 0.0;
         let mut idle_from = (first, self.nodes as f64 * self.idle_w);
-        for &(t, p, _) in &self.timeline {
-            energy_j += (t - idle_from.0) as f64 * idle_from.1;
-            idle_from = (t, p);
+        for s in &self.timeline {
+            energy_j += (s.t - idle_from.0) as f64 * idle_from.1;
+            idle_from = (s.t, s.power_w);
         }
         energy_j += (last - idle_from.0) as f64 * idle_from.1;
         PowerOutcome {

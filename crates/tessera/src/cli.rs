@@ -190,6 +190,10 @@ pub struct SimRunArgs {
     /// Write the summary as JSON.
     #[arg(long)]
     pub summary: Option<PathBuf>,
+    /// Write a self-contained HTML report with charts (utilization, queue,
+    /// waits, slowdowns, power, true overhead, usage and bills).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
     /// How to print the summary on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -610,15 +614,37 @@ pub enum ReportCommand {
         #[arg(long, default_value_t = 20)]
         top: usize,
     },
+    /// A self-contained HTML report of a run, with charts (opens with no network).
+    Html {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Where to write it.
+        #[arg(long, short, default_value = "report.html")]
+        output: PathBuf,
+        #[command(flatten)]
+        prices: PriceArgs,
+    },
     /// Fair billing: per job and per account, rates per resource.
     Bill {
         #[command(flatten)]
         args: ReportArgs,
-        #[arg(long, default_value_t = 0.0)]
-        price_core_hour: f64,
-        #[arg(long, default_value_t = 0.0)]
-        price_gb_hour: f64,
-        #[arg(long, default_value_t = 0.0)]
-        price_gpu_hour: f64,
+        #[command(flatten)]
+        prices: PriceArgs,
     },
+}
+
+#[derive(Args, Clone, Copy)]
+pub struct PriceArgs {
+    #[arg(long, default_value_t = 0.0)]
+    pub price_core_hour: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub price_gb_hour: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub price_gpu_hour: f64,
+}
+
+impl PriceArgs {
+    pub fn prices(&self) -> tessera_accounting::billing::Prices {
+        tessera_accounting::billing::Prices { core_hour: self.price_core_hour, gb_hour: self.price_gb_hour, gpu_hour: self.price_gpu_hour }
+    }
 }

@@ -4,12 +4,12 @@
 //! as the thesis's `calcmets` does from `sigsleep`'s log.
 
 use crate::live_args::ListFormat;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
 use tessera_accounting::store::Store;
-use tessera_sim::metrics::{Classic, JobTimes, Throughput};
+use tessera_sim::metrics::{Classic, Throughput};
 use tessera_sim::sleeplog::{read_log, SleepRecord};
 
 #[derive(Args, Debug)]
@@ -61,18 +61,9 @@ pub fn metrics(a: MetricsArgs) -> Result<()> {
         }
         let store = Store::open(&path)?;
         let run = store.resolve_run(a.run)?;
-        let jobs = tessera_accounting::acct::jobs(&store, run, &Default::default())?;
-        let cores: Option<i64> = store.connection().query_row("SELECT SUM(cores) FROM nodes WHERE run_id = ?1", [run], |r| r.get(0)).context("reading the run's nodes")?;
-        // jobs that held cores: a job cancelled while it waited never ran
-        let times = jobs
-            .iter()
-            .filter(|j| j.alloc_cores > 0 && j.end >= j.start)
-            .map(|j| {
-                // wall_raw_s is what ran: end − start − suspended
-                JobTimes { submit: j.submit as f64, start: j.start as f64, end: j.end as f64, suspended: j.suspended_s as f64, procs: j.req_procs as f64, held: (j.alloc_cores * j.wall_raw_s) as f64 }
-            })
-            .collect();
-        (format!("{} run {run}", path.display()), times, a.capacity.or(cores.map(|c| c as u64)))
+        let times = tessera_report::run::job_times(&store, run)?;
+        let (_, cores) = tessera_report::run::cores(&store, run)?;
+        (format!("{} run {run}", path.display()), times, a.capacity.or((cores > 0).then_some(cores)))
     };
     let m = Classic::compute(&times, capacity.map(|c| c as f64));
     let throughput = Throughput::compute(&times);

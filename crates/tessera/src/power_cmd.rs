@@ -109,8 +109,8 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
 pub fn write_power_csv(path: &Path, p: &PowerOutcome) -> Result<()> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
     writeln!(f, "time,power_w,budget_w,busy_nodes")?;
-    for &(t, w, busy) in &p.timeline {
-        writeln!(f, "{t},{w:.3},{:.3},{busy}", p.budget_w)?;
+    for s in &p.timeline {
+        writeln!(f, "{},{:.3},{:.3},{}", s.t, s.power_w, p.budget_w, s.busy_nodes)?;
     }
     f.flush().with_context(|| format!("writing {}", path.display()))
 }

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use std::path::Path;
-use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind, Store};
+use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, PowerRow, RunInfo, RunKind, Store};
 use tessera_core::CanonicalUnit;
 use tessera_sim::{Machine, SimOutcome, Workload};
 use tessera_workload::jobs::TraceJob;
@@ -99,6 +99,13 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
 /// Record a simulation in the store at `path`; returns the run id.
 pub fn record(path: &Path, site: &str, label: &str, policy: &str, epoch_offset: i64, w: &Workload, o: &SimOutcome, records: &[SwfRecord]) -> Result<i64> {
     let mut store = Store::open(path)?;
+    record_into(&mut store, site, label, policy, epoch_offset, w, o, records).with_context(|| format!("recording the run in {}", path.display()))
+}
+
+/// Record a simulation (with its power over time, if it ran under a budget) in
+/// `store`; returns the run id.
+#[allow(clippy::too_many_arguments)]
+pub fn record_into(store: &mut Store, site: &str, label: &str, policy: &str, epoch_offset: i64, w: &Workload, o: &SimOutcome, records: &[SwfRecord]) -> Result<i64> {
     let cluster = match &w.machine {
         Machine::Pool(c) => format!("pool-{c}"),
         Machine::Cluster { cluster, .. } => cluster.name.clone(),
@@ -114,5 +121,20 @@ pub fn record(path: &Path, site: &str, label: &str, policy: &str, epoch_offset: 
         recorded_at: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64),
     };
     let nodes = node_records(w);
-    store.record_run(&run, &nodes, job_records(w, o, records)).with_context(|| format!("recording the run in {}", path.display()))
+    let power: Vec<PowerRow> = o
+        .power
+        .iter()
+        .flat_map(|p| {
+            p.timeline.iter().map(|s| PowerRow {
+                time: s.t,
+                power_w: s.power_w,
+                budget_w: p.budget_w,
+                busy_nodes: s.busy_nodes,
+                cap_mean_w: s.caps_w.map(|c| c.0),
+                cap_min_w: s.caps_w.map(|c| c.1),
+                cap_max_w: s.caps_w.map(|c| c.2),
+            })
+        })
+        .collect();
+    Ok(store.record_run_with_power(&run, &nodes, &power, job_records(w, o, records))?)
 }

@@ -14,6 +14,7 @@ use tessera_sim::workload::{default_capacity, prepare, prepare_on, Machine};
 use tessera_sim::{simulate, Summary};
 use tessera_workload::lublin::{generate, LublinParams};
 use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord};
+use tessera_report::run::RunData;
 
 /// The embedded default cluster (also at examples/clusters/default.toml).
 pub const DEFAULT_CLUSTER: &str = include_str!("../../../examples/clusters/default.toml");
@@ -143,15 +144,24 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         let note = format!("simulated by tessera {} with policy {} on {capacity} processors", env!("CARGO_PKG_VERSION"), policy.name());
         write_swf(f, &header, &note, &records, &w, &outcome).with_context(|| format!("writing {}", p.display()))?;
     }
+    let site = a.site.clone().unwrap_or_else(|| match &w.machine {
+        Machine::Cluster { cluster, .. } => cluster.name.clone(),
+        Machine::Pool(c) => format!("pool-{c}"),
+        Machine::Power(s) => s.name.clone(),
+    });
     if let Some(db) = &a.db {
-        let site = a.site.clone().unwrap_or_else(|| match &w.machine {
-            Machine::Cluster { cluster, .. } => cluster.name.clone(),
-            Machine::Pool(c) => format!("pool-{c}"),
-            Machine::Power(s) => s.name.clone(),
-        });
         let offset = header.unix_start_time.unwrap_or(0);
         let run = crate::record::record(db, &site, &label, policy.name(), offset, &w, &outcome, &records)?;
         eprintln!("recorded as run {run} in {}", db.display());
+        if let Some(r) = &a.report {
+            let store = tessera_accounting::store::Store::open(db)?;
+            crate::acct_cmd::write_report(r, &RunData::load(&store, run, Default::default())?.page())?;
+        }
+    } else if let Some(r) = &a.report {
+        // the report reads the run from a store: an in-memory one
+        let mut store = tessera_accounting::store::Store::in_memory()?;
+        let run = crate::record::record_into(&mut store, &site, &label, policy.name(), header.unix_start_time.unwrap_or(0), &w, &outcome, &records)?;
+        crate::acct_cmd::write_report(r, &RunData::load(&store, run, Default::default())?.page())?;
     }
     summary.wall_time_s = t0.elapsed().as_secs_f64();
     let json = serde_json::to_string_pretty(&summary)?;

@@ -9,7 +9,7 @@
 
 mod records;
 
-pub use records::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind};
+pub use records::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, PowerRow, RunInfo, RunKind};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/001_init.sql"),
     include_str!("../../migrations/002_live.sql"),
     include_str!("../../migrations/003_suspended.sql"),
+    include_str!("../../migrations/004_power.sql"),
 ];
 
 /// The schema version this build writes.
@@ -114,6 +115,15 @@ impl Store {
     where
         I: IntoIterator<Item = JobRecord>,
     {
+        self.record_run_with_power(run, nodes, &[], jobs)
+    }
+
+    /// [`Store::record_run`] for a power-budgeted run: its power over time is
+    /// written with its nodes, before its jobs.
+    pub fn record_run_with_power<I>(&mut self, run: &RunInfo, nodes: &[NodeRecord], power: &[PowerRow], jobs: I) -> Result<i64, StoreError>
+    where
+        I: IntoIterator<Item = JobRecord>,
+    {
         let path = self.path.clone();
         let e = |source| StoreError::Sqlite { path: path.clone(), source };
         let tx = self.conn.transaction().map_err(e)?;
@@ -141,6 +151,12 @@ impl Store {
                 .map_err(e)?;
                 cap.execute(params![run_id, i as i64, n.valid_from, n.cores, n.memory_mb as i64, n.gpus]).map_err(e)?;
             }
+            let mut pw = tx
+                .prepare("INSERT INTO power_samples (run_id, time, power_w, budget_w, busy_nodes, cap_mean_w, cap_min_w, cap_max_w) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+                .map_err(e)?;
+            for p in power {
+                pw.execute(params![run_id, p.time, p.power_w, p.budget_w, p.busy_nodes, p.cap_mean_w, p.cap_min_w, p.cap_max_w]).map_err(e)?;
+            }
         }
         tx.commit().map_err(e)?;
         let mut batch: Vec<JobRecord> = Vec::with_capacity(BATCH);
@@ -159,6 +175,20 @@ impl Store {
         // a run without jobs is complete at once
         self.conn.execute("UPDATE runs SET complete = 1 WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE run_id = ?1)", params![run_id]).map_err(e)?;
         Ok(run_id)
+    }
+
+    /// A run's power over time (empty unless it ran under a power budget).
+    pub fn power(&self, run_id: i64) -> Result<Vec<PowerRow>, StoreError> {
+        let mut q = self
+            .conn
+            .prepare("SELECT time, power_w, budget_w, busy_nodes, cap_mean_w, cap_min_w, cap_max_w FROM power_samples WHERE run_id = ?1 ORDER BY time, rowid")
+            .map_err(self.err())?;
+        let rows = q
+            .query_map(params![run_id], |r| {
+                Ok(PowerRow { time: r.get(0)?, power_w: r.get(1)?, budget_w: r.get(2)?, busy_nodes: r.get(3)?, cap_mean_w: r.get(4)?, cap_min_w: r.get(5)?, cap_max_w: r.get(6)? })
+            })
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
     }
 
     /// The live run named `label` (a controller's state directory), created with

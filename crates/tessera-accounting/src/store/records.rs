@@ -177,3 +177,17 @@ impl JobRecord {
         }
     }
 }
+
+/// A power-budgeted run's power from `time` on (one row per change).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerRow {
+    pub time: i64,
+    pub power_w: f64,
+    pub budget_w: f64,
+    pub busy_nodes: u32,
+    /// CPU caps of the busy nodes: node-weighted mean, lowest, highest (None:
+    /// no node busy).
+    pub cap_mean_w: Option<f64>,
+    pub cap_min_w: Option<f64>,
+    pub cap_max_w: Option<f64>,
+}

@@ -187,6 +187,11 @@ impl ParmEngine {
         busy + (self.machine.nodes - self.used_nodes()) as f64 * self.machine.idle_w
     }
 
+    /// (nodes, cap) of every running job, in job order.
+    pub fn configs(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+        self.running.iter().filter_map(|j| self.runs[j.index()].as_ref().map(|r| (r.n, r.p)))
+    }
+
     /// Current (nodes, cap) of a running job.
     pub fn config_of(&self, job: JobIdx) -> Option<(u32, f64)> {
         self.runs.get(job.index()).and_then(|r| r.as_ref()).map(|r| (r.n, r.p))

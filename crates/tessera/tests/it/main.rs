@@ -6,4 +6,5 @@ mod cli;
 mod common;
 mod live;
 mod power;
+mod reports;
 mod sleep_job;

@@ -1,0 +1,79 @@
+//! HTML reports, comparisons and sweeps from the binary.
+
+use crate::common::{tessera, text};
+use std::path::Path;
+
+fn ok(args: &[&str]) -> String {
+    let out = tessera(args);
+    assert!(out.status.success(), "tessera {args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// The charts of a page: (title, SVG).
+pub fn charts(html: &str) -> Vec<(String, String)> {
+    html.split("<figure class=\"chart\" data-title=\"")
+        .skip(1)
+        .map(|s| {
+            let (title, rest) = s.split_once('"').unwrap();
+            let svg = &rest[rest.find("<svg").unwrap()..rest.find("</svg>").unwrap() + 6];
+            (title.to_string(), svg.to_string())
+        })
+        .collect()
+}
+
+/// Every chart the issue asks of a power-aware run's report.
+pub const RUN_CHARTS: &[&str] = &[
+    "Utilization over time",
+    "Queue length over time",
+    "Wait time distribution (CDF)",
+    "Bounded slowdown distribution (CDF, 10 s bound)",
+    "Mean wait by job size",
+    "Mean bounded slowdown by job size",
+    "Power drawn against the budget",
+    "CPU power caps of busy nodes over time",
+    "True overhead over time",
+    "True overhead histogram",
+    "Usage by account",
+    "Usage by node type",
+    "Bills by account (true overhead not billed)",
+];
+
+#[test]
+fn a_power_aware_run_reports_every_chart_and_its_store_gives_the_same_report() {
+    let Some(trace) = tessera_workload::traces::shared_trace("ALCF-Theta-2022-cqsimplus.swf.gz") else {
+        tessera_workload::traces::shared_dir_or_skip("a_power_aware_run_reports_every_chart");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (db, sim_html, db_html) = (dir.path().join("a.db"), dir.path().join("sim.html"), dir.path().join("db.html"));
+    let cluster = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/theta-overprovisioned.toml");
+    ok(&["sim", "run", "--trace", trace.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--policy", "parm", "--max-jobs", "200", "--db", db.to_str().unwrap(), "--report", sim_html.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&sim_html).unwrap();
+    let got = charts(&html);
+    let titles: Vec<&str> = got.iter().map(|c| c.0.as_str()).collect();
+    for want in RUN_CHARTS {
+        assert!(titles.contains(want), "{want} is missing from {titles:?}");
+    }
+    for (title, svg) in &got {
+        assert!(svg.contains(title.as_str()) && !svg.contains("no data") && !svg.contains("cannot draw"), "{title} drew nothing");
+        assert!(svg.matches("<polyline").count() + svg.matches("<rect").count() > 5, "{title} has no marks");
+    }
+    assert!(html.contains("mean bounded slowdown (10 s)") && !html.contains("unfinished"));
+    ok(&["report", "html", "--db", db.to_str().unwrap(), "-o", db_html.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&db_html).unwrap(), html, "the store's report is the simulation's");
+}
+
+#[test]
+fn a_report_says_when_its_run_is_unfinished() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    ok(&["sim", "run", "--db", db.to_str().unwrap()]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE runs SET complete = 0", []).unwrap();
+    drop(conn);
+    let out_path = dir.path().join("r.html");
+    let out = tessera(&["report", "html", "--db", db.to_str().unwrap(), "--run", "1", "-o", out_path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("unfinished"));
+    assert!(std::fs::read_to_string(&out_path).unwrap().contains("WARNING: this run is unfinished"));
+}
