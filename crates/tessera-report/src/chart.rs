@@ -174,7 +174,7 @@ impl Chart {
             Body::Bars { categories, series } => {
                 let n = categories.len();
                 let top = series.iter().flat_map(|s| s.1.iter().copied()).filter(|v| v.is_finite()).fold(0f64, f64::max);
-                let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+                let top = if top > 0.0 { top * 1.3 } else { 1.0 };
                 let mut c = ChartBuilder::on(root)
                     .caption(&self.title, ("sans-serif", 18))
                     .margin(12)

@@ -8,6 +8,7 @@ pub mod chart;
 pub mod html;
 pub mod run;
 pub mod series;
+pub mod study;
 pub mod table;
 
 pub use chart::{Chart, Series};

@@ -126,6 +126,12 @@ pub struct PublishArgs {
 pub enum SimCommand {
     /// Replay a trace (or, with no --trace, the embedded default workload) under a policy.
     Run(SimRunArgs),
+    /// Run several policies (or cluster files) on the same trace in parallel and
+    /// write one report that overlays them, with the difference in each metric.
+    Compare(crate::study_cmd::CompareArgs),
+    /// A parameter sweep from a TOML file (traces × clusters × policies ×
+    /// parameters) -> one CSV; `--shard I/N` runs a slice; `merge` joins slices.
+    Sweep(crate::study_cmd::SweepArgs),
     /// Time parsing and every policy on traces; compare with the naive reference.
     Bench(SimBenchArgs),
     /// Time one scheduling pass as a live controller runs it: a large cluster,
@@ -253,6 +259,9 @@ pub struct PowerArgs {
     /// Seed of the rule that gives trace jobs a power profile [default: 1].
     #[arg(long, help_heading = "Power")]
     pub power_seed: Option<u64>,
+    /// Power budget in watts, instead of the cluster file's power_budget_w.
+    #[arg(long, help_heading = "Power")]
+    pub budget_w: Option<f64>,
     /// Range of θ, the minimum size as a fraction of the trace size [default: 0.2,0.6].
     #[arg(long, help_heading = "Power")]
     pub theta: Option<String>,

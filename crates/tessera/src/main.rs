@@ -26,6 +26,7 @@ mod record;
 mod replay_cmd;
 mod sim_cmd;
 mod sleep_job;
+mod study_cmd;
 mod twin_cmd;
 mod workload_cmd;
 
@@ -61,6 +62,8 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
     match args.command {
         cli::Command::Sim { command } => match command {
             cli::SimCommand::Run(a) => sim_cmd::run(a),
+            cli::SimCommand::Compare(a) => study_cmd::compare(a),
+            cli::SimCommand::Sweep(a) => study_cmd::sweep(a),
             cli::SimCommand::Bench(a) => sim_cmd::bench(a),
             cli::SimCommand::BenchPass(a) => bench_cmd::bench_pass(a),
             cli::SimCommand::BenchStream(a) => bench_cmd::bench_stream(a),

@@ -60,14 +60,33 @@ fn nodeset_of(a: &SimRunArgs, cluster: &Cluster) -> Result<Option<NodeSetSpec>> 
     Ok(Some(spec))
 }
 
-pub fn run(a: SimRunArgs) -> Result<()> {
+/// One simulation, before its outputs are written.
+pub struct Executed {
+    pub label: String,
+    pub policy: PolicyKind,
+    pub header: SwfHeader,
+    pub records: Vec<SwfRecord>,
+    pub w: tessera_sim::Workload,
+    pub outcome: tessera_sim::SimOutcome,
+    pub summary: Summary,
+}
+
+/// Read (or generate) the jobs, build the machine and simulate, as `sim run`
+/// does; `compare` and `sweep` run their variants through this too.
+pub fn execute(a: &SimRunArgs) -> Result<Executed> {
     let t0 = Instant::now();
     let policy: PolicyKind = a.policy.parse()?;
-    let cluster = match &a.cluster {
+    let mut cluster = match &a.cluster {
         Some(p) => Some(load_cluster(p)?),
         None if a.trace.is_none() => Some(default_cluster()),
         None => None,
     };
+    if let Some(b) = a.power.budget_w {
+        let c = cluster.as_mut().context("--budget-w needs --cluster with a power model")?;
+        anyhow::ensure!(b.is_finite() && b > 0.0 && b <= 1e12, "--budget-w {b}: expected watts in (0, 1e12]");
+        anyhow::ensure!(c.power_budget_w.is_some(), "--budget-w: cluster `{}` has no power_budget_w and power model to budget", c.name);
+        c.power_budget_w = Some(b);
+    }
     let cluster_cores = match &cluster {
         Some(c) => Some(u32::try_from(c.total_cores()).context("the cluster has more than 2^32 cores")?),
         None => None,
@@ -120,7 +139,6 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         }
     };
     w.check_time_range(&label)?;
-    let capacity = w.capacity;
     let t1 = Instant::now();
     let outcome = {
         let _span = tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();
@@ -132,6 +150,14 @@ pub fn run(a: SimRunArgs) -> Result<()> {
     summary.policy = policy.name().to_string();
     summary.parse_wall_time_s = parse_time;
     summary.sim_wall_time_s = sim_time;
+    summary.wall_time_s = t0.elapsed().as_secs_f64();
+    Ok(Executed { label, policy, header, records, w, outcome, summary })
+}
+
+pub fn run(a: SimRunArgs) -> Result<()> {
+    let t0 = Instant::now();
+    let Executed { label, policy, header, records, w, outcome, mut summary } = execute(&a)?;
+    let capacity = w.capacity;
     if let (Some(p), Some(po)) = (&a.power.power_out, &outcome.power) {
         crate::power_cmd::write_power_csv(p, po)?;
     }

@@ -77,3 +77,54 @@ fn a_report_says_when_its_run_is_unfinished() {
     assert!(text(&out.stderr).contains("unfinished"));
     assert!(std::fs::read_to_string(&out_path).unwrap().contains("WARNING: this run is unfinished"));
 }
+
+#[test]
+fn compare_overlays_the_policies_with_their_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("c.html");
+    let out = ok(&["sim", "compare", "--policy", "fcfs,easy", "--report", html.to_str().unwrap(), "--threads", "2", "--", "--max-jobs", "800"]);
+    assert!(out.contains("easy vs fcfs") && out.contains("mean bounded slowdown"), "{out}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let got = charts(&page);
+    assert!(got.len() >= 6);
+    for (title, svg) in &got {
+        // both variants are in every chart's legend
+        assert!(svg.contains(">\nfcfs\n<") && svg.contains(">\neasy\n<"), "{title} does not overlay both");
+    }
+}
+
+#[test]
+fn a_sweep_split_in_shards_and_merged_equals_the_unsplit_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sweep = d.join("s.toml");
+    std::fs::write(&sweep, "traces = [\"default\"]\npolicies = [\"fcfs\", \"easy\"]\n[fixed]\nmax-jobs = 400\n[parameters]\ngamma = [1.0, 0.8, 0.6]\n").unwrap();
+    let s = sweep.to_str().unwrap();
+    let whole = d.join("whole.csv");
+    ok(&["sim", "sweep", s, "--out", whole.to_str().unwrap(), "--threads", "2", "--report", d.join("w.html").to_str().unwrap()]);
+    let mut parts = Vec::new();
+    for i in 0..4 {
+        let p = d.join(format!("part-{i}.csv"));
+        ok(&["sim", "sweep", s, "--shard", &format!("{i}/4"), "--out", p.to_str().unwrap(), "--threads", "1"]);
+        parts.push(p.to_str().unwrap().to_string());
+    }
+    let merged = d.join("merged.csv");
+    let mut args = vec!["sim", "sweep", "merge", "--sweep", s, "--out", merged.to_str().unwrap()];
+    // slices in any order
+    args.extend(parts.iter().rev().map(String::as_str));
+    ok(&args);
+    let w = std::fs::read_to_string(&whole).unwrap();
+    assert_eq!(w.lines().count(), 1 + 2 * 3, "{w}");
+    assert_eq!(std::fs::read_to_string(&merged).unwrap(), w);
+    // a missing slice is an error, as is a case twice
+    let out = tessera(&["sim", "sweep", "merge", "--sweep", s, "--out", d.join("m2.csv").to_str().unwrap(), &parts[0], &parts[1]]);
+    assert!(!out.status.success() && text(&out.stderr).contains("cases are missing"), "{}", text(&out.stderr));
+    let out = tessera(&["sim", "sweep", "merge", "--out", d.join("m3.csv").to_str().unwrap(), &parts[0], &parts[0]]);
+    assert!(!out.status.success() && text(&out.stderr).contains("more than one slice"));
+    // the report plots the metrics against γ
+    assert!(charts(&std::fs::read_to_string(d.join("w.html")).unwrap()).iter().any(|c| c.0.contains("against gamma")));
+    // a bad parameter names the case and the flag
+    std::fs::write(&sweep, "traces = [\"default\"]\npolicies = [\"easy\"]\n[parameters]\nno_such_flag = [1]\n").unwrap();
+    let out = tessera(&["sim", "sweep", s, "--out", d.join("x.csv").to_str().unwrap()]);
+    assert!(!out.status.success() && text(&out.stderr).contains("case 0") && text(&out.stderr).contains("--no-such-flag"), "{}", text(&out.stderr));
+}
