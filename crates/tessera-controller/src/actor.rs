@@ -67,6 +67,7 @@ pub enum Msg {
     Poll { who: Identity, msg: AgentMessage, reply: Reply<PollReply> },
     Report { who: Identity, msg: AgentMessage, reply: Reply<()> },
     Metrics { reply: Reply<String> },
+    Dashboard { reply: Reply<tessera_report::dashboard::Dashboard> },
     Shutdown,
 }
 
@@ -382,6 +383,10 @@ impl Actor {
                 let v = (0..self.cluster.nodes.len() as u32).map(|n| self.node_info(n, used[n as usize])).collect();
                 let _ = reply.send(Ok(v));
             }
+            Msg::Dashboard { reply } => {
+                let d = self.dashboard();
+                let _ = reply.send(Ok(d));
+            }
             Msg::Metrics { reply } => {
                 let text = self.metrics.render(&mut self.state, &self.cluster, self.agents.len());
                 let _ = reply.send(Ok(text));
@@ -674,6 +679,59 @@ impl Actor {
             }
         }
         used
+    }
+
+    /// What the dashboard shows now.
+    fn dashboard(&mut self) -> tessera_report::dashboard::Dashboard {
+        use tessera_report::dashboard::{Dashboard, DashboardNode};
+        let used = self.node_usage();
+        let queue = crate::metrics::queue_by_reason(&mut self.state, &self.cluster).into_iter().map(|((p, r), n)| (p.to_string(), r.to_string(), n)).collect();
+        // the smallest need, in its partition's canonical units, of a queued job
+        let mut least: BTreeMap<String, u64> = BTreeMap::new();
+        for id in self.state.engine.queue().collect::<Vec<_>>() {
+            let Some((spec, _)) = self.state.engine.job(id) else { continue };
+            let part = &self.cluster.partitions[spec.partition.map_or(self.cluster.default_partition_index(), |p| p as usize)];
+            let need = part.canonical_unit.need(spec.procs as u64, spec.mem_per_proc_mb.saturating_mul(spec.procs as u64), spec.gpus_per_node as u64);
+            let e = least.entry(part.name.clone()).or_insert(u64::MAX);
+            *e = (*e).min(need.max(1));
+        }
+        let mut nodes = Vec::with_capacity(used.len());
+        let mut overhead: Vec<(String, u64, u64)> = Vec::new();
+        let mut power = Some(0f64);
+        for (n, &u) in used.iter().enumerate() {
+            let info = self.node_info(n as u32, u);
+            let rec = &self.node_records[n];
+            let t = &self.cluster.node_types[self.cluster.nodes[n].node_type];
+            let cap = (rec.cores as u64, rec.memory_mb, rec.gpus as u64);
+            let up = matches!(info.state.as_str(), "idle" | "mixed" | "allocated");
+            let k = if up { rec.unit.units((cap.0.saturating_sub(u.0 as u64), cap.1.saturating_sub(u.1), cap.2.saturating_sub(u.2 as u64)), cap) } else { 0 };
+            let flagged = if least.get(&rec.partition).is_some_and(|&need| need <= k) { k } else { 0 };
+            match overhead.iter_mut().find(|o| o.0 == t.name) {
+                Some(o) => {
+                    o.1 += k;
+                    o.2 += flagged;
+                }
+                None => overhead.push((t.name.clone(), k, flagged)),
+            }
+            power = match (power, &t.power) {
+                (Some(w), Some(p)) => Some(w + if u.3 { p.base_w + p.memory_w + p.cpu_max_w } else { p.idle_w }),
+                _ => None,
+            };
+            nodes.push(DashboardNode { name: info.name, node_type: t.name.clone(), state: info.state, cores: info.cores, alloc_cores: info.alloc_cores });
+        }
+        Dashboard {
+            cluster: self.cluster.name.clone(),
+            policy: self.cluster_info.policy.clone(),
+            now: tessera_proto::unix_now(),
+            agents: self.agents.len(),
+            running_jobs: used.len() as u64 - used.iter().filter(|u| !u.3).count() as u64,
+            queue,
+            nodes,
+            power_w: power,
+            budget_w: self.cluster.power_budget_w,
+            overhead,
+            rates: self.metrics.recent_rates(),
+        }
     }
 
     fn node_info(&self, n: u32, (ac, am, ag, busy): (u32, u64, u32, bool)) -> NodeInfo {

@@ -40,7 +40,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/agent/report"),
     ("GET", "/v1/openapi.json"),
     ("GET", "/metrics"),
+    ("GET", "/"),
 ];
+
+/// Routes that answer without credentials: the dashboard (aggregates only).
+pub const PUBLIC_ROUTES: &[(&str, &str)] = &[("GET", "/")];
 
 /// How the connection reached us: over the Unix socket, the peer's uid.
 #[derive(Clone, Debug)]
@@ -201,6 +205,18 @@ async fn metrics(State(app): State<App>, Caller(_): Caller) -> Result<Response, 
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 
+/// The live dashboard: aggregates only (counts by partition, reason, node
+/// state; power; rates), so it needs no credentials and a browser can open it.
+async fn dashboard(State(app): State<App>) -> Result<Response, ApiError> {
+    let d = ask(&app, |reply| Msg::Dashboard { reply }).await?;
+    // drawn outside the actor
+    let html = tokio::task::spawn_blocking(move || d.page(DASHBOARD_REFRESH_S).render()).await.map_err(|_| ApiError::new(500, "drawing the dashboard failed"))?;
+    Ok(([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], html).into_response())
+}
+
+/// Seconds between the dashboard's reloads.
+pub const DASHBOARD_REFRESH_S: u32 = 5;
+
 pub fn router(app: App) -> Router {
     Router::new()
         .route("/v1/jobs", post(submit).get(jobs))
@@ -214,6 +230,7 @@ pub fn router(app: App) -> Router {
         .route("/v1/agent/report", post(report))
         .route("/v1/openapi.json", get(openapi))
         .route("/metrics", get(metrics))
+        .route("/", get(dashboard))
         .with_state(app)
 }
 

@@ -22,9 +22,28 @@ pub struct Metrics {
     pass_max: Duration,
     /// (when, submitted, started) samples for the rates.
     window: VecDeque<(Instant, u64, u64)>,
+    /// (Unix second, submitted, started) at the first batch of each second,
+    /// for the dashboard's recent rates.
+    history: VecDeque<(i64, u64, u64)>,
 }
 
+/// Seconds of history the dashboard shows.
+pub const HISTORY_S: i64 = 300;
+
 const WINDOW: Duration = Duration::from_secs(10);
+
+/// Queued jobs by (partition, pending reason).
+pub fn queue_by_reason<'c>(state: &mut State, cluster: &'c Cluster) -> BTreeMap<(&'c str, &'static str), u64> {
+    let mut queue: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    let ids: Vec<u64> = state.engine.queue().map(|j| j.0).collect();
+    for id in ids {
+        let Some(p) = state.jobs.get(&id).map(|m| m.req.partition as usize) else { continue };
+        if let Some(reason) = state.pending_name(id) {
+            *queue.entry((cluster.partitions[p].name.as_str(), reason)).or_default() += 1;
+        }
+    }
+    queue
+}
 
 impl Metrics {
     /// Record one batch: its journal commit, then its events and scheduling
@@ -43,6 +62,13 @@ impl Metrics {
         while self.window.front().is_some_and(|(t, _, _)| now.duration_since(*t) > WINDOW) {
             self.window.pop_front();
         }
+        let sec = tessera_proto::unix_now();
+        if self.history.back().is_none_or(|h| h.0 < sec) {
+            self.history.push_back((sec, self.submitted, self.started));
+        }
+        while self.history.front().is_some_and(|h| h.0 < sec - HISTORY_S) {
+            self.history.pop_front();
+        }
     }
 
     fn rates(&self) -> (f64, f64) {
@@ -56,16 +82,19 @@ impl Metrics {
         }
     }
 
+    /// Submissions and starts per second over the last [`HISTORY_S`] seconds:
+    /// (Unix second, submissions/s, starts/s) between successive samples.
+    pub fn recent_rates(&self) -> Vec<(f64, f64, f64)> {
+        let h: Vec<&(i64, u64, u64)> = self.history.iter().collect();
+        h.windows(2).map(|w| {
+            let dt = (w[1].0 - w[0].0).max(1) as f64;
+            (w[0].0 as f64, (w[1].1 - w[0].1) as f64 / dt, (w[1].2 - w[0].2) as f64 / dt)
+        }).collect()
+    }
+
     pub fn render(&self, state: &mut State, cluster: &Cluster, agents: usize) -> String {
         let mut o = String::new();
-        let mut queue: BTreeMap<(&str, &str), u64> = BTreeMap::new();
-        let ids: Vec<u64> = state.engine.queue().map(|j| j.0).collect();
-        for id in ids {
-            let Some(p) = state.jobs.get(&id).map(|m| m.req.partition as usize) else { continue };
-            if let Some(reason) = state.pending_name(id) {
-                *queue.entry((cluster.partitions[p].name.as_str(), reason)).or_default() += 1;
-            }
-        }
+        let queue = queue_by_reason(state, cluster);
         metric(&mut o, "tessera_queue_jobs", "gauge", "Queued jobs by partition and pending reason.");
         for ((p, r), n) in &queue {
             let _ = writeln!(o, "tessera_queue_jobs{{partition=\"{p}\",reason=\"{r}\"}} {n}");

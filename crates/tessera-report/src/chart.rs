@@ -64,7 +64,14 @@ pub enum Body {
     Lines { series: Vec<Series>, log_x: bool },
     /// Grouped bars: one group per category, one bar per (name, values) series.
     Bars { categories: Vec<String>, series: Vec<(String, Vec<f64>)> },
+    /// A heat map of cells in labelled groups (wrapped at [`HEAT_WIDTH`] per
+    /// line): each cell is (class, level in [0, 1]); its colour is its class's,
+    /// darker with its level. The legend names the classes.
+    Heat { groups: Vec<(String, Vec<(usize, f64)>)>, classes: Vec<String> },
 }
+
+/// Cells per line of a heat map.
+pub const HEAT_WIDTH: usize = 64;
 
 impl Chart {
     pub fn lines(title: &str, x_label: &str, y_label: &str, series: Vec<Series>) -> Chart {
@@ -85,6 +92,7 @@ impl Chart {
         match &self.body {
             Body::Lines { series, .. } => series.iter().all(|s| s.points.is_empty()),
             Body::Bars { categories, series } => categories.is_empty() || series.is_empty(),
+            Body::Heat { groups, .. } => groups.iter().all(|g| g.1.is_empty()),
         }
     }
 
@@ -170,6 +178,52 @@ impl Chart {
                 } else {
                     draw_lines!(b().build_cartesian_2d(x0..x1, y0..y1)?);
                 }
+            }
+            Body::Heat { groups, classes } => {
+                // lines of cells, each group starting a new line; y grows downwards
+                let mut lines: Vec<(Option<&str>, &[(usize, f64)])> = Vec::new();
+                for (name, cells) in groups {
+                    for (k, chunk) in cells.chunks(HEAT_WIDTH).enumerate() {
+                        lines.push(((k == 0).then_some(name.as_str()), chunk));
+                    }
+                }
+                let rows = lines.len() as f64;
+                let mut c = ChartBuilder::on(root)
+                    .caption(&self.title, ("sans-serif", 18))
+                    .margin(12)
+                    .x_label_area_size(44)
+                    .y_label_area_size(90)
+                    .build_cartesian_2d(0f64..HEAT_WIDTH as f64 * 1.25, rows..0f64)?;
+                let names: Vec<Option<&str>> = lines.iter().map(|l| l.0).collect();
+                let ylabel = |v: &f64| {
+                    let i = (v - 0.5).round();
+                    if (v - 0.5 - i).abs() < 1e-6 && i >= 0.0 {
+                        names.get(i as usize).copied().flatten().unwrap_or("").to_string()
+                    } else {
+                        String::new()
+                    }
+                };
+                c.configure_mesh()
+                    .x_desc(&self.x_label)
+                    .y_desc(&self.y_label)
+                    .disable_mesh()
+                    .y_labels(lines.len().max(1) * 2 + 1)
+                    .y_label_formatter(&ylabel)
+                    .x_label_formatter(&|v| if *v <= HEAT_WIDTH as f64 { format!("{v}") } else { String::new() })
+                    .draw()?;
+                for (r, (_, cells)) in lines.iter().enumerate() {
+                    c.draw_series(cells.iter().enumerate().map(|(x, &(class, level))| {
+                        let base = colour(class);
+                        let f = 0.35 + 0.65 * level.clamp(0.0, 1.0);
+                        let col = RGBColor((255.0 - (255.0 - base.0 as f64) * f) as u8, (255.0 - (255.0 - base.1 as f64) * f) as u8, (255.0 - (255.0 - base.2 as f64) * f) as u8);
+                        Rectangle::new([(x as f64 + 0.06, r as f64 + 0.08), (x as f64 + 0.94, r as f64 + 0.92)], col.filled())
+                    }))?;
+                }
+                for (k, name) in classes.iter().enumerate() {
+                    let col = colour(k);
+                    c.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?.label(name).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], col.filled()));
+                }
+                c.configure_series_labels().position(SeriesLabelPosition::UpperRight).border_style(BLACK.mix(0.5)).background_style(WHITE.mix(0.9)).draw()?;
             }
             Body::Bars { categories, series } => {
                 let n = categories.len();

@@ -5,6 +5,7 @@
 
 pub mod acct;
 pub mod chart;
+pub mod dashboard;
 pub mod html;
 pub mod run;
 pub mod series;

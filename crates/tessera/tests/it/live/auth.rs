@@ -5,7 +5,7 @@
 use super::{Live, BIN};
 use hyper::{Method, StatusCode};
 use tessera_controller::auth::{Key, Role};
-use tessera_controller::http::ROUTES;
+use tessera_controller::http::{PUBLIC_ROUTES, ROUTES};
 use tessera_proto::api::*;
 use tessera_proto::client::{Client, Target};
 
@@ -18,6 +18,7 @@ fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
     let msg = serde_json::to_vec(&AgentMessage { agent: "agent1".into(), session: 1, ended: vec![] }).unwrap();
     ROUTES
         .iter()
+        .filter(|r| !PUBLIC_ROUTES.contains(r))
         .map(|&(m, p)| {
             let path = p.replace("{id}", "1").replace("{name}", "node001").replace("{action}", if p.starts_with("/v1/jobs") { "cancel" } else { "drain" });
             let body = match p {
@@ -56,6 +57,12 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
         let expired = key.sign(Role::Operator, "root", 0, now() - 10);
         let (s, body) = call(Some(expired), m, p, b);
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{m} {p} with an expired token: {body}");
+    }
+    // the dashboard alone answers anyone, with a page of aggregates
+    for (m, p) in PUBLIC_ROUTES {
+        let (s, body) = call(None, &m.parse().unwrap(), p, &None);
+        assert_eq!(s, StatusCode::OK, "{m} {p} without credentials");
+        assert!(body.starts_with("<!DOCTYPE html>") && !body.contains("root"), "aggregates only: {body}");
     }
     let user = key.sign(Role::User, "bob", 4242, now() + 3600);
     let agent = key.sign(Role::Agent, "agentX", 0, now() + 3600);

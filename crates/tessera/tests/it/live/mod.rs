@@ -3,6 +3,7 @@
 //! jobs; killed and restarted at will.
 
 mod auth;
+mod browser;
 mod e2e;
 mod loadtest;
 mod netns;
