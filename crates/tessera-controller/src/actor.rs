@@ -704,7 +704,7 @@ impl Actor {
             let t = &self.cluster.node_types[self.cluster.nodes[n].node_type];
             let cap = (rec.cores as u64, rec.memory_mb, rec.gpus as u64);
             let up = matches!(info.state.as_str(), "idle" | "mixed" | "allocated");
-            let k = if up { rec.unit.units((cap.0.saturating_sub(u.0 as u64), cap.1.saturating_sub(u.1), cap.2.saturating_sub(u.2 as u64)), cap) } else { 0 };
+            let k = if up { rec.unit.idle_units(cap, (u.0 as u64, u.1, u.2 as u64)) } else { 0 };
             let flagged = if least.get(&rec.partition).is_some_and(|&need| need <= k) { k } else { 0 };
             match overhead.iter_mut().find(|o| o.0 == t.name) {
                 Some(o) => {
@@ -724,7 +724,7 @@ impl Actor {
             policy: self.cluster_info.policy.clone(),
             now: tessera_proto::unix_now(),
             agents: self.agents.len(),
-            running_jobs: used.len() as u64 - used.iter().filter(|u| !u.3).count() as u64,
+            running_jobs: self.state.jobs.values().filter(|m| self.state.engine.allocation(JobId(m.id)).is_some()).count() as u64,
             queue,
             nodes,
             power_w: power,

@@ -120,13 +120,14 @@ fn a_report_and_the_live_dashboard_draw_every_chart_in_chromium_with_no_outside_
 
     // a running cluster with work: the dashboard at /
     let l = Live::start(2, 10);
-    for _ in 0..36 {
-        l.submit(&["-n", "8", "--wrap", "sleep 30"]);
+    // jobs of half a node: two per node, so jobs running and nodes busy differ
+    for _ in 0..68 {
+        l.submit(&["-n", "4", "--wrap", "sleep 30"]);
     }
-    l.wait_for("jobs running", 30, |l| l.jobs().iter().filter(|j| j.start.is_some()).count() >= 32);
+    l.wait_for("jobs running", 30, |l| l.jobs().iter().filter(|j| j.start.is_some()).count() >= 64);
     let dom = render(&chrome, &format!("http://127.0.0.1:{}/", l.port), &shots().join("dashboard.png"), proxy, 1300);
     check_charts(&dom, &["Queue by partition and reason", "Nodes by node type and state", "True overhead now", "Submissions and starts per second"]);
-    assert!(dom.contains("32 jobs running, 4 queued"), "the dashboard shows the cluster's work");
+    assert!(dom.contains("64 jobs running, 4 queued"), "the dashboard shows the cluster's work");
     assert!(dom.contains("http-equiv=\"refresh\""), "it refreshes itself");
     assert_eq!(page_requests(&seen), Vec::<String>::new(), "a page made an outside request");
 }
