@@ -101,8 +101,7 @@ pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, Store
             if p.active.is_empty() {
                 return;
             }
-            let free = n.free(p.used);
-            let k = n.unit.units(free, cap);
+            let k = n.unit.idle_units(cap, p.used);
             // the true overhead is not billed
             let billable = |c: u64, thr: u64| if thr > 0 && c > 0 { c - k * thr } else { c };
             let b = (billable(cap.0, n.unit.cores as u64), billable(cap.1, n.unit.memory_mb), billable(cap.2, n.unit.gpus as u64));

@@ -46,8 +46,9 @@ pub struct OverheadReport {
     pub flagged_intervals: Vec<Flagged>,
     pub flagged_hours: f64,
     /// True overhead of the whole cluster over time: (start of a span, mean
-    /// canonical units over it), [`SPANS`] equal spans from `from` to `to`.
-    pub over_time: Vec<(i64, f64)>,
+    /// canonical units over it, of which flagged), [`SPANS`] equal spans from
+    /// `from` to `to`.
+    pub over_time: Vec<(i64, f64, f64)>,
 }
 
 /// Spans of [`OverheadReport::over_time`].
@@ -125,34 +126,38 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
     let mut histogram: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
     let mut flagged: Vec<Flagged> = Vec::new();
     let width = ((to - from) + SPANS - 1).div_euclid(SPANS).max(1);
-    let mut spans = vec![0f64; ((to - from).max(0) / width + 1) as usize];
+    // (units, flagged units) × seconds in each span
+    let mut spans = vec![(0f64, 0f64); ((to - from).max(0) / width + 1) as usize];
     for (n, h) in node_rows.iter().zip(&hold) {
         let cap = n.capacity();
         let mut unit_seconds = 0f64;
         let hist = histogram.entry(n.name.clone()).or_default();
         walk(h, from, to, |p| {
-            let free = n.free(p.used);
-            let k = n.unit.units(free, cap);
+            let k = n.unit.idle_units(cap, p.used);
             let dt = (p.to - p.from) as f64;
             unit_seconds += k as f64 * dt;
-            if k > 0 {
-                // spread k × dt over the spans [p.from, p.to) overlaps
-                let mut a = p.from;
-                while a < p.to {
-                    let i = (a - from) / width;
-                    let b = p.to.min(from + (i + 1) * width);
-                    spans[i as usize] += k as f64 * (b - a) as f64;
-                    a = b;
+            *hist.entry(k).or_default() += dt / 3600.0;
+            if k == 0 {
+                return;
+            }
+            let waiter = waits.get(&n.partition).and_then(|w| w.find(k, p.from, p.to));
+            if let Some((job, need)) = waiter {
+                match flagged.last_mut() {
+                    Some(f) if f.node == n.name && f.to == p.from && f.units == k && f.waiting_job == job => f.to = p.to,
+                    _ => flagged.push(Flagged { node: n.name.clone(), from: p.from, to: p.to, units: k, waiting_job: job, job_units: need }),
                 }
             }
-            *hist.entry(k).or_default() += dt / 3600.0;
-            if k > 0 {
-                if let Some((job, need)) = waits.get(&n.partition).and_then(|w| w.find(k, p.from, p.to)) {
-                    match flagged.last_mut() {
-                        Some(f) if f.node == n.name && f.to == p.from && f.units == k && f.waiting_job == job => f.to = p.to,
-                        _ => flagged.push(Flagged { node: n.name.clone(), from: p.from, to: p.to, units: k, waiting_job: job, job_units: need }),
-                    }
+            // spread k × dt over the spans [p.from, p.to) overlaps
+            let mut a = p.from;
+            while a < p.to {
+                let i = (a - from) / width;
+                let b = p.to.min(from + (i + 1) * width);
+                let s = &mut spans[i as usize];
+                s.0 += k as f64 * (b - a) as f64;
+                if waiter.is_some() {
+                    s.1 += k as f64 * (b - a) as f64;
                 }
+                a = b;
             }
         });
         let uh = unit_seconds / 3600.0;
@@ -163,6 +168,6 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
     }
     let flagged_hours = flagged.iter().map(|f| (f.to - f.from) as f64 / 3600.0).fold(0.0, |a, b| a + b);
     let canonical_units = node_rows.iter().map(|n| (n.partition.clone(), n.unit.to_string())).collect();
-    let over_time = spans.iter().enumerate().filter(|(i, _)| from + *i as i64 * width < to).map(|(i, u)| (from + i as i64 * width, u / width as f64)).collect();
+    let over_time = spans.iter().enumerate().filter(|(i, _)| from + *i as i64 * width < to).map(|(i, u)| (from + i as i64 * width, u.0 / width as f64, u.1 / width as f64)).collect();
     Ok(OverheadReport { run, from, to, canonical_units, canonical_unit_hours: hours, histogram, flagged_intervals: flagged, flagged_hours, over_time })
 }

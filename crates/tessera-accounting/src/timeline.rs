@@ -23,14 +23,6 @@ impl NodeRow {
     pub fn capacity(&self) -> (u64, u64, u64) {
         (self.cores, self.memory_mb, self.gpus)
     }
-
-    /// What is unallocated of (cores, memory, GPUs) when `used` is held; never
-    /// below zero (a record that holds more than the node has, such as a
-    /// malleable job recorded at its starting size, leaves nothing free).
-    pub fn free(&self, used: (u64, u64, u64)) -> (u64, u64, u64) {
-        let cap = self.capacity();
-        (cap.0.saturating_sub(used.0), cap.1.saturating_sub(used.1), cap.2.saturating_sub(used.2))
-    }
 }
 
 /// One job's holding on one node.

@@ -12,7 +12,7 @@ use tessera_accounting::billing::{bill, BillReport, Prices};
 use tessera_accounting::overhead::{overhead, OverheadReport};
 use tessera_accounting::store::{PowerRow, Store};
 use tessera_accounting::usage::{usage, By, UsageRow};
-use tessera_sim::metrics::{Classic, JobTimes, Throughput};
+use tessera_sim::metrics::{Classic, JobTimes};
 
 /// Everything a run's report shows.
 #[derive(Clone, Debug)]
@@ -184,20 +184,6 @@ fn power_blocks(power: &[PowerRow], axis: &TimeAxis) -> Vec<Block> {
 }
 
 fn overhead_blocks(o: &OverheadReport, axis: &TimeAxis) -> Vec<Block> {
-    // flagged units over time: the same spans as the overhead
-    let width = o.over_time.get(1).map_or((o.to - o.from).max(1), |s| s.0 - o.over_time[0].0).max(1);
-    let mut flagged = vec![0f64; o.over_time.len()];
-    for f in &o.flagged_intervals {
-        let mut a = f.from;
-        while a < f.to {
-            let i = ((a - o.from) / width) as usize;
-            let b = f.to.min(o.from + (i as i64 + 1) * width);
-            if let Some(x) = flagged.get_mut(i) {
-                *x += f.units as f64 * (b - a) as f64 / width as f64;
-            }
-            a = b;
-        }
-    }
     let mut hist: std::collections::BTreeMap<u64, f64> = Default::default();
     for h in o.histogram.values() {
         for (k, v) in h {
@@ -223,8 +209,8 @@ fn overhead_blocks(o: &OverheadReport, axis: &TimeAxis) -> Vec<Block> {
             &axis.label(),
             "canonical units idle (cluster total)",
             vec![
-                Series::step("true overhead", o.over_time.iter().map(|&(t, u)| (axis.x(t as f64), u)).collect()),
-                Series::step("of which flagged", o.over_time.iter().zip(&flagged).map(|(&(t, _), &f)| (axis.x(t as f64), f)).collect()),
+                Series::step("true overhead", o.over_time.iter().map(|&(t, u, _)| (axis.x(t as f64), u)).collect()),
+                Series::step("of which flagged", o.over_time.iter().map(|&(t, _, f)| (axis.x(t as f64), f)).collect()),
             ],
         )),
         Block::Chart({
@@ -300,7 +286,3 @@ fn usage_blocks(acc: &[UsageRow], types: &[UsageRow], b: &BillReport) -> Vec<Blo
     blocks
 }
 
-/// Throughput of a run's starts (also shown on the live dashboard).
-pub fn throughput(jobs: &[JobTimes]) -> Throughput {
-    Throughput::compute(jobs)
-}

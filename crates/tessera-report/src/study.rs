@@ -115,20 +115,23 @@ impl SweepTable {
         p.subtitle.push(format!("{} cases", self.rows.len()));
         let identity: Vec<usize> = (1..self.header.len()).filter(|&i| !SWEEP_METRICS.contains(&self.header[i].as_str())).collect();
         let numeric = |i: usize| self.rows.iter().all(|r| r[i].parse::<f64>().is_ok());
-        let distinct = |i: usize| {
-            let mut v: Vec<&String> = self.rows.iter().map(|r| &r[i]).collect();
-            v.sort();
-            v.dedup();
-            v.len()
-        };
-        let params: Vec<usize> = identity.iter().copied().filter(|&i| numeric(i) && distinct(i) > 1).collect();
+        // columns whose value differs between cases
+        let varies: Vec<bool> = (0..self.header.len())
+            .map(|i| {
+                let mut v: Vec<&String> = self.rows.iter().map(|r| &r[i]).collect();
+                v.sort();
+                v.dedup();
+                v.len() > 1
+            })
+            .collect();
+        let params: Vec<usize> = identity.iter().copied().filter(|&i| varies[i] && numeric(i)).collect();
         let mut blocks = Vec::new();
         for &pi in &params {
             for (metric, unit) in [("mean_wait_s", "mean wait (s)"), ("mean_bounded_slowdown", "mean bounded slowdown"), ("utilization", "utilization (fraction)")] {
                 let Some(mi) = self.col(metric) else { continue };
                 let mut groups: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
                 for r in &self.rows {
-                    let key = identity.iter().filter(|&&i| i != pi && distinct(i) > 1).map(|&i| format!("{}={}", self.header[i], short(&r[i]))).collect::<Vec<_>>().join(" ");
+                    let key = identity.iter().filter(|&&i| i != pi && varies[i]).map(|&i| format!("{}={}", self.header[i], short(&r[i]))).collect::<Vec<_>>().join(" ");
                     if let (Ok(x), Ok(y)) = (r[pi].parse::<f64>(), r[mi].parse::<f64>()) {
                         groups.entry(if key.is_empty() { "all".into() } else { key }).or_default().push((x, y));
                     }

@@ -82,34 +82,18 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
     let runs: Vec<(usize, usize)> = (0..loads.len()).flat_map(|l| (0..configs().len()).map(move |c| (l, c))).collect();
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by(|&x, &y| a.arrival_scales[runs[x].0].total_cmp(&a.arrival_scales[runs[y].0]));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(runs.len().max(1));
-    let done: Vec<(usize, Result<(Summary, f64)>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                let (loads, label, runs, order, next, cluster) = (&loads, &label, &runs, &order, &next, &cluster);
-                s.spawn(move || {
-                    let mut out = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&r) = order.get(k) else { break };
-                        let (l, c) = runs[r];
-                        let nodeset = configs().swap_remove(c).1;
-                        let result = (|| -> Result<(Summary, f64)> {
-                            let w = prepare_on(&loads[l], Machine::Cluster { cluster: cluster.clone(), partition: None, nodeset });
-                            w.check_time_range(label)?;
-                            let t = std::time::Instant::now();
-                            let o = simulate(&w, policy);
-                            let wall = t.elapsed().as_secs_f64();
-                            Ok((Summary::compute("", &w, &o), wall))
-                        })();
-                        out.push((r, result));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("a simulation thread panicked")).collect()
+    let done = crate::study_cmd::parallel(&order, crate::study_cmd::cores(), "experiment runs", |&r| {
+        let (l, c) = runs[r];
+        let nodeset = configs().swap_remove(c).1;
+        let result = (|| -> Result<(Summary, f64)> {
+            let w = prepare_on(&loads[l], Machine::Cluster { cluster: cluster.clone(), partition: None, nodeset });
+            w.check_time_range(&label)?;
+            let t = std::time::Instant::now();
+            let o = simulate(&w, policy);
+            let wall = t.elapsed().as_secs_f64();
+            Ok((Summary::compute("", &w, &o), wall))
+        })();
+        (r, result)
     });
     let mut results: Vec<Option<(Summary, f64)>> = (0..runs.len()).map(|_| None).collect();
     for (r, result) in done {

@@ -61,7 +61,7 @@ pub fn parallel<T: Sync, R: Send>(items: &[T], threads: usize, what: &str, f: im
     slots.into_iter().map(|r| r.expect("every item ran")).collect()
 }
 
-fn cores() -> usize {
+pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

@@ -217,6 +217,12 @@ impl CanonicalUnit {
         if k == u64::MAX { 0 } else { k }
     }
 
+    /// Units free on a node of `capacity` while `used` is held (never below zero:
+    /// a record that holds more than the node has leaves nothing free).
+    pub fn idle_units(&self, capacity: (u64, u64, u64), used: (u64, u64, u64)) -> u64 {
+        self.units((capacity.0.saturating_sub(used.0), capacity.1.saturating_sub(used.1), capacity.2.saturating_sub(used.2)), capacity)
+    }
+
     /// Canonical units a request needs: the largest of request / threshold,
     /// rounded up, over the thresholded resources.
     pub fn need(&self, cores: u64, memory_mb: u64, gpus: u64) -> u64 {
