@@ -128,15 +128,27 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
         Format::Table => {
             println!("trace: {}  cluster: {}  policy: {}", trace.display(), cluster_label, policy);
             println!();
-            println!("| arrival scale | configuration | jobs | mean wait (s) | mean bounded slowdown | utilization | makespan (days) | jobs/day | throughput vs none | reference core-s/s | lost core-hours (%) | node sets dropped |");
-            println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+            let mut t = tessera_report::Table::new(&[
+                "arrival scale", "configuration", "jobs", "mean wait (s)", "mean bounded slowdown", "utilization", "makespan (days)", "jobs/day", "throughput vs none",
+                "reference core-s/s", "lost core-hours (%)", "node sets dropped",
+            ]);
             for r in &rows {
-                println!(
-                    "| {} | {} | {} | {:.0} | {:.2} | {:.3} | {:.1} | {:.1} | {:+.1}% | {:.1} | {:.0} ({:.2}%) | {} |",
-                    r.arrival_scale, r.config, r.jobs, r.mean_wait_s, r.mean_bounded_slowdown, r.utilization, r.makespan_days,
-                    r.jobs_per_day, r.throughput_vs_none_pct, r.normalized_throughput, r.lost_core_hours, r.lost_pct, r.nodesets_dropped
-                );
+                t.row(vec![
+                    r.arrival_scale.to_string(),
+                    r.config.clone(),
+                    r.jobs.to_string(),
+                    format!("{:.0}", r.mean_wait_s),
+                    format!("{:.2}", r.mean_bounded_slowdown),
+                    format!("{:.3}", r.utilization),
+                    format!("{:.1}", r.makespan_days),
+                    format!("{:.1}", r.jobs_per_day),
+                    format!("{:+.1}%", r.throughput_vs_none_pct),
+                    format!("{:.1}", r.normalized_throughput),
+                    format!("{:.0} ({:.2}%)", r.lost_core_hours, r.lost_pct),
+                    r.nodesets_dropped.to_string(),
+                ]);
             }
+            print!("{}", t.markdown());
         }
     }
     Ok(())

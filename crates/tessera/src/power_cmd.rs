@@ -1,6 +1,7 @@
 //! Power-aware runs from the command line: the machine, the rule for trace jobs
 //! and the scheduler, from a cluster file and the `--parm-*` flags.
 
+use tessera_report::Table;
 use crate::cli::PowerArgs;
 use crate::experiment_cmd::{cluster_or_embedded, trace_or_shared};
 use anyhow::{bail, Context, Result};
@@ -320,25 +321,22 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     println!();
     println!("Average completion time (minutes) and speedup over the baseline (α = {}):", a.table_alpha);
     println!();
-    let mut head = "| set | γ | baseline |".to_string();
-    let mut rule_line = "|---|---|---|".to_string();
+    let mut t = Table::new(&["set", "γ", "baseline"]);
     for v in &variants {
-        head += &format!(" {v} | speedup |");
-        rule_line += "---|---|";
+        t.header.extend([v.to_string(), "speedup".into()]);
     }
-    println!("{head}");
-    println!("{rule_line}");
     for set in 0..sets.len() {
         for &gamma in &a.gammas {
             let base = find(set, gamma, Scheme::Baseline).unwrap();
-            let mut line = format!("| {} ({}) | {gamma} | {:.1} |", set + 1, starts[set], base.avg_completion_min);
+            let mut row = vec![format!("{} ({})", set + 1, starts[set]), gamma.to_string(), format!("{:.1}", base.avg_completion_min)];
             for &v in &variants {
                 let r = find(set, gamma, Scheme::Parm(v, a.table_alpha)).unwrap();
-                line += &format!(" {:.1} | {:.2}× |", r.avg_completion_min, base.avg_completion_min / r.avg_completion_min);
+                row.extend([format!("{:.1}", r.avg_completion_min), format!("{:.2}×", base.avg_completion_min / r.avg_completion_min)]);
             }
-            println!("{line}");
+            t.row(row);
         }
     }
+    print!("{}", t.markdown());
     println!();
     let base = find(0, a.curve_gamma, Scheme::Baseline).unwrap();
     println!(
@@ -346,43 +344,39 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         a.curve_gamma, base.avg_completion_min, base.max_completion_min
     );
     println!();
-    let (mut head, mut rule_line) = ("| α |".to_string(), "|---|".to_string());
+    let mut t = Table::new(&["α"]);
     for v in &variants {
-        head += &format!(" {v} average | {v} maximum |");
-        rule_line += "---|---|";
+        t.header.extend([format!("{v} average"), format!("{v} maximum")]);
     }
-    println!("{head}");
-    println!("{rule_line}");
     let mut alphas: Vec<f64> = a.alphas.iter().chain([&a.table_alpha]).copied().collect();
     alphas.sort_by(f64::total_cmp);
     alphas.dedup();
     for &alpha in &alphas {
-        let mut line = format!("| {alpha} |");
+        let mut row = vec![alpha.to_string()];
         for &v in &variants {
             let r = find(0, a.curve_gamma, Scheme::Parm(v, alpha)).unwrap();
-            line += &format!(" {:.1} | {:.1} |", r.avg_completion_min, r.max_completion_min);
+            row.extend([format!("{:.1}", r.avg_completion_min), format!("{:.1}", r.max_completion_min)]);
         }
-        println!("{line}");
+        t.row(row);
     }
+    print!("{}", t.markdown());
     println!();
     println!("Naive overprovisioning (EASY, every CPU at one cap), set 1, γ = {}: PARM's speedup over it (α = {}):", a.curve_gamma, a.table_alpha);
     println!();
-    let (mut head, mut rule_line) = ("| CPU cap (W) | nodes | average completion (min) |".to_string(), "|---|---|---|".to_string());
+    let mut t = Table::new(&["CPU cap (W)", "nodes", "average completion (min)"]);
     for v in &variants {
-        head += &format!(" {v} speedup |");
-        rule_line += "---|";
+        t.header.push(format!("{v} speedup"));
     }
-    println!("{head}");
-    println!("{rule_line}");
     for &cap in &a.naive_caps {
         let r = find(0, a.curve_gamma, Scheme::Naive(cap)).unwrap();
-        let mut line = format!("| {cap} | {} | {:.1} |", r.nodes, r.avg_completion_min);
+        let mut row = vec![cap.to_string(), r.nodes.to_string(), format!("{:.1}", r.avg_completion_min)];
         for &v in &variants {
             let p = find(0, a.curve_gamma, Scheme::Parm(v, a.table_alpha)).unwrap();
-            line += &format!(" {:.2}× |", r.avg_completion_min / p.avg_completion_min);
+            row.push(format!("{:.2}×", r.avg_completion_min / p.avg_completion_min));
         }
-        println!("{line}");
+        t.row(row);
     }
+    print!("{}", t.markdown());
     let worst = rows.iter().map(|r| r.max_power_w / r.budget_w).fold(0.0, f64::max);
     let slowest = rows.iter().map(|r| r.max_decision_s).fold(0.0, f64::max);
     println!();
