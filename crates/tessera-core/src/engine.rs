@@ -76,6 +76,11 @@ pub enum Input {
     },
     /// Run one scheduling pass now.
     Pass,
+    /// The last pass's decision took this long to compute (µs): the jobs it
+    /// started or reconfigured begin their new configuration that much later.
+    /// Power-aware machines only; a simulator sends it to charge solve times
+    /// as the PARM paper does (a live controller pays them in real time).
+    DecisionTime { micros: u64 },
 }
 
 impl Input {
@@ -91,6 +96,7 @@ impl Input {
             Input::Complete { .. } => "complete",
             Input::Node { .. } => "node",
             Input::Pass => "pass",
+            Input::DecisionTime { .. } => "decision time",
         }
     }
 
@@ -104,7 +110,7 @@ impl Input {
             | Input::Resume(j)
             | Input::Requeue(j) => Some(*j),
             Input::Complete { job, .. } => Some(*job),
-            Input::Node { .. } | Input::Pass => None,
+            Input::Node { .. } | Input::Pass | Input::DecisionTime { .. } => None,
         }
     }
 }
@@ -499,6 +505,13 @@ impl Engine {
                     Machine::Nodes(m) => m.pass(now, &mut self.t, out),
                     Machine::Parm(m) => m.pass(now, &mut self.t, out),
                 }
+                Ok(())
+            }
+            Input::DecisionTime { micros } => {
+                let Machine::Parm(m) = &mut self.m else {
+                    return Err(self.unsupported("decision time"));
+                };
+                m.charge_decision(micros as f64 * 1e-6, &mut self.t, out);
                 Ok(())
             }
         }

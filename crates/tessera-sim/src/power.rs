@@ -87,6 +87,10 @@ pub struct PowerSetup {
     pub info: PowerSetupInfo,
     pub rule: PowerRule,
     pub mode: PowerMode,
+    /// PARM: add each decision's measured solve time to the jobs it starts or
+    /// reconfigures, as the paper's completion times do (runs then depend on the
+    /// machine's speed).
+    pub charge_solve_time: bool,
 }
 
 impl PowerSetup {
@@ -160,8 +164,8 @@ pub fn prepare_power(records: &[SwfRecord], setup: Arc<PowerSetup>) -> Workload 
     Workload { jobs, record_index, skipped, capacity, machine: Machine::Power(setup), power_jobs }
 }
 
-/// `t · s` rounded up to whole seconds.
-fn stretch(t: i64, s: f64) -> i64 {
+/// `t · s` rounded up to whole seconds (never shorter than `t`).
+pub fn stretch(t: i64, s: f64) -> i64 {
     (t as f64 * s - 1e-9).ceil().max(t as f64) as i64
 }
 

@@ -96,6 +96,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
     };
     let clustered = matches!(w.machine, Machine::Cluster { .. });
     let parm = engine.as_parm().is_some();
+    let charge = matches!(&w.machine, Machine::Power(s) if s.charge_solve_time) && parm;
     let mut meter = match &w.machine {
         Machine::Power(setup) => Some(Meter::new(setup, n)),
         _ => None,
@@ -148,9 +149,13 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             let t0 = parm.then(std::time::Instant::now);
             engine.handle(now, Input::Pass, &mut effects);
             if let (Some(t0), Some(m)) = (t0, meter.as_mut()) {
-                let dt = t0.elapsed().as_secs_f64();
-                m.decision_wall_s += dt;
-                m.max_decision_wall_s = m.max_decision_wall_s.max(dt);
+                let dt = t0.elapsed();
+                m.decision_wall_s += dt.as_secs_f64();
+                m.max_decision_wall_s = m.max_decision_wall_s.max(dt.as_secs_f64());
+                if charge {
+                    // the jobs this decision started or changed wait for it
+                    engine.handle(now, Input::DecisionTime { micros: dt.as_micros() as u64 }, &mut effects);
+                }
             }
             passes += 1;
             // a pass that kills jobs at their limit schedules nothing: observers

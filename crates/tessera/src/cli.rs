@@ -251,6 +251,17 @@ pub struct PowerArgs {
     /// objective ignores the cost, which is the default).
     #[arg(long, help_heading = "Power")]
     pub amortize_resizes: bool,
+    /// PARM's decision rule: paper (one program over Σ w·s, speedups and weights
+    /// at each job's slowest configuration, Eqs. 1–8) or starts-first (Tessera's:
+    /// weights at full power; the pending jobs that start are chosen before
+    /// running jobs get spare power) [default: paper].
+    #[arg(long, help_heading = "Power")]
+    pub parm_rule: Option<String>,
+    /// Add each PARM decision's measured solve time to the jobs it starts or
+    /// changes, as the paper's completion times do (the run then depends on the
+    /// machine's speed).
+    #[arg(long, help_heading = "Power")]
+    pub charge_solve_time: bool,
     /// Queue policies on a power-budgeted cluster: every CPU capped at this many
     /// watts, on as many nodes as the budget then powers (naive overprovisioning)
     /// [default: the CPU's maximum, the power-unaware baseline].
@@ -429,6 +440,12 @@ pub enum ExperimentCommand {
     /// several arrival rates, the power-unaware baseline vs PARM noSE and wSE, the
     /// α trade-off, and naive overprovisioning (docs/power.md).
     Parm(ParmExperimentArgs),
+    /// What PARM's speedup is made of: EASY with exact runtimes and with the
+    /// optimizer's sizes, the optimizer without power, naive overprovisioning and
+    /// PARM, over several power-profile seeds, and a sweep over A and σ.
+    ParmAttribution(ParmAttributionArgs),
+    /// The PARM paper's 38-node testbed experiment (SetL, SetH) in simulation.
+    ParmTestbed(ParmTestbedArgs),
 }
 
 #[derive(Args)]
@@ -480,6 +497,89 @@ pub struct ParmExperimentArgs {
     /// wSE discounts resizes by their cost (see `sim run --amortize-resizes`).
     #[arg(long)]
     pub amortize_resizes: bool,
+    /// PARM's decision rule: paper or starts-first (see `sim run --parm-rule`).
+    #[arg(long, default_value = "paper")]
+    pub parm_rule: String,
+    /// Do not add each decision's solve time to completion times (the paper
+    /// does, and so does the experiment by default).
+    #[arg(long)]
+    pub no_solve_time: bool,
+    /// Simulations run at once [default: the number of CPUs].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct ParmAttributionArgs {
+    /// SWF trace (default: ALCF-Theta-2022 from the shared traces directory).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Power-budgeted cluster file (default: examples/clusters/theta-overprovisioned.toml).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Jobs per set.
+    #[arg(long, default_value_t = 1000)]
+    pub jobs: usize,
+    /// First job (1-based) of each set, repeatable [default: as `experiment parm`].
+    #[arg(long = "set-start")]
+    pub set_starts: Vec<usize>,
+    /// Arrival-time scale factors γ (repeatable).
+    #[arg(long = "gamma", default_values_t = vec![0.8, 0.5, 0.2])]
+    pub gammas: Vec<f64>,
+    /// Power-profile seeds 1..=N: every figure is a mean over them with a 95% interval.
+    #[arg(long, default_value_t = 5)]
+    pub seeds: u64,
+    /// α of every optimizer run (the paper's text implies 1: the weight
+    /// multiplies a job's speedup by its completion time).
+    #[arg(long, default_value_t = 1.0)]
+    pub alpha: f64,
+    /// PARM variants (repeatable).
+    #[arg(long = "variant", default_values_t = vec!["noMM".to_string(), "noSE".to_string(), "wSE".to_string()])]
+    pub variants: Vec<String>,
+    /// CPU cap of naive overprovisioning [default: the lowest cap level, every node powered].
+    #[arg(long)]
+    pub naive_cap: Option<f64>,
+    /// Solver: structured or milp.
+    #[arg(long, default_value = "structured")]
+    pub solver: String,
+    /// Do not add each decision's solve time to completion times.
+    #[arg(long)]
+    pub no_solve_time: bool,
+    /// Ranges of A / n_max for the sensitivity sweep (repeatable; none: no sweep).
+    #[arg(long = "sweep-parallelism", default_values_t = vec!["0.25,0.5".to_string(), "0.5,2".to_string(), "2,4".to_string()])]
+    pub sweep_parallelism: Vec<String>,
+    /// Ranges of σ for the sensitivity sweep (repeatable).
+    #[arg(long = "sweep-sigma", default_values_t = vec!["0,0.2".to_string(), "0,1".to_string(), "0.8,1".to_string()])]
+    pub sweep_sigma: Vec<String>,
+    /// Seeds of each sweep cell (0: no sweep).
+    #[arg(long, default_value_t = 3)]
+    pub sweep_seeds: u64,
+    /// γ of the sweep (set 1).
+    #[arg(long, default_value_t = 0.5)]
+    pub sweep_gamma: f64,
+    /// Simulations run at once [default: the number of CPUs].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct ParmTestbedArgs {
+    /// Seeds 1..=N of the job sets drawn: every figure is a mean over them with a 95% interval.
+    #[arg(long, default_value_t = 20)]
+    pub seeds: u64,
+    /// α of PARM's weights (the paper's text implies 1).
+    #[arg(long, default_value_t = 1.0)]
+    pub alpha: f64,
+    /// PARM's decision rule: paper or starts-first.
+    #[arg(long, default_value = "paper")]
+    pub parm_rule: String,
+    /// Do not add each decision's solve time to completion times (the paper does).
+    #[arg(long)]
+    pub no_solve_time: bool,
     /// Simulations run at once [default: the number of CPUs].
     #[arg(long)]
     pub threads: Option<usize>,

@@ -20,6 +20,7 @@ mod live_cmd;
 mod loadtest_cmd;
 mod metrics_cmd;
 mod experiment_cmd;
+mod parm_exp;
 mod node_cmd;
 mod power_cmd;
 mod record;
@@ -114,6 +115,8 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Experiment { command } => match command {
             cli::ExperimentCommand::Nodesets(a) => experiment_cmd::nodesets(a),
             cli::ExperimentCommand::Parm(a) => power_cmd::experiment(a),
+            cli::ExperimentCommand::ParmAttribution(a) => parm_exp::attribution(a),
+            cli::ExperimentCommand::ParmTestbed(a) => parm_exp::testbed(a),
         },
     }
 }

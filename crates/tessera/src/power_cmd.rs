@@ -8,7 +8,8 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use tessera_core::power::{ParmConfig, ParmVariant, Solver};
+use crate::parm_exp::{Knobs, RunOut, Scheme};
+use tessera_core::power::{DecisionRule, ParmConfig, ParmVariant, Solver};
 use tessera_core::{Cluster, PolicyKind};
 use tessera_sim::{PowerMode, PowerOutcome, PowerRule, PowerSetup};
 
@@ -33,7 +34,7 @@ pub fn solver(name: &str, node_limit: u64, time_limit_s: Option<f64>) -> Result<
 }
 
 /// A `lo,hi` range within (min, max] (or [min, max] when `closed`).
-fn range(flag: &str, text: &str, min: f64, max: f64, closed: bool, example: &str) -> Result<(f64, f64)> {
+pub fn range(flag: &str, text: &str, min: f64, max: f64, closed: bool, example: &str) -> Result<(f64, f64)> {
     let parsed = text.split_once(',').and_then(|(a, b)| Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?)));
     match parsed {
         Some((lo, hi)) if (lo > min || (closed && lo == min)) && lo <= hi && hi <= max => Ok((lo, hi)),
@@ -44,7 +45,7 @@ fn range(flag: &str, text: &str, min: f64, max: f64, closed: bool, example: &str
 /// The power-aware setup of a run: None when the cluster has no power budget
 /// (then no power flag may be given).
 pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Option<PowerSetup>> {
-    let parm_flags = a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.milp_time_limit.is_some() || a.alpha.is_some() || a.fse.is_some() || a.amortize_resizes;
+    let parm_flags = a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.milp_time_limit.is_some() || a.alpha.is_some() || a.fse.is_some() || a.amortize_resizes || a.parm_rule.is_some() || a.charge_solve_time;
     if cluster.power_budget_w.is_none() {
         if policy == PolicyKind::Parm {
             bail!("policy parm needs a cluster file with power_budget_w and a power model (e.g. examples/clusters/theta-overprovisioned.toml); cluster `{}` has none", cluster.name);
@@ -92,10 +93,13 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
             cfg.fse = f;
         }
         cfg.amortize_resizes = a.amortize_resizes;
+        if let Some(r) = &a.parm_rule {
+            cfg.rule = r.parse().map_err(anyhow::Error::msg).context("--parm-rule")?;
+        }
         PowerMode::Parm(cfg)
     } else {
         if parm_flags {
-            bail!("--parm-variant, --solver, --milp-node-limit, --milp-time-limit, --alpha, --fse and --amortize-resizes apply to --policy parm only");
+            bail!("--parm-variant, --parm-rule, --solver, --milp-node-limit, --milp-time-limit, --alpha, --fse, --amortize-resizes and --charge-solve-time apply to --policy parm only");
         }
         let cap_w = a.cap.unwrap_or(info.cpu_max_w);
         if !(cap_w > 0.0 && cap_w <= info.cpu_max_w) {
@@ -103,7 +107,7 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         }
         PowerMode::FixedCap { cap_w }
     };
-    Ok(Some(PowerSetup { name: cluster.name.clone(), info, rule, mode }))
+    Ok(Some(PowerSetup { name: cluster.name.clone(), info, rule, mode, charge_solve_time: a.charge_solve_time }))
 }
 
 /// Write the power drawn over time as CSV.
@@ -117,28 +121,17 @@ pub fn write_power_csv(path: &Path, p: &PowerOutcome) -> Result<()> {
 }
 
 /// The experiment's and the bench's default cluster, embedded, and its trace.
-const THETA: &str = include_str!("../../../examples/clusters/theta-overprovisioned.toml");
-const THETA_PATH: &str = "examples/clusters/theta-overprovisioned.toml";
-const THETA_TRACE: &str = "ALCF-Theta-2022-cqsimplus.swf.gz";
+pub const THETA: &str = include_str!("../../../examples/clusters/theta-overprovisioned.toml");
+pub const THETA_PATH: &str = "examples/clusters/theta-overprovisioned.toml";
+pub const THETA_TRACE: &str = "ALCF-Theta-2022-cqsimplus.swf.gz";
 
-/// How one run of the experiment schedules.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Scheme {
-    /// Power-unaware EASY at full power on the nodes the budget powers.
-    Baseline,
-    /// Power-unaware EASY with every CPU at this cap, on as many nodes as the budget powers.
-    Naive(f64),
-    Parm(ParmVariant, f64),
-}
-
-impl Scheme {
-    fn label(&self) -> String {
-        match self {
-            Scheme::Baseline => "baseline".into(),
-            Scheme::Naive(c) => format!("naive {c} W"),
-            Scheme::Parm(v, a) => format!("{v} α={a}"),
-        }
-    }
+#[derive(Clone, Debug, serde::Serialize)]
+struct Row {
+    set: usize,
+    first_job: usize,
+    gamma: f64,
+    #[serde(flatten)]
+    run: RunOut,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -148,49 +141,28 @@ struct Case {
     scheme: Scheme,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
-struct Row {
-    set: usize,
-    first_job: usize,
-    gamma: f64,
-    scheme: String,
-    jobs: u64,
-    nodes: u32,
-    avg_completion_min: f64,
-    max_completion_min: f64,
-    avg_response_min: f64,
-    budget_w: f64,
-    max_power_w: f64,
-    energy_kwh: f64,
-    resizes: u64,
-    decisions: u64,
-    max_decision_s: f64,
-    sim_wall_s: f64,
+/// The experiment's sets: `jobs` consecutive records from each start (1-based;
+/// default the paper's starts 1, 10500 and 27000 of Intrepid's 68,936 jobs,
+/// scaled to the trace's length).
+pub fn sets<'r>(records: &'r [tessera_workload::swf::SwfRecord], set_starts: &[usize], jobs: usize) -> Result<(Vec<usize>, Vec<&'r [tessera_workload::swf::SwfRecord]>)> {
+    let n = records.len();
+    let starts: Vec<usize> = if set_starts.is_empty() {
+        [0.0, 10499.0, 26999.0].iter().map(|f: &f64| (f * n as f64 / 68936.0).round() as usize + 1).collect()
+    } else {
+        set_starts.to_vec()
+    };
+    for &s in &starts {
+        anyhow::ensure!(s >= 1 && s <= n, "--set-start {s}: the trace has {n} jobs");
+    }
+    let sets = starts.iter().map(|&s| &records[s - 1..(s - 1).saturating_add(jobs).min(n)]).collect();
+    Ok((starts, sets))
 }
 
-/// Run one case on its set's records, already scaled by the case's γ.
-fn run_case(recs: &[tessera_workload::swf::SwfRecord], case: &Case, info: &tessera_core::PowerSetupInfo, name: &str, rule: &PowerRule, solver: Solver, amortize: bool) -> Result<(tessera_sim::Summary, f64)> {
-    let (mode, policy) = match case.scheme {
-        Scheme::Baseline => (PowerMode::FixedCap { cap_w: info.cpu_max_w }, PolicyKind::Easy),
-        Scheme::Naive(cap_w) => (PowerMode::FixedCap { cap_w }, PolicyKind::Easy),
-        Scheme::Parm(v, alpha) => {
-            let mut cfg = ParmConfig::new(v);
-            cfg.alpha = alpha;
-            cfg.solver = solver;
-            cfg.amortize_resizes = amortize;
-            (PowerMode::Parm(cfg), PolicyKind::Parm)
-        }
-    };
-    let setup = PowerSetup { name: name.to_string(), info: info.clone(), rule: rule.clone(), mode };
-    let w = tessera_sim::prepare_power(recs, std::sync::Arc::new(setup));
-    w.check_time_range(&format!("set {} at γ = {}", case.set + 1, case.gamma))?;
-    let t = std::time::Instant::now();
-    let o = tessera_sim::simulate(&w, policy);
-    let wall = t.elapsed().as_secs_f64();
-    let mut s = tessera_sim::Summary::compute("", &w, &o);
-    s.sim_wall_time_s = wall;
-    let max_completion = w.jobs.iter().enumerate().map(|(i, j)| o.end[i] - j.submit).max().unwrap_or(0);
-    Ok((s, max_completion as f64))
+/// A set's records with arrival times scaled by γ.
+pub fn scale(recs: &[tessera_workload::swf::SwfRecord], gamma: f64, set: usize, trace: &Path) -> Result<Vec<tessera_workload::swf::SwfRecord>> {
+    let mut recs = recs.to_vec();
+    tessera_workload::transform::scale_arrivals(&mut recs, gamma).with_context(|| format!("--gamma {gamma:?} on set {} of {}", set + 1, trace.display()))?;
+    Ok(recs)
 }
 
 pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
@@ -200,21 +172,16 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     let solver = solver(&a.solver, a.milp_node_limit, a.milp_time_limit)?;
     let rule = PowerRule { seed: a.power_seed, ..PowerRule::default() };
     let variants: Vec<ParmVariant> = a.variants.iter().map(|v| v.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;
+    let decision_rule: DecisionRule = a.parm_rule.parse().map_err(anyhow::Error::msg).context("--parm-rule")?;
     for &al in a.alphas.iter().chain([&a.table_alpha]) {
         anyhow::ensure!(al.is_finite() && al >= 0.0, "--alpha {al}: expected a number >= 0");
     }
+    let knobs = Knobs { solver, amortize_resizes: a.amortize_resizes, charge_solve_time: !a.no_solve_time };
     let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
     let n = records.len();
-    // the paper's sets start at jobs 1, 10500 and 27000 of Intrepid's 68,936
-    let starts: Vec<usize> = if a.set_starts.is_empty() {
-        [0.0, 10499.0, 26999.0].iter().map(|f: &f64| (f * n as f64 / 68936.0).round() as usize + 1).collect()
-    } else {
-        a.set_starts.clone()
-    };
-    for &s in &starts {
-        anyhow::ensure!(s >= 1 && s <= n, "--set-start {s}: the trace has {n} jobs");
-    }
-    let sets: Vec<&[tessera_workload::swf::SwfRecord]> = starts.iter().map(|&s| &records[s - 1..(s - 1).saturating_add(a.jobs).min(n)]).collect();
+    let (starts, sets) = sets(&records, &a.set_starts, a.jobs)?;
+    let parm = |v: ParmVariant, alpha: f64| Scheme::Optimizer { variant: v, alpha, rule: decision_rule, power: true };
+    let baseline = Scheme::Easy { exact: false };
     let mut cases: Vec<Case> = Vec::new();
     let mut add = |c: Case| {
         if !cases.contains(&c) {
@@ -223,101 +190,64 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     };
     for set in 0..sets.len() {
         for &gamma in &a.gammas {
-            add(Case { set, gamma, scheme: Scheme::Baseline });
+            add(Case { set, gamma, scheme: baseline });
             for &v in &variants {
-                add(Case { set, gamma, scheme: Scheme::Parm(v, a.table_alpha) });
+                add(Case { set, gamma, scheme: parm(v, a.table_alpha) });
             }
         }
     }
     for &v in &variants {
         for &alpha in a.alphas.iter().chain([&a.table_alpha]) {
-            add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Parm(v, alpha) });
+            add(Case { set: 0, gamma: a.curve_gamma, scheme: parm(v, alpha) });
         }
     }
-    add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Baseline });
+    add(Case { set: 0, gamma: a.curve_gamma, scheme: baseline });
     for &cap in &a.naive_caps {
         anyhow::ensure!(cap > 0.0 && cap <= info.cpu_max_w, "--naive-cap {cap}: expected watts in (0, {}]", info.cpu_max_w);
         add(Case { set: 0, gamma: a.curve_gamma, scheme: Scheme::Naive(cap) });
     }
-    // every set at every γ it runs at, scaled once, here, where an error can stop the run
-    let mut scaled: BTreeMap<(usize, u64), Vec<tessera_workload::swf::SwfRecord>> = BTreeMap::new();
+    // every set at every γ it runs at, prepared once, here, where an error can stop the run
+    let mut prepared: BTreeMap<(usize, u64), tessera_sim::Workload> = BTreeMap::new();
     for c in &cases {
-        if let std::collections::btree_map::Entry::Vacant(v) = scaled.entry((c.set, c.gamma.to_bits())) {
-            let mut recs = sets[c.set].to_vec();
-            let flag = if c.gamma == a.curve_gamma && !a.gammas.contains(&c.gamma) { "--curve-gamma" } else { "--gamma" };
-            tessera_workload::transform::scale_arrivals(&mut recs, c.gamma).with_context(|| format!("{flag} {:?} on set {} of {}", c.gamma, c.set + 1, trace.display()))?;
-            v.insert(recs);
+        if let std::collections::btree_map::Entry::Vacant(v) = prepared.entry((c.set, c.gamma.to_bits())) {
+            let recs = scale(sets[c.set], c.gamma, c.set, &trace)?;
+            let setup = PowerSetup { name: cluster.name.clone(), info: info.clone(), rule: rule.clone(), mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
+            let w = tessera_sim::prepare_power(&recs, std::sync::Arc::new(setup));
+            w.check_time_range(&format!("set {} at γ = {}", c.set + 1, c.gamma))?;
+            v.insert(w);
         }
     }
-    // the slowest runs (PARM at high load) first, then spread over the threads
+    // the slowest runs (PARM at high load) first
     let mut order: Vec<usize> = (0..cases.len()).collect();
     order.sort_by(|&x, &y| {
-        let key = |c: &Case| (matches!(c.scheme, Scheme::Parm(..)), -c.gamma);
+        let key = |c: &Case| (matches!(c.scheme, Scheme::Optimizer { .. }), -c.gamma);
         key(&cases[y]).partial_cmp(&key(&cases[x])).unwrap()
     });
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get())).max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Result<Row>>>> = std::sync::Mutex::new((0..cases.len()).map(|_| None).collect());
-    let failed = std::sync::atomic::AtomicBool::new(false);
     let t0 = std::time::Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&i) = order.get(k) else { break };
-                if failed.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                let c = cases[i];
-                let (sum, max_completion) = match run_case(&scaled[&(c.set, c.gamma.to_bits())], &c, &info, &cluster.name, &rule, solver, a.amortize_resizes) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                        results.lock().unwrap()[i] = Some(Err(e));
-                        break;
-                    }
-                };
-                let p = sum.power.as_ref().expect("power-aware runs report power");
-                let d = p.decisions;
-                let row = Row {
-                    set: c.set + 1,
-                    first_job: starts[c.set],
-                    gamma: c.gamma,
-                    scheme: c.scheme.label(),
-                    jobs: sum.jobs_simulated,
-                    nodes: p.scheduled_nodes,
-                    avg_completion_min: sum.mean_response / 60.0,
-                    max_completion_min: max_completion / 60.0,
-                    avg_response_min: sum.mean_wait / 60.0,
-                    budget_w: sum.power_budget_w.unwrap_or(0.0),
-                    max_power_w: sum.max_power_w.unwrap_or(0.0),
-                    energy_kwh: p.energy_kwh,
-                    resizes: d.map_or(0, |d| d.resizes),
-                    decisions: d.map_or(0, |d| d.decisions),
-                    max_decision_s: p.max_decision_wall_s,
-                    sim_wall_s: sum.sim_wall_time_s,
-                };
-                eprintln!("set {} γ={} {:<14} avg completion {:>8.1} min  ({:.1} s)", row.set, row.gamma, row.scheme, row.avg_completion_min, row.sim_wall_s);
-                results.lock().unwrap()[i] = Some(Ok(row));
-            });
-        }
+    let outs = crate::study_cmd::parallel(&order, threads, "PARM runs", |&i| {
+        let c = cases[i];
+        crate::parm_exp::run(&prepared[&(c.set, c.gamma.to_bits())], c.scheme, None, knobs)
     });
-    // in case order; a case is missing only when another failed
-    let rows: Vec<Row> = results.into_inner().unwrap().into_iter().flatten().collect::<Result<_>>()?;
-    assert_eq!(rows.len(), cases.len(), "every case ran");
-    for r in &rows {
-        anyhow::ensure!(r.max_power_w <= r.budget_w * (1.0 + 1e-9), "set {} γ={} {}: power {} W over the budget {} W", r.set, r.gamma, r.scheme, r.max_power_w, r.budget_w);
+    let mut by_case: Vec<Option<RunOut>> = (0..cases.len()).map(|_| None).collect();
+    for (&i, o) in order.iter().zip(outs) {
+        by_case[i] = Some(o);
     }
-    let find = |set: usize, gamma: f64, scheme: Scheme| rows.iter().zip(&cases).find(|(_, c)| c.set == set && c.gamma == gamma && c.scheme == scheme).map(|(r, _)| r);
+    let rows: Vec<Row> = cases.iter().zip(by_case).map(|(c, o)| Row { set: c.set + 1, first_job: starts[c.set], gamma: c.gamma, run: o.expect("every case ran") }).collect();
+    for r in &rows {
+        anyhow::ensure!(r.run.max_power_w <= r.run.budget_w * (1.0 + 1e-9), "set {} γ={} {}: power {} W over the budget {} W", r.set, r.gamma, r.run.scheme, r.run.max_power_w, r.run.budget_w);
+    }
+    let find = |set: usize, gamma: f64, scheme: Scheme| rows.iter().zip(&cases).find(|(_, c)| c.set == set && c.gamma == gamma && c.scheme == scheme).map(|(r, _)| &r.run);
     if a.format == crate::cli::Format::Json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
     println!("trace: {}  ({} jobs; sets of {} jobs starting at {:?})", trace.display(), n, a.jobs, starts);
-    let base_nodes = rows.iter().find(|r| r.scheme == Scheme::Baseline.label()).map_or(0, |r| r.nodes);
+    let base_nodes = rows.iter().find(|r| r.run.scheme == baseline.label()).map_or(0, |r| r.run.nodes);
     println!("cluster: {cluster_label}: {} nodes, budget {:.0} W; the baseline powers {base_nodes} of them at full power", info.machine.nodes, info.machine.budget_w);
     let amortized = if a.amortize_resizes { "; wSE resizes amortized" } else { "" };
-    println!("solver: {solver}; power-profile seed {}{amortized}; wall time {:.1} s on {threads} thread(s)", a.power_seed, t0.elapsed().as_secs_f64());
+    let charged = if knobs.charge_solve_time { "solve time added to completion times" } else { "solve time not charged" };
+    println!("solver: {solver}; decision rule {decision_rule}; power-profile seed {}{amortized}; {charged}; wall time {:.1} s on {threads} thread(s)", a.power_seed, t0.elapsed().as_secs_f64());
     println!();
     println!("Average completion time (minutes) and speedup over the baseline (α = {}):", a.table_alpha);
     println!();
@@ -327,10 +257,10 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     }
     for set in 0..sets.len() {
         for &gamma in &a.gammas {
-            let base = find(set, gamma, Scheme::Baseline).unwrap();
+            let base = find(set, gamma, baseline).unwrap();
             let mut row = vec![format!("{} ({})", set + 1, starts[set]), gamma.to_string(), format!("{:.1}", base.avg_completion_min)];
             for &v in &variants {
-                let r = find(set, gamma, Scheme::Parm(v, a.table_alpha)).unwrap();
+                let r = find(set, gamma, parm(v, a.table_alpha)).unwrap();
                 row.extend([format!("{:.1}", r.avg_completion_min), format!("{:.2}×", base.avg_completion_min / r.avg_completion_min)]);
             }
             t.row(row);
@@ -338,7 +268,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     }
     print!("{}", t.markdown());
     println!();
-    let base = find(0, a.curve_gamma, Scheme::Baseline).unwrap();
+    let base = find(0, a.curve_gamma, baseline).unwrap();
     println!(
         "Fairness trade-off, set 1, γ = {}: average and maximum completion time (minutes); baseline {:.1} / {:.1}:",
         a.curve_gamma, base.avg_completion_min, base.max_completion_min
@@ -354,7 +284,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     for &alpha in &alphas {
         let mut row = vec![alpha.to_string()];
         for &v in &variants {
-            let r = find(0, a.curve_gamma, Scheme::Parm(v, alpha)).unwrap();
+            let r = find(0, a.curve_gamma, parm(v, alpha)).unwrap();
             row.extend([format!("{:.1}", r.avg_completion_min), format!("{:.1}", r.max_completion_min)]);
         }
         t.row(row);
@@ -371,14 +301,14 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         let r = find(0, a.curve_gamma, Scheme::Naive(cap)).unwrap();
         let mut row = vec![cap.to_string(), r.nodes.to_string(), format!("{:.1}", r.avg_completion_min)];
         for &v in &variants {
-            let p = find(0, a.curve_gamma, Scheme::Parm(v, a.table_alpha)).unwrap();
+            let p = find(0, a.curve_gamma, parm(v, a.table_alpha)).unwrap();
             row.push(format!("{:.2}×", r.avg_completion_min / p.avg_completion_min));
         }
         t.row(row);
     }
     print!("{}", t.markdown());
-    let worst = rows.iter().map(|r| r.max_power_w / r.budget_w).fold(0.0, f64::max);
-    let slowest = rows.iter().map(|r| r.max_decision_s).fold(0.0, f64::max);
+    let worst = rows.iter().map(|r| r.run.max_power_w / r.run.budget_w).fold(0.0, f64::max);
+    let slowest = rows.iter().map(|r| r.run.max_decision_s).fold(0.0, f64::max);
     println!();
     println!("Every run stayed within the budget (highest draw {:.2}% of it); longest PARM decision {:.1} ms.", 100.0 * worst, slowest * 1e3);
     Ok(())
@@ -418,6 +348,7 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
         info: info.clone(),
         rule: PowerRule::default(),
         mode: PowerMode::Parm(ParmConfig::new(variant)),
+        charge_solve_time: false,
     });
     let w = tessera_sim::prepare_power(&records, setup);
     let mut rows = Vec::new();

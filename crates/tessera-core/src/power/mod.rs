@@ -6,5 +6,5 @@ pub mod parm;
 pub mod pass;
 
 pub use knapsack::{Group, Item, Problem, Solution, Solver, Status};
-pub use parm::{ParmConfig, ParmEngine, ParmStats, ParmVariant, PowerMachine, Usage};
+pub use parm::{DecisionRule, ParmConfig, ParmEngine, ParmStats, ParmVariant, PowerMachine, Usage};
 pub use pass::{AppProfile, Downey, PowerJob, PRESETS};

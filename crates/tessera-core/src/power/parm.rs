@@ -64,6 +64,44 @@ pub struct PowerMachine {
     pub cap_levels_w: Vec<f64>,
 }
 
+/// How one decision values its options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum DecisionRule {
+    /// The paper's (Eqs. 1–8): one program maximizing Σ w_j s_{j,n,p}, speedups
+    /// and remaining times measured at the job's slowest configuration (n_min,
+    /// its lowest cap).
+    #[default]
+    Paper,
+    /// Tessera's: speedups and remaining times measured at (n_min, full power),
+    /// so a job's priority does not depend on the caps the machine offers, and
+    /// starts first: the pending jobs that start are chosen first (maximizing
+    /// their Σ w_j s_{j,n,p}, running jobs free to change as their variant allows
+    /// but worth nothing), then every job's configuration is chosen with those
+    /// starts fixed. Spare power then never speeds a running job while a pending
+    /// job could have started with it.
+    StartsFirst,
+}
+
+impl std::str::FromStr for DecisionRule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "paper" => Ok(DecisionRule::Paper),
+            "starts-first" => Ok(DecisionRule::StartsFirst),
+            _ => Err(format!("unknown PARM decision rule `{s}`; known: paper, starts-first")),
+        }
+    }
+}
+
+impl std::fmt::Display for DecisionRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DecisionRule::Paper => "paper",
+            DecisionRule::StartsFirst => "starts-first",
+        })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ParmConfig {
     pub variant: ParmVariant,
@@ -79,11 +117,13 @@ pub struct ParmConfig {
     /// wSE: discount a resize's value by its cost over the job's remaining run
     /// (Tessera's extension; the paper's objective ignores the cost).
     pub amortize_resizes: bool,
+    #[serde(default)]
+    pub rule: DecisionRule,
 }
 
 impl ParmConfig {
     pub fn new(variant: ParmVariant) -> Self {
-        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false }
+        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper }
     }
 }
 
@@ -97,7 +137,9 @@ struct Run {
     at: f64,
     /// Resize overhead (s) still to serve before work resumes.
     overhead: f64,
-    last_resize: Time,
+    /// When the job last shrank or expanded (its start does not count: the
+    /// paper's f_se runs from a resize).
+    last_resize: Option<Time>,
     expected_end: Time,
 }
 
@@ -125,6 +167,24 @@ pub struct ParmStats {
     pub unproven: u64,
 }
 
+/// The starts-first rule's two solves: which pending (unforced) groups run,
+/// valued alone, the forced groups free to take any item but worth nothing;
+/// then every group's item with those groups forced. The first answer is
+/// feasible in the second problem and is its starting point, so no start it
+/// chose is dropped.
+fn starts_first(problem: &Problem, solver: Solver, incumbent: &[Option<u32>]) -> super::knapsack::Solution {
+    let mut starts = problem.clone();
+    for g in starts.groups.iter_mut().filter(|g| g.forced) {
+        g.items.iter_mut().for_each(|i| i.value = 0.0);
+    }
+    let first = starts.solve(solver, Some(incumbent));
+    let mut all = problem.clone();
+    for (g, c) in all.groups.iter_mut().zip(&first.choice) {
+        g.forced |= c.is_some();
+    }
+    all.solve(solver, Some(&first.choice))
+}
+
 /// One decision's knapsack and how its items map back to jobs.
 struct Decision {
     jobs: Vec<JobIdx>,
@@ -146,11 +206,14 @@ pub struct ParmEngine {
     running: Vec<JobIdx>,
     usage: Vec<Usage>,
     stats: ParmStats,
+    /// Jobs the last decision started or reconfigured (what a decision time delays).
+    #[serde(default)]
+    changed: Vec<JobIdx>,
 }
 
 impl ParmEngine {
     pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
-        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default() }
+        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new() }
     }
 
     pub fn policy(&self) -> PolicyKind {
@@ -292,7 +355,7 @@ impl ParmEngine {
         let sizes: Vec<u32> = match (self.cfg.variant, &self.runs[job.index()]) {
             (ParmVariant::NoMM, _) => vec![pj.n_min],
             (ParmVariant::NoSE, Some(r)) => vec![r.n],
-            (ParmVariant::WSE, Some(r)) if now - r.last_resize < self.cfg.fse => vec![r.n],
+            (ParmVariant::WSE, Some(r)) if r.last_resize.is_some_and(|t| now - t < self.cfg.fse) => vec![r.n],
             _ => pj.node_levels(self.cfg.node_levels),
         };
         let mut v = Vec::with_capacity(sizes.len() * caps.len());
@@ -331,8 +394,12 @@ impl ParmEngine {
         for &j in &jobs {
             let pj = self.pj[j.index()];
             let run = &self.runs[j.index()];
-            let p_min = self.caps(&pj)[0];
-            let t_min = pj.time(pj.n_min, p_min);
+            let caps = self.caps(&pj);
+            let p_ref = match self.cfg.rule {
+                DecisionRule::Paper => caps[0],
+                DecisionRule::StartsFirst => caps[caps.len() - 1],
+            };
+            let t_min = pj.time(pj.n_min, p_ref);
             let done = run.as_ref().map_or(0.0, |r| r.done);
             let submit = t.get(j).submit;
             let w = ((1.0 - done) * t_min + (now - submit) as f64).max(1.0).powf(self.cfg.alpha);
@@ -363,11 +430,15 @@ impl ParmEngine {
     pub(crate) fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
         let nowf = now as f64;
         self.advance_all(now);
+        self.changed.clear();
         if t.queue.head().is_none() && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
             return;
         }
         let Decision { jobs, problem, shapes, incumbent } = self.build(now, t);
-        let sol = problem.solve(self.cfg.solver, Some(&incumbent));
+        let sol = match self.cfg.rule {
+            DecisionRule::Paper => problem.solve(self.cfg.solver, Some(&incumbent)),
+            DecisionRule::StartsFirst => starts_first(&problem, self.cfg.solver, &incumbent),
+        };
         debug_assert!(problem.usage(&sol.choice).2, "the solver returned an infeasible choice");
         self.stats.decisions += 1;
         if sol.status == super::knapsack::Status::Feasible && sol.bound.is_none() {
@@ -393,6 +464,9 @@ impl ParmEngine {
         for (k, &j) in jobs.iter().enumerate() {
             let Some(c) = sol.choice[k] else { continue };
             let (n, p) = shapes[k][c as usize];
+            if self.runs[j.index()].as_ref().is_none_or(|r| r.n != n || r.p != p) {
+                self.changed.push(j);
+            }
             match self.runs[j.index()].as_mut() {
                 Some(r) => {
                     if r.n == n && r.p == p {
@@ -400,7 +474,7 @@ impl ParmEngine {
                     }
                     if r.n != n {
                         r.overhead += 2.0 * t_se_max;
-                        r.last_resize = now;
+                        r.last_resize = Some(now);
                         self.stats.resizes += 1;
                     } else {
                         self.stats.cap_changes += 1;
@@ -413,7 +487,7 @@ impl ParmEngine {
                 }
                 None => {
                     t.begin(now, j, None);
-                    self.runs[j.index()] = Some(Run { n, p, done: 0.0, at: nowf, overhead: 0.0, last_resize: now, expected_end: now });
+                    self.runs[j.index()] = Some(Run { n, p, done: 0.0, at: nowf, overhead: 0.0, last_resize: None, expected_end: now });
                     self.usage[j.index()] = Usage::default();
                     let end = self.reschedule(j);
                     t.get_mut(j).expected_end = end;
@@ -424,6 +498,23 @@ impl ParmEngine {
                     out.push(Effect::Configure { job: id, nodes: n, cap_w: p, end });
                 }
             }
+        }
+    }
+
+    /// The last decision took `seconds` to compute: the jobs it started or
+    /// reconfigured serve that much more overhead before their new configuration
+    /// makes progress (their nodes are held and powered meanwhile).
+    pub(crate) fn charge_decision(&mut self, seconds: f64, t: &mut JobTable, out: &mut Vec<Effect>) {
+        if !(seconds > 0.0 && seconds.is_finite()) {
+            return;
+        }
+        for j in std::mem::take(&mut self.changed) {
+            let Some(r) = self.runs[j.index()].as_mut() else { continue };
+            r.overhead += seconds;
+            let (n, p) = (r.n, r.p);
+            let end = self.reschedule(j);
+            t.get_mut(j).expected_end = end;
+            out.push(Effect::Configure { job: t.spec(j).id, nodes: n, cap_w: p, end });
         }
     }
 
@@ -457,5 +548,35 @@ impl ParmEngine {
         for j in &self.running {
             assert!(matches!(t.state(*j), JobState::Running { .. } | JobState::Ending { .. }));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_first_starts_the_job_the_paper_rule_gives_power_to_a_running_one_instead() {
+        // a running job (heavy weight) at a low or a high cap; a pending job that
+        // fits only if the running one stays low
+        let running = Group { forced: true, items: vec![Item { value: 10.0, nodes: 4, power: 4.0 * 86.0 }, Item { value: 14.0, nodes: 4, power: 4.0 * 116.0 }] };
+        let pending = Group { forced: false, items: vec![Item { value: 3.0, nodes: 1, power: 86.0 }] };
+        let p = Problem { groups: vec![running, pending], nodes: 8, power: 4.0 * 116.0 + 20.0 };
+        let inc = [Some(1), None];
+        let paper = p.solve(Solver::Structured, Some(&inc));
+        assert_eq!(paper.choice, vec![Some(1), None], "Σ w·s prefers the running job's speed (14 > 10 + 3)");
+        let sf = starts_first(&p, Solver::Structured, &inc);
+        assert_eq!(sf.choice, vec![Some(0), Some(0)], "starts first: the pending job starts, the running one is capped");
+        assert!(p.usage(&sf.choice).2);
+    }
+
+    #[test]
+    fn starts_first_gives_spare_power_back_to_running_jobs() {
+        // nothing pending fits: the running job keeps its high cap
+        let running = Group { forced: true, items: vec![Item { value: 10.0, nodes: 4, power: 344.0 }, Item { value: 14.0, nodes: 4, power: 464.0 }] };
+        let pending = Group { forced: false, items: vec![Item { value: 3.0, nodes: 5, power: 430.0 }] };
+        let p = Problem { groups: vec![running, pending], nodes: 8, power: 500.0 };
+        let sf = starts_first(&p, Solver::Structured, &[Some(1), None]);
+        assert_eq!(sf.choice, vec![Some(1), None]);
     }
 }

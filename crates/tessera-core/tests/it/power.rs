@@ -127,12 +127,14 @@ fn every_variant_and_solver_stays_within_the_budget_and_finishes_every_job() {
                         ParmVariant::NoMM => assert!(sizes.iter().all(|&(_, n)| n == pj.n_min), "noMM job {i} not at its minimum"),
                         ParmVariant::NoSE => assert!(sizes.iter().all(|&(_, n)| n == sizes[0].1), "noSE job {i} resized: {sizes:?}"),
                         ParmVariant::WSE => {
-                            // resizes at least f_se apart, the first at least f_se after the start
-                            let mut last = sizes[0];
+                            // resizes at least f_se apart (the start does not count: the paper's f_se runs from a resize)
+                            let (mut n_now, mut last): (u32, Option<Time>) = (sizes[0].1, None);
                             for &(t, n) in &sizes[1..] {
-                                if n != last.1 {
-                                    assert!(t - last.0 >= cfg.fse, "wSE job {i} resized at {t}, {} s after {}", t - last.0, last.0);
-                                    last = (t, n);
+                                if n != n_now {
+                                    if let Some(l) = last {
+                                        assert!(t - l >= cfg.fse, "wSE job {i} resized at {t}, {} s after its resize at {l}", t - l);
+                                    }
+                                    (n_now, last) = (n, Some(t));
                                 }
                             }
                         }
@@ -192,4 +194,50 @@ fn resize_costs_follow_the_paper() {
     // shrinking boots nothing
     let shrink = e.resize_cost(&pj, 16, 8);
     assert!(shrink > 0.0 && shrink < 72.73, "{shrink}");
+}
+
+#[test]
+fn the_resize_limit_counts_from_the_last_resize_not_the_start() {
+    // the first job takes the machine at 0; the second arrives at 100, before f_se
+    // (500) has passed since the first one's start: the first may shrink at once
+    // (it was never resized), but not again before 600
+    let jobs = vec![(0, job(PRESETS[0], 40_000.0, 2, 8)), (100, job(PRESETS[0], 4_000.0, 2, 8)), (300, job(PRESETS[0], 4_000.0, 2, 8))];
+    let cfg = ParmConfig { alpha: 0.0, ..ParmConfig::new(ParmVariant::WSE) };
+    let r = drive(machine(8, 8.0 * 116.0), cfg, &jobs);
+    let first = &r.configs[0];
+    assert_eq!(first[0].1, 8);
+    let shrink = first.iter().find(|c| c.1 < 8).expect("the first job shrinks");
+    assert_eq!(shrink.0, 100, "shrunk when the second job arrived: {first:?}");
+    let mut n = shrink.1;
+    for &(t, m, _) in first.iter().filter(|c| c.0 > 100) {
+        if m != n {
+            assert!(t >= 600, "resized again at {t}, within f_se of its resize at 100: {first:?}");
+            n = m;
+        }
+    }
+}
+
+#[test]
+fn a_decision_time_delays_what_the_decision_started() {
+    let m = machine(8, 8.0 * 116.0);
+    let mut e = Engine::parm(m, ParmConfig::new(ParmVariant::NoSE));
+    let mut out = Vec::new();
+    e.handle(0, Input::Submit(JobSpec { power: Some(job(PRESETS[1], 1000.0, 2, 4)), ..JobSpec::new(JobId(1), 4, 100_000) }), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    let end = e.as_parm().unwrap().expected_end(JobIdx(0)).expect("the job runs");
+    out.clear();
+    e.handle(0, Input::DecisionTime { micros: 2_500_000 }, &mut out);
+    let later = e.as_parm().unwrap().expected_end(JobIdx(0)).unwrap();
+    assert!(later == end + 2 || later == end + 3, "2.5 s later: {end} -> {later}");
+    assert!(matches!(out.as_slice(), [Effect::Configure { end, .. }, ..] if *end == later), "{out:?}");
+    // charged once: a second report without a decision in between changes nothing
+    out.clear();
+    e.handle(0, Input::DecisionTime { micros: 2_500_000 }, &mut out);
+    assert_eq!(e.as_parm().unwrap().expected_end(JobIdx(0)), Some(later));
+    assert!(!out.iter().any(|x| matches!(x, Effect::Configure { .. })));
+    // a machine of nodes has no decision time
+    let mut n = Engine::new(tessera_core::PolicyKind::Easy, 4).unwrap();
+    out.clear();
+    n.handle(0, Input::DecisionTime { micros: 1 }, &mut out);
+    assert!(matches!(out.as_slice(), [Effect::Rejected { .. }, ..]), "{out:?}");
 }

@@ -127,6 +127,59 @@ fn power_flags_are_checked() {
     assert!(e.contains("known: noMM, noSE, wSE"), "{e}");
     let e = err(&with(&["--policy", "parm", "--milp-time-limit", "1"]));
     assert!(e.contains("--milp-time-limit applies to --solver milp only"), "{e}");
+    let e = err(&with(&["--policy", "parm", "--parm-rule", "greedy"]));
+    assert!(e.contains("known: paper, starts-first"), "{e}");
+    let e = err(&with(&["--policy", "easy", "--charge-solve-time"]));
+    assert!(e.contains("apply to --policy parm only"), "{e}");
+}
+
+#[test]
+fn the_testbed_experiment_reports_every_variant_over_the_seeds() {
+    let out = tessera(&["experiment", "parm-testbed", "--seeds", "3", "--format", "json", "--no-solve-time"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    // 2 sets × 3 seeds × (baseline + noMM, noSE, wSE)
+    assert_eq!(rows.len(), 24);
+    for r in rows {
+        let run = &r["run"];
+        assert_eq!(run["jobs"], 10, "{r}");
+        assert!(run["max_power_w"].as_f64().unwrap() <= 3300.0 + 1e-6, "{r}");
+        let nodes = run["nodes"].as_u64().unwrap();
+        if run["scheme"] == "EASY sized" {
+            assert_eq!(nodes, 28, "the baseline powers 28 nodes at full power");
+        } else {
+            assert_eq!(nodes, 38);
+        }
+    }
+    // deterministic without the measured solve time
+    let again = tessera(&["experiment", "parm-testbed", "--seeds", "3", "--format", "json", "--no-solve-time"]);
+    let strip = |b: &[u8]| -> Vec<serde_json::Value> {
+        let mut v: Vec<serde_json::Value> = serde_json::from_slice(b).unwrap();
+        for r in &mut v {
+            for k in ["sim_wall_s", "max_decision_s"] {
+                r["run"][k] = serde_json::Value::Null;
+            }
+        }
+        v
+    };
+    assert_eq!(strip(&out.stdout), strip(&again.stdout));
+    let table = tessera(&["experiment", "parm-testbed", "--seeds", "3"]);
+    let t = text(&table.stdout);
+    assert!(t.contains("| SetL |") && t.contains("| SetH |") && t.contains("on 28 nodes"), "{t}");
+}
+
+#[test]
+fn the_attribution_runs_every_scheme_on_the_same_jobs() {
+    let Some(trace) = theta() else { return };
+    let out = tessera(&["experiment", "parm-attribution", "--trace", &trace, "--jobs", "60", "--seeds", "2", "--gamma", "0.5", "--set-start", "1", "--sweep-seeds", "2", "--sweep-parallelism", "0.5,2", "--sweep-sigma", "0,1", "--no-solve-time"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    for want in ["EASY exact", "EASY sized", "naive 30 W", "optimizer noSE", "PARM wSE", "starts-first noSE", "What power awareness itself adds", "| [0.5, 2] | [0, 1] |", "Every run stayed within its budget"] {
+        assert!(t.contains(want), "missing {want}: {t}");
+    }
+    let e = tessera(&["experiment", "parm-attribution", "--trace", &trace, "--seeds", "1"]);
+    assert!(text(&e.stderr).contains("--seeds 1: an interval needs at least 2 seeds"), "{}", text(&e.stderr));
 }
 
 #[test]
