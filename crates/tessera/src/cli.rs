@@ -577,6 +577,10 @@ pub struct ParmTestbedArgs {
     /// PARM's decision rule: paper or starts-first.
     #[arg(long, default_value = "paper")]
     pub parm_rule: String,
+    /// A job's maximum size over its minimum (the paper does not give its jobs'
+    /// node ranges; n_max = min(38, round(n_min × this))).
+    #[arg(long, default_value_t = 3.0)]
+    pub n_max_factor: f64,
     /// Do not add each decision's solve time to completion times (the paper does).
     #[arg(long)]
     pub no_solve_time: bool,

@@ -530,7 +530,8 @@ pub fn testbed(a: crate::cli::ParmTestbedArgs) -> Result<()> {
     anyhow::ensure!(a.alpha.is_finite() && a.alpha >= 0.0, "--alpha {}: expected a number >= 0", a.alpha);
     let rule: DecisionRule = a.parm_rule.parse().map_err(anyhow::Error::msg).context("--parm-rule")?;
     let k = Knobs { solver: Solver::Structured, amortize_resizes: false, charge_solve_time: !a.no_solve_time };
-    let tr = TestbedRule::default();
+    anyhow::ensure!(a.n_max_factor.is_finite() && a.n_max_factor >= 1.0, "--n-max-factor {}: expected a number >= 1", a.n_max_factor);
+    let tr = TestbedRule { max_over_min: a.n_max_factor, ..TestbedRule::default() };
     let sets = ["SetL", "SetH"];
     let seeds: Vec<u64> = (1..=a.seeds).collect();
     let mut workloads = BTreeMap::new();
