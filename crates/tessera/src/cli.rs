@@ -308,8 +308,8 @@ pub enum NodeCommand {
 
 #[derive(Subcommand)]
 pub enum PowerCommand {
-    /// Time PARM's decision (one knapsack) with the structured solver and the
-    /// MILP, on decisions built from a trace.
+    /// Time PARM's decision (one knapsack) with the structured solver, the MILP
+    /// (microlp) and HiGHS, on decisions built from a trace; --mps-dir writes them as MPS.
     Bench(PowerBenchArgs),
 }
 
@@ -339,6 +339,12 @@ pub struct PowerBenchArgs {
     /// MILP wall-clock limit per decision (seconds).
     #[arg(long, default_value_t = 60.0)]
     pub milp_time_limit: f64,
+    /// HiGHS wall-clock limit per decision (seconds).
+    #[arg(long, default_value_t = 60.0)]
+    pub highs_time_limit: f64,
+    /// Write every decision as free MPS to DIR/jobs-K-instance-I.mps (DIR is created).
+    #[arg(long, value_name = "DIR")]
+    pub mps_dir: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }

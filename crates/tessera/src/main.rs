@@ -20,8 +20,10 @@ mod live_cmd;
 mod loadtest_cmd;
 mod metrics_cmd;
 mod experiment_cmd;
+mod highs_mip;
 mod parm_exp;
 mod node_cmd;
+mod power_bench;
 mod power_cmd;
 mod record;
 mod replay_cmd;
@@ -107,7 +109,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             live_args::JobCommand::Show(a) => live_cmd::job_show(a),
         },
         cli::Command::Power { command } => match command {
-            cli::PowerCommand::Bench(a) => power_cmd::bench(a),
+            cli::PowerCommand::Bench(a) => power_bench::bench(a),
         },
         cli::Command::Acct { command: Some(cli::AcctCommand::Apel(a)), .. } => acct_cmd::apel_export(a),
         cli::Command::Acct { command: None, list } => acct_cmd::list_jobs(list),

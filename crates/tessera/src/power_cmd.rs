@@ -15,7 +15,7 @@ use tessera_sim::{PowerMode, PowerOutcome, PowerRule, PowerSetup};
 
 /// `--milp-time-limit` in milliseconds. The solver adds it to the clock, so it is
 /// bounded (2^42 s, as simulated times are) rather than cast and saturated.
-fn time_limit_ms(seconds: f64) -> Result<u64> {
+pub(crate) fn time_limit_ms(seconds: f64) -> Result<u64> {
     if !(seconds > 0.0 && seconds <= tessera_core::MAX_TIME as f64) {
         bail!("--milp-time-limit {seconds:?}: expected seconds > 0 and at most 2^42 = {}", tessera_core::MAX_TIME);
     }
@@ -311,123 +311,5 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     let slowest = rows.iter().map(|r| r.run.max_decision_s).fold(0.0, f64::max);
     println!();
     println!("Every run stayed within the budget (highest draw {:.2}% of it); longest PARM decision {:.1} ms.", 100.0 * worst, slowest * 1e3);
-    Ok(())
-}
-
-#[derive(Clone, Debug, serde::Serialize)]
-struct BenchRow {
-    jobs: usize,
-    instance: usize,
-    first_job: usize,
-    running: usize,
-    items: usize,
-    structured_ms_min: f64,
-    structured_ms_median: f64,
-    milp_s: f64,
-    milp_optimal: bool,
-    /// (MILP − structured) / MILP objective: > 0 when the MILP found better, < 0
-    /// when it stopped at its limit with a worse answer.
-    gap_to_milp: f64,
-    /// (Lagrangian bound − structured) / bound: the structured answer's proven gap.
-    gap_to_bound: f64,
-}
-
-/// `tessera power bench`: time one PARM decision, structured vs MILP, on
-/// decisions built from a trace (K jobs in the system, part of them running).
-pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
-    use tessera_core::power::knapsack;
-    let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
-    let (_, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
-    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
-    let variant: ParmVariant = a.variant.parse().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(a.repeat >= 1 && a.instances >= 1, "--repeat and --instances must be >= 1");
-    let time_limit = time_limit_ms(a.milp_time_limit)?;
-    let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
-    let setup = std::sync::Arc::new(PowerSetup {
-        name: cluster.name.clone(),
-        info: info.clone(),
-        rule: PowerRule::default(),
-        mode: PowerMode::Parm(ParmConfig::new(variant)),
-        charge_solve_time: false,
-    });
-    let w = tessera_sim::prepare_power(&records, setup);
-    let mut rows = Vec::new();
-    for &k in &a.jobs {
-        anyhow::ensure!(k >= 1 && k <= w.jobs.len(), "--jobs {k}: the trace has {} usable jobs", w.jobs.len());
-        for inst in 0..a.instances {
-            // instances spread from the trace's start to its end
-            let first = (w.jobs.len() - k) * inst / (a.instances - 1).max(1);
-            // K jobs submitted at once; the first decision starts some, the one
-            // timed is the next, f_se later (running jobs may then resize)
-            let mut cfg = ParmConfig::new(variant);
-            cfg.solver = Solver::Structured;
-            let mut e = tessera_core::Engine::parm(info.machine.clone(), cfg.clone());
-            let mut out = Vec::new();
-            for i in first..first + k {
-                let spec = tessera_core::JobSpec { power: Some(w.power_jobs[i]), ..tessera_sim::spec_of(&w.jobs[i]) };
-                e.handle(0, tessera_core::Input::Submit(spec), &mut out);
-            }
-            e.handle(0, tessera_core::Input::Pass, &mut out);
-            anyhow::ensure!(!out.iter().any(|x| matches!(x, tessera_core::Effect::Rejected { .. })), "the engine rejected a job of the benchmark: {out:?}");
-            let (problem, incumbent) = e.decision_problem(cfg.fse.max(1)).expect("a PARM engine");
-            let running = problem.groups.iter().filter(|g| g.forced).count();
-            let items = problem.groups.iter().map(|g| g.items.len()).sum();
-            let mut times = Vec::with_capacity(a.repeat);
-            let mut s = problem.solve(Solver::Structured, Some(&incumbent));
-            for _ in 0..a.repeat {
-                let t = std::time::Instant::now();
-                s = std::hint::black_box(problem.solve(Solver::Structured, Some(&incumbent)));
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-            times.sort_by(f64::total_cmp);
-            // the MILP cold, falling back to the running jobs' current configurations
-            // (feasible), so that its objective is its own search's
-            let current = knapsack::Solution { objective: problem.value(&incumbent), choice: incumbent.clone(), bound: None, status: tessera_core::power::Status::Feasible };
-            let t = std::time::Instant::now();
-            let m = knapsack::milp(&problem, a.milp_node_limit, Some(time_limit), &current, false);
-            let milp_s = t.elapsed().as_secs_f64();
-            let bound = s.bound.unwrap_or(f64::NAN);
-            let row = BenchRow {
-                jobs: k,
-                instance: inst + 1,
-                first_job: first + 1,
-                running,
-                items,
-                structured_ms_min: times[0],
-                structured_ms_median: times[times.len() / 2],
-                milp_s,
-                milp_optimal: m.status == tessera_core::power::Status::Optimal,
-                gap_to_milp: (m.objective - s.objective) / m.objective,
-                gap_to_bound: (bound - s.objective) / bound,
-            };
-            eprintln!("{k} jobs, instance {}: structured {:.2} ms, MILP {:.2} s", inst + 1, row.structured_ms_min, row.milp_s);
-            rows.push(row);
-        }
-    }
-    if a.format == crate::cli::Format::Json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    println!("PARM decision time ({variant}; {}; cluster {}: {} nodes, budget {:.0} W; structured: min of {} runs; MILP: microlp cold, node limit {}, time limit {} s; structured vs MILP > 0 when structured is better)", trace.display(), cluster.name, info.machine.nodes, info.machine.budget_w, a.repeat, a.milp_node_limit, a.milp_time_limit);
-    println!();
-    println!("| jobs | instance (first job) | running | items | structured ms (min / median) | MILP s | MILP status | MILP / structured time | structured vs MILP | structured vs bound |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for r in &rows {
-        println!(
-            "| {} | {} ({}) | {} | {} | {:.2} / {:.2} | {:.3} | {} | {:.0}× | {:+.4}% | {:.4}% |",
-            r.jobs,
-            r.instance,
-            r.first_job,
-            r.running,
-            r.items,
-            r.structured_ms_min,
-            r.structured_ms_median,
-            r.milp_s,
-            if r.milp_optimal { "optimal" } else { "limit" },
-            r.milp_s * 1e3 / r.structured_ms_min,
-            -100.0 * r.gap_to_milp + 0.0,
-            100.0 * r.gap_to_bound + 0.0
-        );
-    }
     Ok(())
 }

@@ -240,17 +240,20 @@ pub fn structured(p: &Problem, incumbent: Option<&[Option<u32>]>) -> Solution {
         if p.usage(inc).2 {
             let mut alt = inc.to_vec();
             improve(p, &pr.cand, &mut alt);
-            if p.value(&alt) > p.value(&cur) {
+            // a feasible incumbent beats an answer the repair could not make feasible
+            if !p.usage(&cur).2 || p.value(&alt) > p.value(&cur) {
                 cur = alt;
             }
         }
     }
-    if p.usage(&cur).2 {
-        let gap = best_bound - p.value(&cur);
-        if gap > 1e-9 * best_bound.abs() && core_search(p, &pr, best_prices, best_bound, &mut cur) {
-            // the search was exhaustive: nothing beats the answer
-            best_bound = p.value(&cur);
-        }
+    // The repair changes one job at a time without worsening either violation, so
+    // it can stop short of feasibility when only a joint change fits (one job
+    // swapping watts for nodes while another gives nodes back): then the search
+    // starts with no incumbent and finds a feasible answer if there is one.
+    let gap = best_bound - p.value(&cur);
+    if (!p.usage(&cur).2 || gap > 1e-9 * best_bound.abs()) && core_search(p, &pr, best_prices, best_bound, &mut cur) && p.usage(&cur).2 {
+        // the search was exhaustive: nothing beats the answer
+        best_bound = p.value(&cur);
     }
     let objective = p.value(&cur);
     let bound = if p.usage(&cur).2 { Some(best_bound.max(objective)) } else { None };
@@ -264,7 +267,8 @@ pub fn structured(p: &Problem, incumbent: Option<&[Option<u32>]>) -> Solution {
 /// so a choice that beats the incumbent can only use items within the current gap
 /// of their group's best. Exact within [`CORE_NODES`] search nodes; the bound
 /// tightens as better choices are found. True when the search was exhaustive
-/// (the answer is then optimal).
+/// (the answer is then optimal, or, if `cur` is still infeasible, no choice is
+/// feasible). An infeasible `cur` is no incumbent: every choice beats it.
 fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur: &mut Vec<Option<u32>>) -> bool {
     let reduced = |gi: usize, o: Option<u32>| -> f64 {
         o.map_or(0.0, |i| {
@@ -272,7 +276,7 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
             it.value - l * it.nodes as f64 / pr.sn - m * it.power / pr.sw
         })
     };
-    let best_val = p.value(cur);
+    let best_val = if p.usage(cur).2 { p.value(cur) } else { f64::NEG_INFINITY };
     // per group: (penalty, option) sorted by penalty, all options first
     let opts: Vec<Vec<(f64, Option<u32>)>> = p
         .groups
@@ -343,7 +347,8 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
                 // the open groups' LP over the watts left, nodes priced at l
                 let nodes_left = (self.p.nodes as f64 - n as f64).max(0.0);
                 let ub = v + self.l * nodes_left / self.sn + self.lp.bound(k, self.p.power * (1.0 + EPS) + EPS - w);
-                if ub <= self.best_val + 1e-12 * self.best_val.abs() {
+                // (−∞: the open groups cannot fit the watts left, even with no incumbent)
+                if ub == f64::NEG_INFINITY || ub <= self.best_val + 1e-12 * self.best_val.abs() {
                     return;
                 }
             }
@@ -372,6 +377,7 @@ fn core_search(p: &Problem, pr: &Priced<'_>, (l, m): (f64, f64), bound: f64, cur
     dfs.go(0, 0.0, 0, 0.0, 0.0);
     let exhaustive = dfs.nodes_left > 0;
     if dfs.best_val > best_val {
+        debug_assert!(p.usage(&dfs.best).2, "the core search keeps feasible choices only");
         *cur = dfs.best;
     }
     exhaustive
@@ -721,6 +727,39 @@ mod tests {
             assert_eq!(s.choice, vec![Some(0), Some(0)], "{solver:?}");
             assert_eq!(s.objective, 5.5);
         }
+    }
+
+    /// Found by the brute-force test (seed 27,000): the repair moved one job at a
+    /// time and never made either violation worse, so from (3 nodes, 81 kW) +
+    /// (7 nodes, 186 kW), 37 kW over the limit, it could not reach the only
+    /// feasible answers, where the second job drops to 9 nodes at 51 kW and the
+    /// first to 1 or 2 nodes at the same time. The solver returned the infeasible
+    /// choice (and, given a feasible incumbent, still preferred the infeasible one,
+    /// which is worth more); now the search starts with no incumbent instead.
+    #[test]
+    fn a_repair_stuck_short_of_feasibility_is_searched_past() {
+        let it = |value: f64, nodes: u32, power: f64| Item { value, nodes, power };
+        let p = Problem {
+            groups: vec![
+                Group { forced: true, items: vec![it(15e6, 4, 114e3), it(39e6, 3, 81e3), it(21e6, 2, 85e3), it(12e6, 6, 191e3), it(29e6, 1, 92e3)] },
+                Group { forced: true, items: vec![it(21e6, 10, 300e3), it(13e6, 7, 186e3), it(13e6, 3, 273e3), it(5e6, 9, 51e3)] },
+            ],
+            nodes: 11,
+            power: 230_008.0,
+        };
+        let worse = [Some(2), Some(3)];
+        assert!(p.usage(&worse).2 && p.value(&worse) == 26e6);
+        for inc in [None, Some(&worse[..])] {
+            let s = p.solve(Solver::Structured, inc);
+            assert!(p.usage(&s.choice).2, "incumbent {inc:?}: infeasible answer {:?}", s.choice);
+            assert_eq!(s.choice, vec![Some(4), Some(3)], "incumbent {inc:?}");
+            assert_eq!(s.objective, 34e6);
+            assert_eq!(s.status, Status::Optimal);
+        }
+        // with no feasible choice at all, the search proves it and says so
+        let q = Problem { power: 130_000.0, ..p.clone() };
+        let s = q.solve(Solver::Structured, None);
+        assert!(!q.usage(&s.choice).2 && s.bound.is_none() && s.status == Status::Feasible);
     }
 
     #[test]

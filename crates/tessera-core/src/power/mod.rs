@@ -2,6 +2,7 @@
 //! the knapsack the PARM scheduler solves at every trigger.
 
 pub mod knapsack;
+pub mod mps;
 pub mod parm;
 pub mod pass;
 

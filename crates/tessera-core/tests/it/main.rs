@@ -4,6 +4,7 @@ mod drained;
 mod env;
 mod fuzz;
 mod heterogeneous;
+mod knapsack;
 mod nodesets;
 mod power;
 mod purity;

@@ -183,9 +183,12 @@ fn the_attribution_runs_every_scheme_on_the_same_jobs() {
 }
 
 #[test]
-fn power_bench_compares_the_solvers() {
+fn power_bench_compares_the_solvers_and_writes_mps() {
     let Some(_) = theta() else { return };
-    let out = tessera(&["power", "bench", "--jobs", "30", "--instances", "1", "--repeat", "1", "--milp-time-limit", "2", "--format", "json"]);
+    let dir = tempfile::tempdir().unwrap();
+    let mps_dir = dir.path().join("mps");
+    let m = mps_dir.display().to_string();
+    let out = tessera(&["power", "bench", "--jobs", "30", "--instances", "1", "--repeat", "1", "--milp-time-limit", "2", "--mps-dir", &m, "--format", "json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &v[0];
@@ -194,6 +197,25 @@ fn power_bench_compares_the_solvers() {
     // the structured answer is within 0.1% of its own upper bound, hence of the optimum
     assert!(r["gap_to_bound"].as_f64().unwrap() <= 1e-3, "{r}");
     assert!(r["gap_to_milp"].as_f64().unwrap() <= 1e-3, "{r}");
+    // HiGHS proves the optimum, and the structured answer is it
+    assert_eq!(r["highs_optimal"], true, "{r}");
+    assert!(r["highs_s"].as_f64().unwrap() > 0.0);
+    assert!(r["gap_to_highs"].as_f64().unwrap().abs() <= 1e-9, "{r}");
+    // the decision was written where --mps-dir says, the directory created
+    let file = mps_dir.join("jobs-30-instance-1.mps");
+    assert_eq!(r["mps"], file.display().to_string());
+    let text_mps = std::fs::read_to_string(&file).unwrap();
+    assert!(text_mps.starts_with("NAME tessera-parm-wSE-jobs-30-first-1\nOBJSENSE\n    MAX\nROWS\n") && text_mps.ends_with("ENDATA\n"), "{}", &text_mps[..200]);
+    assert_eq!(text_mps.lines().filter(|l| l.starts_with(" BV ")).count() as u64, r["items"].as_u64().unwrap());
+    // an input in the way is refused before anything is written over it
+    let cluster = mps_dir.join("jobs-30-instance-1.mps");
+    std::fs::copy(THETA_CLUSTER, &cluster).unwrap();
+    let c = cluster.display().to_string();
+    let out = tessera(&["power", "bench", "--jobs", "30", "--instances", "1", "--cluster", &c, "--mps-dir", &m]);
+    assert!(!out.status.success());
+    let e = text(&out.stderr);
+    assert!(e.contains("is an input of this run and would be overwritten"), "{e}");
+    assert_eq!(std::fs::read_to_string(&cluster).unwrap(), std::fs::read_to_string(THETA_CLUSTER).unwrap());
 }
 
 /// A fake /sys/class/powercap with one package whose long_term limit is constraint 1.
