@@ -572,6 +572,13 @@ pub struct ParmAttributionArgs {
     pub format: Format,
 }
 
+/// The sizes the testbed's SLURM baseline runs the jobs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BaselineSize {
+    Min,
+    Max,
+}
+
 #[derive(Args)]
 pub struct ParmTestbedArgs {
     /// Seeds 1..=N of the job sets drawn: every figure is a mean over them with a 95% interval.
@@ -584,9 +591,13 @@ pub struct ParmTestbedArgs {
     #[arg(long, default_value = "paper")]
     pub parm_rule: String,
     /// A job's maximum size over its minimum (the paper does not give its jobs'
-    /// node ranges; n_max = min(38, round(n_min × this))).
+    /// node ranges; n_max = min(28, round(n_min × this))).
     #[arg(long, default_value_t = 3.0)]
     pub n_max_factor: f64,
+    /// The sizes the SLURM baseline runs the jobs at: min (n_min, as noMM) or max
+    /// (n_max, the largest PARM may give them).
+    #[arg(long, value_enum, default_value = "min")]
+    pub baseline_size: BaselineSize,
     /// Do not add each decision's solve time to completion times (the paper does).
     #[arg(long)]
     pub no_solve_time: bool,

@@ -226,7 +226,7 @@ struct Job<K> {
 fn run_all<K: Clone + Ord + Send + Sync + std::fmt::Debug>(
     workloads: &BTreeMap<K, Workload>,
     schemes: &[Scheme],
-    sized_from: Option<Scheme>,
+    sized_from: Option<Sizes>,
     k: Knobs,
     threads: usize,
     what: &str,
@@ -242,17 +242,30 @@ fn run_all<K: Clone + Ord + Send + Sync + std::fmt::Debug>(
         done.insert((j.key.clone(), j.scheme.label()), o);
     }
     if schemes.contains(&Scheme::EasySized) {
-        let from = sized_from.expect("EASY sized needs the scheme whose sizes it takes").label();
+        let from = sized_from.expect("EASY sized needs the sizes it runs the jobs at");
         let second: Vec<Job<K>> = workloads.keys().map(|key| Job { key: key.clone(), scheme: Scheme::EasySized }).collect();
         let outs = parallel(&second, threads, what, |j| {
-            let sizes = &done[&(j.key.clone(), from.clone())].start_nodes;
-            run(&workloads[&j.key], j.scheme, Some(sizes), k)
+            let w = &workloads[&j.key];
+            let sizes: Vec<u32> = match from {
+                Sizes::Like(s) => done[&(j.key.clone(), s.label())].start_nodes.clone(),
+                Sizes::Largest => w.power_jobs.iter().map(|p| p.n_max).collect(),
+            };
+            run(w, j.scheme, Some(&sizes), k)
         });
         for (j, o) in second.iter().zip(outs) {
             done.insert((j.key.clone(), j.scheme.label()), o);
         }
     }
     Ok(done)
+}
+
+/// The sizes [`Scheme::EasySized`] runs the jobs at.
+#[derive(Clone, Copy, Debug)]
+enum Sizes {
+    /// The sizes this scheme started the same jobs at.
+    Like(Scheme),
+    /// Every job at its largest size, n_max.
+    Largest,
 }
 
 fn threads(t: Option<usize>) -> usize {
@@ -300,7 +313,7 @@ pub fn attribution(a: crate::cli::ParmAttributionArgs) -> Result<()> {
             }
         }
     }
-    let done = run_all(&workloads, &schemes, Some(sized_from), k, threads, "attribution runs")?;
+    let done = run_all(&workloads, &schemes, Some(Sizes::Like(sized_from)), k, threads, "attribution runs")?;
     let get = |set: usize, gamma: f64, seed: u64, s: Scheme| &done[&((set, gamma.to_bits(), seed), s.label())];
     // the speedup of `s` over `over`, per seed
     let ratios = |set: usize, gamma: f64, over: Scheme, s: Scheme| -> Vec<f64> { seeds.iter().map(|&seed| get(set, gamma, seed, over).avg_completion_min / get(set, gamma, seed, s).avg_completion_min).collect() };
@@ -422,11 +435,7 @@ pub fn attribution(a: crate::cli::ParmAttributionArgs) -> Result<()> {
                 let mut row = vec![format!("[{}, {}]", p.0, p.1), format!("[{}, {}]", s.0, s.1)];
                 for rule in [DecisionRule::Paper, DecisionRule::StartsFirst] {
                     let (o, pa) = (opt(ParmVariant::NoSE, rule, false), opt(ParmVariant::NoSE, rule, true));
-                    if rule == DecisionRule::Paper {
-                        row.push(ratio_cell(&r(base, o)));
-                    } else {
-                        row.push(ratio_cell(&r(base, o)));
-                    }
+                    row.push(ratio_cell(&r(base, o)));
                     row.push(ratio_cell(&r(base, pa)));
                     row.push(ratio_cell(&r(o, pa)));
                 }
@@ -481,7 +490,7 @@ pub struct TestbedRule {
     pub mean_gap_s: f64,
     /// n_min ~ U{lo..=hi}.
     pub n_min: (u32, u32),
-    /// n_max = min(machine, round(n_min · this)).
+    /// n_max = min(the baseline's nodes, round(n_min · this)).
     pub max_over_min: f64,
 }
 
@@ -510,7 +519,9 @@ pub fn testbed_workload(mix: &[&str], seed: u64, tr: TestbedRule, info: &PowerSe
         }
         let app = AppProfile { c: pr.package_base_w, ..*PRESETS.iter().find(|p| p.name == *name).expect("a preset") };
         let n_min = rng.gen_range(tr.n_min.0..=tr.n_min.1);
-        let n_max = ((n_min as f64 * tr.max_over_min).round() as u32).clamp(n_min, info.machine.nodes);
+        // at most the baseline's machine: the paper's SLURM runs every job on the
+        // nodes PARM may run it on at most, on the 28 nodes the budget powers
+        let n_max = ((n_min as f64 * tr.max_over_min).round() as u32).clamp(n_min, unconstrained(info).machine.nodes);
         let a = n_max as f64 * rng.gen_range(pr.parallelism.0..pr.parallelism.1);
         let sigma = rng.gen_range(pr.sigma.0..pr.sigma.1);
         let runtime = rng.gen_range(tr.runtime_s.0..tr.runtime_s.1).round();
@@ -543,12 +554,16 @@ pub fn testbed(a: crate::cli::ParmTestbedArgs) -> Result<()> {
         }
     }
     // the paper's baseline: SLURM (FIFO + backfilling) on the 28 nodes the budget
-    // powers at full power, every job at its minimum size
+    // powers at full power, every job at its minimum size (noMM's, which runs
+    // every job on n_min nodes) or at its maximum
     let variants = [ParmVariant::NoMM, ParmVariant::NoSE, ParmVariant::WSE];
     let mut schemes = vec![Scheme::EasySized];
     schemes.extend(variants.iter().map(|&variant| Scheme::Optimizer { variant, alpha: a.alpha, rule, power: true }));
-    // EASY sized takes its sizes from noMM, which runs every job on n_min nodes
-    let done = run_all(&workloads, &schemes, Some(schemes[1]), k, threads(a.threads), "testbed runs")?;
+    let sizes = match a.baseline_size {
+        crate::cli::BaselineSize::Min => Sizes::Like(schemes[1]),
+        crate::cli::BaselineSize::Max => Sizes::Largest,
+    };
+    let done = run_all(&workloads, &schemes, Some(sizes), k, threads(a.threads), "testbed runs")?;
     let get = |i: usize, seed: u64, s: Scheme| &done[&((i, seed), s.label())];
     for ((i, seed), w) in &workloads {
         anyhow::ensure!(w.power_jobs.iter().zip(&get(*i, *seed, schemes[1]).start_nodes).all(|(p, &n)| p.n_min == n), "{}: noMM ran a job on more than its minimum", sets[*i]);
@@ -560,20 +575,22 @@ pub fn testbed(a: crate::cli::ParmTestbedArgs) -> Result<()> {
     }
     let m = &info.machine;
     println!(
-        "The PARM paper's testbed in simulation: {} nodes, budget {:.0} W, CPU caps {:?} W (+ {} W memory and base per busy node); the baseline (EASY, jobs at their minimum sizes, full power) on {} nodes",
+        "The PARM paper's testbed in simulation: {} nodes, budget {:.0} W, CPU caps {:?} W (+ {} W memory and base per busy node); the baseline (EASY, jobs at their {} sizes, full power, exact runtimes) on {} nodes",
         m.nodes,
         m.budget_w,
         m.cap_levels_w,
         m.node_base_w,
+        if a.baseline_size == crate::cli::BaselineSize::Max { "maximum" } else { "minimum" },
         unconstrained(&info).machine.nodes
     );
     println!(
-        "10 jobs per set; runtimes at the baseline's configuration U[{}, {}] s, arrivals {} s apart on average, n_min U{{{}..{}}}, n_max = {} n_min; α = {}, rule {rule}; solve time {}; seeds 1..={}",
+        "10 jobs per set; runtimes at n_min nodes and full power U[{}, {}] s, arrivals {} s apart on average, n_min U{{{}..{}}}, n_max = min({}, round({} n_min)); α = {}, rule {rule}; solve time {}; seeds 1..={}",
         tr.runtime_s.0,
         tr.runtime_s.1,
         tr.mean_gap_s,
         tr.n_min.0,
         tr.n_min.1,
+        unconstrained(&info).machine.nodes,
         tr.max_over_min,
         a.alpha,
         if k.charge_solve_time { "added to completion times" } else { "not charged" },

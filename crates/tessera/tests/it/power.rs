@@ -166,7 +166,21 @@ fn the_testbed_experiment_reports_every_variant_over_the_seeds() {
     assert_eq!(strip(&out.stdout), strip(&again.stdout));
     let table = tessera(&["experiment", "parm-testbed", "--seeds", "3"]);
     let t = text(&table.stdout);
-    assert!(t.contains("| SetL |") && t.contains("| SetH |") && t.contains("on 28 nodes"), "{t}");
+    assert!(t.contains("| SetL |") && t.contains("| SetH |") && t.contains("on 28 nodes") && t.contains("at their minimum sizes"), "{t}");
+    // the baseline at the jobs' largest sizes: the same PARM runs, another baseline
+    let max = tessera(&["experiment", "parm-testbed", "--seeds", "3", "--format", "json", "--no-solve-time", "--baseline-size", "max"]);
+    assert!(max.status.success(), "{}", text(&max.stderr));
+    let (a, b) = (strip(&out.stdout), strip(&max.stdout));
+    let runs = |v: &[serde_json::Value], base: bool| -> Vec<serde_json::Value> { v.iter().filter(|r| (r["run"]["scheme"] == "EASY sized") == base).cloned().collect() };
+    assert_eq!(runs(&a, false), runs(&b, false));
+    assert_ne!(runs(&a, true), runs(&b, true));
+    let t = text(&tessera(&["experiment", "parm-testbed", "--seeds", "2", "--baseline-size", "max", "--n-max-factor", "1.5"]).stdout);
+    assert!(t.contains("at their maximum sizes") && t.contains("n_max = min(28, round(1.5 n_min))"), "{t}");
+    // bad values are refused
+    let e = tessera(&["experiment", "parm-testbed", "--n-max-factor", "0.5"]);
+    assert!(!e.status.success() && text(&e.stderr).contains("--n-max-factor 0.5: expected a number >= 1"), "{}", text(&e.stderr));
+    let e = tessera(&["experiment", "parm-testbed", "--baseline-size", "huge"]);
+    assert_eq!(e.status.code(), Some(2), "{}", text(&e.stderr));
 }
 
 #[test]
