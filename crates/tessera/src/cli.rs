@@ -598,6 +598,10 @@ pub struct ParmTestbedArgs {
     /// (n_max, the largest PARM may give them).
     #[arg(long, value_enum, default_value = "min")]
     pub baseline_size: BaselineSize,
+    /// An expanding job waits for its new nodes to boot (Eq. 21, as in the paper's
+    /// large-scale simulation; its testbed's Charm++ runtime did not boot nodes).
+    #[arg(long)]
+    pub expand_boots: bool,
     /// Do not add each decision's solve time to completion times (the paper does).
     #[arg(long)]
     pub no_solve_time: bool,

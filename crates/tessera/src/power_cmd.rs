@@ -176,7 +176,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     for &al in a.alphas.iter().chain([&a.table_alpha]) {
         anyhow::ensure!(al.is_finite() && al >= 0.0, "--alpha {al}: expected a number >= 0");
     }
-    let knobs = Knobs { solver, amortize_resizes: a.amortize_resizes, charge_solve_time: !a.no_solve_time };
+    let knobs = Knobs { solver, amortize_resizes: a.amortize_resizes, charge_solve_time: !a.no_solve_time, expand_boots: true };
     let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;
     let n = records.len();
     let (starts, sets) = sets(&records, &a.set_starts, a.jobs)?;

@@ -119,11 +119,20 @@ pub struct ParmConfig {
     pub amortize_resizes: bool,
     #[serde(default)]
     pub rule: DecisionRule,
+    /// An expanding job waits for its new nodes to boot (Eq. 21; the paper's
+    /// large-scale simulation). False for a runtime that keeps processes on every
+    /// node the job may use (the paper's Charm++ testbed).
+    #[serde(default = "yes")]
+    pub expand_boots: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl ParmConfig {
     pub fn new(variant: ParmVariant) -> Self {
-        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper }
+        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper, expand_boots: true }
     }
 }
 
@@ -333,14 +342,14 @@ impl ParmEngine {
 
     /// Cost (s) of resizing a job from `from` to `to` nodes: redistributing its data
     /// over a 3-D torus cuboid (Eq. 20) plus, when expanding, booting the new nodes
-    /// (Eq. 21, Intrepid's boot times).
+    /// (Eq. 21, Intrepid's boot times; unless `expand_boots` is off).
     pub fn resize_cost(&self, pj: &PowerJob, from: u32, to: u32) -> f64 {
         let (nf, nt) = (from as f64, to as f64);
         let m = pj.mem_mb;
         let b = self.cfg.link_mb_s;
         if to > from {
             let tc = (m / nf - m / nt) * nf / (2.0 * b * nf.powf(2.0 / 3.0));
-            let tb = (nt - nf) * 0.01904 + 72.73;
+            let tb = if self.cfg.expand_boots { (nt - nf) * 0.01904 + 72.73 } else { 0.0 };
             tc + tb
         } else {
             // the data of the n_f - n_t released nodes spread over the n_t that stay

@@ -194,6 +194,11 @@ fn resize_costs_follow_the_paper() {
     // shrinking boots nothing
     let shrink = e.resize_cost(&pj, 16, 8);
     assert!(shrink > 0.0 && shrink < 72.73, "{shrink}");
+    // a runtime that keeps processes on every node (the paper's Charm++ testbed)
+    // pays the redistribution only
+    let charm = tessera_core::power::ParmEngine::new(machine(64, 64.0 * 116.0), ParmConfig { expand_boots: false, ..ParmConfig::new(ParmVariant::WSE) });
+    assert!((charm.resize_cost(&pj, 8, 16) - tc).abs() < 1e-9);
+    assert_eq!(charm.resize_cost(&pj, 16, 8), shrink);
 }
 
 #[test]
