@@ -87,6 +87,9 @@ pub struct PowerMetrics {
     pub solver: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
+    /// PARM's decision rule (`paper` or `starts-first`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cap_w: Option<f64>,
     pub mean_power_w: f64,
@@ -111,9 +114,9 @@ impl PowerMetrics {
         } else {
             0.0
         };
-        let (mode, variant, solver, alpha, cap_w) = match &setup.mode {
-            PowerMode::Parm(c) => ("parm", Some(c.variant.to_string()), Some(c.solver.to_string()), Some(c.alpha), None),
-            PowerMode::FixedCap { cap_w } => ("fixed_cap", None, None, None, Some(*cap_w)),
+        let (mode, variant, solver, alpha, rule, cap_w) = match &setup.mode {
+            PowerMode::Parm(c) => ("parm", Some(c.variant.to_string()), Some(c.solver.to_string()), Some(c.alpha), Some(c.rule.to_string()), None),
+            PowerMode::FixedCap { cap_w } => ("fixed_cap", None, None, None, None, Some(*cap_w)),
         };
         PowerMetrics {
             machine: setup.name.clone(),
@@ -123,6 +126,7 @@ impl PowerMetrics {
             variant,
             solver,
             alpha,
+            rule,
             cap_w,
             mean_power_w: mean,
             peak_fraction_of_budget: p.max_power_w / p.budget_w,
@@ -481,7 +485,7 @@ impl Summary {
         }
         if let (Some(p), Some(b), Some(m), Some(e)) = (&self.power, self.power_budget_w, self.max_power_w, self.energy_j) {
             let how = match (&p.variant, &p.solver, p.cap_w) {
-                (Some(v), Some(s), _) => format!("PARM {v}, {s} solver, alpha {}", p.alpha.unwrap_or(1.0)),
+                (Some(v), Some(s), _) => format!("PARM {v}, {s} solver, alpha {}, rule {}", p.alpha.unwrap_or(1.0), p.rule.as_deref().unwrap_or("paper")),
                 (_, _, Some(c)) => format!("every CPU at {c} W"),
                 _ => p.mode.clone(),
             };

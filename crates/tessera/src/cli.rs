@@ -254,7 +254,8 @@ pub struct PowerArgs {
     /// PARM's decision rule: paper (one program over Σ w·s, speedups and weights
     /// at each job's slowest configuration, Eqs. 1–8) or starts-first (Tessera's:
     /// weights at full power; the pending jobs that start are chosen before
-    /// running jobs get spare power) [default: paper].
+    /// running jobs get spare power) [default: starts-first; the experiments that
+    /// reproduce the paper default to paper].
     #[arg(long, help_heading = "Power")]
     pub parm_rule: Option<String>,
     /// Add each PARM decision's measured solve time to the jobs it starts or

@@ -93,9 +93,13 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
             cfg.fse = f;
         }
         cfg.amortize_resizes = a.amortize_resizes;
-        if let Some(r) = &a.parm_rule {
-            cfg.rule = r.parse().map_err(anyhow::Error::msg).context("--parm-rule")?;
-        }
+        // Tessera's scheduler decides by starts-first: the attribution
+        // (docs/power.md) finds the paper's rule losing to the same optimizer
+        // without power; `--parm-rule paper` reproduces the paper
+        cfg.rule = match &a.parm_rule {
+            Some(r) => r.parse().map_err(anyhow::Error::msg).context("--parm-rule")?,
+            None => DecisionRule::StartsFirst,
+        };
         PowerMode::Parm(cfg)
     } else {
         if parm_flags {

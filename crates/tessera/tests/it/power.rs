@@ -76,12 +76,17 @@ fn parm_runs_every_variant_with_both_solvers_within_the_budget() {
             assert!((jobs_e - energy).abs() <= 1e-6 * energy, "{what}: jobs {jobs_e} J vs total {energy} J");
             assert_eq!(v["power"]["mode"], "parm");
             assert_eq!(v["power"]["variant"], variant);
+            // Tessera's scheduler decides starts-first unless told otherwise
+            assert_eq!(v["power"]["rule"], "starts-first", "{what}");
             assert!(v["power"]["decisions"]["decisions"].as_u64().unwrap() > 0);
             if variant != "wSE" {
                 assert_eq!(v["power"]["decisions"]["resizes"], 0, "{what} never resizes");
             }
         }
     }
+    let (v, rows, _) = run(&trace, &["--policy", "parm", "--parm-rule", "paper", "--max-jobs", "100"]);
+    check_power(&v, &rows, "paper rule");
+    assert_eq!(v["power"]["rule"], "paper");
 }
 
 #[test]
