@@ -1,5 +1,6 @@
 //! `tessera acct` (sacct-like listing, APEL export) and `tessera report`.
 
+use crate::out::{out, outln};
 use crate::cli::{AcctArgs, ApelArgs, DbArgs, ReportCommand, ReportFormat};
 use anyhow::{bail, Context, Result};
 use tessera_accounting::acct::{self, field_name, parse_time, state_name, Filter, FIELDS};
@@ -57,7 +58,7 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
     } else {
         Listing::Columns
     };
-    print!("{}", listing(&jobs, &fields, how));
+    out!("{}", listing(&jobs, &fields, how))?;
     Ok(())
 }
 
@@ -70,7 +71,7 @@ pub fn apel_export(a: ApelArgs) -> Result<()> {
     apel::validate(&msg).map_err(|e| anyhow::anyhow!("internal error: the APEL message fails validation: {e}"))?;
     match &a.output {
         Some(p) => std::fs::write(p, &msg).with_context(|| format!("writing {}", p.display()))?,
-        None => print!("{msg}"),
+        None => out!("{msg}")?,
     }
     Ok(())
 }
@@ -84,7 +85,7 @@ fn table_format(f: ReportFormat) -> TableFormat {
 }
 
 fn json(v: &impl serde::Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
+    outln!("{}", serde_json::to_string_pretty(v)?)?;
     Ok(())
 }
 
@@ -96,7 +97,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             if a.format == ReportFormat::Json {
                 return json(&serde_json::json!({ "run": run, "from": from, "to": to, "rows": rows }));
             }
-            print!("{}", utilization_table(&rows).render(table_format(a.format)));
+            out!("{}", utilization_table(&rows).render(table_format(a.format)))?;
         }
         ReportCommand::Usage { args: a, by } => {
             let by: By = by.parse().map_err(anyhow::Error::msg)?;
@@ -105,7 +106,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             if a.format == ReportFormat::Json {
                 return json(&serde_json::json!({ "run": run, "rows": rows }));
             }
-            print!("{}", usage_table(&rows).render(table_format(a.format)));
+            out!("{}", usage_table(&rows).render(table_format(a.format)))?;
         }
         ReportCommand::Overhead { args: a, top } => {
             let (store, run) = open(&a.db)?;
@@ -113,7 +114,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             if a.format == ReportFormat::Json {
                 return json(&r);
             }
-            print!("{}", overhead_text(&r, table_format(a.format), top));
+            out!("{}", overhead_text(&r, table_format(a.format), top))?;
         }
         ReportCommand::Bill { args: a, prices } => {
             let (store, run) = open(&a.db)?;
@@ -121,7 +122,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             if a.format == ReportFormat::Json {
                 return json(&r);
             }
-            print!("{}", bill_text(&r, table_format(a.format)));
+            out!("{}", bill_text(&r, table_format(a.format)))?;
         }
         ReportCommand::Html { db, output, prices } => {
             let (store, run) = open(&db)?;

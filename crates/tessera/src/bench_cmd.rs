@@ -9,6 +9,7 @@
 //! (default RICC-2010-2, Parallel Workloads Archive: Feitelson, Tsafrir & Krakov,
 //! JPDC 74(10) 2014) and are deterministic for a given seed.
 
+use crate::out::outln;
 use crate::cli::Format;
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
@@ -488,32 +489,32 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
     match a.format {
         Format::Json => {
             let v = serde_json::json!({ "setup": setup, "policies": rows, "conservative_over_easy": { "median": ratio_median, "p99": ratio_p99 } });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            outln!("{}", serde_json::to_string_pretty(&v)?)?;
         }
         Format::Table => {
-            println!(
+            outln!(
                 "cluster: {} nodes x {} cores = {} cores, one shared partition",
                 a.nodes, a.cores, setup.cores
-            );
-            println!(
+            )?;
+            outln!(
                 "jobs: {} from record {}, seed {}",
                 setup.trace, a.skip, a.seed
-            );
+            )?;
             let memory = if setup.mem_per_core > 0 {
                 format!("{} MiB per core", setup.mem_per_core)
             } else {
                 "memory not tracked".to_string()
             };
-            println!(
+            outln!(
                 "setup: {} running jobs on {:.1}% of the cores, {} queued; {} of {} nodes drained; {memory}",
                 setup.running_jobs,
                 100.0 * setup.busy,
                 setup.queued,
                 setup.drained,
                 setup.nodes
-            );
-            println!();
-            println!(
+            )?;
+            outln!()?;
+            outln!(
                 "{:<13} {:>11} {:>7} {:>7} | {:>6} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6}",
                 "policy",
                 "first pass",
@@ -526,27 +527,27 @@ pub fn bench_pass(a: PassBenchArgs) -> Result<()> {
                 "starts/p",
                 "queue",
                 "busy"
-            );
+            )?;
             for r in &rows {
                 let name = if r.reference { format!("{} (ref)", r.policy) } else { r.policy.to_string() };
-                println!(
+                outln!(
                     "{:<13} {:>8.3} ms {:>7} {:>6.1}% | {:>6} {:>6.3} ms {:>6.3} ms {:>6.3} ms {:>8.2} {:>7} {:>5.1}%",
                     name, r.first_pass_ms, r.first_pass_starts, 100.0 * r.busy_after_first, r.passes, r.median_ms, r.p99_ms, r.max_ms,
                     r.starts_per_pass, r.min_queued, 100.0 * r.busy_end
-                );
+                )?;
             }
             if let (Some(m), Some(p)) = (ratio_median, ratio_p99) {
-                println!("\nconservative / EASY: median {m:.1}x, p99 {p:.1}x");
+                outln!("\nconservative / EASY: median {m:.1}x, p99 {p:.1}x")?;
             }
             for r in rows.iter().filter(|r| r.reference) {
                 if let Some(f) = rows.iter().find(|f| f.policy == r.policy && !f.reference) {
-                    println!(
+                    outln!(
                         "{}: reference / engine: median {:.1}x, p99 {:.1}x (same starts: {})",
                         r.policy,
                         r.median_ms / f.median_ms,
                         r.p99_ms / f.p99_ms,
                         if r.starts_per_pass == f.starts_per_pass && r.first_pass_starts == f.first_pass_starts { "yes" } else { "NO" }
-                    );
+                    )?;
                 }
             }
         }
@@ -672,37 +673,37 @@ pub fn bench_stream(a: StreamBenchArgs) -> Result<()> {
         slots: d.engine.slots(),
     };
     match a.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&r)?)?,
         Format::Table => {
             let mib = |k: Option<u64>| {
                 k.map_or("-".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
             };
-            println!(
+            outln!(
                 "{} jobs resampled from {} ({} jobs), seed {}",
                 r.jobs, r.trace, r.mix_jobs, a.seed
-            );
-            println!(
+            )?;
+            outln!(
                 "pool of {} cores, {}, {} jobs kept queued",
                 r.capacity, r.policy, r.queued
-            );
-            println!(
+            )?;
+            outln!(
                 "wall {:.2} s: {:.0} jobs/s, {} passes, {} s simulated",
                 r.wall_s, r.jobs_per_s, r.passes, r.simulated_s
-            );
+            )?;
             let at: Vec<String> = r
                 .rss
                 .iter()
                 .map(|s| format!("{:.0}% {}", 100.0 * s.done, mib(s.rss_kib)))
                 .collect();
-            println!(
+            outln!(
                 "RSS: {}; peak (VmHWM) {}",
                 at.join(", "),
                 mib(r.peak_rss_kib)
-            );
-            println!(
+            )?;
+            outln!(
                 "live jobs: at most {} (engine slots) of {} jobs",
                 r.slots, r.jobs
-            );
+            )?;
         }
     }
     Ok(())

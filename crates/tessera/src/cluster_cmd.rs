@@ -1,5 +1,6 @@
 //! `tessera cluster show` and `tessera publish`.
 
+use crate::out::{out, outln};
 use crate::cli::{PublishArgs, PublishFormat, ShowArgs};
 use crate::sim_cmd::{default_cluster, load_cluster};
 use anyhow::Result;
@@ -10,14 +11,14 @@ pub fn show(a: ShowArgs) -> Result<()> {
         Some(p) => load_cluster(p)?,
         None => default_cluster(),
     };
-    println!("cluster {}: {} nodes, {} cores, reference {}", c.name, c.nodes.len(), c.total_cores(), c.reference.name);
-    println!(
+    outln!("cluster {}: {} nodes, {} cores, reference {}", c.name, c.nodes.len(), c.total_cores(), c.reference.name)?;
+    outln!(
         "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} nodes",
         "NODETYPE", "COUNT", "SOCKETS", "CORES", "MEMORY_MB", "GPUS", "SPEED", "FACTOR", "FEATURES"
-    );
+    )?;
     for (i, t) in c.node_types.iter().enumerate() {
         let names: Vec<&str> = c.nodes.iter().filter(|n| n.node_type == i).map(|n| n.name.as_str()).collect();
-        println!(
+        outln!(
             "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} {}",
             t.name,
             names.len(),
@@ -29,12 +30,12 @@ pub fn show(a: ShowArgs) -> Result<()> {
             tessera_accounting::publish::num(t.factor, 4),
             if t.features.is_empty() { "-".to_string() } else { t.features.join(",") },
             hostlist::compress(&names)
-        );
+        )?;
     }
-    println!("{:<12} {:>6} {:>8} {:>10}  {:<24} nodes", "PARTITION", "NODES", "DEFAULT", "ALLOCATION", "NODESET");
+    outln!("{:<12} {:>6} {:>8} {:>10}  {:<24} nodes", "PARTITION", "NODES", "DEFAULT", "ALLOCATION", "NODESET")?;
     for p in &c.partitions {
         let names: Vec<&str> = p.nodes.iter().map(|&i| c.nodes[i].name.as_str()).collect();
-        println!(
+        outln!(
             "{:<12} {:>6} {:>8} {:>10}  {:<24} {}",
             p.name,
             p.nodes.len(),
@@ -42,15 +43,15 @@ pub fn show(a: ShowArgs) -> Result<()> {
             if p.exclusive { "exclusive" } else { "shared" },
             p.nodeset.as_ref().map_or("-".to_string(), |s| s.to_string()),
             hostlist::compress(&names)
-        );
+        )?;
     }
     if let Some(ns) = &c.nodeset {
-        println!("site node set: {ns} (optional {}, priority {}, plus {})", ns.optional, ns.priority, ns.plus);
+        outln!("site node set: {ns} (optional {}, priority {}, plus {})", ns.optional, ns.priority, ns.plus)?;
     }
     for t in &c.node_types {
         if let Some(pw) = &t.power {
             let caps: Vec<String> = pw.cap_levels_w.iter().map(|w| w.to_string()).collect();
-            println!(
+            outln!(
                 "power {}: base {} W + memory {} W + CPU up to {} W (caps {} W) per busy node; idle {} W",
                 t.name,
                 pw.base_w,
@@ -58,7 +59,7 @@ pub fn show(a: ShowArgs) -> Result<()> {
                 pw.cpu_max_w,
                 caps.join(", "),
                 pw.idle_w
-            );
+            )?;
         }
     }
     if let Some(b) = c.power_budget_w {
@@ -66,14 +67,14 @@ pub fn show(a: ShowArgs) -> Result<()> {
             Ok(info) => {
                 let full = info.cpu_max_w + info.machine.node_base_w;
                 let low = info.machine.cap_levels_w[0] + info.machine.node_base_w;
-                println!(
+                outln!(
                     "power budget {b} W: {} nodes at full power ({full} W each), {} at the lowest cap ({low} W), of {}",
                     ((b / full).floor() as u64).min(info.machine.nodes as u64),
                     ((b / low).floor() as u64).min(info.machine.nodes as u64),
                     info.machine.nodes
-                );
+                )?;
             }
-            Err(e) => println!("power budget {b} W: not usable for power-aware scheduling: {e}"),
+            Err(e) => outln!("power budget {b} W: not usable for power-aware scheduling: {e}")?,
         }
     }
     Ok(())
@@ -92,6 +93,6 @@ pub fn publish(a: PublishArgs) -> Result<()> {
         PublishFormat::Glue13 => cap.glue13(),
         PublishFormat::Yaim => cap.yaim(),
     };
-    print!("{out}");
+    out!("{out}")?;
     Ok(())
 }

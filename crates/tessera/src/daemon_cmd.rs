@@ -2,6 +2,7 @@
 //! `tessera down`, which start and stop a controller and agents emulating a
 //! cluster on this machine; `tessera token create`.
 
+use crate::out::outln;
 use tessera_proto::unix_now;
 use crate::live_args::*;
 use anyhow::{anyhow, bail, Context, Result};
@@ -111,7 +112,7 @@ pub fn token(a: TokenArgs) -> Result<()> {
         Some(u) => u,
         None => nix::unistd::User::from_name(&a.user).ok().flatten().map(|u| u.uid.as_raw()).ok_or_else(|| anyhow!("--user {}: no such local user; give --uid", a.user))?,
     };
-    println!("{}", key.sign(role, &a.user, uid, unix_now() + ttl));
+    outln!("{}", key.sign(role, &a.user, uid, unix_now() + ttl))?;
     Ok(())
 }
 
@@ -256,15 +257,15 @@ pub fn up(a: UpArgs) -> Result<()> {
     let (ep, cluster, n) = (&local.ep, &local.cluster, local.agents.len());
     let clog = dir.join("controller.log");
     let cores: u32 = cluster.nodes.iter().map(|x| x.cores).sum();
-    println!("Tessera is up: controller {} (pid {}), {n} agents presenting the {} nodes ({cores} cores) of cluster {}.", ep.url, f.controller, cluster.nodes.len(), cluster.name);
-    println!("State, logs and accounting in {}.", dir.display());
-    println!("Try:  tessera job submit --state-dir {} --wrap 'hostname; sleep 5'", dir.display());
-    println!("      tessera queue --state-dir {}", dir.display());
+    outln!("Tessera is up: controller {} (pid {}), {n} agents presenting the {} nodes ({cores} cores) of cluster {}.", ep.url, f.controller, cluster.nodes.len(), cluster.name)?;
+    outln!("State, logs and accounting in {}.", dir.display())?;
+    outln!("Try:  tessera job submit --state-dir {} --wrap 'hostname; sleep 5'", dir.display())?;
+    outln!("      tessera queue --state-dir {}", dir.display())?;
     if a.detach {
-        println!("Stop: tessera down --state-dir {}", dir.display());
+        outln!("Stop: tessera down --state-dir {}", dir.display())?;
         return Ok(());
     }
-    println!("Ctrl-C stops the controller and the agents (running jobs continue and are re-adopted by the next `tessera up`).");
+    outln!("Ctrl-C stops the controller and the agents (running jobs continue and are re-adopted by the next `tessera up`).")?;
     let mut signals = signal_hook_lite()?;
     loop {
         if signals() {
@@ -328,6 +329,6 @@ pub fn down(a: DownArgs) -> Result<()> {
     let f: UpFile = serde_json::from_str(&text).with_context(|| format!("{}", p.display()))?;
     stop(&f);
     let _ = std::fs::remove_file(&p);
-    println!("Stopped the controller and {} agents of {}.", f.agents.len(), a.state_dir.display());
+    outln!("Stopped the controller and {} agents of {}.", f.agents.len(), a.state_dir.display())?;
     Ok(())
 }

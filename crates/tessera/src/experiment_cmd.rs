@@ -1,5 +1,6 @@
 //! `tessera experiment nodesets`: node sets on a heterogeneous cluster.
 
+use crate::out::{out, outln};
 use crate::cli::{Format, NodesetsArgs};
 use crate::sim_cmd::load_cluster;
 use anyhow::{Context, Result};
@@ -124,10 +125,10 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
         }
     }
     match a.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&rows)?)?,
         Format::Table => {
-            println!("trace: {}  cluster: {}  policy: {}", trace.display(), cluster_label, policy);
-            println!();
+            outln!("trace: {}  cluster: {}  policy: {}", trace.display(), cluster_label, policy)?;
+            outln!()?;
             let mut t = tessera_report::Table::new(&[
                 "arrival scale", "configuration", "jobs", "mean wait (s)", "mean bounded slowdown", "utilization", "makespan (days)", "jobs/day", "throughput vs none",
                 "reference core-s/s", "lost core-hours (%)", "node sets dropped",
@@ -148,7 +149,7 @@ pub fn nodesets(a: NodesetsArgs) -> Result<()> {
                     r.nodesets_dropped.to_string(),
                 ]);
             }
-            print!("{}", t.markdown());
+            out!("{}", t.markdown())?;
         }
     }
     Ok(())

@@ -3,6 +3,7 @@
 //! cancel|hold|release|suspend|resume|requeue|show` and `tessera node
 //! drain|resume|down|up` (scontrol).
 
+use crate::out::{out, outln};
 use crate::live_args::*;
 use anyhow::{anyhow, bail, Context, Result};
 use hyper::Method;
@@ -99,9 +100,9 @@ pub fn submit(a: SubmitArgs) -> Result<()> {
     let r: SubmitReply = runtime()?.block_on(client.call(Method::POST, "/v1/jobs", Some(&req))).map_err(explain)?;
     let first = r.jobs.first().copied().ok_or_else(|| anyhow!("the controller accepted no job"))?;
     if a.parsable {
-        println!("{first}");
+        outln!("{first}")?;
     } else {
-        println!("Submitted batch job {first}");
+        outln!("Submitted batch job {first}")?;
     }
     Ok(())
 }
@@ -160,8 +161,8 @@ pub fn queue(a: QueueArgs) -> Result<()> {
         jobs.retain(|j| ids.contains(&j.id));
     }
     match a.format {
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&jobs)?),
-        ListFormat::Table => print!("{}", render_queue(&jobs)),
+        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&jobs)?)?,
+        ListFormat::Table => out!("{}", render_queue(&jobs))?,
     }
     Ok(())
 }
@@ -201,8 +202,8 @@ pub fn nodes(a: NodesArgs) -> Result<()> {
     let mut client = connect(&a.client)?;
     let nodes: Vec<NodeInfo> = runtime()?.block_on(client.call::<(), _>(Method::GET, "/v1/nodes", None)).map_err(explain)?;
     match a.format {
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
-        ListFormat::Table => print!("{}", render_nodes(&nodes, a.node_oriented)),
+        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&nodes)?)?,
+        ListFormat::Table => out!("{}", render_nodes(&nodes, a.node_oriented))?,
     }
     Ok(())
 }
@@ -236,21 +237,21 @@ pub fn job_show(a: JobShowArgs) -> Result<()> {
         out.push(rt.block_on(client.call::<(), JobInfo>(Method::GET, &format!("/v1/jobs/{id}"), None)).map_err(explain)?);
     }
     if a.format == ListFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
     for j in out {
-        println!("JobId={} JobName={} UserId={}({})", j.display_id, j.name, j.user, j.uid);
-        println!("   JobState={} Reason={} ExitCode={}:{}", j.state.name(), j.reason, j.exit_code.unwrap_or(0), j.signal.unwrap_or(0));
+        outln!("JobId={} JobName={} UserId={}({})", j.display_id, j.name, j.user, j.uid)?;
+        outln!("   JobState={} Reason={} ExitCode={}:{}", j.state.name(), j.reason, j.exit_code.unwrap_or(0), j.signal.unwrap_or(0))?;
         if !j.reason_detail.is_empty() {
-            println!("   Why={}", j.reason_detail);
+            outln!("   Why={}", j.reason_detail)?;
         }
-        println!("   RunTime={} TimeLimit={} Requeues={}", elapsed(j.elapsed_s), j.time_limit_s.map_or("UNLIMITED".into(), elapsed), j.requeues);
-        println!("   SubmitTime={} StartTime={} EndTime={}", show_time(Some(j.submit)), show_time(j.start), show_time(j.end));
-        println!("   Partition={} NodeList={} NumNodes={} NumCPUs={}", j.partition, if j.nodelist.is_empty() { "(null)" } else { &j.nodelist }, j.nodes, j.procs);
-        println!("   WorkDir={}", j.workdir);
-        println!("   StdOut={}", j.stdout);
-        println!("   StdErr={}", j.stderr);
+        outln!("   RunTime={} TimeLimit={} Requeues={}", elapsed(j.elapsed_s), j.time_limit_s.map_or("UNLIMITED".into(), elapsed), j.requeues)?;
+        outln!("   SubmitTime={} StartTime={} EndTime={}", show_time(Some(j.submit)), show_time(j.start), show_time(j.end))?;
+        outln!("   Partition={} NodeList={} NumNodes={} NumCPUs={}", j.partition, if j.nodelist.is_empty() { "(null)" } else { &j.nodelist }, j.nodes, j.procs)?;
+        outln!("   WorkDir={}", j.workdir)?;
+        outln!("   StdOut={}", j.stdout)?;
+        outln!("   StdErr={}", j.stderr)?;
     }
     Ok(())
 }
@@ -262,7 +263,7 @@ pub fn node_action(action: &str, a: NodeStateArgs) -> Result<()> {
     let body = NodeAction { reason: a.reason.clone() };
     for n in names {
         let r: NodeInfo = rt.block_on(client.call(Method::POST, &format!("/v1/nodes/{n}/{action}"), Some(&body))).map_err(|e| anyhow!("node {n}: {}", explain(e)))?;
-        println!("{} {}{}", r.name, r.state, if r.reason.is_empty() { String::new() } else { format!(" ({})", r.reason) });
+        outln!("{} {}{}", r.name, r.state, if r.reason.is_empty() { String::new() } else { format!(" ({})", r.reason) })?;
     }
     Ok(())
 }

@@ -13,6 +13,7 @@
 //! without group commit (one transaction per submission) in the same run.
 //! The directory it creates is an ext4 top directory (see [`top_directory`]).
 
+use crate::out::outln;
 use crate::bench_cmd::{proc_status_kib, quantiles};
 use crate::daemon_cmd::{start_local, Local};
 use crate::live_args::ListFormat;
@@ -200,8 +201,8 @@ pub fn loadtest(a: LoadTestArgs) -> Result<()> {
     }
     let report = r?;
     match a.format {
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        ListFormat::Table => print_table(&report),
+        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        ListFormat::Table => print_table(&report)?,
     }
     let c = &report.check;
     if c.lost + c.duplicates + c.still_queued > 0 || c.completed != c.submitted || c.output_files != c.submitted {
@@ -486,36 +487,37 @@ fn machine() -> String {
     format!("{n} × {cpu}, {:.0} GiB", mem as f64 / 1024.0)
 }
 
-fn print_table(r: &Report) {
-    println!("Load test on {}: cluster {} ({} nodes, {} cores), {} agents, {} clients, policy {}", r.machine, r.cluster, r.nodes, r.cores, r.agents, r.clients, r.policy);
+fn print_table(r: &Report) -> Result<()> {
+    outln!("Load test on {}: cluster {} ({} nodes, {} cores), {} agents, {} clients, policy {}", r.machine, r.cluster, r.nodes, r.cores, r.agents, r.clients, r.policy)?;
     if r.top_directory {
-        println!("  (job outputs in a fresh part of the inode table: the test's directory is an ext4 top directory)");
+        outln!("  (job outputs in a fresh part of the inode table: the test's directory is an ext4 top directory)")?;
     }
     let s = &r.submit;
-    println!(
+    outln!(
         "  submissions   {} acknowledged durable in {:.2} s: {:.0}/s (latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms)",
         s.jobs, s.seconds, s.per_s, s.latency_p50_ms, s.latency_p99_ms, s.latency_max_ms
-    );
+    )?;
     let q = &r.queued;
-    println!(
+    outln!(
         "  queued        {} jobs: controller RSS {} → {} KiB, {:.0} bytes per queued job ({} of them its environment)",
         q.jobs, q.rss_before_kib, q.rss_after_kib, q.bytes_per_job, q.env_bytes_per_job
-    );
-    println!("  pass          with {} queued, {} passes: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (journal commit p50 {:.3} ms)", q.jobs, q.passes, q.pass_p50_ms, q.pass_p99_ms, q.pass_max_ms, q.commit_p50_ms);
+    )?;
+    outln!("  pass          with {} queued, {} passes: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (journal commit p50 {:.3} ms)", q.jobs, q.passes, q.pass_p50_ms, q.pass_p99_ms, q.pass_max_ms, q.commit_p50_ms)?;
     let u = &r.run;
-    println!(
+    outln!(
         "  run           {} jobs in {:.2} s: starts {:.0}/s; real processes ended {:.0}/s (median second {:.0}, slowest {:.0}, over {} whole seconds)",
         r.check.submitted, u.seconds, u.starts_per_s, u.ends_per_s, u.ends_per_s_median, u.ends_per_s_min, u.whole_seconds
-    );
+    )?;
     let c = &r.check;
-    println!(
+    outln!(
         "  check         {} submitted, {} COMPLETED with exit 0, {} output files, {} fillers cancelled; lost {}, accounted twice {}, still queued {}",
         c.submitted, c.completed, c.output_files, c.fillers_cancelled, c.lost, c.duplicates, c.still_queued
-    );
+    )?;
     if let Some(x) = &r.compare {
-        println!(
+        outln!(
             "  group commit  {} submissions: {:.0}/s with group commit, {:.0}/s with one transaction each: {:.1}×",
             x.jobs, x.group_commit.per_s, x.one_transaction_each.per_s, x.ratio
-        );
+        )?;
     }
+    Ok(())
 }

@@ -11,6 +11,7 @@
 //! 2 a usage error (unknown flag or value), printed by the argument parser.
 
 mod acct_cmd;
+mod out;
 mod bench_cmd;
 mod cli;
 mod cluster_cmd;
@@ -52,7 +53,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match run(args) {
+    match run(args).and_then(|()| out::flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -3,6 +3,7 @@
 //! the same code as the simulator's summary (`tessera_sim::metrics::Classic`),
 //! as the thesis's `calcmets` does from `sigsleep`'s log.
 
+use crate::out::{out, outln};
 use crate::live_args::ListFormat;
 use anyhow::{bail, Result};
 use clap::Args;
@@ -68,12 +69,12 @@ pub fn metrics(a: MetricsArgs) -> Result<()> {
     let m = Classic::compute(&times, capacity.map(|c| c as f64));
     let throughput = Throughput::compute(&times);
     match a.format {
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&Report { source, capacity, metrics: m, throughput })?),
+        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&Report { source, capacity, metrics: m, throughput })?)?,
         ListFormat::Table => {
-            println!("{source}{}", capacity.map_or_else(|| " (utilization needs --capacity)".to_string(), |c| format!(" ({c} processors)")));
-            print!("{}", crate::replay_cmd::metrics_table(&m));
+            outln!("{source}{}", capacity.map_or_else(|| " (utilization needs --capacity)".to_string(), |c| format!(" ({c} processors)")))?;
+            out!("{}", crate::replay_cmd::metrics_table(&m))?;
             let t = &throughput;
-            println!("  starts per second: {:.2} from the first start to the last, {:.1} in the busiest {} s ({} starts)", t.mean_starts_per_s, t.peak_starts_per_s, Throughput::WINDOW_S, t.starts);
+            outln!("  starts per second: {:.2} from the first start to the last, {:.1} in the busiest {} s ({} starts)", t.mean_starts_per_s, t.peak_starts_per_s, Throughput::WINDOW_S, t.starts)?;
         }
     }
     Ok(())

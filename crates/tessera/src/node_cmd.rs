@@ -2,6 +2,7 @@
 //! applies the scheduler's per-node CPU cap the same way (`Powercap::cap_node`); this
 //! command lets an administrator see the RAPL zones of a node and set or test limits.
 
+use crate::out::{out, outln};
 use crate::cli::Format;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -52,8 +53,8 @@ pub fn powercap(a: PowercapArgs) -> anyhow::Result<()> {
         PowercapCommand::Show { root, format } => {
             let zones = Powercap::new(root).zones()?;
             match format {
-                Format::Table => print!("{}", zone_table(&zones)),
-                Format::Json => println!("{}", serde_json::to_string_pretty(&zones)?),
+                Format::Table => out!("{}", zone_table(&zones))?,
+                Format::Json => outln!("{}", serde_json::to_string_pretty(&zones)?)?,
             }
         }
         PowercapCommand::Set { root, zone, constraint, watts, node_watts, dry_run } => {
@@ -66,7 +67,7 @@ pub fn powercap(a: PowercapArgs) -> anyhow::Result<()> {
                 (_, None, None) => anyhow::bail!("give --watts or --node-watts"),
             };
             for change in &changes {
-                println!("{}", change_line(change));
+                outln!("{}", change_line(change))?;
             }
         }
     }

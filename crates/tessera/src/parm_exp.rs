@@ -4,6 +4,7 @@
 //! the rule that invents what a trace does not record, and report means with 95%
 //! intervals (docs/power.md).
 
+use crate::out::{out, outln};
 use crate::experiment_cmd::{cluster_or_embedded, trace_or_shared};
 use crate::study_cmd::parallel;
 use anyhow::{Context, Result};
@@ -348,23 +349,23 @@ pub fn attribution(a: crate::cli::ParmAttributionArgs) -> Result<()> {
             .map(|(((set, g, seed), _), o)| serde_json::json!({"set": set + 1, "gamma": f64::from_bits(*g), "seed": seed, "run": o}))
             .chain(sweep.iter().map(|(((pi, si, seed), _), o)| serde_json::json!({"sweep": {"parallelism": par[*pi], "sigma": sig[*si]}, "set": 1, "gamma": a.sweep_gamma, "seed": seed, "run": o})))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(());
     }
     let base = Scheme::Easy { exact: false };
     let n_un = unconstrained(&info).machine.nodes;
-    println!("trace: {}  ({} jobs; sets of {} jobs starting at {:?})", trace.display(), records.len(), a.jobs, starts);
-    println!("cluster: {cluster_label}: {} nodes, budget {:.0} W, caps {:?} W; at full power the budget powers {n_un} nodes", info.machine.nodes, info.machine.budget_w, info.machine.cap_levels_w);
-    println!(
+    outln!("trace: {}  ({} jobs; sets of {} jobs starting at {:?})", trace.display(), records.len(), a.jobs, starts)?;
+    outln!("cluster: {cluster_label}: {} nodes, budget {:.0} W, caps {:?} W; at full power the budget powers {n_un} nodes", info.machine.nodes, info.machine.budget_w, info.machine.cap_levels_w)?;
+    outln!(
         "α = {}; power-profile seeds 1..={}; solve time {}; {} simulations in {wall:.0} s on {threads} thread(s)",
         a.alpha,
         a.seeds,
         if k.charge_solve_time { "added to completion times" } else { "not charged" },
         done.len() + sweep.len()
-    );
-    println!();
-    println!("Speedup in average completion time over EASY with user estimates (mean over seeds ± 95% interval), paper's decision rule:");
-    println!();
+    )?;
+    outln!()?;
+    outln!("Speedup in average completion time over EASY with user estimates (mean over seeds ± 95% interval), paper's decision rule:")?;
+    outln!()?;
     let mut head = vec!["set".to_string(), "γ".into(), "EASY (min)".into(), "EASY exact".into(), "EASY sized".into(), format!("naive {naive_cap} W")];
     head.extend(variants.iter().map(|v| format!("optimizer {v}")));
     head.extend(variants.iter().map(|v| format!("PARM {v}")));
@@ -383,10 +384,10 @@ pub fn attribution(a: crate::cli::ParmAttributionArgs) -> Result<()> {
             t.row(row);
         }
     }
-    print!("{}", t.markdown());
-    println!();
-    println!("The same with Tessera's starts-first rule:");
-    println!();
+    out!("{}", t.markdown())?;
+    outln!()?;
+    outln!("The same with Tessera's starts-first rule:")?;
+    outln!()?;
     let mut t = Table::new(&["set", "γ"]);
     for power in [false, true] {
         t.header.extend(variants.iter().map(|v| format!("{} {v}", if power { "PARM" } else { "optimizer" })));
@@ -400,10 +401,10 @@ pub fn attribution(a: crate::cli::ParmAttributionArgs) -> Result<()> {
             t.row(row);
         }
     }
-    print!("{}", t.markdown());
-    println!();
-    println!("What power awareness itself adds: PARM's speedup over the same optimizer without power (> 1: power awareness helps):");
-    println!();
+    out!("{}", t.markdown())?;
+    outln!()?;
+    outln!("What power awareness itself adds: PARM's speedup over the same optimizer without power (> 1: power awareness helps):")?;
+    outln!()?;
     let mut t = Table::new(&["set", "γ"]);
     for rule in [DecisionRule::Paper, DecisionRule::StartsFirst] {
         t.header.extend(variants.iter().map(|v| format!("{rule} {v}")));
@@ -424,13 +425,13 @@ pub fn attribution(a: crate::cli::ParmAttributionArgs) -> Result<()> {
             t.row(row);
         }
     }
-    print!("{}", t.markdown());
-    println!();
-    println!("Lowest mean per column: {}", worst.iter().map(|(k, v)| format!("{k} {v:.2}×")).collect::<Vec<_>>().join(", "));
+    out!("{}", t.markdown())?;
+    outln!()?;
+    outln!("Lowest mean per column: {}", worst.iter().map(|(k, v)| format!("{k} {v:.2}×")).collect::<Vec<_>>().join(", "))?;
     if !sweep.is_empty() {
-        println!();
-        println!("Sensitivity to the invented job parameters (set 1, γ = {}, noSE, seeds 1..={}): A = n_max · U[range], σ ~ U[range]; speedups over EASY and power awareness's part:", a.sweep_gamma, a.sweep_seeds);
-        println!();
+        outln!()?;
+        outln!("Sensitivity to the invented job parameters (set 1, γ = {}, noSE, seeds 1..={}): A = n_max · U[range], σ ~ U[range]; speedups over EASY and power awareness's part:", a.sweep_gamma, a.sweep_seeds)?;
+        outln!()?;
         let mut t = Table::new(&["A / n_max", "σ", "optimizer", "PARM (paper)", "power part (paper)", "optimizer (starts-first)", "PARM (starts-first)", "power part (starts-first)"]);
         for (pi, p) in par.iter().enumerate() {
             for (si, s) in sig.iter().enumerate() {
@@ -445,13 +446,13 @@ pub fn attribution(a: crate::cli::ParmAttributionArgs) -> Result<()> {
                 t.row(row);
             }
         }
-        print!("{}", t.markdown());
+        out!("{}", t.markdown())?;
     }
     let worst_power = done.values().chain(sweep.values()).map(|r| r.max_power_w / r.budget_w).fold(0.0, f64::max);
     let unproven: u64 = done.values().chain(sweep.values()).map(|r| r.unproven).sum();
     let decisions: u64 = done.values().chain(sweep.values()).map(|r| r.decisions).sum();
-    println!();
-    println!("Every run stayed within its budget (highest draw {:.2}% of it); {unproven} of {decisions} decisions not proven within 0.1% of the optimum.", 100.0 * worst_power);
+    outln!()?;
+    outln!("Every run stayed within its budget (highest draw {:.2}% of it); {unproven} of {decisions} decisions not proven within 0.1% of the optimum.", 100.0 * worst_power)?;
     Ok(())
 }
 
@@ -575,11 +576,11 @@ pub fn testbed(a: crate::cli::ParmTestbedArgs) -> Result<()> {
     }
     if a.format == crate::cli::Format::Json {
         let rows: Vec<serde_json::Value> = done.iter().map(|(((i, seed), _), o)| serde_json::json!({"set": sets[*i], "seed": seed, "run": o})).collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(());
     }
     let m = &info.machine;
-    println!(
+    outln!(
         "The PARM paper's testbed in simulation: {} nodes, budget {:.0} W, CPU caps {:?} W (+ {} W memory and base per busy node); the baseline (EASY, jobs at their {} sizes, full power, exact runtimes) on {} nodes",
         m.nodes,
         m.budget_w,
@@ -587,8 +588,8 @@ pub fn testbed(a: crate::cli::ParmTestbedArgs) -> Result<()> {
         m.node_base_w,
         if a.baseline_size == crate::cli::BaselineSize::Max { "maximum" } else { "minimum" },
         unconstrained(&info).machine.nodes
-    );
-    println!(
+    )?;
+    outln!(
         "10 jobs per set; runtimes at n_min nodes and full power U[{}, {}] s, arrivals {} s apart on average, n_min U{{{}..{}}}, n_max = min({}, round({} n_min)); α = {}, rule {rule}; solve time {}; expanding jobs {}; seeds 1..={}",
         tr.runtime_s.0,
         tr.runtime_s.1,
@@ -601,8 +602,8 @@ pub fn testbed(a: crate::cli::ParmTestbedArgs) -> Result<()> {
         if k.charge_solve_time { "added to completion times" } else { "not charged" },
         if k.expand_boots { "boot their new nodes (Eq. 21)" } else { "boot nothing (Charm++)" },
         a.seeds
-    );
-    println!();
+    )?;
+    outln!()?;
     let mut t = Table::new(&["set", "baseline (min)", "noMM (min)", "noSE (min)", "wSE (min)", "noMM speedup", "noSE speedup", "wSE speedup", "noSE over noMM", "wSE over noMM", "wSE mean nodes", "noSE mean nodes"]);
     for (i, set) in sets.iter().enumerate() {
         let col = |s: Scheme| -> Vec<f64> { seeds.iter().map(|&seed| get(i, seed, s).avg_completion_min).collect() };
@@ -629,7 +630,7 @@ pub fn testbed(a: crate::cli::ParmTestbedArgs) -> Result<()> {
             minutes_cell(&nodes(schemes[2])),
         ]);
     }
-    print!("{}", t.markdown());
+    out!("{}", t.markdown())?;
     let order: Vec<String> = sets
         .iter()
         .enumerate()
@@ -639,8 +640,8 @@ pub fn testbed(a: crate::cli::ParmTestbedArgs) -> Result<()> {
             format!("{set}: noMM {nomm:.1} {} noSE {nose:.1} {} wSE {wse:.1} min", if nose < nomm { ">" } else { "<=" }, if wse < nose { ">" } else { "<=" })
         })
         .collect();
-    println!();
-    println!("Average completion times (lower is better): {}", order.join("; "));
+    outln!()?;
+    outln!("Average completion times (lower is better): {}", order.join("; "))?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 //! uses too, so the test checks the very decisions the benchmark times. (The test
 //! is a unit test because this crate is a binary with no library target.)
 
+use crate::out::outln;
 use crate::experiment_cmd::{cluster_or_embedded, trace_or_shared};
 use crate::power_cmd::{time_limit_ms, THETA, THETA_PATH, THETA_TRACE};
 use anyhow::{Context, Result};
@@ -161,10 +162,10 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
         }
     }
     if a.format == crate::cli::Format::Json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "PARM decision time ({variant}; {}; cluster {}: {} nodes, budget {:.0} W; structured: min of {} runs; MILP: microlp cold, node limit {}, time limit {} s; HiGHS: cold from the MPS file, 1 thread, gap 0, time limit {} s; structured vs MILP / HiGHS > 0 when structured is better)",
         trace.display(),
         cluster.name,
@@ -174,12 +175,12 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
         a.milp_node_limit,
         a.milp_time_limit,
         a.highs_time_limit
-    );
-    println!();
-    println!("| jobs | instance (first job) | running | items | structured ms (min / median) | MILP s | MILP status | MILP / structured time | structured vs MILP | structured vs bound | HiGHS s | HiGHS status | HiGHS / structured time | structured vs HiGHS |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    )?;
+    outln!()?;
+    outln!("| jobs | instance (first job) | running | items | structured ms (min / median) | MILP s | MILP status | MILP / structured time | structured vs MILP | structured vs bound | HiGHS s | HiGHS status | HiGHS / structured time | structured vs HiGHS |")?;
+    outln!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")?;
     for r in &rows {
-        println!(
+        outln!(
             "| {} | {} ({}) | {} | {} | {:.2} / {:.2} | {:.3} | {} | {:.0}× | {:+.4}% | {:.4}% | {:.3} | {} | {:.0}× | {:+.4}% |",
             r.jobs,
             r.instance,
@@ -197,11 +198,11 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
             if r.highs_optimal { "optimal".to_string() } else { r.highs_status.to_lowercase() },
             r.highs_s * 1e3 / r.structured_ms_min,
             -100.0 * r.gap_to_highs + 0.0,
-        );
+        )?;
     }
     if let Some(dir) = &mps {
-        println!();
-        println!("{} decisions written as MPS to {}", rows.len(), dir.display());
+        outln!()?;
+        outln!("{} decisions written as MPS to {}", rows.len(), dir.display())?;
     }
     Ok(())
 }

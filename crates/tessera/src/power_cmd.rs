@@ -1,6 +1,7 @@
 //! Power-aware runs from the command line: the machine, the rule for trace jobs
 //! and the scheduler, from a cluster file and the `--parm-*` flags.
 
+use crate::out::{out, outln};
 use tessera_report::Table;
 use crate::cli::PowerArgs;
 use crate::experiment_cmd::{cluster_or_embedded, trace_or_shared};
@@ -243,18 +244,18 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     }
     let find = |set: usize, gamma: f64, scheme: Scheme| rows.iter().zip(&cases).find(|(_, c)| c.set == set && c.gamma == gamma && c.scheme == scheme).map(|(r, _)| &r.run);
     if a.format == crate::cli::Format::Json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(());
     }
-    println!("trace: {}  ({} jobs; sets of {} jobs starting at {:?})", trace.display(), n, a.jobs, starts);
+    outln!("trace: {}  ({} jobs; sets of {} jobs starting at {:?})", trace.display(), n, a.jobs, starts)?;
     let base_nodes = rows.iter().find(|r| r.run.scheme == baseline.label()).map_or(0, |r| r.run.nodes);
-    println!("cluster: {cluster_label}: {} nodes, budget {:.0} W; the baseline powers {base_nodes} of them at full power", info.machine.nodes, info.machine.budget_w);
+    outln!("cluster: {cluster_label}: {} nodes, budget {:.0} W; the baseline powers {base_nodes} of them at full power", info.machine.nodes, info.machine.budget_w)?;
     let amortized = if a.amortize_resizes { "; wSE resizes amortized" } else { "" };
     let charged = if knobs.charge_solve_time { "solve time added to completion times" } else { "solve time not charged" };
-    println!("solver: {solver}; decision rule {decision_rule}; power-profile seed {}{amortized}; {charged}; wall time {:.1} s on {threads} thread(s)", a.power_seed, t0.elapsed().as_secs_f64());
-    println!();
-    println!("Average completion time (minutes) and speedup over the baseline (α = {}):", a.table_alpha);
-    println!();
+    outln!("solver: {solver}; decision rule {decision_rule}; power-profile seed {}{amortized}; {charged}; wall time {:.1} s on {threads} thread(s)", a.power_seed, t0.elapsed().as_secs_f64())?;
+    outln!()?;
+    outln!("Average completion time (minutes) and speedup over the baseline (α = {}):", a.table_alpha)?;
+    outln!()?;
     let mut t = Table::new(&["set", "γ", "baseline"]);
     for v in &variants {
         t.header.extend([v.to_string(), "speedup".into()]);
@@ -270,14 +271,14 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
             t.row(row);
         }
     }
-    print!("{}", t.markdown());
-    println!();
+    out!("{}", t.markdown())?;
+    outln!()?;
     let base = find(0, a.curve_gamma, baseline).unwrap();
-    println!(
+    outln!(
         "Fairness trade-off, set 1, γ = {}: average and maximum completion time (minutes); baseline {:.1} / {:.1}:",
         a.curve_gamma, base.avg_completion_min, base.max_completion_min
-    );
-    println!();
+    )?;
+    outln!()?;
     let mut t = Table::new(&["α"]);
     for v in &variants {
         t.header.extend([format!("{v} average"), format!("{v} maximum")]);
@@ -293,10 +294,10 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         }
         t.row(row);
     }
-    print!("{}", t.markdown());
-    println!();
-    println!("Naive overprovisioning (EASY, every CPU at one cap), set 1, γ = {}: PARM's speedup over it (α = {}):", a.curve_gamma, a.table_alpha);
-    println!();
+    out!("{}", t.markdown())?;
+    outln!()?;
+    outln!("Naive overprovisioning (EASY, every CPU at one cap), set 1, γ = {}: PARM's speedup over it (α = {}):", a.curve_gamma, a.table_alpha)?;
+    outln!()?;
     let mut t = Table::new(&["CPU cap (W)", "nodes", "average completion (min)"]);
     for v in &variants {
         t.header.push(format!("{v} speedup"));
@@ -310,10 +311,10 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
         }
         t.row(row);
     }
-    print!("{}", t.markdown());
+    out!("{}", t.markdown())?;
     let worst = rows.iter().map(|r| r.run.max_power_w / r.run.budget_w).fold(0.0, f64::max);
     let slowest = rows.iter().map(|r| r.run.max_decision_s).fold(0.0, f64::max);
-    println!();
-    println!("Every run stayed within the budget (highest draw {:.2}% of it); longest PARM decision {:.1} ms.", 100.0 * worst, slowest * 1e3);
+    outln!()?;
+    outln!("Every run stayed within the budget (highest draw {:.2}% of it); longest PARM decision {:.1} ms.", 100.0 * worst, slowest * 1e3)?;
     Ok(())
 }

@@ -16,6 +16,7 @@
 //! `--shrink 100:50:10` runs the replay once per percentage (100, 90, ..., 50),
 //! each after the previous one ended, with one output directory each.
 
+use crate::out::{out, outln};
 use crate::live_args::{ClientArgs, ListFormat};
 use crate::live_cmd::{connect, explain};
 use anyhow::{anyhow, bail, Context, Result};
@@ -308,12 +309,12 @@ pub fn replay(a: ReplayArgs) -> Result<()> {
         }
         let o = run(&rt, &mut client, &info, &header, &w, &planned, &files, &bin, a.timeout, &a.trace.display().to_string(), s, shrink)?;
         if a.format == ListFormat::Table {
-            print_outcome(&o);
+            print_outcome(&o)?;
         }
         outcomes.push(o);
     }
     if a.format == ListFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&outcomes)?);
+        outln!("{}", serde_json::to_string_pretty(&outcomes)?)?;
     }
     Ok(())
 }
@@ -551,8 +552,8 @@ pub fn metrics_table(m: &Classic) -> String {
     rows.iter().map(|(k, v)| format!("  {k:<width$}  {v}\n")).collect()
 }
 
-fn print_outcome(o: &Outcome) {
-    println!(
+fn print_outcome(o: &Outcome) -> Result<()> {
+    outln!(
         "Replayed {} jobs of {} at {}% (submit {}%, runtime {}%, estimate {}%) on cluster {} ({} cores), policy {}",
         o.jobs,
         o.trace,
@@ -563,18 +564,19 @@ fn print_outcome(o: &Outcome) {
         o.cluster,
         o.cores,
         o.policy
-    );
+    )?;
     if !o.skipped.is_empty() {
-        println!("  skipped as the simulator skips them: {:?}", o.skipped);
+        outln!("  skipped as the simulator skips them: {:?}", o.skipped)?;
     }
-    println!(
+    outln!(
         "  submitted over {:.1} s (late against plan: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms); all ended {:.1} s after the start",
         o.submit_seconds, o.late_p50_ms, o.late_p99_ms, o.late_max_ms, o.seconds
-    );
-    println!("  final states: {:?}; without a log line: {}", o.states, o.missing_from_log);
-    print!("{}", metrics_table(&o.metrics));
-    println!("  sleep jobs' log:         {}", o.log.display());
-    println!("  per-job records:         {}", o.jobs_csv.display());
-    println!("  workload as submitted:   {} (simulate it: tessera sim run --trace {} --cluster {} --policy {})", o.submitted_swf.display(), o.submitted_swf.display(), o.cluster_file.display(), o.policy);
-    println!("  metrics and this report: {}", o.metrics_json.display());
+    )?;
+    outln!("  final states: {:?}; without a log line: {}", o.states, o.missing_from_log)?;
+    out!("{}", metrics_table(&o.metrics))?;
+    outln!("  sleep jobs' log:         {}", o.log.display())?;
+    outln!("  per-job records:         {}", o.jobs_csv.display())?;
+    outln!("  workload as submitted:   {} (simulate it: tessera sim run --trace {} --cluster {} --policy {})", o.submitted_swf.display(), o.submitted_swf.display(), o.cluster_file.display(), o.policy)?;
+    outln!("  metrics and this report: {}", o.metrics_json.display())?;
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! `tessera sim run` and `tessera sim bench`.
 
+use crate::out::{out, outln};
 use crate::cli::{Format, SimBenchArgs, SimRunArgs};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
@@ -195,8 +196,8 @@ pub fn run(a: SimRunArgs) -> Result<()> {
         std::fs::write(p, format!("{json}\n")).with_context(|| format!("writing {}", p.display()))?;
     }
     match a.format {
-        Format::Json => println!("{json}"),
-        Format::Table => print!("{}", summary.table()),
+        Format::Json => outln!("{json}")?,
+        Format::Table => out!("{}", summary.table())?,
     }
     Ok(())
 }
@@ -263,7 +264,7 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
             wn.check_time_range(&name)?;
         }
         if a.max_jobs > 0 && a.format == Format::Table {
-            println!("{name}: first {} records (parse time is for the whole file)", records.len());
+            outln!("{name}: first {} records (parse time is for the whole file)", records.len())?;
         }
         for &policy in &policies {
             let (sim_s, sim_median_s, outcome) = time_min_median(a.repeat, || simulate(&w, policy));
@@ -296,13 +297,13 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
             });
             if a.format == Format::Table {
                 let r = rows.last().unwrap();
-                println!(
+                outln!(
                     "{:<28} {:>7} jobs  {:<12} parse {:>7.3} s  sim {:>7.3} s (median {:>7.3})  sim/parse {:>5.2}  naive {}  max queue {}{}",
                     r.trace, r.jobs, r.policy, r.parse_s, r.sim_s, r.sim_median_s, r.sim_over_parse,
                     r.naive_s.map_or("-".to_string(), |n| format!("{n:.3} s ({:.1}x the engine)", n / r.sim_s)),
                     r.max_queue,
                     r.nodes_s.map_or(String::new(), |n| format!("  nodes {n:.3} s ({:.2}x the pool)", n / r.sim_s))
-                );
+                )?;
                 use std::io::Write;
                 std::io::stdout().flush().ok();
             }
@@ -316,12 +317,12 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
                     (Some(c), Some(x)) => format!(", on nodes {:.1}x", c / x),
                     _ => String::new(),
                 };
-                println!("{}: conservative / EASY {:.1}x in the pool{nodes}", r.trace, r.sim_s / e.sim_s);
+                outln!("{}: conservative / EASY {:.1}x in the pool{nodes}", r.trace, r.sim_s / e.sim_s)?;
             }
         }
     }
     if a.format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! (its flags parsed by the same definitions), so a comparison or a sweep case
 //! gives exactly what that run gives alone.
 
+use crate::out::{out, outln};
 use crate::cli::{Format, SimRunArgs};
 use crate::sim_cmd::{execute, Executed};
 use anyhow::{bail, Context, Result};
@@ -129,8 +130,8 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     crate::acct_cmd::write_report(&a.report, &page)?;
     let t = difference_table(&variants);
     match a.format {
-        Format::Table => print!("{}", t.text()),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "trace": label, "header": t.header, "rows": t.rows }))?),
+        Format::Table => out!("{}", t.text())?,
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "trace": label, "header": t.header, "rows": t.rows }))?)?,
     }
     Ok(())
 }
@@ -356,7 +357,7 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
     let parsed: Vec<(&Case, SimRunArgs)> = mine.iter().map(|c| Ok((*c, run_args(&c.flags).with_context(|| format!("{}: case {}", file.display(), c.index))?))).collect::<Result<_>>()?;
     if a.list {
         for c in &mine {
-            println!("{}\ttessera sim run {}", c.index, c.flags.join(" "));
+            outln!("{}\ttessera sim run {}", c.index, c.flags.join(" "))?;
         }
         return Ok(());
     }

@@ -4,6 +4,7 @@
 //! submitted with the same cluster and policy, and compare job by job (start
 //! instants) and metric by metric.
 
+use crate::out::outln;
 use crate::daemon_cmd::start_local;
 use crate::live_args::ListFormat;
 use crate::loadtest_cmd::Guard;
@@ -158,25 +159,26 @@ pub fn twin(a: TwinArgs) -> Result<()> {
     };
     std::fs::write(dir.join("twin.json"), serde_json::to_vec_pretty(&t)?)?;
     match a.format {
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&t)?),
-        ListFormat::Table => print_twin(&t),
+        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&t)?)?,
+        ListFormat::Table => print_twin(&t)?,
     }
     Ok(())
 }
 
-fn print_twin(t: &Twin) {
-    println!("Digital twin: {} jobs of {} at {}% on {} ({}), live against simulated", t.jobs, t.trace, t.shrink_pct, t.cluster, t.policy);
-    println!(
+fn print_twin(t: &Twin) -> Result<()> {
+    outln!("Digital twin: {} jobs of {} at {}% on {} ({}), live against simulated", t.jobs, t.trace, t.shrink_pct, t.cluster, t.policy)?;
+    outln!(
         "  |live start − simulated start|: median {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s; within 1 s: {} of {}; mean signed {:+.3} s",
         t.start_abs_median, t.start_abs_p90, t.start_abs_p99, t.start_abs_max, t.within_1s, t.jobs, t.start_signed_mean
-    );
+    )?;
     let width = t.relative_difference.keys().map(|k| k.len()).max().unwrap_or(0);
-    println!("  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", "live", "diff");
+    outln!("  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", "live", "diff")?;
     for ((k, s), (_, l)) in t.simulated.named().into_iter().zip(t.live.named()) {
         let d = t.relative_difference.get(k).copied().unwrap_or(0.0);
         // against a simulated 0 the difference is absolute, not relative
         let diff = if s == 0.0 { format!("{d:>+8.3} ") } else { format!("{:>+8.2}%", d * 100.0) };
-        println!("  {k:<width$}  {s:>12.4}  {l:>12.4}  {diff}");
+        outln!("  {k:<width$}  {s:>12.4}  {l:>12.4}  {diff}")?;
     }
-    println!("  files: {} (per job: {})", t.dir.display(), t.per_job_csv.display());
+    outln!("  files: {} (per job: {})", t.dir.display(), t.per_job_csv.display())?;
+    Ok(())
 }

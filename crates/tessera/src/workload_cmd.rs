@@ -1,5 +1,6 @@
 //! `tessera workload generate` and `tessera workload info`.
 
+use crate::out::outln;
 use crate::cli::{Format, GenerateArgs, InfoArgs, Model};
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -69,14 +70,14 @@ pub fn info(a: InfoArgs) -> Result<()> {
         jobs_skipped: w.skipped.iter().map(|(k, v)| (k.key().to_string(), *v)).collect(),
     };
     match a.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&info)?),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&info)?)?,
         Format::Table => {
             let v = serde_json::to_value(&info)?;
             for (k, val) in v.as_object().unwrap() {
-                println!("{k:<24} {}", if val.is_string() { val.as_str().unwrap().to_string() } else { val.to_string() });
+                outln!("{k:<24} {}", if val.is_string() { val.as_str().unwrap().to_string() } else { val.to_string() })?;
             }
             if report.skipped > 0 {
-                println!("{report}");
+                outln!("{report}")?;
             }
         }
     }
