@@ -13,6 +13,7 @@
 pub mod bounds;
 pub mod jobs;
 pub mod lublin;
+pub mod quote;
 pub mod swf;
 mod special;
 pub mod traces;

@@ -267,7 +267,7 @@ pub fn generate(params: &LublinParams) -> Result<(SwfHeader, Vec<SwfRecord>), Ge
         "; UnixStartTime: 0".to_string(),
         "; Note: Lublin-Feitelson model of rigid jobs; queue 0 = interactive, 1 = batch; no user estimates".to_string(),
     ] {
-        header.add_line(&line);
+        header.add_line(&line).expect("the generator writes a valid header");
     }
     Ok((header, records))
 }

@@ -9,7 +9,7 @@ mod reader;
 mod record;
 mod writer;
 
-pub use header::SwfHeader;
+pub use header::{header_int, HeaderError, SwfHeader};
 pub use reader::{from_reader, read_all, LenientReport, SwfError, SwfReader};
 pub use record::{SwfRecord, FIELD_NAMES};
 pub use writer::SwfWriter;

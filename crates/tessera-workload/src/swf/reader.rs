@@ -7,7 +7,7 @@
 //! than wrapping later. In lenient mode malformed lines are skipped and counted by
 //! reason ([`LenientReport`]).
 
-use super::header::SwfHeader;
+use super::header::{HeaderError, SwfHeader};
 use super::record::{SwfRecord, FIELD_NAMES};
 use crate::bounds::{is_time, MAX_MEMORY_KB, MAX_PROCS, MAX_TIME};
 use std::collections::BTreeMap;
@@ -26,10 +26,13 @@ pub enum SwfError {
     },
     #[error("{file}:{line}: expected 18 fields, found {found}")]
     FieldCount { file: String, line: u64, found: usize },
-    #[error("{file}:{line}: field {field} ({name}) is `{value}`: expected {expected}")]
+    #[error("{file}:{line}: field {field} ({name}) is {value}: expected {expected}")]
     Field { file: String, line: u64, field: usize, name: &'static str, value: String, expected: &'static str },
-    #[error("{file}:{line}: header {key} is `{value}`: expected {expected}")]
-    Header { file: String, line: u64, key: &'static str, value: i64, expected: &'static str },
+    #[error("{file}:{line}: line longer than {limit} bytes: expected an SWF line (18 numbers) or a `;` comment")]
+    LineTooLong { file: String, line: u64, limit: u64 },
+    /// `value` is quoted and bounded ([`crate::quote::bounded`]).
+    #[error("{file}:{line}: header {key} is {value}: expected {expected}")]
+    Header { file: String, line: u64, key: &'static str, value: String, expected: &'static str },
 }
 
 /// What a header's `UnixStartTime` must be: it is added to every simulated time.
@@ -172,12 +175,23 @@ impl<R: BufRead> SwfReader<R> {
     fn next_record(&mut self) -> Option<Result<SwfRecord, SwfError>> {
         loop {
             self.buf.clear();
-            match self.input.read_until(b'\n', &mut self.buf) {
+            match (&mut self.input).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
                 Err(source) => return Some(Err(SwfError::Io { file: self.name.clone(), source })),
             }
             self.line += 1;
+            if self.buf.len() as u64 > MAX_LINE_BYTES {
+                // never hold more of a line than this: the rest is read and dropped
+                if let Err(source) = skip_line(&mut self.input) {
+                    return Some(Err(SwfError::Io { file: self.name.clone(), source }));
+                }
+                if !self.lenient {
+                    return Some(Err(SwfError::LineTooLong { file: self.name.clone(), line: self.line, limit: MAX_LINE_BYTES }));
+                }
+                self.skip(format!("line longer than {MAX_LINE_BYTES} bytes"));
+                continue;
+            }
             let line = self.buf.trim_ascii();
             if line.is_empty() {
                 continue;
@@ -185,19 +199,18 @@ impl<R: BufRead> SwfReader<R> {
             if line[0] == b';' {
                 let text = String::from_utf8_lossy(line).into_owned();
                 let before = self.header.unix_start_time;
-                self.header.add_line(&text);
-                if let Some(t) = self.header.unix_start_time.filter(|&t| !is_time(t)) {
-                    self.header.unix_start_time = before;
-                    if !self.lenient {
-                        return Some(Err(SwfError::Header {
-                            file: self.name.clone(),
-                            line: self.line,
-                            key: "UnixStartTime",
-                            value: t,
-                            expected: START_TIME_EXPECTED,
-                        }));
+                let checked = self.header.add_line(&text).and_then(|()| match self.header.unix_start_time.filter(|&t| !is_time(t)) {
+                    Some(t) => {
+                        self.header.unix_start_time = before;
+                        Err(HeaderError { key: "UnixStartTime", value: format!("`{t}`"), expected: START_TIME_EXPECTED })
                     }
-                    self.skip(format!("header UnixStartTime {START_TIME_EXPECTED}"));
+                    None => Ok(()),
+                });
+                if let Err(e) = checked {
+                    if !self.lenient {
+                        return Some(Err(SwfError::Header { file: self.name.clone(), line: self.line, key: e.key, value: e.value, expected: e.expected }));
+                    }
+                    self.skip(format!("header {} {}", e.key, e.expected));
                 }
                 continue;
             }
@@ -297,8 +310,29 @@ fn parse_line(line: &[u8]) -> Result<SwfRecord, LineError> {
     Ok(rec)
 }
 
+/// The longest line the reader holds (an SWF line is about 100 bytes; a header
+/// comment a few hundred).
+pub const MAX_LINE_BYTES: u64 = 1 << 20;
+
+/// Read and drop the rest of the current line, newline included.
+fn skip_line<R: BufRead>(r: &mut R) -> io::Result<()> {
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        if let Some(i) = chunk.iter().position(|&b| b == b'\n') {
+            r.consume(i + 1);
+            return Ok(());
+        }
+        let n = chunk.len();
+        r.consume(n);
+    }
+}
+
+/// A field's text for an error: quoted, at most [`crate::quote::LIMIT`] characters.
 fn lossy(tok: &[u8]) -> String {
-    String::from_utf8_lossy(tok).into_owned()
+    crate::quote::bounded_bytes(tok)
 }
 
 /// An integer, optionally signed; `12.0` and `12.` are accepted (some converters

@@ -99,7 +99,7 @@ proptest! {
     #[test]
     fn any_records_round_trip(recs in prop::collection::vec(arb_record(), 0..50)) {
         let mut h = SwfHeader::default();
-        h.add_line("; MaxProcs: 64");
+        h.add_line("; MaxProcs: 64").unwrap();
         let text = write(&h, &recs);
         let (h2, back, _) = read_all(from_reader(text.as_bytes(), "p.swf")).unwrap();
         prop_assert_eq!(h2, h);

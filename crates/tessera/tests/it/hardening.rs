@@ -36,3 +36,56 @@ fn a_full_standard_output_is_an_error_not_a_panic() {
         assert!(!e.contains("panicked"), "{args:?}: {e}");
     }
 }
+
+/// A header number is read whole or refused: `MaxProcs: 1e3` used to give a
+/// machine of 1 processor, `16,000` one of 16 and `abc` one of 0.
+#[test]
+fn header_numbers_are_read_whole_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "1 0 0 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n";
+    for bad in ["1e3", "16,000", "abc", "12.5", "-8"] {
+        let trace = dir.path().join("h.swf");
+        std::fs::write(&trace, format!("; MaxProcs: {bad}\n{line}")).unwrap();
+        let out = tessera(&["sim", "run", "--trace", trace.to_str().unwrap()]);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bad}: {e}");
+        assert!(e.contains(&format!("h.swf:1: header MaxProcs is `{bad}`: expected an integer")), "{bad}: {e}");
+    }
+    // comments after the number, as archive logs write them, and N/A
+    let trace = dir.path().join("ok.swf");
+    std::fs::write(&trace, format!("; MaxNodes: 70  (dual)\n; MaxProcs: 140 (2 per node)\n;MaxRuntime: N/A\n{line}")).unwrap();
+    let out = tessera(&["sim", "run", "--trace", trace.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["capacity"], 140, "{v}");
+}
+
+/// A huge line of garbage or a binary file gets a one-line error that quotes a
+/// bounded, escaped prefix; the reader never holds more than 1 MiB of a line.
+#[test]
+fn bad_values_are_quoted_bounded_and_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    // a field of 512 KiB: quoted as its first 64 characters and its length
+    let trace = dir.path().join("wide.swf");
+    std::fs::write(&trace, format!("1 0 0 {} 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n", "9".repeat(512 * 1024))).unwrap();
+    let out = tessera(&["sim", "run", "--trace", trace.to_str().unwrap(), "--capacity", "8"]);
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(e.len() < 400 && e.contains(&format!("field 4 (run time) is `{}…` (524288 bytes)", "9".repeat(64))), "{}", &e[..e.len().min(400)]);
+    // a line of 3 MiB: refused as too long
+    let trace = dir.path().join("long.swf");
+    std::fs::write(&trace, "x".repeat(3 << 20)).unwrap();
+    let out = tessera(&["sim", "run", "--trace", trace.to_str().unwrap(), "--capacity", "8"]);
+    let e = text(&out.stderr);
+    assert!(e.len() < 400 && e.contains("long.swf:1: line longer than 1048576 bytes"), "{}", &e[..e.len().min(400)]);
+    // a binary file: control bytes escaped, never written raw to the terminal
+    let trace = dir.path().join("bin.swf");
+    let mut bytes = b"\x7fELF\x02\x01\x01\x00\x1b[2J".to_vec();
+    bytes.extend((0u8..=255).cycle().take(4096));
+    std::fs::write(&trace, bytes).unwrap();
+    let out = tessera(&["sim", "run", "--trace", trace.to_str().unwrap(), "--capacity", "8"]);
+    assert_eq!(out.status.code(), Some(1));
+    let raw = &out.stderr;
+    assert!(!raw.iter().any(|&b| b == 0x1b || b == 0 || b == 0x7f), "{}", text(raw));
+    assert!(raw.len() < 600, "{}", text(raw));
+}
