@@ -13,12 +13,17 @@ use tessera_report::acct::{bill_text, listing, overhead_text, usage_table, utili
 use tessera_report::run::RunData;
 use tessera_report::TableFormat;
 
-pub fn open(db: &DbArgs) -> Result<(Store, i64)> {
-    let path = match (&db.db, &db.state_dir) {
+/// The store `db` names.
+fn store_path(db: &DbArgs) -> std::path::PathBuf {
+    match (&db.db, &db.state_dir) {
         (Some(p), _) => p.clone(),
         (None, Some(d)) => d.join("accounting.db"),
         (None, None) => "tessera.db".into(),
-    };
+    }
+}
+
+pub fn open(db: &DbArgs) -> Result<(Store, i64)> {
+    let path = store_path(db);
     if !path.exists() {
         bail!("{}: no accounting store (record a run with `tessera sim run --db {}`, or name a controller's --state-dir)", path.display(), path.display());
     }
@@ -64,6 +69,9 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
 
 pub fn apel_export(a: ApelArgs) -> Result<()> {
     let kind = Message::from_kind(&format!("{:?}", a.kind).to_ascii_lowercase(), a.version.as_deref()).map_err(anyhow::Error::msg)?;
+    if let Some(o) = &a.output {
+        crate::paths::check(&[("accounting store", &store_path(&a.db))], &[("--output", o)])?;
+    }
     let (store, run) = open(&a.db)?;
     let (site, cluster): (String, String) = store.connection().query_row("SELECT site, cluster FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?)))?;
     let who = Reporter { submit_host: a.submit_host.clone().unwrap_or_else(|| format!("{site}-ce")), site, machine: cluster };
@@ -125,6 +133,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             out!("{}", bill_text(&r, table_format(a.format)))?;
         }
         ReportCommand::Html { db, output, prices } => {
+            crate::paths::check(&[("accounting store", &store_path(&db))], &[("--output", &output)])?;
             let (store, run) = open(&db)?;
             let data = RunData::load(&store, run, prices.prices())?;
             if !data.complete {

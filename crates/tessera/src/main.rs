@@ -12,6 +12,7 @@
 
 mod acct_cmd;
 mod out;
+mod paths;
 mod bench_cmd;
 mod cli;
 mod cluster_cmd;

@@ -80,17 +80,11 @@ fn mps_name(k: usize, inst: usize) -> String {
 
 /// `--mps-dir`: created; refused, before anything is solved, when a file the run
 /// would write is one of its inputs.
-fn mps_dir(dir: &Path, jobs: &[usize], instances: usize, inputs: &[&Path]) -> Result<PathBuf> {
+fn mps_dir(dir: &Path, jobs: &[usize], instances: usize, inputs: &[(&str, &Path)]) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("--mps-dir {}: creating it", dir.display()))?;
-    let inputs: Vec<PathBuf> = inputs.iter().filter_map(|p| p.canonicalize().ok()).collect();
-    for &k in jobs {
-        for inst in 0..instances {
-            let path = dir.join(mps_name(k, inst));
-            if path.canonicalize().is_ok_and(|p| inputs.contains(&p)) {
-                anyhow::bail!("--mps-dir {}: {} is an input of this run and would be overwritten; give another directory", dir.display(), path.display());
-            }
-        }
-    }
+    let files: Vec<PathBuf> = jobs.iter().flat_map(|&k| (0..instances).map(move |inst| dir.join(mps_name(k, inst)))).collect();
+    let outputs: Vec<(&str, &Path)> = files.iter().map(|f| ("--mps-dir", f.as_path())).collect();
+    crate::paths::check(inputs, &outputs)?;
     Ok(dir.to_path_buf())
 }
 
@@ -102,7 +96,7 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
     anyhow::ensure!(a.repeat >= 1 && a.instances >= 1, "--repeat and --instances must be >= 1");
     let time_limit = time_limit_ms(a.milp_time_limit)?;
     anyhow::ensure!(a.highs_time_limit > 0.0 && a.highs_time_limit.is_finite(), "--highs-time-limit {}: expected seconds > 0", a.highs_time_limit);
-    let inputs: Vec<&Path> = [Some(trace.as_path()), a.cluster.as_deref()].into_iter().flatten().collect();
+    let inputs: Vec<(&str, &Path)> = [Some(("trace", trace.as_path())), a.cluster.as_deref().map(|c| ("cluster file", c))].into_iter().flatten().collect();
     let mps = a.mps_dir.as_deref().map(|d| mps_dir(d, &a.jobs, a.instances, &inputs)).transpose()?;
     let scratch = tempfile::tempdir().context("a temporary directory for the MPS files")?;
     let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false)?;

@@ -157,6 +157,14 @@ pub fn execute(a: &SimRunArgs) -> Result<Executed> {
 
 pub fn run(a: SimRunArgs) -> Result<()> {
     let t0 = Instant::now();
+    let mut inputs: Vec<(&str, &Path)> = Vec::new();
+    inputs.extend(a.trace.as_deref().map(|p| ("trace", p)));
+    inputs.extend(a.cluster.as_deref().map(|p| ("cluster file", p)));
+    let outputs: Vec<(&str, &Path)> = [("--jobs-out", &a.jobs_out), ("--swf-out", &a.swf_out), ("--summary", &a.summary), ("--report", &a.report), ("--db", &a.db), ("--power-out", &a.power.power_out)]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect();
+    crate::paths::check(&inputs, &outputs)?;
     let Executed { label, policy, header, records, w, outcome, mut summary } = execute(&a)?;
     let capacity = w.capacity;
     if let (Some(p), Some(po)) = (&a.power.power_out, &outcome.power) {

@@ -89,3 +89,37 @@ fn bad_values_are_quoted_bounded_and_escaped() {
     assert!(!raw.iter().any(|&b| b == 0x1b || b == 0 || b == 0x7f), "{}", text(raw));
     assert!(raw.len() < 600, "{}", text(raw));
 }
+
+/// An output never overwrites an input: `--jobs-out` naming the trace used to
+/// replace it with the jobs CSV. Refused before anything runs; the input intact.
+#[test]
+fn outputs_never_overwrite_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("w.swf");
+    let t = trace.display().to_string();
+    assert!(tessera(&["workload", "generate", "--jobs", "30", "--procs", "32", "--output", &t]).status.success());
+    let before = std::fs::read(&trace).unwrap();
+    // the same file under another name
+    let alias = dir.path().join(".").join("w.swf").display().to_string();
+    for flag in ["--jobs-out", "--swf-out", "--summary", "--report", "--db"] {
+        let out = tessera(&["sim", "run", "--trace", &t, "--capacity", "32", flag, &alias]);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {e}");
+        assert!(e.contains(&format!("{flag} {alias}: that is this run's trace {t}, which it would overwrite")), "{flag}: {e}");
+        assert_eq!(std::fs::read(&trace).unwrap(), before, "{flag} changed the trace");
+    }
+    let csv = dir.path().join("jobs.csv").display().to_string();
+    let e = text(&tessera(&["sim", "run", "--trace", &t, "--capacity", "32", "--jobs-out", &csv, "--summary", &csv]).stderr);
+    assert!(e.contains("--summary") && e.contains("--jobs-out writes the same file"), "{e}");
+    // the accounting store is an input of the reports
+    let db = dir.path().join("a.db").display().to_string();
+    assert!(tessera(&["sim", "run", "--trace", &t, "--capacity", "32", "--db", &db]).status.success());
+    let store = std::fs::read(&db).unwrap();
+    for args in [vec!["report", "html", "--db", &db, "--output", &db], vec!["acct", "apel", "--db", &db, "--output", &db]] {
+        let out = tessera(&args);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains("that is this run's accounting store"), "{args:?}: {e}");
+        assert_eq!(std::fs::read(&db).unwrap(), store);
+    }
+}

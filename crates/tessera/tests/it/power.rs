@@ -233,7 +233,7 @@ fn power_bench_compares_the_solvers_and_writes_mps() {
     let out = tessera(&["power", "bench", "--jobs", "30", "--instances", "1", "--cluster", &c, "--mps-dir", &m]);
     assert!(!out.status.success());
     let e = text(&out.stderr);
-    assert!(e.contains("is an input of this run and would be overwritten"), "{e}");
+    assert!(e.contains("--mps-dir") && e.contains("that is this run's cluster file") && e.contains("which it would overwrite"), "{e}");
     assert_eq!(std::fs::read_to_string(&cluster).unwrap(), std::fs::read_to_string(THETA_CLUSTER).unwrap());
 }
 
