@@ -45,13 +45,23 @@ pub fn range(flag: &str, text: &str, min: f64, max: f64, closed: bool, example: 
 
 /// The power-aware setup of a run: None when the cluster has no power budget
 /// (then no power flag may be given).
+/// PARM's own flags, given.
+fn parm_flags(a: &PowerArgs) -> bool {
+    a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.milp_time_limit.is_some() || a.alpha.is_some() || a.fse.is_some() || a.amortize_resizes || a.parm_rule.is_some() || a.charge_solve_time
+}
+
+/// Any power flag, given (they apply to a power-budgeted cluster only).
+pub fn any_power_flag(a: &PowerArgs) -> bool {
+    parm_flags(a) || a.cap.is_some() || a.power_seed.is_some() || a.theta.is_some() || a.parallelism.is_some() || a.sigma.is_some() || a.package_base_w.is_some() || a.power_out.is_some() || a.budget_w.is_some()
+}
+
 pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Option<PowerSetup>> {
-    let parm_flags = a.parm_variant.is_some() || a.solver.is_some() || a.milp_node_limit.is_some() || a.milp_time_limit.is_some() || a.alpha.is_some() || a.fse.is_some() || a.amortize_resizes || a.parm_rule.is_some() || a.charge_solve_time;
+    let parm_flags = parm_flags(a);
     if cluster.power_budget_w.is_none() {
         if policy == PolicyKind::Parm {
             bail!("policy parm needs a cluster file with power_budget_w and a power model (e.g. examples/clusters/theta-overprovisioned.toml); cluster `{}` has none", cluster.name);
         }
-        if parm_flags || a.cap.is_some() || a.power_seed.is_some() || a.theta.is_some() || a.parallelism.is_some() || a.sigma.is_some() || a.package_base_w.is_some() || a.power_out.is_some() {
+        if any_power_flag(a) {
             bail!("power flags need a cluster file with power_budget_w; cluster `{}` has none", cluster.name);
         }
         return Ok(None);

@@ -10,6 +10,7 @@ use tessera_core::{Cluster, PolicyKind};
 use tessera_sim::output::{write_jobs_csv, write_swf};
 use tessera_sim::reference::simulate_reference;
 use std::sync::Arc;
+use tessera_core::nodeset::SetAttribute;
 use tessera_core::NodeSetSpec;
 use tessera_sim::workload::{default_capacity, prepare, prepare_on, Machine};
 use tessera_sim::{simulate, Summary};
@@ -58,6 +59,26 @@ fn nodeset_of(a: &SimRunArgs, cluster: &Cluster) -> Result<Option<NodeSetSpec>> 
         spec.plus = p.parse().map_err(|m: String| anyhow::anyhow!("--nodeset-plus: {m}"))?;
     }
     spec.validate().map_err(|m| anyhow::anyhow!("--nodeset {text}: {m}"))?;
+    // a value no node has is a typo or not a node set at all (`--nodeset garbage`)
+    let (what, present): (&str, Vec<String>) = match spec.attribute {
+        SetAttribute::Feature => ("feature", cluster.node_types.iter().flat_map(|t| t.features.iter().cloned()).collect()),
+        SetAttribute::Network => ("network", cluster.node_types.iter().filter_map(|t| t.network.clone()).collect()),
+        SetAttribute::ProcSpeed | SetAttribute::Memory => ("", Vec::new()),
+    };
+    if !what.is_empty() {
+        if let Some(v) = spec.list.iter().find(|v| !present.contains(v)) {
+            let mut known: Vec<&str> = present.iter().map(String::as_str).collect();
+            known.sort_unstable();
+            known.dedup();
+            let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+            bail!(
+                "--nodeset {}: no node of cluster `{}` has {what} {}: expected one of its {what}s ({known}), in a Slurm constraint (`a|b`, `[a|b]`) or Moab's form (`ONEOF:FEATURE:a:b`)",
+                tessera_workload::quote::bounded(text),
+                cluster.name,
+                tessera_workload::quote::bounded(v)
+            );
+        }
+    }
     Ok(Some(spec))
 }
 
@@ -131,6 +152,9 @@ pub fn execute(a: &SimRunArgs) -> Result<Executed> {
             }
         }
         None if policy == PolicyKind::Parm => bail!("policy parm needs --cluster with a power budget (e.g. examples/clusters/theta-overprovisioned.toml)"),
+        None if crate::power_cmd::any_power_flag(&a.power) => {
+            bail!("power flags (--cap, --power-out, --parm-*, …) apply to a cluster with a power budget: give --cluster (e.g. examples/clusters/theta-overprovisioned.toml)")
+        }
         None => {
             let capacity = match a.capacity {
                 Some(c) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,

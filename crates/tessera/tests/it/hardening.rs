@@ -123,3 +123,31 @@ fn outputs_never_overwrite_inputs() {
         assert_eq!(std::fs::read(&db).unwrap(), store);
     }
 }
+
+/// A flag that cannot apply is an error, not silently ignored: `--cap` on a run
+/// with no power-budgeted cluster, and a node set naming a feature no node has
+/// (`--nodeset garbage` was accepted as a feature set and every job ran outside it).
+#[test]
+fn flags_that_do_not_apply_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("w.swf");
+    let t = trace.display().to_string();
+    assert!(tessera(&["workload", "generate", "--jobs", "20", "--procs", "32", "--output", &t]).status.success());
+    for flag in [&["--cap", "40"][..], &["--power-seed", "3"], &["--alpha", "0"]] {
+        let mut args = vec!["sim", "run", "--trace", &t, "--capacity", "32"];
+        args.extend(flag);
+        let out = tessera(&args);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag:?}: {e}");
+        assert!(e.contains("apply to a cluster with a power budget"), "{flag:?}: {e}");
+    }
+    let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/sdsc-blue-3gen.toml");
+    let out = tessera(&["sim", "run", "--cluster", cluster, "--max-jobs", "20", "--nodeset", "garbage"]);
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("no node of cluster `sdsc-blue-3gen` has feature `garbage`: expected one of its features (switch1, switch2"), "{e}");
+    let out = tessera(&["sim", "run", "--cluster", cluster, "--max-jobs", "20", "--nodeset", "ONEOF:FEATURE:switch1:switch9"]);
+    assert!(text(&out.stderr).contains("has feature `switch9`"), "{}", text(&out.stderr));
+    // a feature the cluster has is a node set
+    assert!(tessera(&["sim", "run", "--cluster", cluster, "--max-jobs", "20", "--nodeset", "[switch1|switch2]"]).status.success());
+}
