@@ -770,12 +770,23 @@ pub enum ReportCommand {
 
 #[derive(Args, Clone, Copy)]
 pub struct PriceArgs {
-    #[arg(long, default_value_t = 0.0)]
+    /// Price of one core-hour (a finite amount >= 0, in the site's currency).
+    #[arg(long, default_value_t = 0.0, value_parser = price)]
     pub price_core_hour: f64,
-    #[arg(long, default_value_t = 0.0)]
+    /// Price of one GB-hour of memory (a finite amount >= 0).
+    #[arg(long, default_value_t = 0.0, value_parser = price)]
     pub price_gb_hour: f64,
-    #[arg(long, default_value_t = 0.0)]
+    /// Price of one GPU-hour (a finite amount >= 0).
+    #[arg(long, default_value_t = 0.0, value_parser = price)]
     pub price_gpu_hour: f64,
+}
+
+/// A price: a finite number >= 0 (NaN, infinities and negative prices refused).
+fn price(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x + 0.0),
+        _ => Err(format!("expected a finite price >= 0, e.g. 0.05, not {}", tessera_workload::quote::bounded(s))),
+    }
 }
 
 impl PriceArgs {

@@ -28,6 +28,8 @@ pub enum SwfError {
     FieldCount { file: String, line: u64, found: usize },
     #[error("{file}:{line}: field {field} ({name}) is {value}: expected {expected}")]
     Field { file: String, line: u64, field: usize, name: &'static str, value: String, expected: &'static str },
+    #[error("{file}:{line}: field 1 (job number) is {job}, the number of the job at line {first}: expected each job once (only partial executions, status 2-4, repeat a number)")]
+    DuplicateJob { file: String, line: u64, job: i64, first: u64 },
     #[error("{file}:{line}: line longer than {limit} bytes: expected an SWF line (18 numbers) or a `;` comment")]
     LineTooLong { file: String, line: u64, limit: u64 },
     /// `value` is quoted and bounded ([`crate::quote::bounded`]).
@@ -101,6 +103,9 @@ pub struct SwfReader<R> {
     header_done: bool,
     lenient: bool,
     report: LenientReport,
+    /// The line of each job number seen (a job's whole-run records; partial
+    /// executions, status 2-4, may share their job's number).
+    seen: std::collections::HashMap<i64, u64>,
 }
 
 impl SwfReader<Box<dyn BufRead + Send>> {
@@ -133,6 +138,7 @@ impl<R: BufRead> SwfReader<R> {
             header_done: false,
             lenient: false,
             report: LenientReport::default(),
+            seen: std::collections::HashMap::new(),
         }
     }
 
@@ -215,6 +221,17 @@ impl<R: BufRead> SwfReader<R> {
                 continue;
             }
             match parse_line(line) {
+                Ok(rec) if rec.job_number >= 0 && !(2..=4).contains(&rec.status) => match self.seen.insert(rec.job_number, self.line) {
+                    None => return Some(Ok(rec)),
+                    Some(first) => {
+                        // the first record keeps the number
+                        self.seen.insert(rec.job_number, first);
+                        if !self.lenient {
+                            return Some(Err(SwfError::DuplicateJob { file: self.name.clone(), line: self.line, job: rec.job_number, first }));
+                        }
+                        self.skip("field 1 (job number) repeats an earlier job's".to_string());
+                    }
+                },
                 Ok(rec) => return Some(Ok(rec)),
                 Err(e) if self.lenient => self.skip(e.reason()),
                 Err(e) => {

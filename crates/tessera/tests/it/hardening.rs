@@ -151,3 +151,39 @@ fn flags_that_do_not_apply_are_errors() {
     // a feature the cluster has is a node set
     assert!(tessera(&["sim", "run", "--cluster", cluster, "--max-jobs", "20", "--nodeset", "[switch1|switch2]"]).status.success());
 }
+
+/// A trace that names one job twice is refused (the accounting would hold two
+/// records under one JobID); `--lenient` keeps the first and says so.
+#[test]
+fn duplicate_job_numbers_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("dup.swf");
+    let line = |id: u32, submit: u32, status: u32| format!("{id} {submit} 0 10 4 -1 -1 4 20 -1 {status} 1 1 -1 1 -1 -1 -1\n");
+    std::fs::write(&trace, format!("; MaxProcs: 8\n{}{}{}", line(1, 0, 1), line(2, 3, 1), line(1, 5, 1))).unwrap();
+    let t = trace.display().to_string();
+    let out = tessera(&["sim", "run", "--trace", &t]);
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("dup.swf:4: field 1 (job number) is 1, the number of the job at line 2"), "{e}");
+    let out = tessera(&["sim", "run", "--trace", &t, "--lenient", "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs_simulated"], 2);
+    assert!(text(&out.stderr).contains("1 x field 1 (job number) repeats an earlier job's"), "{}", text(&out.stderr));
+    // partial executions (status 2-4) of one job share its number
+    std::fs::write(&trace, format!("; MaxProcs: 8\n{}{}{}", line(1, 0, 1), line(1, 0, 2), line(1, 0, 3))).unwrap();
+    assert!(tessera(&["sim", "run", "--trace", &t]).status.success());
+}
+
+/// Prices are finite and >= 0: NaN and negative prices used to be accepted and
+/// billed.
+#[test]
+fn prices_must_be_finite_and_not_negative() {
+    for v in ["nan", "NaN", "-1", "-0.5", "inf", "1e400", "abc"] {
+        let flag = format!("--price-core-hour={v}");
+        let out = tessera(&["report", "bill", "--db", "/nonexistent.db", &flag]);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{v}: {e}");
+        assert!(e.contains("expected a finite price >= 0"), "{v}: {e}");
+    }
+}
