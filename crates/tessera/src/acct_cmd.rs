@@ -29,6 +29,11 @@ pub fn open(db: &DbArgs) -> Result<(Store, i64)> {
     }
     let store = Store::open(&path)?;
     let run = store.resolve_run(db.run)?;
+    // a recording cut short (a crash or kill during `--db`): every report says so
+    let (kind, complete): (String, bool) = store.connection().query_row("SELECT kind, complete FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if !complete && kind != "live" {
+        eprintln!("warning: run {run} of {} is unfinished (its recording was cut short); what follows covers the jobs written", path.display());
+    }
     Ok((store, run))
 }
 
@@ -136,9 +141,6 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             crate::paths::check(&[("accounting store", &store_path(&db))], &[("--output", &output)])?;
             let (store, run) = open(&db)?;
             let data = RunData::load(&store, run, prices.prices())?;
-            if !data.complete {
-                eprintln!("warning: run {run} of {} is unfinished (its recording was cut short); the report covers the jobs written", store.path());
-            }
             write_report(&output, &data.page())?;
         }
     }

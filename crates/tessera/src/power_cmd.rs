@@ -67,6 +67,19 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         return Ok(None);
     }
     let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
+    // a budget that powers no node would skip every job as larger than the machine
+    let lowest = info.machine.cap_levels_w.iter().copied().fold(f64::INFINITY, f64::min);
+    // (PARM may use its lowest cap; a fixed-cap run its --cap, by default full power)
+    let cap = if policy == PolicyKind::Parm { lowest } else { a.cap.unwrap_or(info.cpu_max_w) };
+    let node_w = cap + info.machine.node_base_w;
+    anyhow::ensure!(
+        info.machine.budget_w >= node_w,
+        "power budget {} W (cluster `{}`{}) cannot power one busy node: a node draws at least {node_w} W ({cap} W CPU cap + {} W memory and base)",
+        info.machine.budget_w,
+        cluster.name,
+        if a.budget_w.is_some() { ", --budget-w" } else { "" },
+        info.machine.node_base_w
+    );
     let mut rule = PowerRule::default();
     if let Some(s) = a.power_seed {
         rule.seed = s;

@@ -187,3 +187,18 @@ fn prices_must_be_finite_and_not_negative() {
         assert!(e.contains("expected a finite price >= 0"), "{v}: {e}");
     }
 }
+
+/// A power budget that cannot power one busy node is an error: it used to run
+/// with every job skipped as larger than the machine, and no word.
+#[test]
+fn a_budget_that_powers_no_node_is_an_error() {
+    let theta = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/theta-overprovisioned.toml");
+    for (policy, budget, floor) in [("parm", "50", "86 W (30 W CPU cap"), ("easy", "100", "116 W (60 W CPU cap")] {
+        let out = tessera(&["sim", "run", "--cluster", theta, "--policy", policy, "--budget-w", budget, "--max-jobs", "10"]);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{policy}: {e}");
+        assert!(e.contains(&format!("power budget {budget} W (cluster `theta-overprovisioned`, --budget-w) cannot power one busy node: a node draws at least {floor}")), "{policy}: {e}");
+    }
+    // one node's worth runs
+    assert!(tessera(&["sim", "run", "--cluster", theta, "--policy", "easy", "--budget-w", "116", "--max-jobs", "10"]).status.success());
+}

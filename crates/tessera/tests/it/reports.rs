@@ -76,6 +76,17 @@ fn a_report_says_when_its_run_is_unfinished() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("unfinished"));
     assert!(std::fs::read_to_string(&out_path).unwrap().contains("WARNING: this run is unfinished"));
+    // every report and listing of the run says so, once
+    let d = db.to_str().unwrap();
+    for args in [&["acct"][..], &["acct", "apel"], &["report", "usage"], &["report", "utilization"], &["report", "overhead"], &["report", "bill"]] {
+        let mut a = args.to_vec();
+        a.extend(["--db", d, "--run", "1"]);
+        let out = tessera(&a);
+        let e = text(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {e}");
+        assert_eq!(e.matches("warning: run 1 of").count(), 1, "{args:?}: {e}");
+        assert!(e.contains("is unfinished (its recording was cut short)"), "{args:?}: {e}");
+    }
 }
 
 #[test]
