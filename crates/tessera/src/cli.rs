@@ -183,7 +183,7 @@ pub struct SimRunArgs {
     pub nodeset_plus: Option<String>,
     /// Scheduling policy: fcfs, easy, conservative, or parm (power-aware; needs a
     /// cluster file with power_budget_w).
-    #[arg(long, default_value = "easy")]
+    #[arg(long, default_value = "easy", value_parser = policy)]
     pub policy: String,
     #[command(flatten)]
     pub power: PowerArgs,
@@ -622,7 +622,7 @@ pub struct NodesetsArgs {
     #[arg(long)]
     pub cluster: Option<PathBuf>,
     /// Scheduling policy.
-    #[arg(long, default_value = "easy")]
+    #[arg(long, default_value = "easy", value_parser = policy)]
     pub policy: String,
     /// Inter-arrival scale factors to run (repeatable; < 1 raises the load).
     #[arg(long = "arrival-scale", default_values_t = vec![1.0, 0.5])]
@@ -658,7 +658,7 @@ pub struct AcctArgs {
     /// Account, Partition, AllocCPUS, AllocNodes, NodeList, State, ExitCode, Submit,
     /// Start, End, Elapsed, ElapsedRaw, CPUTime, CPUTimeRAW, Timelimit, ReqCPUS,
     /// ReqMem; and Factor, NormElapsed, CoreHours, NormCoreHours, HS06Hours, HS06PerCore).
-    #[arg(long = "format", short = 'o', default_value = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode")]
+    #[arg(long = "format", short = 'o', default_value = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode", value_parser = acct_fields)]
     pub fields: String,
     /// Parsable: `|` between fields and at the end of each line.
     #[arg(short = 'p', long)]
@@ -673,7 +673,7 @@ pub struct AcctArgs {
     #[arg(short = 'A', long)]
     pub account: Option<String>,
     /// Only these states (COMPLETED|CD, FAILED|F, CANCELLED|CA, TIMEOUT|TO, NODE_FAIL|NF).
-    #[arg(short = 's', long)]
+    #[arg(short = 's', long, value_parser = acct_states)]
     pub state: Option<String>,
     /// Only jobs running at or after this time (YYYY-MM-DD[THH:MM:SS] UTC, or Unix seconds).
     #[arg(short = 'S', long)]
@@ -738,7 +738,7 @@ pub enum ReportCommand {
         #[command(flatten)]
         args: ReportArgs,
         /// user, group, account, partition, nodetype or month.
-        #[arg(long, default_value = "user")]
+        #[arg(long, default_value = "user", value_parser = parsed_as::<tessera_accounting::usage::By>)]
         by: String,
     },
     /// True overhead in canonical units: unit-hours, histograms, flagged intervals.
@@ -793,4 +793,42 @@ impl PriceArgs {
     pub fn prices(&self) -> tessera_accounting::billing::Prices {
         tessera_accounting::billing::Prices { core_hour: self.price_core_hour, gb_hour: self.price_gb_hour, gpu_hour: self.price_gpu_hour }
     }
+}
+
+/// A value clap checks by parsing it as `T`, kept as text: an unknown value is a
+/// usage error (exit 2), like an unknown flag.
+pub fn parsed_as<T: std::str::FromStr>(s: &str) -> Result<String, String>
+where
+    T::Err: std::fmt::Display,
+{
+    s.parse::<T>().map(|_| s.to_string()).map_err(|e| e.to_string())
+}
+
+/// A comma-separated list whose every element `ok` accepts, kept as text.
+fn each(s: &str, ok: impl Fn(&str) -> Result<(), String>) -> Result<String, String> {
+    for x in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        ok(x)?;
+    }
+    Ok(s.to_string())
+}
+
+/// `--policy`: a known policy.
+pub fn policy(s: &str) -> Result<String, String> {
+    parsed_as::<tessera_core::PolicyKind>(s)
+}
+
+/// `--policy a,b`: known policies.
+pub fn policies(s: &str) -> Result<String, String> {
+    each(s, |p| policy(p).map(|_| ()))
+}
+
+/// `acct --format`: sacct field names.
+fn acct_fields(s: &str) -> Result<String, String> {
+    use tessera_accounting::acct::{field_name, FIELDS};
+    each(s, |f| field_name(f).map(|_| ()).ok_or_else(|| format!("unknown field `{f}`; known: {}", FIELDS.iter().map(|f| f.0).collect::<Vec<_>>().join(", "))))
+}
+
+/// `acct --state`: job states.
+fn acct_states(s: &str) -> Result<String, String> {
+    each(s, |x| tessera_accounting::acct::state_name(x).map(|_| ()).ok_or_else(|| format!("unknown state `{x}`; known: COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO), NODE_FAIL (NF)")))
 }

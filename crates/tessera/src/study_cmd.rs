@@ -72,7 +72,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Policies to compare, comma-separated.
-    #[arg(long, default_value = "easy,conservative")]
+    #[arg(long, default_value = "easy,conservative", value_parser = crate::cli::policies)]
     pub policy: String,
     /// Cluster files to compare (repeatable); each runs every policy.
     #[arg(long)]

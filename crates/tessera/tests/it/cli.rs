@@ -82,9 +82,21 @@ fn malformed_trace_is_an_error_naming_file_line_and_field() {
 
 #[test]
 fn usage_errors_and_unknown_names() {
+    // an unknown value is a usage error, exit 2, as the README promises
     let out = tessera(&["sim", "run", "--policy", "sjf"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(text(&out.stderr), "error: unknown policy `sjf`; known policies: fcfs, easy, conservative, parm\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error: invalid value 'sjf' for '--policy <POLICY>': unknown policy `sjf`; known policies: fcfs, easy, conservative, parm\n"), "{}", text(&out.stderr));
+    for (args, says) in [
+        (&["report", "usage", "--by", "queue"][..], "cannot group by `queue`"),
+        (&["acct", "-s", "RUNNING"], "unknown state `RUNNING`"),
+        (&["acct", "-o", "JobID,Foo"], "unknown field `Foo`"),
+        (&["sim", "compare", "--policy", "easy,sjf"], "unknown policy `sjf`"),
+        (&["controller", "--policy", "sjf"], "unknown policy `sjf`"),
+    ] {
+        let out = tessera(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(says), "{args:?}: {}", text(&out.stderr));
+    }
     let out = tessera(&["sim", "run", "--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
     let out = tessera(&["sim", "run", "--trace", "/nonexistent/trace.swf"]);
