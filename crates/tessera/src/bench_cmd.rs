@@ -73,6 +73,7 @@ pub struct PassBenchArgs {
     /// candidate instant), which the property tests compare the engine with.
     #[arg(long)]
     pub reference: bool,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -91,11 +92,13 @@ pub struct StreamBenchArgs {
     /// Jobs kept waiting: new ones arrive whenever the queue is shorter.
     #[arg(long, default_value_t = 100)]
     pub queued: usize,
+    /// Scheduling policy: fcfs, easy or conservative.
     #[arg(long, default_value = "easy")]
     pub policy: String,
     /// Seed of the resampling.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }

@@ -118,6 +118,7 @@ pub struct PublishArgs {
     /// Cluster file (default: the embedded default cluster).
     #[arg(long)]
     pub cluster: Option<PathBuf>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: PublishFormat,
 }
@@ -346,6 +347,7 @@ pub struct PowerBenchArgs {
     /// Write every decision as free MPS to DIR/jobs-K-instance-I.mps (DIR is created).
     #[arg(long, value_name = "DIR")]
     pub mps_dir: Option<PathBuf>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -397,6 +399,7 @@ pub enum Model {
 
 #[derive(Args)]
 pub struct GenerateArgs {
+    /// Workload model.
     #[arg(long, value_enum, default_value = "lublin")]
     pub model: Model,
     /// Machine size in processors.
@@ -405,6 +408,7 @@ pub struct GenerateArgs {
     /// Number of jobs.
     #[arg(long, default_value_t = 10_000)]
     pub jobs: usize,
+    /// Seed of the model's random stream: the same seed gives the same workload.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Multiply every inter-arrival time (below 1 raises the load).
@@ -417,10 +421,13 @@ pub struct GenerateArgs {
 
 #[derive(Args)]
 pub struct InfoArgs {
+    /// SWF trace to read (.swf or .swf.gz).
     #[arg(long)]
     pub trace: PathBuf,
+    /// Skip malformed lines (counted and reported by reason) instead of failing.
     #[arg(long)]
     pub lenient: bool,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -514,6 +521,7 @@ pub struct ParmExperimentArgs {
     /// Simulations run at once [default: the number of CPUs].
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -569,6 +577,7 @@ pub struct ParmAttributionArgs {
     /// Simulations run at once [default: the number of CPUs].
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -609,6 +618,7 @@ pub struct ParmTestbedArgs {
     /// Simulations run at once [default: the number of CPUs].
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -630,6 +640,7 @@ pub struct NodesetsArgs {
     /// Replay only the first N jobs.
     #[arg(long)]
     pub max_jobs: Option<usize>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -701,6 +712,7 @@ pub enum ApelKind {
 pub struct ApelArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    /// Record type: individual jobs, per-month summaries, normalised summaries or sync records.
     #[arg(long = "type", value_enum, default_value = "individual")]
     pub kind: ApelKind,
     /// Message version: individual 0.3|0.4, summary 0.2|0.4, normalised 0.3|0.4, sync 0.1.
@@ -725,6 +737,7 @@ pub enum ReportFormat {
 pub struct ReportArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
 }
@@ -831,4 +844,30 @@ fn acct_fields(s: &str) -> Result<String, String> {
 /// `acct --state`: job states.
 fn acct_states(s: &str) -> Result<String, String> {
     each(s, |x| tessera_accounting::acct::state_name(x).map(|_| ()).ok_or_else(|| format!("unknown state `{x}`; known: COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO), NODE_FAIL (NF)")))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every flag and argument of every command says what it is (`--help`).
+    #[test]
+    fn every_flag_has_help_text() {
+        use clap::CommandFactory;
+        fn walk(c: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in c.get_arguments() {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} --{}", a.get_long().unwrap_or(id)));
+                }
+            }
+            for s in c.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "tessera", &mut missing);
+        assert!(missing.is_empty(), "{} flags without help:\n{}", missing.len(), missing.join("\n"));
+    }
 }

@@ -126,6 +126,7 @@ pub struct UpArgs {
 
 #[derive(Args, Debug)]
 pub struct DownArgs {
+    /// State directory of the controller (its socket, endpoint file and key).
     #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]
     pub state_dir: PathBuf,
 }
@@ -152,6 +153,7 @@ pub enum JobCommand {
 
 #[derive(Args, Debug)]
 pub struct JobIds {
+    /// Job ids.
     #[arg(required = true)]
     pub ids: Vec<u64>,
     #[command(flatten)]
@@ -160,8 +162,10 @@ pub struct JobIds {
 
 #[derive(Args, Debug)]
 pub struct JobShowArgs {
+    /// Job ids.
     #[arg(required = true)]
     pub ids: Vec<u64>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
     #[command(flatten)]
@@ -175,32 +179,40 @@ pub struct SubmitArgs {
     /// Run this command line as the job (a #!/bin/sh script).
     #[arg(long, conflicts_with = "script")]
     pub wrap: Option<String>,
+    /// Whole nodes, as sbatch -N (a count).
     #[arg(short = 'N', long)]
     pub nodes: Option<String>,
+    /// Tasks, as sbatch -n.
     #[arg(short = 'n', long)]
     pub ntasks: Option<String>,
+    /// CPUs per task, as sbatch -c.
     #[arg(short = 'c', long)]
     pub cpus_per_task: Option<String>,
     /// Memory per node (512M, 4G, ...).
     #[arg(long)]
     pub mem: Option<String>,
+    /// Memory per CPU, as sbatch --mem-per-cpu (e.g. 2G).
     #[arg(long)]
     pub mem_per_cpu: Option<String>,
     /// GPUs in all (with -N).
     #[arg(short = 'G', long)]
     pub gpus: Option<String>,
+    /// GPUs per node, as sbatch --gpus-per-node.
     #[arg(long)]
     pub gpus_per_node: Option<String>,
     /// Time limit (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], UNLIMITED), in reference time.
     #[arg(short = 't', long)]
     pub time: Option<String>,
+    /// Partition, as sbatch -p.
     #[arg(short = 'p', long)]
     pub partition: Option<String>,
+    /// Job name, as sbatch -J.
     #[arg(short = 'J', long)]
     pub job_name: Option<String>,
     /// Output file pattern (%j %x %u %N %A %a); default tessera-%j.out.
     #[arg(short = 'o', long)]
     pub output: Option<String>,
+    /// File for the job's standard error, as sbatch -e (%j: the job id).
     #[arg(short = 'e', long)]
     pub error: Option<String>,
     /// A node feature all nodes must have.
@@ -209,12 +221,16 @@ pub struct SubmitArgs {
     /// A node-set request (ONEOF:FEATURE:a:b, ANYOF:..., FIRSTOF:...).
     #[arg(long)]
     pub nodeset: Option<String>,
+    /// Requeue the job if a node it runs on fails, as sbatch --requeue.
     #[arg(long)]
     pub requeue: bool,
+    /// Dependencies, as sbatch -d (afterok:ID, afterany:ID, ...).
     #[arg(short = 'd', long)]
     pub dependency: Option<String>,
+    /// Job array indices, as sbatch -a (0-9, 1,3,5, 0-99%10).
     #[arg(short = 'a', long)]
     pub array: Option<String>,
+    /// Submit the job held, as sbatch -H (release it with `tessera job release`).
     #[arg(short = 'H', long)]
     pub hold: bool,
     /// Working directory (default: the current one).
@@ -229,6 +245,7 @@ pub struct SubmitArgs {
 
 #[derive(Args, Debug)]
 pub struct QueueArgs {
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
     /// Also jobs that ended in the last five minutes.
@@ -246,6 +263,7 @@ pub struct QueueArgs {
 
 #[derive(Args, Debug)]
 pub struct NodesArgs {
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
     /// One line per node (sinfo -N).
@@ -259,6 +277,7 @@ pub struct NodesArgs {
 pub struct NodeStateArgs {
     /// Nodes (a hostlist such as node[001-004]).
     pub nodes: String,
+    /// Reason, recorded with the node's state.
     #[arg(long, default_value = "")]
     pub reason: String,
     #[command(flatten)]
@@ -273,6 +292,7 @@ pub enum TokenCommand {
 
 #[derive(Args, Debug)]
 pub struct TokenArgs {
+    /// The user the token authenticates.
     #[arg(long)]
     pub user: String,
     /// Uid the jobs of this user run as (default: the local user's, if any).
@@ -287,6 +307,7 @@ pub struct TokenArgs {
     /// Key file (default: STATE_DIR/cluster.key).
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+    /// State directory of the controller (its socket, endpoint file and key).
     #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]
     pub state_dir: PathBuf,
 }

@@ -61,6 +61,7 @@ pub struct LoadTestArgs {
     /// among inodes freed minutes before (see BENCHMARKS.md).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
 }

@@ -31,6 +31,7 @@ pub struct MetricsArgs {
     /// log does not).
     #[arg(long)]
     pub capacity: Option<u64>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
 }

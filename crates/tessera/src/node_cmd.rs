@@ -21,6 +21,7 @@ pub enum PowercapCommand {
         /// The powercap class directory.
         #[arg(long, default_value = DEFAULT_ROOT)]
         root: PathBuf,
+        /// Output format.
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
     },

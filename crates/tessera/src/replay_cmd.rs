@@ -93,6 +93,7 @@ pub struct ReplayArgs {
     /// Give up waiting for the jobs to end after this many seconds (0: wait).
     #[arg(long, default_value_t = 0)]
     pub timeout: u64,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
     #[command(flatten)]

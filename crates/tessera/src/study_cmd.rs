@@ -86,6 +86,7 @@ pub struct CompareArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -168,11 +169,13 @@ pub enum SweepCommand {
         /// The slices' CSV files.
         #[arg(required = true)]
         parts: Vec<PathBuf>,
+        /// Where to write the merged results (CSV).
         #[arg(long, short, default_value = "sweep.csv")]
         out: PathBuf,
         /// The sweep file: check that every case is there exactly once.
         #[arg(long)]
         sweep: Option<PathBuf>,
+        /// Also write an HTML report of the merged results.
         #[arg(long)]
         report: Option<PathBuf>,
     },

@@ -49,6 +49,7 @@ pub struct TwinArgs {
     /// a fresh directory under the system's temporary directory, kept).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
 }
