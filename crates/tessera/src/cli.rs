@@ -207,8 +207,8 @@ pub struct SimRunArgs {
     /// Skip malformed trace lines (and report them) instead of failing.
     #[arg(long)]
     pub lenient: bool,
-    /// Replay only the first N jobs of the trace.
-    #[arg(long)]
+    /// Replay only the first N jobs of the trace (N >= 1; without it, all).
+    #[arg(long, value_parser = at_least_one)]
     pub max_jobs: Option<usize>,
     /// Multiply inter-arrival times by this factor (< 1 raises the load).
     #[arg(long)]
@@ -371,9 +371,9 @@ pub struct SimBenchArgs {
     /// pass) on traces with at most this many jobs.
     #[arg(long, default_value_t = 60_000)]
     pub naive_conservative_max_jobs: usize,
-    /// Use only the first N jobs of each trace (0: all).
-    #[arg(long, default_value_t = 0)]
-    pub max_jobs: usize,
+    /// Use only the first N jobs of each trace (N >= 1; without it, all).
+    #[arg(long, value_parser = at_least_one)]
+    pub max_jobs: Option<usize>,
     /// Also time every trace and policy on the nodes of this cluster file (the
     /// node-level engine: jobs get cores on nodes), as a ratio to the pool run.
     #[arg(long)]
@@ -637,8 +637,8 @@ pub struct NodesetsArgs {
     /// Inter-arrival scale factors to run (repeatable; < 1 raises the load).
     #[arg(long = "arrival-scale", default_values_t = vec![1.0, 0.5])]
     pub arrival_scales: Vec<f64>,
-    /// Replay only the first N jobs.
-    #[arg(long)]
+    /// Replay only the first N jobs (N >= 1; without it, all).
+    #[arg(long, value_parser = at_least_one)]
     pub max_jobs: Option<usize>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
@@ -823,6 +823,15 @@ fn each(s: &str, ok: impl Fn(&str) -> Result<(), String>) -> Result<String, Stri
         ok(x)?;
     }
     Ok(s.to_string())
+}
+
+/// A count of at least 1 (`--max-jobs 0` would replay nothing: omit the flag
+/// for all).
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number >= 1 (omit the flag for all)".to_string()),
+    }
 }
 
 /// `--policy`: a known policy.

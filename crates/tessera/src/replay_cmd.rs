@@ -49,8 +49,8 @@ pub struct ReplayArgs {
     /// SWF trace (plain or gzip).
     #[arg(long)]
     pub trace: PathBuf,
-    /// Replay only the first N records of the trace.
-    #[arg(long)]
+    /// Replay only the first N records of the trace (N >= 1; without it, all).
+    #[arg(long, value_parser = crate::cli::at_least_one)]
     pub max_jobs: Option<usize>,
     /// Shrink factor in percent applied to submission offsets, runtimes and
     /// estimates: P, or START:END:STEP for a sweep (100:50:10 runs 100, 90, ...,

@@ -286,8 +286,8 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?").trim_end_matches(".gz").trim_end_matches(".swf").to_string();
         let (parse_s, _, parsed) = time_min_median(a.repeat, || SwfReader::read_file(path, false));
         let (header, mut records, _) = parsed?;
-        if a.max_jobs > 0 {
-            records.truncate(a.max_jobs);
+        if let Some(n) = a.max_jobs {
+            records.truncate(n);
         }
         let w = prepare(&records, default_capacity(&header, &name)?);
         w.check_time_range(&name)?;
@@ -295,7 +295,7 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
         if let Some(wn) = &on_nodes {
             wn.check_time_range(&name)?;
         }
-        if a.max_jobs > 0 && a.format == Format::Table {
+        if a.max_jobs.is_some() && a.format == Format::Table {
             outln!("{name}: first {} records (parse time is for the whole file)", records.len())?;
         }
         for &policy in &policies {

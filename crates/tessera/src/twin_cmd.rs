@@ -30,8 +30,8 @@ pub struct TwinArgs {
     /// SWF trace (plain or gzip).
     #[arg(long)]
     pub trace: PathBuf,
-    /// The first N records of the trace.
-    #[arg(long, default_value_t = 2000)]
+    /// The first N records of the trace (N >= 1).
+    #[arg(long, default_value_t = 2000, value_parser = crate::cli::at_least_one)]
     pub max_jobs: usize,
     /// Shrink factor in percent (submission offsets, runtimes, estimates).
     #[arg(long)]

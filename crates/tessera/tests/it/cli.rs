@@ -175,3 +175,15 @@ fn publish_prints_the_liverpool_figures_in_every_format() {
     assert!(run("glue13").contains("GlueCECapability: CPUScalingReferenceSI00=1330\n"));
     assert!(run("glue2").contains("GLUE2ExecutionEnvironmentCPUTimeScalingFactor: 1.86\n"));
 }
+
+/// `--max-jobs 0` meant no job in `sim run` and every job in `sim bench`: now a
+/// usage error everywhere (omit the flag for all).
+#[test]
+fn max_jobs_zero_is_refused_everywhere() {
+    for args in [&["sim", "run", "--max-jobs", "0"][..], &["sim", "bench", "--max-jobs", "0"], &["experiment", "nodesets", "--max-jobs", "0"], &["twin", "--trace", "x.swf", "--max-jobs", "0"]] {
+        let out = tessera(args);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains("expected a whole number >= 1 (omit the flag for all)"), "{args:?}: {e}");
+    }
+}
