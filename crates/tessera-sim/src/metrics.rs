@@ -449,7 +449,8 @@ impl Summary {
         let mut rows: Vec<(&str, String)> = vec![
             ("trace", self.trace.clone()),
             ("policy", self.policy.clone()),
-            ("capacity (processors)", self.capacity.to_string()),
+            // a power-aware machine allocates whole nodes: its capacity is nodes
+            (if self.power.is_some() { "capacity (nodes)" } else { "capacity (processors)" }, self.capacity.to_string()),
             ("jobs simulated", self.jobs_simulated.to_string()),
         ];
         let skipped = if self.jobs_skipped.is_empty() {

@@ -187,3 +187,14 @@ fn max_jobs_zero_is_refused_everywhere() {
         assert!(e.contains("expected a whole number >= 1 (omit the flag for all)"), "{args:?}: {e}");
     }
 }
+
+/// A power-aware run's capacity is nodes (it allocates whole nodes), and its
+/// summary says so; other runs count processors.
+#[test]
+fn a_power_aware_summary_counts_nodes() {
+    let theta = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/theta-overprovisioned.toml");
+    let t = text(&tessera(&["sim", "run", "--cluster", theta, "--policy", "parm", "--max-jobs", "20"]).stdout);
+    assert!(t.contains("capacity (nodes)              5880") && !t.contains("capacity (processors)"), "{t}");
+    let t = text(&tessera(&["sim", "run", "--max-jobs", "20"]).stdout);
+    assert!(t.contains("capacity (processors)"), "{t}");
+}
