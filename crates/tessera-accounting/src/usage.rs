@@ -60,6 +60,13 @@ pub fn month_of(unix: i64) -> String {
     format!("{y:04}-{m:02}")
 }
 
+/// The rows in natural order of their keys (user2 before user10).
+fn natural_order(rows: BTreeMap<String, UsageRow>) -> Vec<UsageRow> {
+    let mut v: Vec<UsageRow> = rows.into_values().collect();
+    v.sort_by(|a, b| crate::natural::cmp(&a.key, &b.key));
+    v
+}
+
 /// Usage per user, group, account, partition, node type or month (of the job's end).
 pub fn usage(store: &Store, run: i64, by: By) -> Result<Vec<UsageRow>, StoreError> {
     let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
@@ -98,7 +105,7 @@ pub fn usage(store: &Store, run: i64, by: By) -> Result<Vec<UsageRow>, StoreErro
         for (k, s) in seen {
             out.get_mut(&k).unwrap().jobs = s.len() as u64;
         }
-        return Ok(out.into_values().collect());
+        return Ok(natural_order(out));
     }
     let offset: i64 = c.query_row("SELECT epoch_offset FROM runs WHERE id = ?1", params![run], |r| r.get(0)).map_err(e)?;
     let col = match by {
@@ -127,7 +134,7 @@ pub fn usage(store: &Store, run: i64, by: By) -> Result<Vec<UsageRow>, StoreErro
         row.norm_core_hours += r.get::<_, f64>(6).map_err(e)?;
         row.hs06_hours += r.get::<_, f64>(7).map_err(e)?;
     }
-    Ok(out.into_values().collect())
+    Ok(natural_order(out))
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]

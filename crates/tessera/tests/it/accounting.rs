@@ -3,7 +3,7 @@
 //! (../shared/seeds/001_*.txt), each recreated by a tiny cluster file and trace.
 
 use std::path::{Path, PathBuf};
-use crate::common::tessera;
+use crate::common::{tessera, text};
 use std::process::Command;
 
 fn ok(args: &[&str]) -> String {
@@ -186,4 +186,26 @@ unsafe fn libc_kill(pid: i32) {
         fn kill(pid: i32, sig: i32) -> i32;
     }
     kill(pid, 9);
+}
+
+/// Users, groups and accounts sort in natural order (user2 before user10), not
+/// as text (user1, user10, user100, user2).
+#[test]
+fn names_sort_in_natural_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("u.swf");
+    let mut t = String::from("; MaxProcs: 8\n");
+    for (i, user) in [100, 2, 10, 1].iter().enumerate() {
+        t.push_str(&format!("{} {} 0 10 1 -1 -1 1 20 -1 1 {user} {user} -1 1 -1 -1 -1\n", i + 1, i * 5));
+    }
+    std::fs::write(&trace, t).unwrap();
+    let db = dir.path().join("a.db");
+    let (tr, d) = (trace.to_str().unwrap(), db.to_str().unwrap());
+    assert!(tessera(&["sim", "run", "--trace", tr, "--db", d]).status.success());
+    let out = tessera(&["report", "usage", "--db", d, "--by", "user", "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<String> = v["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_string()).collect();
+    let num = |k: &str| k.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u32>().unwrap();
+    assert_eq!(keys.iter().map(|k| num(k)).collect::<Vec<_>>(), vec![1, 2, 10, 100], "{keys:?}");
 }
