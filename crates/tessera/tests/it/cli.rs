@@ -198,3 +198,23 @@ fn a_power_aware_summary_counts_nodes() {
     let t = text(&tessera(&["sim", "run", "--max-jobs", "20"]).stdout);
     assert!(t.contains("capacity (processors)"), "{t}");
 }
+
+/// The jobs CSV has exactly the columns docs/semantics.md lists, in order.
+#[test]
+fn the_jobs_csv_columns_are_the_documented_ones() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/semantics.md")).unwrap();
+    let table = doc.split("`--jobs-out FILE.csv` writes").nth(1).unwrap();
+    let documented: Vec<String> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("| column"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .flat_map(|l| l.split('|').nth(1).unwrap().split('`').skip(1).step_by(2).map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("j.csv");
+    let theta = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/theta-overprovisioned.toml");
+    assert!(tessera(&["sim", "run", "--cluster", theta, "--policy", "parm", "--max-jobs", "5", "--jobs-out", csv.to_str().unwrap()]).status.success());
+    let header = std::fs::read_to_string(&csv).unwrap().lines().next().unwrap().to_string();
+    assert_eq!(header.split(',').map(str::to_string).collect::<Vec<_>>(), documented);
+}
