@@ -744,9 +744,12 @@ pub struct ReportArgs {
 
 #[derive(Subcommand)]
 pub enum ReportCommand {
-    /// Allocated over available core-hours, per node type, partition and in total.
+    /// Allocated over available core-hours, per node type, partition and in total;
+    /// normalized by each node's own factor (capacity delivered; `report usage`
+    /// normalizes a job by its slowest node's, docs/accounting.md).
     Utilization(ReportArgs),
-    /// Usage roll-up: raw and normalized wall, CPU and core hours, HS06-hours.
+    /// Usage roll-up: raw and normalized wall, CPU and core hours, HS06-hours; a
+    /// job normalized by its slowest node's factor, the pace it ran at.
     Usage {
         #[command(flatten)]
         args: ReportArgs,
