@@ -110,6 +110,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             if a.format == ReportFormat::Json {
                 return json(&serde_json::json!({ "run": run, "from": from, "to": to, "rows": rows }));
             }
+            caption(&store, run, a.format)?;
             out!("{}", utilization_table(&rows).render(table_format(a.format)))?;
         }
         ReportCommand::Usage { args: a, by } => {
@@ -119,6 +120,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             if a.format == ReportFormat::Json {
                 return json(&serde_json::json!({ "run": run, "rows": rows }));
             }
+            caption(&store, run, a.format)?;
             out!("{}", usage_table(&rows).render(table_format(a.format)))?;
         }
         ReportCommand::Overhead { args: a, top } => {
@@ -127,6 +129,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             if a.format == ReportFormat::Json {
                 return json(&r);
             }
+            caption(&store, run, a.format)?;
             out!("{}", overhead_text(&r, table_format(a.format), top))?;
         }
         ReportCommand::Bill { args: a, prices } => {
@@ -135,6 +138,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             if a.format == ReportFormat::Json {
                 return json(&r);
             }
+            caption(&store, run, a.format)?;
             out!("{}", bill_text(&r, table_format(a.format)))?;
         }
         ReportCommand::Html { db, output, prices } => {
@@ -144,6 +148,17 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             write_report(&output, &data.page())?;
         }
     }
+    Ok(())
+}
+
+/// A text report's first line: which run of which store it covers (CSV and JSON
+/// stay data only; JSON carries the run id).
+fn caption(store: &Store, run: i64, format: ReportFormat) -> Result<()> {
+    if format != ReportFormat::Table {
+        return Ok(());
+    }
+    let (label, policy, site): (String, String, String) = store.connection().query_row("SELECT label, policy, site FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    outln!("run {run} of {}: {label} (site {site}, policy {policy})\n", store.path())?;
     Ok(())
 }
 

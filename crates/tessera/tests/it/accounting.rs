@@ -208,4 +208,11 @@ fn names_sort_in_natural_order() {
     let keys: Vec<String> = v["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_string()).collect();
     let num = |k: &str| k.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u32>().unwrap();
     assert_eq!(keys.iter().map(|k| num(k)).collect::<Vec<_>>(), vec![1, 2, 10, 100], "{keys:?}");
+    // every text report says which run of which store it covers; CSV stays data
+    for r in ["usage", "utilization", "overhead", "bill"] {
+        let t = text(&tessera(&["report", r, "--db", d]).stdout);
+        assert!(t.starts_with(&format!("run 1 of {d}: {tr} (site ")), "{r}: {t}");
+        let csv = text(&tessera(&["report", r, "--db", d, "--format", "csv"]).stdout);
+        assert!(!csv.starts_with("run "), "{r}: {csv}");
+    }
 }
