@@ -2,7 +2,6 @@
 //! and time window.
 
 use crate::store::{Store, StoreError};
-use crate::usage::month_of;
 use rusqlite::params;
 use std::collections::BTreeMap;
 use tessera_core::hostlist;
@@ -147,26 +146,8 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
     Ok(out)
 }
 
-/// `YYYY-MM-DDTHH:MM:SS` (UTC) of a Unix time, as sacct prints it.
-pub fn datetime(unix: i64) -> String {
-    let month = month_of(unix);
-    let secs = unix.rem_euclid(86400);
-    // day of month: days since the first of the month
-    let (y, m): (i64, i64) = (month[..4].parse().unwrap_or(1970), month[5..].parse().unwrap_or(1));
-    let first = days_from_civil(y, m, 1);
-    let day = unix.div_euclid(86400) - first + 1;
-    format!("{month}-{day:02}T{:02}:{:02}:{:02}", secs / 3600, secs % 3600 / 60, secs % 60)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+pub use crate::civil::datetime;
+use crate::civil::days_from_civil;
 
 /// Parse `YYYY-MM-DD[THH:MM[:SS]]` (UTC; years 0 to 9999) or Unix seconds. A date
 /// whose seconds would overflow is `None`, like any other malformed one.

@@ -46,19 +46,7 @@ pub struct UsageRow {
     pub hs06_hours: f64,
 }
 
-/// Calendar month `YYYY-MM` (UTC) of a Unix time.
-pub fn month_of(unix: i64) -> String {
-    // days to civil date (H. Hinnant's algorithm)
-    let z = unix.div_euclid(86400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}")
-}
+pub use crate::civil::month_of;
 
 /// The rows in natural order of their keys (user2 before user10).
 fn natural_order(rows: BTreeMap<String, UsageRow>) -> Vec<UsageRow> {

@@ -42,7 +42,13 @@ pub enum StoreError {
     NoRun { path: String, run: i64 },
     #[error("accounting store {path} holds no complete run")]
     Empty { path: String },
+    #[error("accounting store {path}, run {run}: {what}; the store was not written by this build or was edited (reports refuse an inconsistent run rather than guess)")]
+    Inconsistent { path: String, run: i64, what: String },
 }
+
+/// The widest time (s) a consistent store holds, relative to its run's epoch
+/// and as an epoch: twice the engine's clock, so a live run's Unix times fit.
+pub const MAX_STORED_TIME: i64 = 2 * tessera_core::MAX_TIME;
 
 pub struct Store {
     conn: Connection,
@@ -237,8 +243,78 @@ impl Store {
         self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())).map_err(self.err())
     }
 
-    /// The newest complete run, or `run` if given (and present).
+    /// The newest complete run, or `run` if given (and present), checked for
+    /// consistency ([`Store::check_run`]) so that every report can index by it.
     pub fn resolve_run(&self, run: Option<i64>) -> Result<i64, StoreError> {
+        let run = self.find_run(run)?;
+        self.check_run(run)?;
+        Ok(run)
+    }
+
+    /// What every reader relies on, checked once: the run's nodes are numbered
+    /// 0..n, every allocation names one of them and a job of the run, counts are
+    /// not negative, intervals do not run backwards, factors are positive, and
+    /// times (with the run's epoch) lie within ±[`MAX_STORED_TIME`].
+    pub fn check_run(&self, run: i64) -> Result<(), StoreError> {
+        let bad = |what: String| StoreError::Inconsistent { path: self.path.clone(), run, what };
+        let c = &self.conn;
+        let (count, min, max): (i64, Option<i64>, Option<i64>) =
+            c.query_row("SELECT COUNT(*), MIN(node_id), MAX(node_id) FROM nodes WHERE run_id = ?1", params![run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).map_err(self.err())?;
+        if count > 0 && (min != Some(0) || max != Some(count - 1)) {
+            return Err(bad(format!("its {count} nodes are numbered {} to {}, expected 0 to {}", min.unwrap_or(0), max.unwrap_or(0), count - 1)));
+        }
+        let offset: i64 = c.query_row("SELECT epoch_offset FROM runs WHERE id = ?1", params![run], |r| r.get(0)).map_err(self.err())?;
+        if offset.abs() > MAX_STORED_TIME {
+            return Err(bad(format!("its epoch is {offset} s, expected within ±{MAX_STORED_TIME} s")));
+        }
+        // (query, what an offending row means); each query yields one i64 and one text
+        let t = MAX_STORED_TIME;
+        let checks: [(String, &str); 6] = [
+            (
+                "SELECT a.job, 'node ' || a.node_id FROM allocations a WHERE a.run_id = ?1 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = a.run_id AND n.node_id = a.node_id) LIMIT 1".into(),
+                "an allocation of job record {0} names {1}, which the run does not have",
+            ),
+            (
+                "SELECT a.job, 'job record ' || a.job FROM allocations a WHERE a.run_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = a.job AND j.run_id = a.run_id) LIMIT 1".into(),
+                "an allocation names {1}, which the run does not have",
+            ),
+            (
+                "SELECT a.job, a.cores || ' cores, ' || a.memory_mb || ' MB, ' || a.gpus || ' GPUs from ' || a.start_time || ' to ' || a.end_time FROM allocations a \
+                 WHERE a.run_id = ?1 AND (a.cores < 0 OR a.memory_mb < 0 OR a.gpus < 0 OR a.end_time < a.start_time) LIMIT 1".into(),
+                "an allocation of job record {0} holds {1}: expected counts of at least 0 and an end not before its start",
+            ),
+            (
+                "SELECT node_id, name || ': ' || cores || ' cores, ' || memory_mb || ' MB, ' || gpus || ' GPUs, factor ' || factor || ', unit ' || unit_cores || '/' || unit_memory_mb || '/' || unit_gpus \
+                 FROM nodes WHERE run_id = ?1 AND (cores < 0 OR memory_mb < 0 OR gpus < 0 OR NOT factor > 0 OR unit_cores < 0 OR unit_memory_mb < 0 OR unit_gpus < 0) LIMIT 1".into(),
+                "node {0} is {1}: expected counts of at least 0 and a factor above 0",
+            ),
+            (
+                format!("SELECT job_id, 'submit ' || submit_time || ', start ' || start_time || ', end ' || end_time FROM jobs WHERE run_id = ?1 AND \
+                 (ABS(submit_time + ?2) > {t} OR ABS(start_time + ?2) > {t} OR ABS(end_time + ?2) > {t} OR ABS(submit_time) > {t} OR ABS(end_time) > {t}) LIMIT 1"),
+                "job {0} has {1} (epoch {2}): expected times within ±2^43 s",
+            ),
+            (
+                "SELECT job_id, req_procs || ' requested, ' || alloc_cores || ' cores on ' || alloc_nodes || ' nodes, ' || req_mem_mb || ' MB, limit ' || time_limit || ' s, factor ' || factor \
+                 FROM jobs WHERE run_id = ?1 AND (alloc_cores < 0 OR alloc_nodes < 0 OR req_mem_mb < 0 OR NOT factor > 0) LIMIT 1".into(),
+                "job {0} has {1}: expected counts of at least 0 and a factor above 0",
+            ),
+        ];
+        for (i, (sql, what)) in checks.iter().enumerate() {
+            let row: Option<(i64, String)> = if i == 4 {
+                c.query_row(sql, params![run, offset], |r| Ok((r.get(0)?, r.get(1)?)))
+            } else {
+                c.query_row(sql, params![run], |r| Ok((r.get(0)?, r.get(1)?)))
+            }
+            .optional()
+            .map_err(self.err())?;
+            if let Some((id, text)) = row {
+                return Err(bad(what.replace("{0}", &id.to_string()).replace("{1}", &text).replace("{2}", &offset.to_string())));
+            }
+        }
+        Ok(())
+    }
+
+    fn find_run(&self, run: Option<i64>) -> Result<i64, StoreError> {
         match run {
             Some(r) => {
                 let found: Option<i64> = self.conn.query_row("SELECT id FROM runs WHERE id = ?1", params![r], |x| x.get(0)).optional().map_err(self.err())?;

@@ -202,3 +202,69 @@ fn a_budget_that_powers_no_node_is_an_error() {
     // one node's worth runs
     assert!(tessera(&["sim", "run", "--cluster", theta, "--policy", "easy", "--budget-w", "116", "--max-jobs", "10"]).status.success());
 }
+
+/// A store whose rows contradict each other (edited by hand, or written by
+/// something else) gets one clear error from every report, naming the store,
+/// the run and the row; before the check, an allocation naming a missing node
+/// panicked with an index out of bounds, and a missing node 0 shifted every
+/// allocation onto the wrong node.
+#[test]
+fn an_inconsistent_store_is_refused_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("acct.db");
+    let d = db.display().to_string();
+    assert!(tessera(&["sim", "run", "--max-jobs", "100", "--db", &d]).status.success());
+    let edits: &[(&str, &str)] = &[
+        ("UPDATE allocations SET node_id = 99999 WHERE rowid = 1", "names node 99999, which the run does not have"),
+        ("DELETE FROM nodes WHERE node_id = 0", "nodes are numbered 1 to 31, expected 0 to 30"),
+        ("UPDATE allocations SET cores = -5 WHERE rowid = 1", "holds -5 cores"),
+        ("UPDATE allocations SET job = 999999 WHERE rowid = 1", "names job record 999999, which the run does not have"),
+        ("UPDATE nodes SET factor = 0 WHERE node_id = 3", "node 3 is node004"),
+        ("UPDATE jobs SET end_time = 9223372036854775807 WHERE rowid = 1", "expected times within ±2^43 s"),
+        ("UPDATE runs SET epoch_offset = 9000000000000000000", "its epoch is 9000000000000000000 s"),
+    ];
+    let html = dir.path().join("r.html").display().to_string();
+    for (sql, says) in edits {
+        let copy = dir.path().join("copy.db");
+        std::fs::copy(&db, &copy).unwrap();
+        rusqlite::Connection::open(&copy).unwrap().execute_batch(&format!("PRAGMA foreign_keys = OFF; {sql}")).unwrap();
+        let c = copy.display().to_string();
+        let reports: &[&[&str]] = &[
+            &["report", "utilization", "--db", &c],
+            &["report", "usage", "--db", &c],
+            &["report", "overhead", "--db", &c],
+            &["report", "bill", "--db", &c],
+            &["report", "html", "--db", &c, "-o", &html],
+            &["acct", "--db", &c],
+            &["acct", "apel", "--db", &c],
+        ];
+        for args in reports {
+            let out = tessera(args);
+            let e = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{sql} / {args:?}: {e}");
+            assert!(e.contains(&format!("accounting store {c}, run 1: ")) && e.contains(says), "{sql} / {args:?}: {e}");
+            assert!(!e.contains("panicked"), "{sql} / {args:?}: {e}");
+        }
+    }
+}
+
+/// Dates beyond year 9999 (a trace may start 139,000 years on) print as dates,
+/// in ISO 8601's expanded form, in `acct` and in usage by month; they were
+/// garbage (`141338-07-51106756`) in one and a wrapped month in the other.
+#[test]
+fn far_future_dates_print_as_dates() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("far.swf");
+    std::fs::write(
+        &trace,
+        "; UnixStartTime: 4398046500000\n; MaxProcs: 8\n1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n2 4300000000 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let d = dir.path().join("acct.db").display().to_string();
+    assert!(tessera(&["sim", "run", "--trace", &trace.display().to_string(), "--db", &d]).status.success());
+    let acct = text(&tessera(&["acct", "--db", &d, "--parsable2", "-o", "JobID,Submit,End"]).stdout);
+    assert!(acct.contains("1|+141338-07-18T23:20:00|+141338-07-18T23:21:40"), "{acct}");
+    assert!(acct.contains("2|+141474-10-22T11:"), "{acct}");
+    let usage = text(&tessera(&["report", "usage", "--by", "month", "--db", &d, "--format", "csv"]).stdout);
+    assert!(usage.contains("+141338-07,1,") && usage.contains("+141474-10,1,"), "{usage}");
+}
