@@ -54,23 +54,35 @@ pub struct OverheadReport {
 /// Spans of [`OverheadReport::over_time`].
 pub const SPANS: i64 = 240;
 
-/// Queued intervals of one partition, per canonical-unit need: (submit, start, job)
-/// sorted by submit, with the running maximum of start (and its job) for overlap
-/// queries.
+/// The waiting of one partition's jobs, per canonical-unit need: for each need,
+/// disjoint stretches `(from, to, job)` in time order, each within that job's
+/// wait `[submit, start)`, together covering every instant at which some job of
+/// that need was waiting.
 struct Waits {
-    by_need: BTreeMap<u64, (Vec<i64>, Vec<(i64, i64)>)>,
+    by_need: BTreeMap<u64, Vec<(i64, i64, i64)>>,
 }
 
 impl Waits {
-    /// A job of need <= k that waited during [a, b): submit < b and start > a.
-    fn find(&self, k: u64, a: i64, b: i64) -> Option<(i64, u64)> {
-        for (&need, (submits, prefix_max)) in self.by_need.range(1..=k) {
-            let n = submits.partition_point(|&s| s < b);
-            if n > 0 && prefix_max[n - 1].0 > a {
-                return Some((prefix_max[n - 1].1, need));
+    /// The parts of `[a, b)` during which a job of need <= k waited, disjoint and
+    /// in time order, each with one such job and its need.
+    fn during(&self, k: u64, a: i64, b: i64) -> Vec<(i64, i64, i64, u64)> {
+        let mut parts = Vec::new();
+        for (&need, stretches) in self.by_need.range(1..=k) {
+            let first = stretches.partition_point(|s| s.1 <= a);
+            for &(from, to, job) in stretches[first..].iter().take_while(|s| s.0 < b) {
+                parts.push((from.max(a), to.min(b), job, need));
             }
         }
-        None
+        parts.sort_unstable_by_key(|p| (p.0, p.3, p.2));
+        let mut out: Vec<(i64, i64, i64, u64)> = Vec::with_capacity(parts.len());
+        let mut covered = a;
+        for (from, to, job, need) in parts {
+            if to > covered {
+                out.push((from.max(covered), to, job, need));
+                covered = to;
+            }
+        }
+        out
     }
 }
 
@@ -79,42 +91,26 @@ fn waits(store: &Store, run: i64, node_rows: &[NodeRow]) -> Result<BTreeMap<Stri
     let unit_of: BTreeMap<&str, tessera_core::CanonicalUnit> = node_rows.iter().map(|n| (n.partition.as_str(), n.unit)).collect();
     let mut q = store
         .connection()
-        .prepare("SELECT partition, submit_time, start_time, job_id, req_procs, req_mem_mb FROM jobs WHERE run_id = ?1 AND start_time > submit_time ORDER BY submit_time")
+        .prepare("SELECT partition, submit_time, start_time, job_id, req_procs, req_mem_mb FROM jobs WHERE run_id = ?1 AND start_time > submit_time ORDER BY submit_time, job_id")
         .map_err(e)?;
-    let mut raw: BTreeMap<String, BTreeMap<u64, Vec<(i64, i64, i64)>>> = BTreeMap::new();
+    let mut out: BTreeMap<String, Waits> = BTreeMap::new();
     let mut rows = q.query(params![run]).map_err(e)?;
     while let Some(r) = rows.next().map_err(e)? {
         let part: String = r.get(0).map_err(e)?;
         let Some(unit) = unit_of.get(part.as_str()) else { continue };
-        let need = unit.need(r.get::<_, i64>(4).map_err(e)? as u64, r.get::<_, i64>(5).map_err(e)? as u64, 0);
+        let need = unit.need(r.get::<_, i64>(4).map_err(e)?.max(0) as u64, r.get::<_, i64>(5).map_err(e)?.max(0) as u64, 0);
         if need == 0 {
             continue;
         }
-        raw.entry(part).or_default().entry(need).or_default().push((r.get(1).map_err(e)?, r.get(2).map_err(e)?, r.get(3).map_err(e)?));
+        let (submit, start, job): (i64, i64, i64) = (r.get(1).map_err(e)?, r.get(2).map_err(e)?, r.get(3).map_err(e)?);
+        // jobs come in submit order: a wait adds only what it reaches beyond the last
+        let stretches = out.entry(part).or_insert_with(|| Waits { by_need: BTreeMap::new() }).by_need.entry(need).or_default();
+        let reached = stretches.last().map_or(i64::MIN, |s| s.1);
+        if start > reached {
+            stretches.push((submit.max(reached), start, job));
+        }
     }
-    Ok(raw
-        .into_iter()
-        .map(|(p, by)| {
-            let by_need = by
-                .into_iter()
-                .map(|(need, v)| {
-                    let submits = v.iter().map(|x| x.0).collect();
-                    let mut best = (i64::MIN, 0);
-                    let prefix = v
-                        .iter()
-                        .map(|x| {
-                            if x.1 > best.0 {
-                                best = (x.1, x.2);
-                            }
-                            best
-                        })
-                        .collect();
-                    (need, (submits, prefix))
-                })
-                .collect();
-            (p, Waits { by_need })
-        })
-        .collect())
+    Ok(out)
 }
 
 pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
@@ -140,24 +136,31 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
             if k == 0 {
                 return;
             }
-            let waiter = waits.get(&n.partition).and_then(|w| w.find(k, p.from, p.to));
-            if let Some((job, need)) = waiter {
+            let waiting = waits.get(&n.partition).map(|w| w.during(k, p.from, p.to)).unwrap_or_default();
+            for &(a, b, job, need) in &waiting {
                 match flagged.last_mut() {
-                    Some(f) if f.node == n.name && f.to == p.from && f.units == k && f.waiting_job == job => f.to = p.to,
-                    _ => flagged.push(Flagged { node: n.name.clone(), from: p.from, to: p.to, units: k, waiting_job: job, job_units: need }),
+                    Some(f) if f.node == n.name && f.to == a && f.units == k && f.waiting_job == job => f.to = b,
+                    _ => flagged.push(Flagged { node: n.name.clone(), from: a, to: b, units: k, waiting_job: job, job_units: need }),
                 }
             }
-            // spread k × dt over the spans [p.from, p.to) overlaps
-            let mut a = p.from;
-            while a < p.to {
-                let i = (a - from) / width;
-                let b = p.to.min(from + (i + 1) * width);
-                let s = &mut spans[i as usize];
-                s.0 += k as f64 * (b - a) as f64;
-                if waiter.is_some() {
-                    s.1 += k as f64 * (b - a) as f64;
+            // spread k × dt over the spans [p.from, p.to) overlaps, and the flagged parts likewise
+            let mut spread = |a: i64, b: i64, flagged: bool| {
+                let mut a = a;
+                while a < b {
+                    let i = (a - from) / width;
+                    let end = b.min(from + (i + 1) * width);
+                    let s = &mut spans[i as usize];
+                    if flagged {
+                        s.1 += k as f64 * (end - a) as f64;
+                    } else {
+                        s.0 += k as f64 * (end - a) as f64;
+                    }
+                    a = end;
                 }
-                a = b;
+            };
+            spread(p.from, p.to, false);
+            for &(a, b, _, _) in &waiting {
+                spread(a, b, true);
             }
         });
         let uh = unit_seconds / 3600.0;
@@ -170,4 +173,68 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
     let canonical_units = node_rows.iter().map(|n| (n.partition.clone(), n.unit.to_string())).collect();
     let over_time = spans.iter().enumerate().filter(|(i, _)| from + *i as i64 * width < to).map(|(i, u)| (from + i as i64 * width, u.0 / width as f64, u.1 / width as f64)).collect();
     Ok(OverheadReport { run, from, to, canonical_units, canonical_unit_hours: hours, histogram, flagged_intervals: flagged, flagged_hours, over_time })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind};
+    use tessera_core::CanonicalUnit;
+
+    fn job(id: i64, submit: i64, start: i64, end: i64, cores: u32) -> JobRecord {
+        JobRecord {
+            job_id: id,
+            name: format!("j{id}"),
+            user: "u".into(),
+            group: "g".into(),
+            account: "a".into(),
+            partition: "batch".into(),
+            submit,
+            start,
+            end,
+            suspended_s: 0,
+            state: JobStateTag::Completed,
+            exit_code: 0,
+            req_procs: cores,
+            req_mem_mb: 0,
+            time_limit: end - start,
+            factor: 1.0,
+            cpu_s: None,
+            energy_j: None,
+            allocations: vec![AllocationRecord { node: 0, cores, memory_mb: 0, gpus: 0 }],
+        }
+    }
+
+    /// An 8-core node (unit: 1 core) half-held by job 1 over [0, 2000); job 2
+    /// (2 cores) is submitted at 500 and waits until 1500; job 3 (1 core) waits
+    /// over [1700, 1800). The flags cover exactly [500, 1500) and [1700, 1800),
+    /// each naming its waiter; the node's idle stretch before 500 is overhead
+    /// but not flagged (it used to be flagged from 0, the start of the stretch).
+    #[test]
+    fn a_flag_starts_when_the_fitting_job_began_to_wait() {
+        let mut store = Store::in_memory().unwrap();
+        let node = NodeRecord {
+            name: "n1".into(),
+            node_type: "std".into(),
+            partition: "batch".into(),
+            cores: 8,
+            memory_mb: 16_000,
+            gpus: 0,
+            hs06_per_core: None,
+            factor: 1.0,
+            unit: CanonicalUnit { cores: 1, memory_mb: 0, gpus: 0 },
+            valid_from: 0,
+        };
+        let run = RunInfo { kind: RunKind::Simulation, label: "t".into(), site: "s".into(), cluster: "c".into(), policy: "fcfs".into(), epoch_offset: 0, recorded_at: 0 };
+        let jobs = vec![job(1, 0, 0, 2000, 4), job(2, 500, 1500, 1600, 2), job(3, 1700, 1800, 1900, 1)];
+        let id = store.record_run(&run, &[node], jobs).unwrap();
+        let r = overhead(&store, id).unwrap();
+        let got: Vec<(i64, i64, u64, i64, u64)> = r.flagged_intervals.iter().map(|f| (f.from, f.to, f.units, f.waiting_job, f.job_units)).collect();
+        assert_eq!(got, vec![(500, 1500, 4, 2, 2), (1700, 1800, 4, 3, 1)]);
+        assert_eq!(r.flagged_hours, 1100.0 / 3600.0);
+        // the flagged part of the time series adds up to the same unit-seconds
+        let width = r.over_time[1].0 - r.over_time[0].0;
+        let flagged_unit_s: f64 = r.over_time.iter().map(|s| s.2 * width as f64).sum();
+        assert!((flagged_unit_s - 4.0 * 1100.0).abs() < 1e-6, "{flagged_unit_s}");
+    }
 }
