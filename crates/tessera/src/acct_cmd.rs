@@ -1,7 +1,7 @@
 //! `tessera acct` (sacct-like listing, APEL export) and `tessera report`.
 
 use crate::out::{out, outln};
-use crate::cli::{AcctArgs, ApelArgs, DbArgs, ReportCommand, ReportFormat};
+use crate::cli::{AcctArgs, ApelArgs, DbArgs, PruneArgs, ReportCommand, ReportFormat, StoreArgs};
 use anyhow::{bail, Context, Result};
 use tessera_accounting::acct::{self, field_name, parse_time, state_name, Filter, FIELDS};
 use tessera_accounting::apel::{self, Message, Reporter};
@@ -11,10 +11,10 @@ use tessera_accounting::store::Store;
 use tessera_accounting::usage::{usage, utilization, By};
 use tessera_report::acct::{bill_text, listing, overhead_text, usage_table, utilization_table, Listing};
 use tessera_report::run::RunData;
-use tessera_report::TableFormat;
+use tessera_report::{Table, TableFormat};
 
 /// The store `db` names.
-fn store_path(db: &DbArgs) -> std::path::PathBuf {
+fn store_path(db: &StoreArgs) -> std::path::PathBuf {
     match (&db.db, &db.state_dir) {
         (Some(p), _) => p.clone(),
         (None, Some(d)) => d.join("accounting.db"),
@@ -22,12 +22,18 @@ fn store_path(db: &DbArgs) -> std::path::PathBuf {
     }
 }
 
-pub fn open(db: &DbArgs) -> Result<(Store, i64)> {
+/// The store, which must exist already (reading never creates one).
+fn existing(db: &StoreArgs) -> Result<Store> {
     let path = store_path(db);
     if !path.exists() {
         bail!("{}: no accounting store (record a run with `tessera sim run --db {}`, or name a controller's --state-dir)", path.display(), path.display());
     }
-    let store = Store::open(&path)?;
+    Ok(Store::open(&path)?)
+}
+
+pub fn open(db: &DbArgs) -> Result<(Store, i64)> {
+    let path = store_path(&db.store);
+    let store = existing(&db.store)?;
     let run = store.resolve_run(db.run)?;
     // a recording cut short (a crash or kill during `--db`): every report says so
     let (kind, complete): (String, bool) = store.connection().query_row("SELECT kind, complete FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -75,7 +81,7 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
 pub fn apel_export(a: ApelArgs) -> Result<()> {
     let kind = Message::from_kind(&format!("{:?}", a.kind).to_ascii_lowercase(), a.version.as_deref()).map_err(anyhow::Error::msg)?;
     if let Some(o) = &a.output {
-        crate::paths::check(&[("accounting store", &store_path(&a.db))], &[("--output", o)])?;
+        crate::paths::check(&[("accounting store", &store_path(&a.db.store))], &[("--output", o)])?;
     }
     let (store, run) = open(&a.db)?;
     let (site, cluster): (String, String) = store.connection().query_row("SELECT site, cluster FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -142,7 +148,7 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             out!("{}", bill_text(&r, table_format(a.format)))?;
         }
         ReportCommand::Html { db, output, prices } => {
-            crate::paths::check(&[("accounting store", &store_path(&db))], &[("--output", &output)])?;
+            crate::paths::check(&[("accounting store", &store_path(&db.store))], &[("--output", &output)])?;
             let (store, run) = open(&db)?;
             let data = RunData::load(&store, run, prices.prices())?;
             write_report(&output, &data.page())?;
@@ -166,5 +172,53 @@ fn caption(store: &Store, run: i64, format: ReportFormat) -> Result<()> {
 pub fn write_report(path: &std::path::Path, page: &tessera_report::Page) -> Result<()> {
     std::fs::write(path, page.render()).with_context(|| format!("writing {}", path.display()))?;
     eprintln!("report: {} ({} charts; open it in a browser)", path.display(), page.charts().count());
+    Ok(())
+}
+
+pub fn runs(a: StoreArgs) -> Result<()> {
+    let store = existing(&a)?;
+    let mut t = Table::new(&["id", "kind", "state", "jobs", "recorded", "policy", "label"]);
+    for r in store.runs()? {
+        let state = if r.complete { "complete" } else if r.kind == "live" { "live" } else { "unfinished" };
+        t.row(vec![r.id.to_string(), r.kind, state.into(), r.jobs.to_string(), tessera_accounting::civil::datetime(r.recorded_at), r.policy, r.label]);
+    }
+    out!("{}", t.text())?;
+    Ok(())
+}
+
+pub fn prune(a: PruneArgs) -> Result<()> {
+    let mut store = existing(&a.store)?;
+    let path = store.path().to_string();
+    let runs = store.runs()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let mut gone = Vec::new();
+    if a.run.is_empty() {
+        gone.extend(runs.iter().filter(|r| r.kind == "simulation" && !r.complete && now - r.recorded_at >= a.min_age));
+    } else {
+        for id in &a.run {
+            let Some(r) = runs.iter().find(|r| r.id == *id) else { bail!("--run {id}: {path} has no run {id}") };
+            if r.kind == "live" {
+                bail!("--run {id}: run {id} of {path} is a live controller's accounting; prune removes simulation runs only");
+            }
+            gone.push(r);
+        }
+    }
+    let verb = if a.dry_run { "would remove" } else { "removed" };
+    for r in &gone {
+        let state = if r.complete { "complete" } else { "unfinished" };
+        outln!("{verb} run {} ({state} simulation of {} jobs, recorded {}): {}", r.id, r.jobs, tessera_accounting::civil::datetime(r.recorded_at), r.label)?;
+    }
+    // the store and its write-ahead log
+    let size = || ["", "-wal"].iter().map(|x| std::fs::metadata(format!("{path}{x}")).map_or(0, |m| m.len())).sum::<u64>();
+    let before = size();
+    if !a.dry_run && !gone.is_empty() {
+        store.remove_runs(&gone.iter().map(|r| r.id).collect::<Vec<_>>())?;
+    }
+    let after = size();
+    if a.dry_run {
+        outln!("{path}: would remove {} of {} runs", gone.len(), runs.len())?;
+    } else {
+        outln!("{path}: removed {} of {} runs; {before} -> {after} bytes", gone.len(), runs.len())?;
+    }
     Ok(())
 }

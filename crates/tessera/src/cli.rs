@@ -648,6 +648,16 @@ pub struct NodesetsArgs {
 /// Where the accounting store is and which run to read.
 #[derive(Args, Clone)]
 pub struct DbArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Run to read (default: the newest complete run).
+    #[arg(long)]
+    pub run: Option<i64>,
+}
+
+/// Where the accounting store is.
+#[derive(Args, Clone)]
+pub struct StoreArgs {
     /// Accounting store (default: $TESSERA_DB; else the live store of --state-dir;
     /// else ./tessera.db).
     #[arg(long, env = "TESSERA_DB")]
@@ -656,9 +666,6 @@ pub struct DbArgs {
     /// (DIR/accounting.db).
     #[arg(long, env = "TESSERA_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Run to read (default: the newest complete run).
-    #[arg(long)]
-    pub run: Option<i64>,
 }
 
 #[derive(Args)]
@@ -698,6 +705,46 @@ pub struct AcctArgs {
 pub enum AcctCommand {
     /// Export APEL records (individual jobs, summaries, normalised summaries, sync).
     Apel(ApelArgs),
+    /// List the runs the store holds: id, kind, state, jobs, when recorded, label.
+    Runs(StoreArgs),
+    /// Remove abandoned runs (simulation recordings cut short, older than
+    /// --min-age), or the simulation runs named with --run, and shrink the file.
+    Prune(PruneArgs),
+}
+
+#[derive(Args)]
+pub struct PruneArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Remove these simulation runs, finished or not (repeat or comma-separate);
+    /// without it, every abandoned run goes.
+    #[arg(long, value_delimiter = ',')]
+    pub run: Vec<i64>,
+    /// An unfinished simulation run counts as abandoned once its recording began
+    /// this long ago (a run being written now is younger): seconds, or with a
+    /// unit s, m, h or d.
+    #[arg(long, default_value = "1h", value_parser = duration_s)]
+    pub min_age: i64,
+    /// Say what would go, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `90`, `90s`, `15m`, `1h`, `2d`: seconds, at least 0.
+pub fn duration_s(s: &str) -> Result<i64, String> {
+    let t = s.trim();
+    let (num, unit) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c),
+        _ => (t, 's'),
+    };
+    let scale = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86400,
+        _ => return Err(format!("`{t}`: expected seconds, or a number with s, m, h or d")),
+    };
+    num.parse::<i64>().ok().filter(|n| *n >= 0).and_then(|n| n.checked_mul(scale)).ok_or_else(|| format!("`{t}`: expected a whole number of at least 0, with s, m, h or d"))
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]

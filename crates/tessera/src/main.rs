@@ -114,6 +114,8 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::PowerCommand::Bench(a) => power_bench::bench(a),
         },
         cli::Command::Acct { command: Some(cli::AcctCommand::Apel(a)), .. } => acct_cmd::apel_export(a),
+        cli::Command::Acct { command: Some(cli::AcctCommand::Runs(a)), .. } => acct_cmd::runs(a),
+        cli::Command::Acct { command: Some(cli::AcctCommand::Prune(a)), .. } => acct_cmd::prune(a),
         cli::Command::Acct { command: None, list } => acct_cmd::list_jobs(list),
         cli::Command::Report { command } => acct_cmd::report(command),
         cli::Command::Experiment { command } => match command {

@@ -50,6 +50,19 @@ pub enum StoreError {
 /// and as an epoch: twice the engine's clock, so a live run's Unix times fit.
 pub const MAX_STORED_TIME: i64 = 2 * tessera_core::MAX_TIME;
 
+/// A run as `tessera acct runs` lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSummary {
+    pub id: i64,
+    pub kind: String,
+    pub label: String,
+    pub policy: String,
+    pub complete: bool,
+    /// Unix time its recording began.
+    pub recorded_at: i64,
+    pub jobs: i64,
+}
+
 pub struct Store {
     conn: Connection,
     path: String,
@@ -312,6 +325,38 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Every run the store holds, oldest first, with its job count.
+    pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let mut q = self
+            .conn
+            .prepare("SELECT r.id, r.kind, r.label, r.policy, r.complete, r.recorded_at, (SELECT COUNT(*) FROM jobs j WHERE j.run_id = r.id) FROM runs r ORDER BY r.id")
+            .map_err(self.err())?;
+        let rows = q
+            .query_map([], |r| {
+                Ok(RunSummary { id: r.get(0)?, kind: r.get(1)?, label: r.get(2)?, policy: r.get(3)?, complete: r.get(4)?, recorded_at: r.get(5)?, jobs: r.get(6)? })
+            })
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+
+    /// Remove runs and everything recorded under them, in one transaction, then
+    /// give the space back to the file system (VACUUM).
+    pub fn remove_runs(&mut self, ids: &[i64]) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(e)?;
+        for id in ids {
+            for table in ["allocations", "power_samples", "node_capacity", "jobs", "nodes"] {
+                tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), params![id]).map_err(e)?;
+            }
+            tx.execute("DELETE FROM runs WHERE id = ?1", params![id]).map_err(e)?;
+        }
+        tx.commit().map_err(e)?;
+        // in WAL mode the file shrinks only once the log is checkpointed
+        self.conn.execute_batch("VACUUM").map_err(e)?;
+        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(e)
     }
 
     fn find_run(&self, run: Option<i64>) -> Result<i64, StoreError> {

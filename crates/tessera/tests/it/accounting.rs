@@ -216,3 +216,45 @@ fn names_sort_in_natural_order() {
         assert!(!csv.starts_with("run "), "{r}: {csv}");
     }
 }
+
+/// `acct prune` removes an abandoned run (a recording cut short, older than
+/// --min-age) with every row under it, keeps a young unfinished one (it may be
+/// being written) and every complete one, shrinks the file, and removes a named
+/// simulation run on request; `--dry-run` removes nothing.
+#[test]
+fn prune_removes_abandoned_runs_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db");
+    let d = db.display().to_string();
+    for policy in ["easy", "fcfs", "conservative"] {
+        assert!(tessera(&["sim", "run", "--max-jobs", "2000", "--policy", policy, "--db", &d]).status.success());
+    }
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        // run 1 was cut short two hours ago; run 3 is being written now
+        c.execute_batch("UPDATE runs SET complete = 0, recorded_at = recorded_at - 7200 WHERE id = 1; UPDATE runs SET complete = 0 WHERE id = 3;").unwrap();
+    }
+    let count = |sql: &str| -> i64 { rusqlite::Connection::open(&db).unwrap().query_row(sql, [], |r| r.get(0)).unwrap() };
+    let dry = text(&tessera(&["acct", "prune", "--db", &d, "--dry-run"]).stdout);
+    assert!(dry.contains("would remove run 1 (unfinished simulation of 2000 jobs") && dry.contains("would remove 1 of 3 runs"), "{dry}");
+    assert_eq!(count("SELECT COUNT(*) FROM runs"), 3);
+    let size = std::fs::metadata(&db).unwrap().len();
+    let out = tessera(&["acct", "prune", "--db", &d]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("removed 1 of 3 runs"), "{}", text(&out.stdout));
+    assert_eq!(count("SELECT COUNT(*) FROM runs"), 2);
+    for table in ["jobs", "allocations", "nodes", "node_capacity"] {
+        assert_eq!(count(&format!("SELECT COUNT(*) FROM {table} WHERE run_id = 1")), 0, "{table}");
+    }
+    assert!(std::fs::metadata(&db).unwrap().len() < size, "the file shrinks");
+    let gone = tessera(&["acct", "--db", &d, "--run", "1"]);
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(tessera(&["report", "usage", "--db", &d, "--run", "2"]).status.success());
+    // a named run goes, finished or not; an unknown one is an error
+    assert!(tessera(&["acct", "prune", "--db", &d, "--run", "2"]).status.success());
+    assert_eq!(count("SELECT COUNT(*) FROM runs"), 1);
+    let unknown = tessera(&["acct", "prune", "--db", &d, "--run", "9"]);
+    assert!(text(&unknown.stderr).contains("has no run 9"), "{}", text(&unknown.stderr));
+    let listed = text(&tessera(&["acct", "runs", "--db", &d]).stdout);
+    assert!(listed.contains("unfinished") && listed.contains("conservative") && !listed.contains("fcfs"), "{listed}");
+}
