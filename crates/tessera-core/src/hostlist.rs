@@ -13,7 +13,7 @@ pub struct HostlistError {
 
 impl fmt::Display for HostlistError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid hostlist `{}`: {}", self.hostlist, self.message)
+        write!(f, "invalid hostlist {}: {}", crate::quote::bounded(&self.hostlist), self.message)
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod cluster;
 pub mod engine;
 pub mod hostlist;
+pub mod quote;
 pub mod job;
 mod nodes;
 pub mod nodeset;

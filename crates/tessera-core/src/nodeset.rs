@@ -81,7 +81,7 @@ pub struct NodeSetSpec {
 
 /// A node-set string or option that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("node set `{input}`: {message}")]
+#[error("node set {}: {message}", crate::quote::bounded(input))]
 pub struct NodeSetError {
     pub input: String,
     pub message: String,
@@ -172,6 +172,10 @@ impl NodeSetSpec {
         if list.is_empty() {
             return Err(err(s, "no feature named"));
         }
+        // a feature is a name (letters, digits, `_`, `-`, `.`): `a,b` is no feature
+        if let Some(bad) = list.iter().find(|f| !f.chars().all(|c| c.is_alphanumeric() || "_-.".contains(c))) {
+            return Err(err(s, format!("{} is not a feature name (letters, digits, `_`, `-` and `.`)", crate::quote::bounded(bad))));
+        }
         let policy = if bracketed { SetPolicy::OneOf } else { SetPolicy::AnyOf };
         Ok(NodeSetSpec::new(policy, SetAttribute::Feature, list))
     }
@@ -220,6 +224,14 @@ impl fmt::Display for NodeSetSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzzer (fuzz/, target nodeset): `ONEOF,FEATack2` was taken
+    /// as one feature whose name holds a comma, and printed back as two.
+    #[test]
+    fn a_feature_name_is_a_name() {
+        assert!(NodeSetSpec::parse_job("ONEOF,FEATack2").is_err());
+        assert!(NodeSetSpec::parse_job("[ib-2|eth.1|x_3]").is_ok());
+    }
 
     #[test]
     fn three_syntaxes() {

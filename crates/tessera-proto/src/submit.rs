@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// A value an option cannot take: which option (and script line, when it came
 /// from an `#SBATCH` line), the value given, and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{option} {value:?}: expected {expected}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+#[error("{}{} {}: expected {expected}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), tessera_core::quote::clip(option, tessera_core::quote::LIMIT), tessera_core::quote::debug_bounded(value))]
 pub struct OptionError {
     pub option: String,
     pub value: String,
@@ -299,7 +299,8 @@ pub fn directives(script: &str) -> Result<Vec<(usize, String, String)>, OptionEr
             }
             let (opt, val) = match w.split_once('=') {
                 Some((o, v)) if o.starts_with("--") => (o.to_string(), Some(v.to_string())),
-                _ if !w.starts_with("--") && w.len() > 2 && option(&w[..2]).is_some_and(|(_, takes)| takes) => (w[..2].to_string(), Some(w[2..].to_string())),
+                // `-Xvalue`: the option is the first two characters (not bytes: `-Ӝ…` is no option)
+                _ if !w.starts_with("--") && w.is_char_boundary(2) && w.len() > 2 && option(&w[..2]).is_some_and(|(_, takes)| takes) => (w[..2].to_string(), Some(w[2..].to_string())),
                 _ => (w, None),
             };
             let val = match val {
@@ -341,3 +342,24 @@ fn words(s: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+
+/// Inputs the fuzzer (fuzz/, target sbatch and time_spec) found.
+#[cfg(test)]
+mod fuzz_findings {
+    use super::*;
+
+    /// `-Ӝem`: splitting `-Xvalue` at byte 2 cut a character in two (a panic).
+    #[test]
+    fn a_multibyte_short_option_is_an_error_not_a_panic() {
+        let e = directives("#!/bin/sh\n#SBATCH -\u{4dc}em 4G\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+    }
+
+    /// A 5 KiB bad --time was quoted whole in its error.
+    #[test]
+    fn a_long_bad_value_is_quoted_bounded() {
+        let v = format!("21-02{}", "\u{10}".repeat(5000));
+        let e = parse_time_limit("--time", &v).unwrap_err().to_string();
+        assert!(e.len() < 600 && e.contains("(5005 bytes)"), "{e}");
+    }
+}

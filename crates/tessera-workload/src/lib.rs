@@ -13,7 +13,7 @@
 pub mod bounds;
 pub mod jobs;
 pub mod lublin;
-pub mod quote;
+pub use tessera_core::quote;
 pub mod swf;
 mod special;
 pub mod traces;

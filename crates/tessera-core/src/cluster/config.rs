@@ -32,14 +32,15 @@ pub struct ClusterError {
 
 impl fmt::Display for ClusterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.source_name)?;
+        use crate::quote::{clip, MESSAGE_LIMIT};
+        write!(f, "{}", clip(&self.source_name, MESSAGE_LIMIT))?;
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
         if !self.key.is_empty() {
-            write!(f, ": `{}`", self.key)?;
+            write!(f, ": {}", crate::quote::bounded(&self.key))?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", clip(&self.message, MESSAGE_LIMIT))
     }
 }
 

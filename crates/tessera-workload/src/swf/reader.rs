@@ -114,12 +114,18 @@ impl SwfReader<Box<dyn BufRead + Send>> {
         let name = path.display().to_string();
         let io_err = |source| SwfError::Io { file: name.clone(), source };
         let file = File::open(path).map_err(io_err)?;
-        let mut buffered = BufReader::with_capacity(1 << 16, file);
-        let gz = buffered.fill_buf().map_err(io_err)?.starts_with(&[0x1f, 0x8b]);
+        Self::sniff(BufReader::with_capacity(1 << 16, file), name)
+    }
+
+    /// Read SWF text, plain or gzip-compressed (detected by its magic bytes),
+    /// from `input`; `name` labels errors.
+    pub fn sniff(mut input: impl BufRead + Send + 'static, name: impl Into<String>) -> Result<Self, SwfError> {
+        let name = name.into();
+        let gz = input.fill_buf().map_err(|source| SwfError::Io { file: name.clone(), source })?.starts_with(&[0x1f, 0x8b]);
         let input: Box<dyn BufRead + Send> = if gz {
-            Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(buffered)))
+            Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(input)))
         } else {
-            Box::new(buffered)
+            Box::new(input)
         };
         Ok(SwfReader::new(input, name))
     }

@@ -41,6 +41,27 @@ pub fn bounded_bytes(v: &[u8]) -> String {
     }
 }
 
+/// `"value"` as Rust's `{:?}` quotes it, cut to the first [`LIMIT`] characters
+/// (`"first LIMIT characters"… (N bytes)`) for a longer one.
+pub fn debug_bounded(v: &str) -> String {
+    match v.char_indices().nth(LIMIT) {
+        Some((at, _)) => format!("{:?}… ({} bytes)", &v[..at], v.len()),
+        None => format!("{v:?}"),
+    }
+}
+
+/// A whole message cut to at most `max` characters (a guard for messages that
+/// embed text from outside, such as a TOML parser's excerpt of a huge line).
+pub fn clip(v: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match v.char_indices().nth(max) {
+        Some((at, _)) => format!("{}… ({} bytes)", &v[..at], v.len()).into(),
+        None => v.into(),
+    }
+}
+
+/// The longest message [`clip`] leaves whole in the errors Tessera builds itself.
+pub const MESSAGE_LIMIT: usize = 1000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
