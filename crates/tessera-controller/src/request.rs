@@ -174,7 +174,7 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
             }
         }
         (None, Some((v, l))) => count("--gpus-per-node", v, 0, max_gpus).map_err(|e| at(e, l))?,
-        (None, None) => 0,
+        (None, None) => part.default_gpus_per_node,
     };
     let (limit_s, unlimited) = match get("--time") {
         Some((v, l)) => match parse_time_limit("--time", v).map_err(|e| at(e, l))? {

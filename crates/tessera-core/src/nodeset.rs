@@ -98,7 +98,7 @@ macro_rules! keyword_enum {
             fn from_str(s: &str) -> Result<Self, String> {
                 match s.trim().to_ascii_uppercase().as_str() {
                     $( $name => Ok($v), )+
-                    _ => Err(format!("unknown {} `{}`; expected one of {}", $what, s.trim(), [$($name),+].join(", "))),
+                    _ => Err(format!("unknown {} {}; expected one of {}", $what, crate::quote::bounded(s.trim()), [$($name),+].join(", "))),
                 }
             }
         }
@@ -145,7 +145,7 @@ impl NodeSetSpec {
             .unwrap_or_default();
         if attribute == SetAttribute::ProcSpeed || attribute == SetAttribute::Memory {
             if let Some(bad) = list.iter().find(|v| v.parse::<f64>().is_err()) {
-                return Err(err(s, format!("`{bad}` is not a number ({attribute} values are numbers)")));
+                return Err(err(s, format!("{} is not a number ({attribute} values are numbers)", crate::quote::bounded(bad))));
             }
         }
         Ok(NodeSetSpec::new(policy, attribute, list))
@@ -231,6 +231,18 @@ mod tests {
     fn a_feature_name_is_a_name() {
         assert!(NodeSetSpec::parse_job("ONEOF,FEATack2").is_err());
         assert!(NodeSetSpec::parse_job("[ib-2|eth.1|x_3]").is_ok());
+    }
+
+    /// Found by the fuzzer (target nodeset): an unknown policy, attribute or a
+    /// non-numeric value was quoted whole, so 4 KB of garbage came back in the error.
+    #[test]
+    fn a_bad_keyword_or_value_is_quoted_bounded() {
+        let junk = "Ob|| ".repeat(1000);
+        for spec in [format!("{junk}:FEATURE:a"), format!("ONEOF:{junk}:a"), format!("ONEOF:PROCSPEED:{junk}")] {
+            let e = NodeSetSpec::parse_job(&spec).unwrap_err().to_string();
+            assert!(e.len() < 400, "{} bytes: {e}", e.len());
+            assert!(e.contains(" bytes)"), "the value is cut: {e}");
+        }
     }
 
     #[test]

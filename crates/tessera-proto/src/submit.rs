@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// A value an option cannot take: which option (and script line, when it came
 /// from an `#SBATCH` line), the value given, and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{} {}: expected {expected}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), tessera_core::quote::clip(option, tessera_core::quote::LIMIT), tessera_core::quote::debug_bounded(value))]
+#[error("{}{} {}: expected {}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), tessera_core::quote::clip(option, tessera_core::quote::LIMIT), tessera_core::quote::debug_bounded(value), tessera_core::quote::clip(expected, tessera_core::quote::MESSAGE_LIMIT))]
 pub struct OptionError {
     pub option: String,
     pub value: String,

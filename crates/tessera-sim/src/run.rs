@@ -1,7 +1,7 @@
 //! The event loop.
 
 use crate::power::{PowerMode, PowerSetup};
-use crate::workload::{spec_of, Machine, Workload};
+use crate::workload::{Machine, Workload};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tessera_core::power::ParmStats;
@@ -133,7 +133,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             continue;
         }
         while let Some(j) = w.jobs.get(next).filter(|j| j.submit == now) {
-            let mut spec = JobSpec { partition: w.machine.partition_of(j), nodeset, ..spec_of(j) };
+            let mut spec = JobSpec { nodeset, ..w.machine.spec(j) };
             spec.id = JobId(next as u64);
             if parm {
                 spec.power = Some(w.power_jobs[next]);

@@ -105,6 +105,17 @@ impl Machine {
             Machine::Pool(_) | Machine::Power(_) => None,
         }
     }
+
+    /// What a trace job asks of this machine: its partition and, since SWF has
+    /// no GPU field, its partition's `default_gpus_per_node`.
+    pub fn spec(&self, j: &TraceJob) -> JobSpec {
+        let partition = self.partition_of(j);
+        let gpus_per_node = match self {
+            Machine::Cluster { cluster, .. } => cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)].default_gpus_per_node,
+            Machine::Pool(_) | Machine::Power(_) => 0,
+        };
+        JobSpec { partition, gpus_per_node, ..spec_of(j) }
+    }
 }
 
 /// Apply the job semantics to every record for a pool of `capacity` processors.
@@ -141,7 +152,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
                 let partition = machine.partition_of(&j);
                 if j.procs as u64 > partition_cores[partition.map_or(default_part, |p| p as usize)] {
                     Some(SkipReason::LargerThanMachine)
-                } else if probe.as_mut().is_none_or(|e| e.can_run(&JobSpec { partition, ..spec_of(&j) }).is_ok()) {
+                } else if probe.as_mut().is_none_or(|e| e.can_run(&machine.spec(&j)).is_ok()) {
                     keyed.push((j, i as u32));
                     None
                 } else {

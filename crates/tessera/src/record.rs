@@ -64,7 +64,7 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             }
         };
         let allocations = match o.alloc.get(i).and_then(|a| a.as_ref()) {
-            Some(a) => a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: 0 }).collect(),
+            Some(a) => a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: p.gpus }).collect(),
             None => {
                 let held = o.power.as_ref().map_or(j.procs, |p| p.start_nodes[i]);
                 vec![AllocationRecord { node: 0, cores: held, memory_mb: 0, gpus: 0 }]

@@ -167,6 +167,7 @@ struct RawPartition {
     preempt_mode: Option<String>,
     oversubscribe: Option<i64>,
     swf_queue: Option<i64>,
+    default_gpus_per_node: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -496,6 +497,17 @@ impl Cluster {
                 }
             };
             let has_gpus = members.iter().any(|&n| nodes[n].gpus > 0);
+            let fewest_gpus = members.iter().map(|&n| nodes[n].gpus).min().unwrap();
+            let default_gpus_per_node = match p.default_gpus_per_node {
+                None => 0,
+                Some(g) if exclusive && g != 0 => {
+                    return Err(src.err(at("default_gpus_per_node"), key("default_gpus_per_node"), format!("an exclusive partition's jobs hold every GPU of their nodes; leave it out, found {g}")))
+                }
+                Some(g) if (0..=fewest_gpus as i64).contains(&g) => g as u32,
+                Some(g) => {
+                    return Err(src.err(at("default_gpus_per_node"), key("default_gpus_per_node"), format!("expected 0..={fewest_gpus} (the fewest GPUs of a node in the partition), found {g}")))
+                }
+            };
             let canonical_unit = match &p.canonical_unit {
                 None if has_gpus => CanonicalUnit::GPU,
                 None => CanonicalUnit::CPU,
@@ -558,6 +570,7 @@ impl Cluster {
                 preempt,
                 oversubscribe,
                 swf_queue: p.swf_queue,
+                default_gpus_per_node,
             });
         }
         if partitions.iter().filter(|p| p.default).count() > 1 {
@@ -791,6 +804,8 @@ default = true
             ("priority = \"MINLOSS\"", "priority = \"CHEAPEST\"", "`nodeset.priority`: unknown node set priority type `CHEAPEST`; expected one of FIRSTFIT, BESTFIT, WORSTFIT, BESTRESOURCE, MINLOSS, AFFINITY"),
             ("allocation = \"exclusive\"", "allocation = \"whole\"", "`partition[0].allocation`: expected \"exclusive\" or \"shared\", found \"whole\""),
             ("cores_per_node = 4", "cores_per_node = 9", "`partition[0].cores_per_node`: expected 1..=4 (the fewest cores of a node in the partition), found 9"),
+            ("cores_per_node = 4", "cores_per_node = 4\ndefault_gpus_per_node = 1", "`partition[0].default_gpus_per_node`: an exclusive partition's jobs hold every GPU of their nodes"),
+            ("allocation = \"exclusive\"", "default_gpus_per_node = 1", "`partition[0].default_gpus_per_node`: expected 0..=0 (the fewest GPUs of a node in the partition), found 1"),
             ("affinity = \"negative\"", "affinity = \"bad\"", "`nodetype[1].affinity`: expected \"negative\" or \"none\""),
             ("count = 3", "count = 0", "`nodetype[0].count`: expected an integer >= 1, found 0"),
             ("attribute = \"PROCSPEED\"", "attribute = \"FEATURE\"", "TOLERANCE applies to PROCSPEED node sets only"),

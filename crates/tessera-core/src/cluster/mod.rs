@@ -164,6 +164,11 @@ pub struct Partition {
     /// Jobs of a trace whose queue number (SWF field 15) is this go to this
     /// partition.
     pub swf_queue: Option<i64>,
+    /// GPUs a job of a shared partition holds on each of its nodes when it does
+    /// not say: every job of a trace (SWF has no GPU field), and a live job
+    /// submitted without `--gpus`/`--gpus-per-node`. (A job of an exclusive
+    /// partition holds every GPU of its nodes.)
+    pub default_gpus_per_node: u32,
 }
 
 /// Slurm's default SchedulerTimeSlice.
@@ -186,6 +191,7 @@ impl Partition {
             preempt: PreemptMode::Off,
             oversubscribe: 1,
             swf_queue: None,
+            default_gpus_per_node: 0,
         }
     }
 }

@@ -258,3 +258,34 @@ fn prune_removes_abandoned_runs_and_nothing_else() {
     let listed = text(&tessera(&["acct", "runs", "--db", &d]).stdout);
     assert!(listed.contains("unfinished") && listed.contains("conservative") && !listed.contains("fcfs"), "{listed}");
 }
+
+/// GPU jobs end to end in the canonical unit "1 GPU": a whole-node job on an
+/// exclusive GPU node holds (and is billed for) all its GPUs, leaving no true
+/// overhead; on a shared GPU partition a trace job holds the partition's
+/// `default_gpus_per_node`, and the GPUs it leaves idle are the overhead.
+/// (Before GPUs reached the records, the first case showed 4 units of overhead
+/// and billed 0 GPU-hours.)
+#[test]
+fn gpu_jobs_are_held_billed_and_counted_in_gpu_units() {
+    for (allocation, default_gpus, want_units, want_gpu_hours) in [("exclusive", "", 0u64, 4.0), ("shared", "default_gpus_per_node = 1\n", 3, 1.0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = dir.path().join("c.toml");
+        std::fs::write(
+            &cluster,
+            format!("[[nodetype]]\nname = \"g\"\nnodes = \"g1\"\ncores = 8\nmemory = \"64G\"\ngpus = 4\n\n[[partition]]\nname = \"gpu\"\nnodetypes = [\"g\"]\nallocation = \"{allocation}\"\n{default_gpus}"),
+        )
+        .unwrap();
+        let trace = dir.path().join("t.swf");
+        std::fs::write(&trace, "; MaxProcs: 8\n1 0 -1 3600 8 -1 -1 8 3600 -1 1 1 1 -1 1 -1 -1 -1\n").unwrap();
+        let db = dir.path().join("acct.db");
+        ok(&["sim", "run", "--trace", trace.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+        let db = db.to_str().unwrap();
+        let o = json(&["report", "overhead", "--db", db, "--format", "json"]);
+        assert_eq!(o["canonical_units"]["gpu"], "1 GPU", "{o}");
+        assert_eq!(o["histogram"]["g1"].as_object().unwrap().keys().collect::<Vec<_>>(), vec![&want_units.to_string()], "{allocation}: {o}");
+        let b = json(&["report", "bill", "--db", db, "--format", "json", "--price-gpu-hour", "2"]);
+        let a = &b["accounts"]["group1"];
+        assert!((a["billed"]["gpu_hours"].as_f64().unwrap() - want_gpu_hours).abs() < 1e-9, "{allocation}: {a}");
+        assert!((a["cost"].as_f64().unwrap() - 2.0 * want_gpu_hours).abs() < 1e-9, "{allocation}: {a}");
+    }
+}

@@ -1,0 +1,65 @@
+//! Live GPU jobs: `--gpus`/`--gpus-per-node`, or the partition's
+//! `default_gpus_per_node`, reach the allocation and the accounting record.
+
+use tessera_controller::request::validate;
+use tessera_controller::state::{Action, Event, State};
+use tessera_core::{Cluster, Engine, PolicyKind};
+use tessera_proto::api::{JobExit, OptionArg, SubmitRequest};
+
+const CLUSTER: &str = r#"
+[[nodetype]]
+name = "g"
+nodes = "g[1-2]"
+cores = 8
+memory = "64G"
+gpus = 4
+
+[[partition]]
+name = "gpu"
+nodetypes = ["g"]
+default_gpus_per_node = 1
+"#;
+
+fn request(opts: &[(&str, &str)]) -> SubmitRequest {
+    SubmitRequest {
+        script: "#!/bin/sh\ntrue\n".into(),
+        options: opts.iter().map(|(o, v)| OptionArg { option: o.to_string(), value: v.to_string() }).collect(),
+        workdir: "/tmp".into(),
+        env: Default::default(),
+        script_name: None,
+    }
+}
+
+#[test]
+fn gpu_requests_reach_the_allocation_and_the_record() {
+    let c = Cluster::from_toml(CLUSTER, "gpu.toml").unwrap();
+    let cases: [(&[(&str, &str)], u32, u32); 4] = [
+        // (options, GPUs per node, nodes)
+        (&[("-n", "2")], 1, 1),
+        (&[("-n", "2"), ("--gpus-per-node", "3")], 3, 1),
+        (&[("-N", "2"), ("--gpus", "4")], 2, 2),
+        (&[("-n", "2"), ("--gpus-per-node", "0")], 0, 1),
+    ];
+    for (opts, per_node, _) in cases {
+        assert_eq!(validate(&request(opts), &c, 3600).unwrap().gpus_per_node, per_node, "{opts:?}");
+    }
+    let e = validate(&request(&[("-n", "2"), ("--gpus-per-node", "5")]), &c, 3600).unwrap_err().to_string();
+    assert!(e.contains("--gpus-per-node") && e.contains("5"), "{e}");
+
+    let mut s = State::new(Engine::with_cluster(PolicyKind::Fcfs, &c).unwrap(), &c, 0, 5);
+    let mut out = Vec::new();
+    s.apply(&c, 0, &[Event::AgentUp { agent: "a".into(), nodes: vec![0, 1] }], &mut out);
+    for (k, (opts, _, _)) in cases.iter().enumerate() {
+        let req = Box::new(validate(&request(opts), &c, 3600).unwrap());
+        // one at a time, so that each runs whatever the others hold
+        s.apply(&c, 10 * k as i64 + 1, &[Event::Submit { first: k as u64 + 1, user: "u".into(), uid: 1000, gid: 1000, req }], &mut out);
+        let exit = JobExit { job: k as u64 + 1, attempt: 1, code: Some(0), signal: None, cpu_s: 1.0, start: 10 * k as i64 + 1, end: 10 * k as i64 + 5, limit_hit: false };
+        s.apply(&c, 10 * k as i64 + 5, &[Event::Ended(exit)], &mut out);
+    }
+    let records: Vec<_> = out.iter().filter_map(|a| if let Action::Record(r) = a { Some(r) } else { None }).collect();
+    assert_eq!(records.len(), cases.len());
+    for (r, (opts, per_node, nodes)) in records.iter().zip(cases) {
+        assert_eq!(r.allocations.len() as u32, nodes, "{opts:?}: {:?}", r.allocations);
+        assert!(r.allocations.iter().all(|a| a.gpus == per_node), "{opts:?}: {:?}", r.allocations);
+    }
+}
