@@ -15,7 +15,7 @@ fn running(cluster: &tessera_core::Cluster) -> State {
     let nodes = (0..cluster.nodes.len() as u32).collect();
     state.apply(cluster, 1_000, &[Event::AgentUp { agent: "a".into(), nodes }], &mut out);
     for (first, n) in [(1, 1), (2, 4), (3, 64)] {
-        let req = SubmitRequest { script: format!("#!/bin/sh\n#SBATCH -n {n} -t 10\nsleep 1\n"), options: Vec::new(), workdir: "/tmp".into(), env: Default::default(), script_name: None };
+        let req = SubmitRequest { script: format!("#!/bin/sh\n#SBATCH -n {n} -t 10\nsleep 1\n"), options: Vec::new(), workdir: "/tmp".into(), env: Default::default(), script_name: None, idempotency_key: None };
         let job = tessera_controller::request::validate(&req, cluster, 3600).expect("a valid job");
         state.apply(cluster, 1_001, &[Event::Submit { first, user: "u".into(), uid: 1000, gid: 1000, req: Box::new(job) }], &mut out);
     }

@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     if let Err(e) = tessera_proto::submit::directives(script) {
         tessera_fuzz::bounded_error(&e);
     }
-    let req = SubmitRequest { script: script.to_string(), options: Vec::new(), workdir: "/tmp".into(), env: Default::default(), script_name: None };
+    let req = SubmitRequest { script: script.to_string(), options: Vec::new(), workdir: "/tmp".into(), env: Default::default(), script_name: None, idempotency_key: None };
     if let Err(e) = tessera_controller::request::validate(&req, CLUSTER.get_or_init(tessera_fuzz::cluster), 3600) {
         tessera_fuzz::bounded_error(&e);
     }

@@ -336,6 +336,11 @@ impl Actor {
     fn admit(&mut self, m: Msg, events: &mut Vec<Event>, after: &mut Vec<After>, next_id: &mut u64) {
         match m {
             Msg::Shutdown => {}
+            Msg::Submit { who, req, reply } if req.idempotency_key.is_some() && self.seen(&who, &req, events).is_some() => {
+                let ids = self.seen(&who, &req, events).unwrap_or_default();
+                tracing::info!(user = %who.user, jobs = ?ids, "a submission sent again: the jobs its key created");
+                after.push(After::Submit(reply, ids));
+            }
             Msg::Submit { who, req, reply } => match self.admit_submit(&who, &req, *next_id) {
                 Ok(ev) => {
                     let Event::Submit { first, req: r, .. } = &ev else { unreachable!() };
@@ -415,6 +420,20 @@ impl Actor {
                 Err(e) => drop(reply.send(Err(e))),
             },
         }
+    }
+
+    /// The jobs an earlier submission with this one's key created: filed in the
+    /// state, or in this batch (not yet applied).
+    fn seen(&self, who: &Identity, req: &SubmitRequest, batch: &[Event]) -> Option<Vec<u64>> {
+        let key = req.idempotency_key.as_deref()?;
+        self.state.keyed(who.uid, key).or_else(|| {
+            batch.iter().find_map(|e| match e {
+                Event::Submit { first, uid, req: r, .. } if *uid == who.uid && r.idempotency_key.as_deref() == Some(key) => {
+                    Some((*first..*first + r.array.as_ref().map_or(1, |a| a.indices.len() as u64)).collect())
+                }
+                _ => None,
+            })
+        })
     }
 
     fn admit_submit(&mut self, who: &Identity, req: &SubmitRequest, first: u64) -> Result<Event, ApiError> {

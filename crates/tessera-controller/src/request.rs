@@ -40,7 +40,13 @@ pub struct JobRequest {
     pub stdout: String,
     pub stderr: String,
     pub env: BTreeMap<String, String>,
+    /// The client's key for the submission (see [`SubmitRequest::idempotency_key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
+
+/// The longest idempotency key accepted, in characters.
+pub const MAX_KEY: usize = 128;
 
 fn err(option: &str, value: &str, expected: &str) -> OptionError {
     OptionError { option: option.into(), value: value.into(), expected: expected.into(), line: None }
@@ -223,6 +229,12 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
     let default_out = if array.is_some() { "tessera-%A_%a.out" } else { "tessera-%j.out" };
     let stdout = pattern("--output")?.unwrap_or_else(|| default_out.into());
     let stderr = pattern("--error")?.unwrap_or_else(|| stdout.clone());
+    let idempotency_key = match &req.idempotency_key {
+        Some(k) if k.is_empty() || k.chars().count() > MAX_KEY || k.chars().any(char::is_control) => {
+            return Err(err("idempotency_key", k, &format!("1 to {MAX_KEY} printable characters")));
+        }
+        k => k.clone(),
+    };
     Ok(JobRequest {
         name,
         partition: partition as u16,
@@ -242,6 +254,7 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         stdout,
         stderr,
         env: req.env.clone(),
+        idempotency_key,
     })
 }
 

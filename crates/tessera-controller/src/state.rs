@@ -106,6 +106,18 @@ pub struct State {
     admin_down: Vec<bool>,
     pub now: i64,
     pub kill_grace_s: u64,
+    /// Keyed submissions, `uid:key` → (first job, jobs, jobs not yet forgotten);
+    /// a key is forgotten with the last of its jobs (see [`DONE_KEEP_S`]).
+    #[serde(default)]
+    keys: BTreeMap<String, (u64, u64, u64)>,
+    /// The key of each job of a keyed submission.
+    #[serde(default)]
+    key_of: BTreeMap<u64, String>,
+}
+
+/// How a keyed submission is filed: its user's uid and the key.
+pub fn submission_key(uid: u32, key: &str) -> String {
+    format!("{uid}:{key}")
 }
 
 const NO_AGENT: &str = "no agent has registered the node";
@@ -126,6 +138,8 @@ impl State {
             admin_down: vec![false; cluster.nodes.len()],
             now,
             kill_grace_s,
+            keys: BTreeMap::new(),
+            key_of: BTreeMap::new(),
         };
         let mut fx = Vec::new();
         for n in 0..cluster.nodes.len() as u32 {
@@ -152,7 +166,20 @@ impl State {
             }
             self.done_order.pop_front();
             self.done.remove(&id);
+            if let Some(k) = self.key_of.remove(&id) {
+                if let Some(e) = self.keys.get_mut(&k) {
+                    e.2 -= 1;
+                    if e.2 == 0 {
+                        self.keys.remove(&k);
+                    }
+                }
+            }
         }
+    }
+
+    /// The jobs a keyed submission created, if the key is still remembered.
+    pub fn keyed(&self, uid: u32, key: &str) -> Option<Vec<u64>> {
+        self.keys.get(&submission_key(uid, key)).map(|&(first, n, _)| (first..first + n).collect())
     }
 
     /// The instant the engine asked to be woken at, if any.
@@ -255,6 +282,13 @@ impl State {
             self.engine.register_nodeset(spec)
         });
         let throttle = req.array.as_ref().and_then(|a| a.max_running);
+        if let Some(k) = &req.idempotency_key {
+            let k = submission_key(uid, k);
+            for i in 0..tasks.len() as u64 {
+                self.key_of.insert(first + i, k.clone());
+            }
+            self.keys.insert(k, (first, tasks.len() as u64, tasks.len() as u64));
+        }
         // dependencies met already are dropped; one that can never be met was refused at submit
         let waits: Vec<(DependencyKind, u64)> = req.dependencies.iter().copied().filter(|(_, d)| !self.outcomes.contains_key(d)).collect();
         for (k, task) in tasks.iter().enumerate() {

@@ -20,7 +20,7 @@ pub struct OptionArg {
 }
 
 /// `POST /v1/jobs`: a batch script and its options.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitRequest {
     /// The batch script (with `#SBATCH` lines); the CLI turns `--wrap CMD` into
@@ -37,6 +37,13 @@ pub struct SubmitRequest {
     /// `--wrap`, as sbatch).
     #[serde(default)]
     pub script_name: Option<String>,
+    /// A key naming this submission (at most 128 printable characters), so that a
+    /// client may send it again when it did not get the reply (the controller
+    /// restarted, the connection broke): the same user's same key gets the jobs
+    /// the first one created, while any of them is queued, running or listed
+    /// as finished (for 300 s after the last one ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// The reply to a submission: the job ids (one per array task).

@@ -123,6 +123,23 @@ impl Client {
         serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol { target, message: format!("unexpected reply: {e}") })
     }
 
+    /// [`Client::call`], sent again while the controller cannot be reached or
+    /// the connection breaks before the reply (a controller restarting), for up
+    /// to `patience`. Only for requests that may arrive twice: reads, and
+    /// submissions with an idempotency key.
+    pub async fn call_patiently<B: Serialize, T: DeserializeOwned>(&mut self, method: Method, path: &str, body: Option<&B>, patience: std::time::Duration) -> Result<T, ClientError> {
+        let t0 = tokio::time::Instant::now();
+        loop {
+            match self.call(method.clone(), path, body).await {
+                Err(ClientError::Connect { .. } | ClientError::Protocol { .. }) if t0.elapsed() < patience => {
+                    self.conn = None;
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// Send a request; the status and the body as they came.
     pub async fn raw(&mut self, method: Method, path: &str, body: Option<Vec<u8>>) -> Result<(StatusCode, Bytes), ClientError> {
         let target = self.target.describe();

@@ -95,7 +95,7 @@ pub fn submit(a: SubmitArgs) -> Result<()> {
         None => cwd,
     };
     let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| !k.starts_with("TESSERA_TOKEN")).collect();
-    let req = SubmitRequest { script, options, workdir: workdir.display().to_string(), env, script_name };
+    let req = SubmitRequest { script, options, workdir: workdir.display().to_string(), env, script_name, idempotency_key: None };
     let mut client = connect(&a.client)?;
     let r: SubmitReply = runtime()?.block_on(client.call(Method::POST, "/v1/jobs", Some(&req))).map_err(explain)?;
     let first = r.jobs.first().copied().ok_or_else(|| anyhow!("the controller accepted no job"))?;

@@ -252,6 +252,7 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
         workdir: out.display().to_string(),
         env: env.clone(),
         script_name: None,
+        idempotency_key: None,
     };
 
     // fill every core, so the load queues behind running jobs

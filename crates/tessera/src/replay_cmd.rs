@@ -323,6 +323,10 @@ pub fn replay(a: ReplayArgs) -> Result<()> {
 /// Submit every planned job at its instant, wait until none is queued or
 /// running, then write the per-job records and metrics.
 #[allow(clippy::too_many_arguments)]
+/// How long the replay waits for a controller that cannot be reached (one
+/// restarting) before it gives up.
+const PATIENCE: Duration = Duration::from_secs(300);
+
 pub fn run(
     rt: &tokio::runtime::Runtime,
     client: &mut Client,
@@ -377,8 +381,11 @@ pub fn run(
             if p.mem_per_proc_mb > 0 {
                 options.push(opt("--mem-per-cpu", format!("{}M", p.mem_per_proc_mb)));
             }
-            let req = SubmitRequest { script, options, workdir: workdir.clone(), env: env.clone(), script_name: None };
-            let r: SubmitReply = client.call(Method::POST, "/v1/jobs", Some(&req)).await.map_err(explain).with_context(|| format!("submitting trace job {}", p.trace_id))?;
+            // keyed, so that a submission sent again after a controller restart
+            // files no second job
+            let idempotency_key = Some(format!("replay-{t0:.0}-{}", p.trace_id));
+            let req = SubmitRequest { script, options, workdir: workdir.clone(), env: env.clone(), script_name: None, idempotency_key };
+            let r: SubmitReply = client.call_patiently(Method::POST, "/v1/jobs", Some(&req), PATIENCE).await.map_err(explain).with_context(|| format!("submitting trace job {}", p.trace_id))?;
             ids.push(r.jobs[0]);
             bar.inc(1);
             if ids.len() % 64 == 0 {
@@ -398,7 +405,7 @@ pub fn run(
         bar.set_message(format!("{ended} ended"));
         if ended >= n || last_check.elapsed() >= Duration::from_secs(5) {
             last_check = Instant::now();
-            let jobs: Vec<JobInfo> = rt.block_on(client.call::<(), _>(Method::GET, "/v1/jobs", None)).map_err(explain).context("listing jobs")?;
+            let jobs: Vec<JobInfo> = rt.block_on(client.call_patiently::<(), _>(Method::GET, "/v1/jobs", None, PATIENCE)).map_err(explain).context("listing jobs")?;
             let live = jobs.iter().filter(|j| mine.contains(&j.id) && matches!(j.state, JobStateCode::Pending | JobStateCode::Running | JobStateCode::Suspended | JobStateCode::Completing)).count();
             if live == 0 {
                 let mut m = jobs.iter().filter(|j| mine.contains(&j.id)).fold(BTreeMap::new(), |mut m, j| {

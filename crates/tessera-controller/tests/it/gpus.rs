@@ -27,6 +27,7 @@ fn request(opts: &[(&str, &str)]) -> SubmitRequest {
         workdir: "/tmp".into(),
         env: Default::default(),
         script_name: None,
+        idempotency_key: None,
     }
 }
 

@@ -17,6 +17,7 @@ fn submit(c: &Cluster, first: u64, opts: &[(&str, &str)]) -> Event {
         workdir: "/tmp".into(),
         env: Default::default(),
         script_name: None,
+        idempotency_key: None,
     };
     Event::Submit { first, user: "u".into(), uid: 1000, gid: 1000, req: Box::new(validate(&req, c, 3600).unwrap()) }
 }

@@ -13,7 +13,7 @@ use tessera_proto::unix_now as now;
 
 /// A request for each route, with a valid body where one is needed.
 fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
-    let submit = serde_json::to_vec(&SubmitRequest { script: "#!/bin/sh\n#SBATCH --hold\ntrue\n".into(), options: vec![], workdir: "/tmp".into(), env: Default::default(), script_name: None }).unwrap();
+    let submit = serde_json::to_vec(&SubmitRequest { script: "#!/bin/sh\n#SBATCH --hold\ntrue\n".into(), options: vec![], workdir: "/tmp".into(), env: Default::default(), script_name: None, idempotency_key: None }).unwrap();
     let register = serde_json::to_vec(&RegisterRequest { agent: "intruder".into(), version: PROTOCOL_VERSION, nodes: vec![AgentNode { name: "node001".into(), cores: 8, memory_mb: 32768, gpus: 0 }], jobs: vec![] }).unwrap();
     let msg = serde_json::to_vec(&AgentMessage { agent: "agent1".into(), session: 1, ended: vec![] }).unwrap();
     ROUTES

@@ -122,3 +122,37 @@ fn an_agent_that_stops_answering_has_its_nodes_down_and_its_jobs_requeued_or_fai
     l.wait_for("agent2's nodes up", 20, |l| l.nodes().get(16..).is_some_and(|v| v.iter().all(|n| n.state == "idle")));
     accounted_once(&l, &[requeue, plain], 10);
 }
+
+/// A client that lost a submission's reply sends it again with the same
+/// idempotency key, before and after a controller restart: it gets the jobs
+/// the first one created, and no job is filed twice.
+#[test]
+fn a_submission_sent_again_with_its_key_files_no_second_job() {
+    use tessera_proto::api::{SubmitReply, SubmitRequest};
+    use tessera_proto::client::{Client, Target};
+    let mut l = Live::start(1, 30);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let send = |l: &Live, key: Option<&str>, array: bool| -> Result<Vec<u64>, String> {
+        let mut c = Client::new(Target::Unix(l.state().join("tessera.sock")), None);
+        let mut options = vec![tessera_proto::api::OptionArg { option: "--hold".into(), value: String::new() }];
+        if array {
+            options.push(tessera_proto::api::OptionArg { option: "--array".into(), value: "0-2".into() });
+        }
+        let req = SubmitRequest { script: "#!/bin/sh\ntrue\n".into(), options, workdir: "/tmp".into(), idempotency_key: key.map(String::from), ..Default::default() };
+        rt.block_on(c.call::<_, SubmitReply>(hyper::Method::POST, "/v1/jobs", Some(&req))).map(|r| r.jobs).map_err(|e| e.to_string())
+    };
+    let first = send(&l, Some("k-1"), false).unwrap();
+    assert_eq!(send(&l, Some("k-1"), false).unwrap(), first, "the same key: the same job");
+    let other = send(&l, Some("k-2"), true).unwrap();
+    assert_eq!(other.len(), 3);
+    assert!(other.iter().all(|id| !first.contains(id)), "another key: other jobs");
+    let unkeyed = (send(&l, None, false).unwrap(), send(&l, None, false).unwrap());
+    assert_ne!(unkeyed.0, unkeyed.1, "no key: each submission is a job");
+    l.kill9_controller();
+    l.start_controller();
+    assert_eq!(send(&l, Some("k-1"), false).unwrap(), first, "remembered across a restart (journal and snapshot)");
+    assert_eq!(send(&l, Some("k-2"), true).unwrap(), other);
+    assert_eq!(l.jobs().len(), 1 + 3 + 2, "{:?}", l.jobs().iter().map(|j| j.id).collect::<Vec<_>>());
+    let e = send(&l, Some(&"x".repeat(129)), false).unwrap_err();
+    assert!(e.contains("idempotency_key") && e.contains("128"), "{e}");
+}
