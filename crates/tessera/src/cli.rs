@@ -73,6 +73,10 @@ pub enum Command {
     /// Does the simulator predict the live system? Replay a shrunk trace on a
     /// local emulated cluster, simulate the same workload, compare job by job.
     Twin(crate::twin_cmd::TwinArgs),
+    /// The live system under kill -9: replay a trace on a local emulated
+    /// cluster while killing the controller and agents at random moments;
+    /// check that every job ran once and is accounted once.
+    Chaos(crate::chaos_cmd::ChaosArgs),
     /// Stop what `tessera up --detach` started.
     Down(crate::live_args::DownArgs),
     /// Jobs on a running controller: submit (sbatch), cancel, hold, release,

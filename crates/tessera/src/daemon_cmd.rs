@@ -126,7 +126,8 @@ struct UpFile {
 fn spawn_daemon(args: &[String], log: &Path) -> Result<Child> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().context("finding the tessera binary")?;
-    let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    // appended: a restarted daemon's log follows its previous run's
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(log).with_context(|| format!("opening {}", log.display()))?;
     let err = out.try_clone()?;
     Command::new(exe)
         .args(args)
@@ -151,6 +152,10 @@ pub struct Local {
     pub agents: Vec<Child>,
     pub ep: tessera_controller::Endpoint,
     pub cluster: Cluster,
+    dir: PathBuf,
+    /// The command lines each daemon was started with, to start it again.
+    controller_args: Vec<String>,
+    agent_args: Vec<Vec<String>>,
 }
 
 impl Local {
@@ -161,6 +166,54 @@ impl Local {
     /// Stop the agents and the controller (SIGTERM, then SIGKILL after 10 s).
     pub fn stop(&self) {
         stop(&self.file());
+    }
+
+    /// SIGKILL the controller (it gets no chance to clean up), and reap it.
+    pub fn kill9_controller(&mut self) -> Result<()> {
+        self.controller.kill().context("killing the controller")?;
+        self.controller.wait()?;
+        Ok(())
+    }
+
+    /// Start the controller again with its first command line (listen on a
+    /// fixed port for the agents to find it again); return once it serves.
+    pub fn restart_controller(&mut self) -> Result<()> {
+        let _ = std::fs::remove_file(self.dir.join("controller.json"));
+        self.controller = spawn_daemon(&self.controller_args, &self.dir.join("controller.log"))?;
+        self.ep = wait_for_endpoint(&self.dir, &mut self.controller)?;
+        Ok(())
+    }
+
+    pub fn kill9_agent(&mut self, k: usize) -> Result<()> {
+        self.agents[k].kill().with_context(|| format!("killing agent{}", k + 1))?;
+        self.agents[k].wait()?;
+        Ok(())
+    }
+
+    pub fn restart_agent(&mut self, k: usize) -> Result<()> {
+        self.agents[k] = spawn_daemon(&self.agent_args[k], &self.dir.join(format!("agent{}.log", k + 1)))?;
+        Ok(())
+    }
+}
+
+/// The endpoint a starting controller writes once it serves (30 s at most).
+fn wait_for_endpoint(dir: &Path, controller: &mut Child) -> Result<tessera_controller::Endpoint> {
+    let clog = dir.join("controller.log");
+    let t0 = Instant::now();
+    loop {
+        if let Ok(t) = std::fs::read_to_string(dir.join("controller.json")) {
+            if let Ok(ep) = serde_json::from_str(&t) {
+                return Ok(ep);
+            }
+        }
+        if let Some(st) = controller.try_wait()? {
+            bail!("the controller exited ({st}):\n{}", tail(&clog));
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = controller.kill();
+            bail!("the controller did not start within 30 s:\n{}", tail(&clog));
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -176,26 +229,11 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
         args.extend(["--cluster".into(), c.canonicalize()?.display().to_string()]);
     }
     args.extend(extra.iter().cloned());
-    let clog = dir.join("controller.log");
-    let mut controller = spawn_daemon(&args, &clog)?;
+    let mut controller = spawn_daemon(&args, &dir.join("controller.log"))?;
     let t0 = Instant::now();
-    let ep: tessera_controller::Endpoint = loop {
-        if let Ok(t) = std::fs::read_to_string(dir.join("controller.json")) {
-            if let Ok(ep) = serde_json::from_str(&t) {
-                break ep;
-            }
-        }
-        if let Some(st) = controller.try_wait()? {
-            bail!("the controller exited ({st}):\n{}", tail(&clog));
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            let _ = controller.kill();
-            bail!("the controller did not start within 30 s:\n{}", tail(&clog));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let ep = wait_for_endpoint(dir, &mut controller)?;
     let n = agents.clamp(1, cluster.nodes.len());
-    let mut local = Local { controller, agents: Vec::new(), ep, cluster };
+    let mut local = Local { controller, agents: Vec::new(), ep, cluster, dir: dir.to_path_buf(), controller_args: args, agent_args: Vec::new() };
     for k in 0..n {
         let nodes = &local.cluster.nodes;
         let names: Vec<&str> = nodes[k * nodes.len() / n..(k + 1) * nodes.len() / n].iter().map(|x| x.name.as_str()).collect();
@@ -218,7 +256,10 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
             None => args.push("--default-cluster".into()),
         }
         match spawn_daemon(&args, &dir.join(format!("{name}.log"))) {
-            Ok(c) => local.agents.push(c),
+            Ok(c) => {
+                local.agents.push(c);
+                local.agent_args.push(args);
+            }
             Err(e) => {
                 local.stop();
                 return Err(e);

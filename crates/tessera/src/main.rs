@@ -33,17 +33,18 @@ mod sim_cmd;
 mod sleep_job;
 mod study_cmd;
 mod twin_cmd;
+mod chaos_cmd;
 mod workload_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // Die quietly on a closed pipe (`tessera acct | head`), as Unix tools do.
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // SIGPIPE stays ignored (Rust's default): the daemons and every client of
+    // the controller write to sockets whose peer may be gone (a killed
+    // controller, a client that hung up), and that must be an error, not the
+    // end of the process. A closed standard output (`tessera acct | head`)
+    // still ends the command quietly, as Unix tools do: see `out.rs`.
     let args = cli::Cli::parse();
     // daemons log what they do; commands only warn
     let daemon = matches!(args.command, cli::Command::Controller(_) | cli::Command::Agent(_));
@@ -93,6 +94,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Replay(a) => replay_cmd::replay(a),
         cli::Command::Metrics(a) => metrics_cmd::metrics(a),
         cli::Command::Twin(a) => twin_cmd::twin(a),
+        cli::Command::Chaos(a) => chaos_cmd::chaos(a),
         cli::Command::Agent(a) => daemon_cmd::agent(a),
         cli::Command::Up(a) => daemon_cmd::up(a),
         cli::Command::Loadtest(a) => loadtest_cmd::loadtest(a),

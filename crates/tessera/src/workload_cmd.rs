@@ -22,13 +22,18 @@ pub fn generate(a: GenerateArgs) -> Result<()> {
         Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?),
         None => Box::new(std::io::stdout().lock()),
     };
-    let mut w = SwfWriter::new(std::io::BufWriter::new(out));
-    w.write_header(&header)?;
-    for r in &records {
-        w.write_record(r)?;
+    let written = (|| -> std::io::Result<()> {
+        let mut w = SwfWriter::new(std::io::BufWriter::new(out));
+        w.write_header(&header)?;
+        for r in &records {
+            w.write_record(r)?;
+        }
+        w.into_inner().flush()
+    })();
+    match &a.output {
+        None => crate::out::checked(written),
+        Some(p) => written.with_context(|| format!("writing {}", p.display())),
     }
-    w.into_inner().flush()?;
-    Ok(())
 }
 
 #[derive(serde::Serialize)]

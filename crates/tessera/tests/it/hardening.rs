@@ -268,3 +268,39 @@ fn far_future_dates_print_as_dates() {
     let usage = text(&tessera(&["report", "usage", "--by", "month", "--db", &d, "--format", "csv"]).stdout);
     assert!(usage.contains("+141338-07,1,") && usage.contains("+141474-10,1,"), "{usage}");
 }
+
+/// A closed standard output (`tessera … | head -1`) ends a command quietly,
+/// killed by SIGPIPE as a Unix tool is, while SIGPIPE itself stays ignored:
+/// before, the binary restored SIGPIPE's default, so a daemon or a client
+/// writing to a socket whose peer was gone (a controller killed during a
+/// replay: the chaos test) died on the spot.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["workload", "generate", "--jobs", "200000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    // the reader is dropped here: the pipe is closed
+    let out = child.wait_with_output().unwrap();
+    assert!(first.starts_with("; Version"), "{first}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+    assert_eq!(text(&out.stderr), "", "no message, no panic");
+    // while it runs, the binary ignores SIGPIPE (bit 13 of SigIgn in /proc)
+    let dir = tempfile::tempdir().unwrap();
+    let mut sleeper = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["sleep-job", "--id", "1", "--runtime", "30", "--log", dir.path().join("log").to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", sleeper.id())).unwrap();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let ign = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).map(|v| u64::from_str_radix(v.trim(), 16).unwrap()).unwrap();
+    assert_ne!(ign & (1 << (libc::SIGPIPE - 1)), 0, "SIGPIPE ignored: SigIgn {ign:x}");
+}
