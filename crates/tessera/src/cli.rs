@@ -77,6 +77,10 @@ pub enum Command {
     /// cluster while killing the controller and agents at random moments;
     /// check that every job ran once and is accounted once.
     Chaos(crate::chaos_cmd::ChaosArgs),
+    /// The live system at a steady rate for a long time: short real jobs
+    /// submitted at --rate per minute; the controller's and agents' memory
+    /// must stay flat after the warm-up, and every job be accounted once.
+    Soak(crate::soak_cmd::SoakArgs),
     /// Stop what `tessera up --detach` started.
     Down(crate::live_args::DownArgs),
     /// Jobs on a running controller: submit (sbatch), cancel, hold, release,

@@ -374,7 +374,7 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
     Ok(Report { machine: machine(), cluster: cluster_name, nodes, cores, agents: a.agents, clients: a.clients, policy: a.policy.clone(), top_directory: false, submit, queued, run, check, compare })
 }
 
-fn opt(o: &str, v: &str) -> OptionArg {
+pub(crate) fn opt(o: &str, v: &str) -> OptionArg {
     OptionArg { option: o.into(), value: v.into() }
 }
 
@@ -436,7 +436,7 @@ async fn cancel_all(target: &Target, clients: usize, ids: &[u64]) -> Result<()> 
 }
 
 /// The controller's metrics, by name (unlabelled series only).
-async fn metrics(client: &mut Client) -> Result<BTreeMap<String, f64>> {
+pub(crate) async fn metrics(client: &mut Client) -> Result<BTreeMap<String, f64>> {
     let (status, body) = client.raw(Method::GET, "/metrics", None).await.map_err(|e| anyhow!("reading /metrics: {e:?}"))?;
     if !status.is_success() {
         bail!("/metrics: HTTP {status}");
@@ -463,7 +463,7 @@ fn wait(deadline: Instant, what: &str, mut done: impl FnMut() -> Result<bool>) -
     }
 }
 
-fn rss_kib(pid: u32) -> Result<u64> {
+pub(crate) fn rss_kib(pid: u32) -> Result<u64> {
     proc_status_kib(&pid.to_string(), "VmRSS").ok_or_else(|| anyhow!("/proc/{pid}/status: no VmRSS (is the controller running?)"))
 }
 

@@ -34,6 +34,7 @@ mod sleep_job;
 mod study_cmd;
 mod twin_cmd;
 mod chaos_cmd;
+mod soak_cmd;
 mod workload_cmd;
 
 use clap::Parser;
@@ -95,6 +96,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Metrics(a) => metrics_cmd::metrics(a),
         cli::Command::Twin(a) => twin_cmd::twin(a),
         cli::Command::Chaos(a) => chaos_cmd::chaos(a),
+        cli::Command::Soak(a) => soak_cmd::soak(a),
         cli::Command::Agent(a) => daemon_cmd::agent(a),
         cli::Command::Up(a) => daemon_cmd::up(a),
         cli::Command::Loadtest(a) => loadtest_cmd::loadtest(a),

@@ -4,6 +4,7 @@
 
 mod auth;
 mod browser;
+mod chaos;
 mod e2e;
 mod loadtest;
 mod netns;
