@@ -336,11 +336,14 @@ impl Actor {
     fn admit(&mut self, m: Msg, events: &mut Vec<Event>, after: &mut Vec<After>, next_id: &mut u64) {
         match m {
             Msg::Shutdown => {}
-            Msg::Submit { who, req, reply } if req.idempotency_key.is_some() && self.seen(&who, &req, events).is_some() => {
-                let ids = self.seen(&who, &req, events).unwrap_or_default();
-                tracing::info!(user = %who.user, jobs = ?ids, "a submission sent again: the jobs its key created");
-                after.push(After::Submit(reply, ids));
-            }
+            Msg::Submit { who, req, reply } if req.idempotency_key.is_some() && !matches!(self.seen(&who, &req, events), Ok(None)) => match self.seen(&who, &req, events) {
+                Ok(ids) => {
+                    let ids = ids.unwrap_or_default();
+                    tracing::info!(user = %who.user, jobs = ?ids, "a submission sent again: the jobs its key created");
+                    after.push(After::Submit(reply, ids));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
             Msg::Submit { who, req, reply } => match self.admit_submit(&who, &req, *next_id) {
                 Ok(ev) => {
                     let Event::Submit { first, req: r, .. } = &ev else { unreachable!() };
@@ -422,18 +425,25 @@ impl Actor {
         }
     }
 
-    /// The jobs an earlier submission with this one's key created: filed in the
-    /// state, or in this batch (not yet applied).
-    fn seen(&self, who: &Identity, req: &SubmitRequest, batch: &[Event]) -> Option<Vec<u64>> {
-        let key = req.idempotency_key.as_deref()?;
-        self.state.keyed(who.uid, key).or_else(|| {
+    /// The jobs an earlier submission with this one's key created (filed in the
+    /// state, or in this batch, not yet applied); an error if this one is
+    /// invalid, or is not the same request (409: the key names another one).
+    fn seen(&self, who: &Identity, req: &SubmitRequest, batch: &[Event]) -> Result<Option<Vec<u64>>, ApiError> {
+        let Some(key) = req.idempotency_key.as_deref() else { return Ok(None) };
+        let earlier = self.state.keyed(who.uid, key).or_else(|| {
             batch.iter().find_map(|e| match e {
                 Event::Submit { first, uid, req: r, .. } if *uid == who.uid && r.idempotency_key.as_deref() == Some(key) => {
-                    Some((*first..*first + r.array.as_ref().map_or(1, |a| a.indices.len() as u64)).collect())
+                    Some(((*first..*first + r.array.as_ref().map_or(1, |a| a.indices.len() as u64)).collect(), request::digest(r)))
                 }
                 _ => None,
             })
-        })
+        });
+        let Some((ids, d)) = earlier else { return Ok(None) };
+        let r = request::validate(req, &self.cluster, self.cfg.default_limit_s).map_err(ApiError::option)?;
+        if request::digest(&r) != d {
+            return Err(ApiError::new(409, format!("idempotency key {}: it names another submission (jobs {}…); a new submission needs a new key", tessera_core::quote::bounded(key), ids[0])));
+        }
+        Ok(Some(ids))
     }
 
     fn admit_submit(&mut self, who: &Identity, req: &SubmitRequest, first: u64) -> Result<Event, ApiError> {

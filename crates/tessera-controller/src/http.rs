@@ -168,7 +168,7 @@ async fn nodes(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<Nod
     Ok(Json(ask(&app, |reply| Msg::Nodes { reply }).await?))
 }
 
-async fn node_action(State(app): State<App>, Caller(who): Caller, Path((node, action)): Path<(String, String)>, b: Option<Json<NodeAction>>) -> Result<Json<NodeInfo>, ApiError> {
+async fn node_action(State(app): State<App>, Caller(who): Caller, Path((node, action)): Path<(String, String)>, b: Result<Json<NodeAction>, JsonRejection>) -> Result<Json<NodeInfo>, ApiError> {
     let change = match action.as_str() {
         "drain" => NodeChange::Drain,
         "resume" => NodeChange::Resume,
@@ -176,7 +176,11 @@ async fn node_action(State(app): State<App>, Caller(who): Caller, Path((node, ac
         "up" => NodeChange::Up,
         _ => return Err(ApiError::new(404, format!("node action {action:?}: expected drain, resume, down or up"))),
     };
-    let reason = b.map(|Json(a)| a.reason).unwrap_or_default();
+    // the body is optional (no body, no reason); a body that is there must be one
+    let reason = match b {
+        Err(JsonRejection::MissingJsonContentType(_)) => String::new(),
+        b => body(b)?.reason,
+    };
     Ok(Json(ask(&app, |reply| Msg::NodeOp { who, node, change, reason, reply }).await?))
 }
 

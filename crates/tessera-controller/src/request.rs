@@ -45,6 +45,14 @@ pub struct JobRequest {
     pub idempotency_key: Option<String>,
 }
 
+/// A digest of a validated request, to tell a repeat of a keyed submission
+/// from another submission that reuses its key.
+pub fn digest(r: &JobRequest) -> u64 {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(serde_json::to_vec(r).expect("a request serializes"));
+    u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
+}
+
 /// The longest idempotency key accepted, in characters.
 pub const MAX_KEY: usize = 128;
 

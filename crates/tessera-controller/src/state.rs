@@ -106,10 +106,11 @@ pub struct State {
     admin_down: Vec<bool>,
     pub now: i64,
     pub kill_grace_s: u64,
-    /// Keyed submissions, `uid:key` → (first job, jobs, jobs not yet forgotten);
-    /// a key is forgotten with the last of its jobs (see [`DONE_KEEP_S`]).
+    /// Keyed submissions, `uid:key` → (first job, jobs, jobs not yet
+    /// forgotten, the request's digest); a key is forgotten with the last of
+    /// its jobs (see [`DONE_KEEP_S`]).
     #[serde(default)]
-    keys: BTreeMap<String, (u64, u64, u64)>,
+    keys: BTreeMap<String, (u64, u64, u64, u64)>,
     /// The key of each job of a keyed submission.
     #[serde(default)]
     key_of: BTreeMap<u64, String>,
@@ -177,9 +178,10 @@ impl State {
         }
     }
 
-    /// The jobs a keyed submission created, if the key is still remembered.
-    pub fn keyed(&self, uid: u32, key: &str) -> Option<Vec<u64>> {
-        self.keys.get(&submission_key(uid, key)).map(|&(first, n, _)| (first..first + n).collect())
+    /// The jobs a keyed submission created and its request's digest
+    /// ([`crate::request::digest`]), if the key is still remembered.
+    pub fn keyed(&self, uid: u32, key: &str) -> Option<(Vec<u64>, u64)> {
+        self.keys.get(&submission_key(uid, key)).map(|&(first, n, _, d)| ((first..first + n).collect(), d))
     }
 
     /// The instant the engine asked to be woken at, if any.
@@ -287,7 +289,7 @@ impl State {
             for i in 0..tasks.len() as u64 {
                 self.key_of.insert(first + i, k.clone());
             }
-            self.keys.insert(k, (first, tasks.len() as u64, tasks.len() as u64));
+            self.keys.insert(k, (first, tasks.len() as u64, tasks.len() as u64, crate::request::digest(req)));
         }
         // dependencies met already are dropped; one that can never be met was refused at submit
         let waits: Vec<(DependencyKind, u64)> = req.dependencies.iter().copied().filter(|(_, d)| !self.outcomes.contains_key(d)).collect();

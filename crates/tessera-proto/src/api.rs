@@ -41,7 +41,8 @@ pub struct SubmitRequest {
     /// client may send it again when it did not get the reply (the controller
     /// restarted, the connection broke): the same user's same key gets the jobs
     /// the first one created, while any of them is queued, running or listed
-    /// as finished (for 300 s after the last one ends).
+    /// as finished (for 300 s after the last one ends). Another request with a
+    /// key still remembered is refused (409).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
 }

@@ -143,6 +143,8 @@ fn a_submission_sent_again_with_its_key_files_no_second_job() {
     };
     let first = send(&l, Some("k-1"), false).unwrap();
     assert_eq!(send(&l, Some("k-1"), false).unwrap(), first, "the same key: the same job");
+    let e = send(&l, Some("k-1"), true).unwrap_err();
+    assert!(e.contains("names another submission"), "a used key on another request is refused: {e}");
     let other = send(&l, Some("k-2"), true).unwrap();
     assert_eq!(other.len(), 3);
     assert!(other.iter().all(|id| !first.contains(id)), "another key: other jobs");
