@@ -92,13 +92,14 @@ pub fn parse_mem_mib(option: &str, s: &str) -> Result<u64, OptionError> {
         return Err(err(option, s, expected));
     }
     let v: u64 = digits.parse().map_err(|_| err(option, s, expected))?;
-    let kib = match unit.to_ascii_uppercase().trim_end_matches('B') {
-        "K" => v,
-        "" | "M" => v * 1024,
-        "G" => v * 1024 * 1024,
-        "T" => v * 1024 * 1024 * 1024,
+    let scale: u64 = match unit.to_ascii_uppercase().trim_end_matches('B') {
+        "K" => 1,
+        "" | "M" => 1024,
+        "G" => 1024 * 1024,
+        "T" => 1024 * 1024 * 1024,
         _ => return Err(err(option, s, expected)),
     };
+    let kib = v.checked_mul(scale).ok_or_else(|| err(option, s, expected))?;
     let mib = kib.div_ceil(1024);
     if mib == 0 || mib > 1024 * 1024 * 1024 {
         return Err(err(option, s, expected));
@@ -347,6 +348,15 @@ fn words(s: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod fuzz_findings {
     use super::*;
+
+    /// `--mem 111111111111T`: 12 digits times 2^30 KiB overflowed u64 (a panic
+    /// with overflow checks, a wrapped size without).
+    #[test]
+    fn a_huge_memory_size_is_refused_not_wrapped() {
+        let e = parse_mem_mib("--mem", "111111111111T").unwrap_err();
+        assert!(e.to_string().contains("from 1M to 1024T"), "{e}");
+        assert_eq!(parse_mem_mib("--mem", "1024T"), Ok(1024 * 1024 * 1024));
+    }
 
     /// `-Ӝem`: splitting `-Xvalue` at byte 2 cut a character in two (a panic).
     #[test]
