@@ -407,6 +407,7 @@ impl Actor {
                             events.push(Event::Ended(*x));
                         }
                     }
+                    events.extend(self.never_launched(&req));
                     after.push(After::Register(reply, req.agent, req.jobs));
                 }
                 Err(e) => drop(reply.send(Err(e))),
@@ -647,6 +648,32 @@ impl Actor {
                 }
             }
         }
+    }
+
+    /// Ends for the jobs being killed on a registering agent's nodes that the
+    /// agent does not hold, running or ended: their launch was lost (sent to
+    /// an agent that was down, whose new session starts without it) and the
+    /// controller killed them (a limit, a cancel) before the agent came back.
+    /// Nothing runs, so nothing will report an end: they end now, killed.
+    fn never_launched(&self, req: &RegisterRequest) -> Vec<Event> {
+        let held: std::collections::BTreeSet<(u64, u32)> = req
+            .jobs
+            .iter()
+            .map(|j| match j {
+                AgentJob::Running { job, attempt, .. } => (*job, *attempt),
+                AgentJob::Ended(x) => (x.job, x.attempt),
+            })
+            .collect();
+        let now = unix_now();
+        self.state
+            .expected_on(&req.agent)
+            .into_iter()
+            .filter(|&(job, attempt, _, st)| matches!(st, JobState::Ending { .. }) && !held.contains(&(job, attempt)))
+            .map(|(job, attempt, _, _)| {
+                tracing::warn!(job, attempt, agent = %req.agent, "a job being killed that its agent does not hold: it never ran, it ends");
+                Event::Ended(JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: now, end: now, limit_hit: false })
+            })
+            .collect()
     }
 
     /// What a (re)registering agent must do so that it holds exactly the jobs

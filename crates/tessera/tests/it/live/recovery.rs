@@ -158,3 +158,20 @@ fn a_submission_sent_again_with_its_key_files_no_second_job() {
     let e = send(&l, Some(&"x".repeat(129)), false).unwrap_err();
     assert!(e.contains("idempotency_key") && e.contains("128"), "{e}");
 }
+
+/// A job started on the nodes of an agent that was down (its launch waits in a
+/// session that dies with the agent) and killed at its limit before the agent
+/// came back: the returning agent does not hold it, so no end would ever be
+/// reported. It ends TIMEOUT, accounted once, instead of staying COMPLETING
+/// forever, as the long chaos run found it did.
+#[test]
+fn a_job_killed_before_its_lost_launch_ends_when_its_agent_returns() {
+    let mut l = Live::start(1, 30);
+    l.kill9_agent(0);
+    let id = l.submit(&["--wrap", "sleep 30", "-t", "0:02"]);
+    l.wait_for("the job started, then killed at its limit", 20, |l| l.job(id).is_some_and(|j| j.state == JobStateCode::Completing));
+    l.start_agent(0);
+    l.wait_for("the job ended", 20, |l| l.job(id).is_some_and(|j| finished(j.state)));
+    assert_eq!(l.job(id).unwrap().state, JobStateCode::Timeout);
+    accounted_once(&l, &[id], 10);
+}
