@@ -459,7 +459,7 @@ impl Actor {
                 continue;
             }
             match self.state.outcomes.get(&on) {
-                None => return Err(bad(format!("a job that exists (job {on} is not known)"))),
+                None => return Err(bad(format!("a job that exists or ended less than {} s ago (job {on} is not known)", crate::state::DONE_KEEP_S))),
                 Some(&ok) => {
                     let never = match kind {
                         tessera_proto::submit::DependencyKind::AfterAny => false,

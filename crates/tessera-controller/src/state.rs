@@ -94,7 +94,9 @@ pub struct State {
     /// Finished jobs by end time, for [`DONE_KEEP_S`].
     pub done: BTreeMap<u64, Done>,
     done_order: VecDeque<(i64, u64)>,
-    /// Whether each finished job ended successfully (dependencies).
+    /// Whether each finished job ended successfully (dependencies), kept as
+    /// long as the job is listed ([`DONE_KEEP_S`]), as Slurm forgets a job
+    /// after MinJobAge: a dependency on an older job is refused.
     pub outcomes: BTreeMap<u64, bool>,
     dependents: BTreeMap<u64, Vec<u64>>,
     /// Array job id → (%N, tasks throttled, tasks let through and not ended).
@@ -167,6 +169,7 @@ impl State {
             }
             self.done_order.pop_front();
             self.done.remove(&id);
+            self.outcomes.remove(&id);
             if let Some(k) = self.key_of.remove(&id) {
                 if let Some(e) = self.keys.get_mut(&k) {
                     e.2 -= 1;
