@@ -43,6 +43,10 @@ pub struct JobMeta {
     pub cpu_s: f64,
     pub exit: Option<(Option<i32>, Option<i32>)>,
     pub requeues: u32,
+    /// When the current run exited by itself, as its agent saw it, if that
+    /// report came while the controller was killing it at its limit.
+    #[serde(default)]
+    pub ended_at: Option<i64>,
 }
 
 /// An event from outside, as journaled.
@@ -261,6 +265,8 @@ impl State {
                 }
                 m.cpu_s = x.cpu_s;
                 m.exit = Some((x.code, x.signal));
+                let killing_at_limit = matches!(self.engine.job(JobId(x.job)), Some((_, JobState::Ending { reason: tessera_core::KillReason::TimeLimit, .. })));
+                m.ended_at = (killing_at_limit && x.signal.is_none() && x.code.is_some() && !x.limit_hit).then_some(x.end);
                 if x.limit_hit {
                     // the agent enforced the limit while the controller was away:
                     // a pass first lets the engine see the limit ran out
@@ -337,6 +343,7 @@ impl State {
                     cpu_s: 0.0,
                     exit: None,
                     requeues: 0,
+                    ended_at: None,
                 },
             );
             inputs.push_back(Input::Submit(spec));
@@ -381,6 +388,7 @@ impl State {
                 m.nodes = alloc.parts.iter().map(|p| p.node).collect();
                 m.limit_real = if m.req.unlimited { None } else { limit };
                 m.exit = None;
+                m.ended_at = None;
                 m.cpu_s = 0.0;
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, node = %cluster.nodes[node as usize].name, attempt = m.attempt, "start");
@@ -419,6 +427,17 @@ impl State {
     fn finished(&mut self, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
         let id = rec.spec.id.0;
         let Some(m) = self.jobs.remove(&id) else { return };
+        // a run that exited by itself before its limit, whose end reached the
+        // controller (down, or its agent down) only after it had killed the job
+        // at the limit: the agent's account stands, not the kill's
+        let mut rec = rec;
+        if let (FinalState::Timeout, Some(e), Some(l), Some(Outcome::Exited(c)), Some(s)) = (rec.state, m.ended_at, m.limit_real, rec.outcome, rec.start) {
+            if e < s + l + rec.suspended_s {
+                rec.state = if c == 0 { FinalState::Completed } else { FinalState::Failed };
+                rec.end = e.max(s + rec.suspended_s);
+                tracing::info!(job = id, end = rec.end, "ended before its limit, reported after the kill: recorded as its agent saw it");
+            }
+        }
         let ok = rec.state == FinalState::Completed;
         let tag = match rec.state {
             FinalState::Completed => JobStateTag::Completed,

@@ -175,3 +175,28 @@ fn a_job_killed_before_its_lost_launch_ends_when_its_agent_returns() {
     assert_eq!(l.job(id).unwrap().state, JobStateCode::Timeout);
     accounted_once(&l, &[id], 10);
 }
+
+/// A job that exits 0 before its limit while the controller is down, whose end
+/// reaches the restarted controller only after it has killed the job at that
+/// limit, is recorded as its agent saw it: COMPLETED, ended before the limit.
+/// The long chaos run recorded 8 such jobs as TIMEOUT with their whole limit.
+#[test]
+fn a_job_that_ended_before_its_limit_while_the_controller_was_down_is_completed() {
+    let mut l = Live::start(1, 30);
+    let id = l.submit(&["--wrap", "sleep 1", "-t", "0:03"]);
+    l.wait_for("the job running", 20, |l| l.job(id).is_some_and(|j| j.state == JobStateCode::Running));
+    l.kill9_controller();
+    // the job ends at about 1 s; its limit passes at 3 s; the agent cannot report
+    l.kill9_agent(0);
+    std::thread::sleep(Duration::from_secs(5));
+    l.start_controller();
+    // the controller's first pass kills the job at its limit, then the agent comes back with its end
+    std::thread::sleep(Duration::from_millis(1500));
+    l.start_agent(0);
+    l.wait_for("the job ended", 30, |l| l.job(id).is_some_and(|j| finished(j.state)));
+    let j = l.job(id).unwrap();
+    assert_eq!((j.state, j.exit_code), (JobStateCode::Completed, Some(0)), "{j:?}");
+    assert!(j.elapsed_s < 3, "ended before its limit: {j:?}");
+    accounted_once(&l, &[id], 10);
+    assert_eq!(l.acct(), vec![(id, "COMPLETED".to_string())]);
+}
