@@ -102,6 +102,9 @@ pub struct Chaos {
     /// Trace jobs whose sleep job did not write exactly one log line: (trace
     /// job, lines).
     pub ran_not_once: Vec<(u64, usize)>,
+    /// Trace jobs recorded TIMEOUT although their sleep job ended by itself
+    /// (wrote its line) with a run time at least a second under its limit.
+    pub timed_out_early: Vec<u64>,
     pub passed: bool,
     pub kill_log: PathBuf,
     pub dir: PathBuf,
@@ -194,7 +197,7 @@ pub fn chaos(a: ChaosArgs) -> Result<()> {
     replayed.context("the replay under chaos")?;
 
     // every acknowledged job's record (the last ones may still be on their way)
-    let ids = submitted_ids(&dir.join("replay").join("jobs.csv"))?;
+    let (ids, limits) = submitted_ids(&dir.join("replay").join("jobs.csv"))?;
     let acct = state.join("accounting.db");
     let deadline = Instant::now() + Duration::from_secs(60);
     let rows = loop {
@@ -228,6 +231,11 @@ pub fn chaos(a: ChaosArgs) -> Result<()> {
             .filter(|(_, id, k)| if rows.get(id).is_some_and(|r| r.0 == "TIMEOUT") { *k > 1 } else { *k != 1 })
             .map(|(t, _, k)| (t, k))
             .collect(),
+        timed_out_early: ids
+            .iter()
+            .filter(|(t, id)| rows.get(id).is_some_and(|r| r.0 == "TIMEOUT") && lines.get(t).is_some_and(|&k| k == 1) && limits.get(t).is_some_and(|&(run, limit)| run + 1.0 <= limit))
+            .map(|(t, _)| *t)
+            .collect(),
         passed: false,
         states,
         kill_log,
@@ -235,7 +243,7 @@ pub fn chaos(a: ChaosArgs) -> Result<()> {
     };
     // what each job asked for: to run to its end, or to be stopped at its limit
     let all_completed = c.states.keys().all(|s| s == "COMPLETED" || s == "TIMEOUT");
-    let c = Chaos { passed: c.unrecorded.is_empty() && c.recorded_twice.is_empty() && c.unknown_records.is_empty() && c.ran_not_once.is_empty() && all_completed && ids.len() == n, ..c };
+    let c = Chaos { passed: c.unrecorded.is_empty() && c.recorded_twice.is_empty() && c.unknown_records.is_empty() && c.ran_not_once.is_empty() && c.timed_out_early.is_empty() && all_completed && ids.len() == n, ..c };
     std::fs::write(dir.join("chaos.json"), serde_json::to_vec_pretty(&c)?)?;
     match a.format {
         ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&c)?)?,
@@ -244,12 +252,13 @@ pub fn chaos(a: ChaosArgs) -> Result<()> {
             outln!("  accounting records by state: {:?}", c.states)?;
             outln!("  jobs acknowledged: {}; without a record: {}; recorded twice: {}; records of unknown jobs: {}", ids.len(), c.unrecorded.len(), c.recorded_twice.len(), c.unknown_records.len())?;
             outln!("  jobs that did not run exactly once (sleep log lines ≠ 1): {}", c.ran_not_once.len())?;
+            outln!("  jobs recorded TIMEOUT that ended by themselves before their limit: {}", c.timed_out_early.len())?;
             outln!("  {}", if c.passed { "PASSED: every job ran once and is accounted once" } else { "FAILED" })?;
         }
     }
     if !c.passed {
         bail!(
-            "chaos: {} jobs unrecorded {:?}, {} recorded twice {:?}, {} unknown records, {} not run exactly once {:?}, states {:?} (see {})",
+            "chaos: {} jobs unrecorded {:?}, {} recorded twice {:?}, {} unknown records, {} not run exactly once {:?}, {} timed out early {:?}, states {:?} (see {})",
             c.unrecorded.len(),
             &c.unrecorded[..c.unrecorded.len().min(10)],
             c.recorded_twice.len(),
@@ -257,6 +266,8 @@ pub fn chaos(a: ChaosArgs) -> Result<()> {
             c.unknown_records.len(),
             c.ran_not_once.len(),
             &c.ran_not_once[..c.ran_not_once.len().min(10)],
+            c.timed_out_early.len(),
+            &c.timed_out_early[..c.timed_out_early.len().min(10)],
             c.states,
             dir.display()
         );
@@ -264,16 +275,21 @@ pub fn chaos(a: ChaosArgs) -> Result<()> {
     Ok(())
 }
 
-/// Trace job → controller job id, from the replay's jobs.csv.
-fn submitted_ids(csv: &Path) -> Result<BTreeMap<u64, u64>> {
+/// From the replay's jobs.csv: trace job → controller job id, and trace job →
+/// (run time, limit) in seconds as submitted.
+#[allow(clippy::type_complexity)]
+fn submitted_ids(csv: &Path) -> Result<(BTreeMap<u64, u64>, BTreeMap<u64, (f64, f64)>)> {
     let text = std::fs::read_to_string(csv).with_context(|| format!("reading {}", csv.display()))?;
-    let mut out = BTreeMap::new();
+    let (mut ids, mut limits) = (BTreeMap::new(), BTreeMap::new());
     for (i, l) in text.lines().enumerate().skip(1) {
-        let mut f = l.split(',');
-        let (Some(t), Some(j)) = (f.next(), f.next()) else { bail!("{}:{}: expected trace_id,job_id,…", csv.display(), i + 1) };
-        out.insert(t.parse().with_context(|| format!("{}:{}: trace_id", csv.display(), i + 1))?, j.parse().with_context(|| format!("{}:{}: job_id", csv.display(), i + 1))?);
+        let f: Vec<&str> = l.split(',').collect();
+        let [t, j, _procs, run, limit, ..] = f[..] else { bail!("{}:{}: expected trace_id,job_id,procs,runtime,estimate,…", csv.display(), i + 1) };
+        let field = |v: &str, name: &str| -> Result<f64> { v.parse().with_context(|| format!("{}:{}: {name}", csv.display(), i + 1)) };
+        let t: u64 = t.parse().with_context(|| format!("{}:{}: trace_id", csv.display(), i + 1))?;
+        ids.insert(t, j.parse().with_context(|| format!("{}:{}: job_id", csv.display(), i + 1))?);
+        limits.insert(t, (field(run, "runtime")?, field(limit, "estimate")?));
     }
-    Ok(out)
+    Ok((ids, limits))
 }
 
 /// Job id → (state, how many records), over the store's live run. A job that

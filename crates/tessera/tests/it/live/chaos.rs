@@ -28,7 +28,7 @@ fn a_replay_under_kill_9_runs_every_job_once_and_accounts_it_once() {
     assert_eq!(r["passed"], true, "{r}");
     assert_eq!(r["jobs"], 60);
     assert!(r["controller_kills"].as_u64().unwrap() >= 3 && r["agent_kills"].as_u64().unwrap() >= 3, "killed often: {r}");
-    for k in ["unrecorded", "recorded_twice", "unknown_records", "ran_not_once"] {
+    for k in ["unrecorded", "recorded_twice", "unknown_records", "ran_not_once", "timed_out_early"] {
         assert_eq!(r[k].as_array().map(Vec::len), Some(0), "{k}: {r}");
     }
     assert_eq!(r["states"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(), 60, "{r}");
