@@ -454,7 +454,18 @@ impl Child {
         if sys::call(libc::SYS_chdir, [self.workdir as usize, 0, 0, 0, 0, 0]) != 0 {
             fail(b"tessera: cannot enter the job's working directory\n", 1);
         }
-        sys::call(libc::SYS_execve, [self.prog as usize, self.argv as usize, self.envp as usize, 0, 0, 0]);
+        // A script written a moment ago may still be open for writing in a
+        // process another thread cloned meanwhile and has not yet exec'd (the
+        // fork/exec ETXTBSY race; in a multi-threaded process, such as a test
+        // binary): wait that moment out, up to a second, as Go's os/exec does.
+        for _ in 0..1000 {
+            let r = sys::call(libc::SYS_execve, [self.prog as usize, self.argv as usize, self.envp as usize, 0, 0, 0]);
+            if r != -(libc::ETXTBSY as isize) {
+                break;
+            }
+            let ms = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+            sys::call(libc::SYS_nanosleep, [&ms as *const libc::timespec as usize, 0, 0, 0, 0, 0]);
+        }
         fail(b"tessera: cannot execute the job's script\n", 127)
     }
 }
