@@ -336,25 +336,24 @@ impl Actor {
     fn admit(&mut self, m: Msg, events: &mut Vec<Event>, after: &mut Vec<After>, next_id: &mut u64) {
         match m {
             Msg::Shutdown => {}
-            Msg::Submit { who, req, reply } if req.idempotency_key.is_some() && !matches!(self.seen(&who, &req, events), Ok(None)) => match self.seen(&who, &req, events) {
-                Ok(ids) => {
-                    let ids = ids.unwrap_or_default();
+            Msg::Submit { who, req, reply } => match self.seen(&who, &req, events) {
+                Err(e) => drop(reply.send(Err(e))),
+                Ok(Some(ids)) => {
                     tracing::info!(user = %who.user, jobs = ?ids, "a submission sent again: the jobs its key created");
                     after.push(After::Submit(reply, ids));
                 }
-                Err(e) => drop(reply.send(Err(e))),
-            },
-            Msg::Submit { who, req, reply } => match self.admit_submit(&who, &req, *next_id) {
-                Ok(ev) => {
-                    let Event::Submit { first, req: r, .. } = &ev else { unreachable!() };
-                    let n = r.array.as_ref().map_or(1, |a| a.indices.len() as u64);
-                    let ids = (*first..*first + n).collect();
-                    *next_id += n;
-                    self.metrics.submitted += n;
-                    events.push(ev);
-                    after.push(After::Submit(reply, ids));
-                }
-                Err(e) => drop(reply.send(Err(e))),
+                Ok(None) => match self.admit_submit(&who, &req, *next_id) {
+                    Ok(ev) => {
+                        let Event::Submit { first, req: r, .. } = &ev else { unreachable!() };
+                        let n = r.array.as_ref().map_or(1, |a| a.indices.len() as u64);
+                        let ids = (*first..*first + n).collect();
+                        *next_id += n;
+                        self.metrics.submitted += n;
+                        events.push(ev);
+                        after.push(After::Submit(reply, ids));
+                    }
+                    Err(e) => drop(reply.send(Err(e))),
+                },
             },
             Msg::JobOp { who, job, op, reply } => match self.admit_op(&who, job, op) {
                 Ok(ev) => {

@@ -49,8 +49,11 @@ pub struct JobRequest {
 /// from another submission that reuses its key.
 pub fn digest(r: &JobRequest) -> u64 {
     use sha2::Digest;
+    // plain strings, numbers and string-keyed maps: serializing cannot fail
     let h = sha2::Sha256::digest(serde_json::to_vec(r).expect("a request serializes"));
-    u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h[..8]);
+    u64::from_le_bytes(first)
 }
 
 /// The longest idempotency key accepted, in characters.
