@@ -190,7 +190,7 @@ pub fn prune(a: PruneArgs) -> Result<()> {
     let mut store = existing(&a.store)?;
     let path = store.path().to_string();
     let runs = store.runs()?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let now = tessera_proto::unix_now();
     let mut gone = Vec::new();
     if a.run.is_empty() {
         gone.extend(runs.iter().filter(|r| r.kind == "simulation" && !r.complete && now - r.recorded_at >= a.min_age));

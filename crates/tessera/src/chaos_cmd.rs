@@ -210,7 +210,8 @@ pub fn chaos(a: ChaosArgs) -> Result<()> {
     drop(local);
     let lines = log_lines(&dir.join("replay").join("sleep.log"))?;
     let mut states = BTreeMap::new();
-    for (_, (st, _)) in rows.iter().filter(|(id, _)| ids.values().any(|i| i == *id)) {
+    let submitted: std::collections::BTreeSet<u64> = ids.values().copied().collect();
+    for (_, (st, _)) in rows.iter().filter(|(id, _)| submitted.contains(id)) {
         *states.entry(st.clone()).or_insert(0) += 1;
     }
     let c = Chaos {
@@ -222,7 +223,7 @@ pub fn chaos(a: ChaosArgs) -> Result<()> {
         longest_down_s: longest,
         unrecorded: ids.values().filter(|id| !rows.contains_key(id)).copied().collect(),
         recorded_twice: rows.iter().filter(|(_, (_, k))| *k > 1).map(|(id, _)| *id).collect(),
-        unknown_records: rows.keys().filter(|id| !ids.values().any(|i| i == *id)).copied().collect(),
+        unknown_records: rows.keys().filter(|id| !submitted.contains(id)).copied().collect(),
         // a job that completed wrote its one line; one killed at its limit may
         // have written it in the instant the limit passed (time is whole seconds)
         ran_not_once: ids
@@ -298,12 +299,13 @@ fn submitted_ids(csv: &Path) -> Result<(BTreeMap<u64, u64>, BTreeMap<u64, (f64, 
 fn recorded(db: &Path) -> Result<BTreeMap<u64, (String, usize)>> {
     let store = tessera_accounting::store::Store::open(db)?;
     let run = store.resolve_run(None)?;
-    let mut q = store.connection().prepare(
-        "SELECT job_id, CASE WHEN state = 'TIMEOUT' AND wall_norm_s < time_limit THEN 'TIMEOUT before its limit' ELSE state END, COUNT(*) \
-         FROM jobs WHERE run_id = ?1 GROUP BY job_id",
-    )?;
-    let rows = q.query_map([run], |r| Ok((r.get::<_, i64>(0)? as u64, (r.get::<_, String>(1)?, r.get::<_, i64>(2)? as usize))))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let mut out: BTreeMap<u64, (String, usize)> = BTreeMap::new();
+    for j in tessera_accounting::acct::jobs(&store, run, &Default::default())? {
+        let state = if j.state == "TIMEOUT" && j.wall_norm_s < j.time_limit as f64 { "TIMEOUT before its limit".to_string() } else { j.state };
+        let e = out.entry(j.job_id as u64).or_insert((state, 0));
+        e.1 += 1;
+    }
+    Ok(out)
 }
 
 /// Lines in the sleep jobs' log, by trace job (a job run twice writes two).
