@@ -4,7 +4,8 @@
 use tessera_controller::request::validate;
 use tessera_controller::state::{Action, Event, State};
 use tessera_core::{Cluster, Engine, PolicyKind};
-use tessera_proto::api::{JobExit, OptionArg, SubmitRequest};
+use crate::request;
+use tessera_proto::api::JobExit;
 
 const CLUSTER: &str = r#"
 [[nodetype]]
@@ -19,17 +20,6 @@ name = "gpu"
 nodetypes = ["g"]
 default_gpus_per_node = 1
 "#;
-
-fn request(opts: &[(&str, &str)]) -> SubmitRequest {
-    SubmitRequest {
-        script: "#!/bin/sh\ntrue\n".into(),
-        options: opts.iter().map(|(o, v)| OptionArg { option: o.to_string(), value: v.to_string() }).collect(),
-        workdir: "/tmp".into(),
-        env: Default::default(),
-        script_name: None,
-        idempotency_key: None,
-    }
-}
 
 #[test]
 fn gpu_requests_reach_the_allocation_and_the_record() {

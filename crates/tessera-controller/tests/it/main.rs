@@ -4,3 +4,15 @@
 mod gpus;
 mod openapi;
 mod replay;
+
+use tessera_proto::api::{OptionArg, SubmitRequest};
+
+/// A one-line script submitted with `opts` (option, value).
+pub fn request(opts: &[(&str, &str)]) -> SubmitRequest {
+    SubmitRequest {
+        script: "#!/bin/sh\ntrue\n".into(),
+        options: opts.iter().map(|(o, v)| OptionArg { option: o.to_string(), value: v.to_string() }).collect(),
+        workdir: "/tmp".into(),
+        ..Default::default()
+    }
+}

@@ -4,22 +4,14 @@
 use tessera_controller::request::validate;
 use tessera_controller::state::{Action, Event, State};
 use tessera_core::{Cluster, Engine, JobId, PolicyKind};
-use tessera_proto::api::{JobExit, OptionArg, SubmitRequest};
+use tessera_proto::api::JobExit;
 
 fn cluster() -> Cluster {
     Cluster::from_toml(include_str!("../../../../examples/clusters/default.toml"), "default.toml").unwrap()
 }
 
 fn submit(c: &Cluster, first: u64, opts: &[(&str, &str)]) -> Event {
-    let req = SubmitRequest {
-        script: "#!/bin/sh\ntrue\n".into(),
-        options: opts.iter().map(|(o, v)| OptionArg { option: o.to_string(), value: v.to_string() }).collect(),
-        workdir: "/tmp".into(),
-        env: Default::default(),
-        script_name: None,
-        idempotency_key: None,
-    };
-    Event::Submit { first, user: "u".into(), uid: 1000, gid: 1000, req: Box::new(validate(&req, c, 3600).unwrap()) }
+    Event::Submit { first, user: "u".into(), uid: 1000, gid: 1000, req: Box::new(validate(&crate::request(opts), c, 3600).unwrap()) }
 }
 
 fn ended(job: u64, code: i32) -> Event {
