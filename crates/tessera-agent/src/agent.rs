@@ -137,7 +137,10 @@ impl Agent {
     /// ones through `launcher` (started while the process had one thread).
     pub fn open(cfg: AgentConfig, launcher: Launcher) -> Result<Agent> {
         let jobs_dir = cfg.state_dir.join("jobs");
-        std::fs::create_dir_all(&jobs_dir).with_context(|| format!("creating {}", jobs_dir.display()))?;
+        // traversable, so that a job's user can run the script it owns there;
+        // the records are the operator's
+        tessera_proto::statedir::create_dir(&jobs_dir).with_context(|| format!("creating {}", jobs_dir.display()))?;
+        std::fs::set_permissions(&jobs_dir, std::os::unix::fs::PermissionsExt::from_mode(tessera_proto::statedir::DIR_MODE))?;
         let mut slots = 0;
         for e in std::fs::read_dir(&jobs_dir)? {
             if let Some(n) = e?.file_name().to_str().and_then(Slot::parse_name) {
@@ -150,6 +153,10 @@ impl Agent {
         for n in 0..slots {
             let slot = Slot::new(&cfg.state_dir, n);
             let owner = std::fs::metadata(&slot.script).map_or(euid, |m| std::os::unix::fs::MetadataExt::uid(&m));
+            // the operator's only (a spool of an older agent had them 0644)
+            if std::fs::metadata(&slot.record).is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 != 0) {
+                std::fs::set_permissions(&slot.record, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+            }
             let mut rec = slot.read();
             let Some((job, attempt, run)) = rec.run.clone() else {
                 spool.give_back(&slot, owner); // free, or never started
@@ -331,7 +338,7 @@ impl Agent {
             Err(e) => {
                 tracing::warn!(job = l.job, attempt = l.attempt, "cannot start the job: {e}");
                 // recorded like any end, so a restart reports it too
-                let _ = job.slot.append_exit(l.job, l.attempt, 1, -1, unix_now());
+                let _ = job.slot.append_exit(l.job, l.attempt, 1, -1, unix_now(), Some(e.failure));
                 job.exit = ended(l.job, l.attempt, &job);
             }
         }
@@ -413,15 +420,16 @@ fn alive(pid: i32) -> bool {
 }
 
 fn ended(job: u64, attempt: u32, j: &Job) -> Option<JobExit> {
-    let x = j.slot.read().exit?;
-    Some(JobExit { job, attempt, code: x.code, signal: x.signal, cpu_s: x.cpu_s, start: j.info.start, end: x.end, limit_hit: j.limit_hit })
+    let r = j.slot.read();
+    let x = r.exit?;
+    Some(JobExit { job, attempt, code: x.code, signal: x.signal, cpu_s: x.cpu_s, start: j.info.start, end: x.end, limit_hit: j.limit_hit, failure: r.failure })
 }
 
 /// A job whose shepherd vanished without writing how it ended.
 fn lost(job: u64, attempt: u32, j: &Job) -> JobExit {
     tracing::warn!(job, attempt, "the job's shepherd is gone without an exit record");
-    let _ = j.slot.append_exit(job, attempt, -1, 9, unix_now());
-    JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: j.info.start, end: unix_now(), limit_hit: j.limit_hit }
+    let _ = j.slot.append_exit(job, attempt, -1, 9, unix_now(), None);
+    JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: j.info.start, end: unix_now(), limit_hit: j.limit_hit, failure: None }
 }
 
 async fn poll_loop(cfg: AgentConfig, mut session: watch::Receiver<u64>, tx: mpsc::UnboundedSender<Inbox>) {

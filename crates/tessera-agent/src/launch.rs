@@ -37,7 +37,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use crate::sys;
-use tessera_proto::api::Launch;
+use tessera_proto::api::{Launch, LaunchFailure, LaunchStage};
 
 /// The processes of a started job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +74,8 @@ pub struct Record {
     pub run: Option<(u64, u32, String)>,
     pub pids: Option<Spawned>,
     pub exit: Option<ExitRecord>,
+    /// The step of the launch that failed, if one did (a `fail` line).
+    pub failure: Option<LaunchFailure>,
 }
 
 impl Slot {
@@ -115,6 +117,9 @@ impl Slot {
                 ("exit", &[code, sig, cpu_us, end]) if r.exit.is_none() => {
                     r.exit = Some(ExitRecord { code: (code >= 0).then_some(code as i32), signal: (sig >= 0).then_some(sig as i32), cpu_s: cpu_us as f64 / 1e6, end })
                 }
+                ("fail", &[stage, errno]) if r.failure.is_none() => {
+                    r.failure = LaunchStage::from_code(stage).map(|stage| LaunchFailure { stage, errno: errno as i32 });
+                }
                 _ => {}
             }
         }
@@ -122,10 +127,12 @@ impl Slot {
     }
 
     /// Append an `exit` line for a run (a job the agent could not start, or
-    /// whose shepherd vanished); a line already there keeps counting.
-    pub fn append_exit(&self, job: u64, attempt: u32, code: i32, signal: i32, end: i64) -> io::Result<()> {
-        let mut f = fs::OpenOptions::new().append(true).create(true).open(&self.record)?;
-        f.write_all(format!("exit {job} {attempt} {code} {signal} 0 {end}\n").as_bytes())
+    /// whose shepherd vanished), after a `fail` line for a launch that
+    /// failed; a line already there keeps counting.
+    pub fn append_exit(&self, job: u64, attempt: u32, code: i32, signal: i32, end: i64, failure: Option<LaunchFailure>) -> io::Result<()> {
+        let mut f = fs::OpenOptions::new().append(true).create(true).mode(0o600).open(&self.record)?;
+        let fail = failure.map_or(String::new(), |x| format!("fail {job} {attempt} {} {}\n", x.stage.code(), x.errno));
+        f.write_all(format!("{fail}exit {job} {attempt} {code} {signal} 0 {end}\n").as_bytes())
     }
 
     /// Mark the slot free once its run (`job`, `attempt`) has been reported: a
@@ -137,12 +144,42 @@ impl Slot {
     }
 }
 
-fn cstr(s: &str, what: &str) -> io::Result<CString> {
-    CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{what} contains a NUL byte")))
+/// A launch that failed before the job's process existed.
+#[derive(Debug)]
+pub struct SpawnError {
+    pub failure: LaunchFailure,
+    pub message: String,
 }
 
-fn open_out(path: &str) -> io::Result<fs::File> {
-    fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).custom_flags(libc::O_CLOEXEC).open(path)
+impl std::fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl SpawnError {
+    fn spool(e: io::Error) -> SpawnError {
+        SpawnError { failure: LaunchFailure { stage: LaunchStage::Spool, errno: e.raw_os_error().unwrap_or(libc::EIO) }, message: e.to_string() }
+    }
+}
+
+fn cstr(s: &str, what: &str) -> Result<CString, SpawnError> {
+    CString::new(s).map_err(|_| SpawnError { failure: LaunchFailure { stage: LaunchStage::Request, errno: libc::EINVAL }, message: format!("{what} contains a NUL byte") })
+}
+
+/// The submitter's supplementary groups on this node: those of the user the
+/// node knows by `uid` (its own passwd and group databases), with `gid`; only
+/// `gid` when the node has no such user.
+fn groups_of(uid: u32, gid: u32) -> Vec<libc::gid_t> {
+    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).ok().flatten();
+    let mut groups: Vec<libc::gid_t> = match user.and_then(|u| CString::new(u.name).ok()) {
+        Some(name) => nix::unistd::getgrouplist(&name, nix::unistd::Gid::from_raw(gid)).map(|g| g.into_iter().map(|g| g.as_raw()).collect()).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    if !groups.contains(&gid) {
+        groups.insert(0, gid);
+    }
+    groups
 }
 
 /// The uid `l` runs as: its submitter's when the agent is root (and the
@@ -174,13 +211,37 @@ fn rewrite(path: &Path, body: &[u8], mode: u32) -> io::Result<fs::File> {
 /// and the script, then start the shepherd on a stack from `stacks`. Returns
 /// once the job's process exists; call [`Stacks::ended`] when the shepherd has
 /// been reaped.
-pub fn spawn(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> io::Result<Spawned> {
-    let record = rewrite(&slot.record, format!("run {} {} {run}\n", l.job, l.attempt).as_bytes(), 0o644)?;
+pub fn spawn(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<Spawned, SpawnError> {
+    spawn_io(slot, run, l, stacks).map_err(|e| match e {
+        Failed::Spawn(e) => e,
+        Failed::Io(e) => SpawnError::spool(e),
+    })
+}
+
+enum Failed {
+    Spawn(SpawnError),
+    Io(io::Error),
+}
+
+impl From<io::Error> for Failed {
+    fn from(e: io::Error) -> Failed {
+        Failed::Io(e)
+    }
+}
+
+impl From<SpawnError> for Failed {
+    fn from(e: SpawnError) -> Failed {
+        Failed::Spawn(e)
+    }
+}
+
+fn spawn_io(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<Spawned, Failed> {
+    let record = rewrite(&slot.record, format!("run {} {} {run}\n", l.job, l.attempt).as_bytes(), 0o600)?;
     // the shepherd appends to it (Linux's pwrite would append too, were the
     // file opened so)
     // SAFETY: a plain system call on an open fd.
     if unsafe { libc::fcntl(record.as_raw_fd(), libc::F_SETFL, libc::O_APPEND) } != 0 {
-        return Err(io::Error::last_os_error());
+        return Err(io::Error::last_os_error().into());
     }
     let script = &slot.script;
     rewrite(script, l.script.as_bytes(), 0o700)?;
@@ -191,28 +252,25 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> io::Res
         fs::set_permissions(script, fs::Permissions::from_mode(0o700))?;
     }
     let script_s = script.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "state directory is not UTF-8"))?;
+    // the job's strings, each checked for a NUL byte before anything starts
+    let groups = ids.map(|(uid, gid)| groups_of(uid, gid)).unwrap_or_default();
     let (prog, argv): (CString, Vec<CString>) = if l.script.starts_with("#!") {
         (cstr(script_s, "script path")?, vec![cstr(script_s, "script path")?])
     } else {
         (cstr("/bin/sh", "")?, vec![cstr("/bin/sh", "")?, cstr(script_s, "script path")?])
     };
-    let envp: Vec<CString> = l.env.iter().filter(|(k, _)| !k.contains('=')).map(|(k, v)| cstr(&format!("{k}={v}"), "environment")).collect::<io::Result<_>>()?;
+    let envp: Vec<CString> = l.env.iter().filter(|(k, _)| !k.contains('=')).map(|(k, v)| cstr(&format!("{k}={v}"), "environment")).collect::<Result<_, SpawnError>>()?;
     let workdir = cstr(&l.workdir, "workdir")?;
-    let out = open_out(&l.stdout).map_err(|e| io::Error::new(e.kind(), format!("output file {}: {e}", l.stdout)))?;
-    let err = if l.stderr == l.stdout { None } else { Some(open_out(&l.stderr).map_err(|e| io::Error::new(e.kind(), format!("error file {}: {e}", l.stderr)))?) };
-    if switch {
-        std::os::unix::fs::chown(&l.stdout, Some(l.uid), Some(l.gid))?;
-        if err.is_some() {
-            std::os::unix::fs::chown(&l.stderr, Some(l.uid), Some(l.gid))?;
-        }
-    }
+    // opened by the job itself, once it is the submitter (see `Child::job`)
+    let stdout = cstr(&l.stdout, "output path")?;
+    let stderr = if l.stderr == l.stdout { None } else { Some(cstr(&l.stderr, "error path")?) };
     let devnull = fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_CLOEXEC).open("/dev/null")?;
     let argv_p: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
     let envp_p: Vec<*const libc::c_char> = envp.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: a plain system call on a buffer of two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
+        return Err(io::Error::last_os_error().into());
     }
     // SAFETY: both fds were just created and are owned here.
     let (rfd, wfd) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
@@ -223,8 +281,10 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> io::Res
         envp: envp_p.as_ptr(),
         workdir: workdir.as_ptr(),
         devnull: devnull.as_raw_fd(),
-        out: out.as_raw_fd(),
-        err: err.as_ref().map_or(out.as_raw_fd(), |f| f.as_raw_fd()),
+        stdout: stdout.as_ptr(),
+        stderr: stderr.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+        groups: groups.as_ptr(),
+        ngroups: groups.len(),
         pipe: wfd.as_raw_fd(),
         record: record.as_raw_fd(),
         ids,
@@ -237,7 +297,7 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> io::Res
     let pid = unsafe { sys::clone_on((libc::CLONE_VM | libc::SIGCHLD) as usize, stack.wrapping_add(2 * STACK), shepherd_entry, &child as *const Child as usize) };
     if pid < 0 {
         stacks.free.push(stack);
-        return Err(io::Error::from_raw_os_error(-pid as i32));
+        return Err(io::Error::from_raw_os_error(-pid as i32).into());
     }
     let pid = pid as i32;
     stacks.busy.insert(pid, stack);
@@ -251,13 +311,13 @@ pub fn spawn(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> io::Res
             continue;
         }
         if n <= 0 {
-            return Err(io::Error::other("the job's shepherd died before starting it"));
+            return Err(io::Error::other("the job's shepherd died before starting it").into());
         }
         got += n as usize;
     }
     let pgid = i32::from_le_bytes(buf);
     if pgid <= 0 {
-        return Err(io::Error::other("the job's shepherd could not start the job"));
+        return Err(io::Error::other("the job's shepherd could not start the job").into());
     }
     Ok(Spawned { shepherd: pid, pgid })
 }
@@ -313,8 +373,12 @@ struct Child {
     envp: *const *const libc::c_char,
     workdir: *const libc::c_char,
     devnull: libc::c_int,
-    out: libc::c_int,
-    err: libc::c_int,
+    /// The output path, and the error path when it differs (else null).
+    stdout: *const libc::c_char,
+    stderr: *const libc::c_char,
+    /// The submitter's supplementary groups (with its gid).
+    groups: *const libc::gid_t,
+    ngroups: usize,
     pipe: libc::c_int,
     /// The slot's record, open: the shepherd appends its lines to it.
     record: libc::c_int,
@@ -388,14 +452,6 @@ impl Line {
     }
 }
 
-fn fail(m: &[u8], code: i32) -> ! {
-    // SAFETY: raw system calls on a static message.
-    unsafe {
-        sys::write(2, m);
-        sys::exit(code)
-    }
-}
-
 impl Child {
     unsafe fn shepherd(&self) -> ! {
         sys::unblock_all();
@@ -444,28 +500,61 @@ impl Child {
             }
         }
         sys::dup2(self.devnull, 0);
-        sys::dup2(self.out, 1);
-        sys::dup2(self.err, 2);
+        sys::dup2(self.devnull, 1);
+        sys::dup2(self.devnull, 2);
+        // the submitter's identity first: the working directory and the
+        // output files are then reached as the submitter would reach them
+        // (symlinks, permissions and all), never as root
         if let Some((uid, gid)) = self.ids {
-            if sys::call(libc::SYS_setgroups, [0; 6]) != 0 || sys::call(libc::SYS_setgid, [gid as usize, 0, 0, 0, 0, 0]) != 0 || sys::call(libc::SYS_setuid, [uid as usize, 0, 0, 0, 0, 0]) != 0 {
-                fail(b"tessera: cannot switch to the job's user\n", 126);
+            for r in [
+                sys::call(libc::SYS_setgroups, [self.ngroups, self.groups as usize, 0, 0, 0, 0]),
+                sys::call(libc::SYS_setgid, [gid as usize, 0, 0, 0, 0, 0]),
+                sys::call(libc::SYS_setuid, [uid as usize, 0, 0, 0, 0, 0]),
+            ] {
+                if r != 0 {
+                    self.failed(LaunchStage::Identity, r, 126);
+                }
             }
         }
-        if sys::call(libc::SYS_chdir, [self.workdir as usize, 0, 0, 0, 0, 0]) != 0 {
-            fail(b"tessera: cannot enter the job's working directory\n", 1);
+        sys::call(libc::SYS_umask, [0o022, 0, 0, 0, 0, 0]);
+        let r = sys::call(libc::SYS_chdir, [self.workdir as usize, 0, 0, 0, 0, 0]);
+        if r != 0 {
+            self.failed(LaunchStage::Workdir, r, 1);
         }
+        let flags = (libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOCTTY | libc::O_CLOEXEC) as usize;
+        let out = sys::call(libc::SYS_openat, [libc::AT_FDCWD as usize, self.stdout as usize, flags, 0o644, 0, 0]);
+        if out < 0 {
+            self.failed(LaunchStage::Stdout, out, 1);
+        }
+        let err = if self.stderr.is_null() { out } else { sys::call(libc::SYS_openat, [libc::AT_FDCWD as usize, self.stderr as usize, flags, 0o644, 0, 0]) };
+        if err < 0 {
+            self.failed(LaunchStage::Stderr, err, 1);
+        }
+        // the copies at 1 and 2 stay open across the exec, the originals not
+        sys::dup2(out as i32, 1);
+        sys::dup2(err as i32, 2);
         // A script written a moment ago may still be open for writing in a
         // process another thread cloned meanwhile and has not yet exec'd (the
         // fork/exec ETXTBSY race; in a multi-threaded process, such as a test
         // binary): wait that moment out, up to a second, as Go's os/exec does.
+        let mut r = 0;
         for _ in 0..1000 {
-            let r = sys::call(libc::SYS_execve, [self.prog as usize, self.argv as usize, self.envp as usize, 0, 0, 0]);
+            r = sys::call(libc::SYS_execve, [self.prog as usize, self.argv as usize, self.envp as usize, 0, 0, 0]);
             if r != -(libc::ETXTBSY as isize) {
                 break;
             }
             let ms = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
             sys::call(libc::SYS_nanosleep, [&ms as *const libc::timespec as usize, 0, 0, 0, 0, 0]);
         }
-        fail(b"tessera: cannot execute the job's script\n", 127)
+        sys::write(2, b"tessera: cannot execute the job's script\n");
+        self.failed(LaunchStage::Exec, r, 127)
+    }
+
+    /// The launch failed at `stage` with the system call's result `r` (a
+    /// negated errno): a `fail` line in the record, for the agent to report,
+    /// then the job ends with `code` (the shepherd records the exit).
+    unsafe fn failed(&self, stage: LaunchStage, r: isize, code: i32) -> ! {
+        sys::write(self.record, Line::new(b"fail", self.run).int(stage.code()).int(-r as i64).bytes());
+        sys::exit(code)
     }
 }

@@ -14,12 +14,12 @@
 //! its victim's memory, though a launcher of a few megabytes is an unlikely
 //! victim).
 
-use crate::launch::{self, Slot, Spawned};
+use crate::launch::{self, Slot, SpawnError, Spawned};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use tessera_proto::api::Launch;
+use tessera_proto::api::{Launch, LaunchFailure, LaunchStage};
 
 #[derive(Serialize, Deserialize)]
 struct Request {
@@ -31,7 +31,7 @@ struct Request {
 #[derive(Serialize, Deserialize)]
 enum Reply {
     Started { shepherd: i32, pgid: i32 },
-    Failed(String),
+    Failed(LaunchFailure, String),
 }
 
 /// The agent's end of the launcher.
@@ -90,14 +90,16 @@ impl Launcher {
     }
 
     /// Start `l` in `slot` (see [`launch::spawn`]).
-    pub fn spawn(&mut self, slot: &Slot, run: &str, l: &Launch) -> io::Result<Spawned> {
+    /// A launch the launcher itself could not make (it is gone) is a spool
+    /// failure.
+    pub fn spawn(&mut self, slot: &Slot, run: &str, l: &Launch) -> Result<Spawned, SpawnError> {
         let req = Request { slot: slot.clone(), run: run.to_string(), launch: l.clone() };
-        let lost = |e: io::Error| io::Error::new(e.kind(), format!("the launcher is gone: {e}"));
+        let lost = |e: io::Error| SpawnError { failure: LaunchFailure { stage: LaunchStage::Spool, errno: e.raw_os_error().unwrap_or(libc::EPIPE) }, message: format!("the launcher is gone: {e}") };
         write_frame(&mut self.requests, &serde_json::to_vec(&req).expect("requests serialize")).map_err(lost)?;
         let body = read_frame(&mut self.requests).map_err(lost)?;
-        match serde_json::from_slice(&body).map_err(|e| io::Error::other(format!("the launcher's reply: {e}")))? {
+        match serde_json::from_slice(&body).map_err(|e| SpawnError { failure: LaunchFailure { stage: LaunchStage::Spool, errno: libc::EPROTO }, message: format!("the launcher's reply: {e}") })? {
             Reply::Started { shepherd, pgid } => Ok(Spawned { shepherd, pgid }),
-            Reply::Failed(e) => Err(io::Error::other(e)),
+            Reply::Failed(failure, message) => Err(SpawnError { failure, message }),
         }
     }
 }
@@ -178,9 +180,9 @@ fn serve(mut requests: UnixStream, mut ended: UnixStream) -> io::Result<()> {
             let reply = match serde_json::from_slice::<Request>(&body) {
                 Ok(r) => match launch::spawn(&r.slot, &r.run, &r.launch, &mut stacks) {
                     Ok(s) => Reply::Started { shepherd: s.shepherd, pgid: s.pgid },
-                    Err(e) => Reply::Failed(e.to_string()),
+                    Err(e) => Reply::Failed(e.failure, e.message),
                 },
-                Err(e) => Reply::Failed(format!("a launch the launcher cannot read: {e}")),
+                Err(e) => Reply::Failed(LaunchFailure { stage: LaunchStage::Spool, errno: libc::EPROTO }, format!("a launch the launcher cannot read: {e}")),
             };
             write_frame(&mut requests, &serde_json::to_vec(&reply).expect("replies serialize"))?;
         }

@@ -58,10 +58,11 @@ impl JobOp {
 /// What handlers ask of the actor.
 pub enum Msg {
     Submit { who: Identity, req: SubmitRequest, reply: Reply<SubmitReply> },
-    JobOp { who: Identity, job: u64, op: JobOp, reply: Reply<JobInfo> },
+    JobOp { who: Identity, job: JobRef, op: JobOp, reply: Reply<JobInfo> },
     NodeOp { who: Identity, node: String, change: NodeChange, reason: String, reply: Reply<NodeInfo> },
     Jobs { reply: Reply<Vec<JobInfo>> },
-    Job { id: u64, reply: Reply<JobInfo> },
+    Job { id: JobRef, reply: Reply<JobInfo> },
+    Script { who: Identity, id: JobRef, reply: Reply<JobScript> },
     Nodes { reply: Reply<Vec<NodeInfo>> },
     Register { who: Identity, req: RegisterRequest, reply: Reply<RegisterReply> },
     Poll { who: Identity, msg: AgentMessage, reply: Reply<PollReply> },
@@ -355,8 +356,8 @@ impl Actor {
                     Err(e) => drop(reply.send(Err(e))),
                 },
             },
-            Msg::JobOp { who, job, op, reply } => match self.admit_op(&who, job, op) {
-                Ok(ev) => {
+            Msg::JobOp { who, job, op, reply } => match self.state.resolve(job).and_then(|job| Ok((job, self.admit_op(&who, job, op)?))) {
+                Ok((job, ev)) => {
                     events.push(ev);
                     after.push(After::Job(reply, job));
                 }
@@ -383,7 +384,10 @@ impl Actor {
                 let _ = reply.send(Ok(v));
             }
             Msg::Job { id, reply } => {
-                let _ = reply.send(self.state.job_info(&self.cluster, id).ok_or_else(|| ApiError::new(404, format!("no job {id} (finished jobs are in tessera acct)"))));
+                let _ = reply.send(self.state.resolve(id).and_then(|id| self.state.job_info(&self.cluster, id).ok_or_else(|| ApiError::new(404, format!("no job {id} (finished jobs are in tessera acct)")))));
+            }
+            Msg::Script { who, id, reply } => {
+                let _ = reply.send(self.state.resolve(id).and_then(|id| self.script(&who, id)));
             }
             Msg::Nodes { reply } => {
                 let used = self.node_usage();
@@ -481,6 +485,24 @@ impl Actor {
             }
         }
         Ok(Event::Submit { first, user: who.user.clone(), uid: who.uid, gid: who.gid, req: Box::new(r) })
+    }
+
+    /// A live job's script and environment: its owner's and the operators'
+    /// (they hold what users export: tokens, passwords).
+    fn script(&self, who: &Identity, job: u64) -> Result<JobScript, ApiError> {
+        if who.role == Role::Agent {
+            return Err(ApiError::new(403, "agents read scripts only in their launches"));
+        }
+        let Some(m) = self.state.jobs.get(&job) else {
+            return Err(match self.state.done.get(&job) {
+                Some(d) => ApiError::new(404, format!("job {job} has ended ({}): its script is kept only while it is queued or running", d.info.state.name())),
+                None => ApiError::new(404, format!("no job {job}")),
+            });
+        };
+        if who.role != Role::Operator && m.uid != who.uid {
+            return Err(ApiError::new(403, format!("job {job} belongs to {}: its script and environment are shown to its owner and the operators only", m.user)));
+        }
+        Ok(JobScript { id: job, script: m.req.script.clone(), env: m.req.env.clone() })
     }
 
     fn admit_op(&mut self, who: &Identity, job: u64, op: JobOp) -> Result<Event, ApiError> {
@@ -670,7 +692,7 @@ impl Actor {
             .filter(|&(job, attempt, _, st)| matches!(st, JobState::Ending { .. }) && !held.contains(&(job, attempt)))
             .map(|(job, attempt, _, _)| {
                 tracing::warn!(job, attempt, agent = %req.agent, "a job being killed that its agent does not hold: it never ran, it ends");
-                Event::Ended(JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: now, end: now, limit_hit: false })
+                Event::Ended(JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: now, end: now, limit_hit: false, failure: None })
             })
             .collect()
     }

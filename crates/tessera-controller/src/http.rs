@@ -31,6 +31,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/jobs"),
     ("GET", "/v1/jobs"),
     ("GET", "/v1/jobs/{id}"),
+    ("GET", "/v1/jobs/{id}/script"),
     ("POST", "/v1/jobs/{id}/{action}"),
     ("GET", "/v1/nodes"),
     ("GET", "/v1/cluster"),
@@ -131,8 +132,14 @@ async fn ask<T>(app: &App, f: impl FnOnce(oneshot::Sender<Result<T, ApiError>>) 
     rx.await.map_err(|_| ApiError::new(503, "the controller is shutting down"))?
 }
 
+/// The largest request body, bytes (axum's default limit).
+pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
+
 fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    b.map(|Json(v)| v).map_err(|e| ApiError::new(400, format!("request body: {}", e.body_text())))
+    b.map(|Json(v)| v).map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(413, format!("request body: larger than the limit of {} MiB", BODY_LIMIT >> 20)),
+        _ => ApiError::new(400, format!("request body: {}", e.body_text())),
+    })
 }
 
 async fn submit(State(app): State<App>, Caller(who): Caller, b: Result<Json<SubmitRequest>, JsonRejection>) -> Result<(StatusCode, Json<SubmitReply>), ApiError> {
@@ -145,13 +152,18 @@ async fn jobs(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<JobI
     Ok(Json(ask(&app, |reply| Msg::Jobs { reply }).await?))
 }
 
-fn job_id(s: &str) -> Result<u64, ApiError> {
-    s.parse().map_err(|_| ApiError::new(400, format!("job id {s:?}: expected a positive integer")))
+fn job_id(s: &str) -> Result<JobRef, ApiError> {
+    s.parse().map_err(|e: String| ApiError::new(400, e))
 }
 
 async fn job(State(app): State<App>, Caller(_): Caller, Path(id): Path<String>) -> Result<Json<JobInfo>, ApiError> {
     let id = job_id(&id)?;
     Ok(Json(ask(&app, |reply| Msg::Job { id, reply }).await?))
+}
+
+async fn script(State(app): State<App>, Caller(who): Caller, Path(id): Path<String>) -> Result<Json<JobScript>, ApiError> {
+    let id = job_id(&id)?;
+    Ok(Json(ask(&app, |reply| Msg::Script { who, id, reply }).await?))
 }
 
 async fn job_action(State(app): State<App>, Caller(who): Caller, Path((id, action)): Path<(String, String)>) -> Result<Json<JobInfo>, ApiError> {
@@ -225,6 +237,7 @@ pub fn router(app: App) -> Router {
     Router::new()
         .route("/v1/jobs", post(submit).get(jobs))
         .route("/v1/jobs/{id}", get(job))
+        .route("/v1/jobs/{id}/script", get(script))
         .route("/v1/jobs/{id}/{action}", post(job_action))
         .route("/v1/nodes", get(nodes))
         .route("/v1/cluster", get(cluster))
@@ -242,9 +255,13 @@ pub fn router(app: App) -> Router {
 /// directory, start the actor, listen on TCP and on the Unix socket, and write
 /// `controller.json` once both listen.
 pub async fn serve(cfg: Config) -> Result<()> {
-    std::fs::create_dir_all(&cfg.state_dir).with_context(|| format!("creating state directory {}", cfg.state_dir.display()))?;
+    // one controller per state directory, and only the operator reads it
+    let _lock = tessera_proto::statedir::lock(&cfg.state_dir, "controller")?;
+    tessera_proto::statedir::secure(&cfg.state_dir, crate::PUBLIC_FILES).with_context(|| format!("securing state directory {}", cfg.state_dir.display()))?;
     let key = Key::load(&cfg.key_path(), true)?;
     let actor = Actor::open(cfg.clone())?;
+    // again: the stores exist now
+    tessera_proto::statedir::secure(&cfg.state_dir, crate::PUBLIC_FILES).with_context(|| format!("securing state directory {}", cfg.state_dir.display()))?;
     let euid = actor.euid();
     let cluster = Arc::new(actor.cluster_info());
     let (tx, rx) = std::sync::mpsc::channel();
@@ -271,6 +288,8 @@ pub async fn serve(cfg: Config) -> Result<()> {
     let ep = Endpoint { url: format!("http://{addr}"), socket: sock.clone(), pid: std::process::id() };
     let tmp = cfg.state_dir.join("controller.json.tmp");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&ep)?)?;
+    // every local user reads it, to find the socket
+    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
     std::fs::rename(&tmp, cfg.state_dir.join("controller.json"))?;
     tracing::info!(url = %ep.url, socket = %sock.display(), "controller listening");
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

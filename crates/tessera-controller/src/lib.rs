@@ -58,6 +58,14 @@ pub struct Config {
     pub coalesce_ms: u64,
 }
 
+/// The files of a controller's state directory that every local user may read
+/// (everything else there is the operator's: docs/live.md, "Who can read
+/// what"): where the controller listens, and the accounting store (which
+/// holds no script and no environment; every user reads every job's record,
+/// as in Slurm with PrivateData unset). SQLite gives a store's WAL files its
+/// own mode.
+pub const PUBLIC_FILES: &[&str] = &["controller.json", "accounting.db", "accounting.db-wal", "accounting.db-shm"];
+
 impl Config {
     pub fn socket_path(&self) -> PathBuf {
         self.state_dir.join("tessera.sock")

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use tessera_accounting::store::{AllocationRecord, JobRecord as AcctRecord, JobStateTag};
 use tessera_core::{hostlist, Cluster, Effect, Engine, FinalState, Input, JobId, JobSpec, JobState, NodeChange, Outcome, PendingReason};
-use tessera_proto::api::{JobExit, JobInfo, JobStateCode, Launch};
+use tessera_proto::api::{JobExit, JobInfo, JobStateCode, Launch, LaunchFailure};
 use tessera_proto::submit::DependencyKind;
 
 /// A job as the controller knows it, beyond the engine's spec.
@@ -47,6 +47,9 @@ pub struct JobMeta {
     /// report came while the controller was killing it at its limit.
     #[serde(default)]
     pub ended_at: Option<i64>,
+    /// The step of the current run's launch that failed, as its agent reported.
+    #[serde(default)]
+    pub failure: Option<LaunchFailure>,
 }
 
 /// An event from outside, as journaled.
@@ -265,6 +268,7 @@ impl State {
                 }
                 m.cpu_s = x.cpu_s;
                 m.exit = Some((x.code, x.signal));
+                m.failure = x.failure;
                 let killing_at_limit = matches!(self.engine.job(JobId(x.job)), Some((_, JobState::Ending { reason: tessera_core::KillReason::TimeLimit, .. })));
                 m.ended_at = (killing_at_limit && x.signal.is_none() && x.code.is_some() && !x.limit_hit).then_some(x.end);
                 if x.limit_hit {
@@ -344,6 +348,7 @@ impl State {
                     exit: None,
                     requeues: 0,
                     ended_at: None,
+                    failure: None,
                 },
             );
             inputs.push_back(Input::Submit(spec));
@@ -389,6 +394,7 @@ impl State {
                 m.limit_real = if m.req.unlimited { None } else { limit };
                 m.exit = None;
                 m.ended_at = None;
+                m.failure = None;
                 m.cpu_s = 0.0;
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, node = %cluster.nodes[node as usize].name, attempt = m.attempt, "start");
@@ -486,6 +492,10 @@ impl State {
             FinalState::NodeFail => JobStateCode::NodeFail,
         };
         let mut info = self.info_of(cluster, &m, state, String::new());
+        if let Some(f) = m.failure {
+            info.reason = "LaunchFailed".into();
+            info.reason_detail = f.describe(&info.workdir, &info.stdout, &info.stderr);
+        }
         info.start = rec.start;
         info.end = Some(rec.end);
         info.elapsed_s = rec.start.map_or(0, |s| rec.end - s - rec.suspended_s);
@@ -637,6 +647,22 @@ impl State {
             Waiting::Eligible => "eligible: waiting for the next pass".to_string(),
         };
         Some((w.name(), text))
+    }
+
+    /// The job a user names: its id, or the job of an array task (live, or
+    /// finished and still listed).
+    pub fn resolve(&self, r: tessera_proto::api::JobRef) -> Result<u64, crate::ApiError> {
+        use tessera_proto::api::JobRef;
+        match r {
+            JobRef::Id(id) => Ok(id),
+            JobRef::Task(a, t) => self
+                .jobs
+                .values()
+                .find(|m| m.array == Some((a, t)))
+                .map(|m| m.id)
+                .or_else(|| self.done.values().find(|d| d.info.display_id == r.to_string()).map(|d| d.info.id))
+                .ok_or_else(|| crate::ApiError::new(404, format!("no array task {r} (finished jobs are in tessera acct)"))),
+        }
     }
 
     pub fn job_info(&mut self, cluster: &Cluster, id: u64) -> Option<JobInfo> {

@@ -149,6 +149,46 @@ pub struct JobInfo {
     pub requeues: u32,
 }
 
+/// A job as users name it: its id (`12`), or an array task (`7_3`: task 3 of
+/// array job 7), as Slurm's commands take them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobRef {
+    Id(u64),
+    Task(u64, u32),
+}
+
+impl std::str::FromStr for JobRef {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<JobRef, String> {
+        let bad = || format!("job {}: expected a job id (12) or an array task (7_3)", tessera_core::quote::bounded(s));
+        let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
+        match s.split_once('_') {
+            None if digits(s) => s.parse().map(JobRef::Id).map_err(|_| bad()),
+            Some((a, t)) if digits(a) && digits(t) => Ok(JobRef::Task(a.parse().map_err(|_| bad())?, t.parse().map_err(|_| bad())?)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl std::fmt::Display for JobRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobRef::Id(id) => write!(f, "{id}"),
+            JobRef::Task(a, t) => write!(f, "{a}_{t}"),
+        }
+    }
+}
+
+/// `GET /v1/jobs/{id}/script`: a live job's script and environment, for its
+/// owner and the operators only (`tessera job script`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobScript {
+    pub id: u64,
+    pub script: String,
+    pub env: BTreeMap<String, String>,
+}
+
 /// A node as `tessera nodes` sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeInfo {
@@ -209,6 +249,67 @@ pub struct JobExit {
     pub end: i64,
     /// The agent ended it at its limit (the controller was not there to).
     pub limit_hit: bool,
+    /// Why it never ran: the step of its launch that failed, and the error.
+    #[serde(default)]
+    pub failure: Option<LaunchFailure>,
+}
+
+/// The step of a job's launch that failed. The job's identity is taken before
+/// its working directory is entered and its output files are opened, so each
+/// of those fails as the submitter's own attempt would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LaunchStage {
+    /// A NUL byte in the script's environment, working directory or paths.
+    Request,
+    /// The agent could not write the job's script or record in its spool, or
+    /// start its shepherd.
+    Spool,
+    /// Taking the submitter's uid, gid and supplementary groups.
+    Identity,
+    /// Entering the working directory.
+    Workdir,
+    /// Opening (creating) the output file.
+    Stdout,
+    /// Opening (creating) the error file.
+    Stderr,
+    /// Executing the script.
+    Exec,
+}
+
+impl LaunchStage {
+    /// The stage's number in an agent's spool record.
+    pub fn code(self) -> i64 {
+        self as i64
+    }
+
+    pub fn from_code(c: i64) -> Option<LaunchStage> {
+        use LaunchStage::*;
+        [Request, Spool, Identity, Workdir, Stdout, Stderr, Exec].into_iter().find(|s| s.code() == c)
+    }
+}
+
+/// A launch that failed: where, and the operating system's error number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchFailure {
+    pub stage: LaunchStage,
+    pub errno: i32,
+}
+
+impl LaunchFailure {
+    /// What happened, for `tessera job show` and the accounting record, given
+    /// the job's working directory and output paths.
+    pub fn describe(&self, workdir: &str, stdout: &str, stderr: &str) -> String {
+        let err = std::io::Error::from_raw_os_error(self.errno);
+        match self.stage {
+            LaunchStage::Request => format!("launch failed: a NUL byte in the job's environment, working directory or output paths ({err})"),
+            LaunchStage::Spool => format!("launch failed: the node's agent could not prepare the job ({err})"),
+            LaunchStage::Identity => format!("launch failed: cannot take the submitter's uid, gid and groups ({err})"),
+            LaunchStage::Workdir => format!("launch failed: cannot enter the working directory `{}`: {err}", workdir.escape_debug()),
+            LaunchStage::Stdout => format!("launch failed: cannot open the output file `{}`: {err}", stdout.escape_debug()),
+            LaunchStage::Stderr => format!("launch failed: cannot open the error file `{}`: {err}", stderr.escape_debug()),
+            LaunchStage::Exec => format!("launch failed: cannot execute the job's script: {err}"),
+        }
+    }
 }
 
 /// A job an agent holds: still running, or ended and not yet acknowledged.

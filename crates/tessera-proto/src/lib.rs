@@ -6,6 +6,7 @@
 //! the command line and from a script's `#SBATCH` lines, each error naming the
 //! option, the value and what is allowed.
 
+pub mod statedir;
 pub mod submit;
 
 /// The wall clock in Unix seconds: the time the controller gives the engine and

@@ -88,6 +88,9 @@ pub fn agent(a: AgentArgs) -> Result<()> {
         (None, None) => bail!("the agent needs --key-file (the cluster key) or --token (an agent token)"),
     };
     let nodes = agent_nodes(&a, &name)?;
+    // one agent per spool, and only the operator reads it
+    let _lock = tessera_proto::statedir::lock(&a.state_dir, "agent")?;
+    tessera_proto::statedir::secure(&a.state_dir, &[]).with_context(|| format!("securing state directory {}", a.state_dir.display()))?;
     let cfg = AgentConfig { name, target, token, nodes, state_dir: a.state_dir.clone(), limit_slack_s: a.limit_slack };
     // before the runtime's threads: the launcher is forked from a one-thread process
     let launcher = tessera_agent::launcher::Launcher::start().context("starting the launcher")?;
@@ -124,10 +127,12 @@ struct UpFile {
 }
 
 fn spawn_daemon(args: &[String], log: &Path) -> Result<Child> {
+    use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().context("finding the tessera binary")?;
     // appended: a restarted daemon's log follows its previous run's
-    let out = std::fs::OpenOptions::new().create(true).append(true).open(log).with_context(|| format!("opening {}", log.display()))?;
+    // the operator's only, as the rest of the state directory
+    let out = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(log).with_context(|| format!("opening {}", log.display()))?;
     let err = out.try_clone()?;
     Command::new(exe)
         .args(args)
@@ -284,17 +289,20 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
 
 pub fn up(a: UpArgs) -> Result<()> {
     let dir = &a.state_dir;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    tessera_proto::statedir::create_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
-    if let Ok(text) = std::fs::read_to_string(dir.join("up.json")) {
-        let f: UpFile = serde_json::from_str(&text).unwrap_or(UpFile { controller: 0, agents: vec![] });
-        if f.controller > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(f.controller as i32), None).is_ok() {
-            bail!("a controller (pid {}) already runs on {}: stop it with `tessera down --state-dir {}`", f.controller, dir.display(), dir.display());
-        }
+    // the controller's lock says whether one runs here (a pid in up.json may
+    // be another process's by now)
+    if let Some(pid) = tessera_proto::statedir::holder(&dir, "controller")? {
+        bail!("a controller (pid {pid}) already runs on {}: stop it with `tessera down --state-dir {}`", dir.display(), dir.display());
     }
     let mut local = start_local(&dir, &a.cluster, a.agents, a.listen, &a.policy, &[])?;
     let f = local.file();
-    std::fs::write(dir.join("up.json"), serde_json::to_vec_pretty(&f)?)?;
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut w = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(dir.join("up.json"))?;
+        std::io::Write::write_all(&mut w, &serde_json::to_vec_pretty(&f)?)?;
+    }
     let (ep, cluster, n) = (&local.ep, &local.cluster, local.agents.len());
     let clog = dir.join("controller.log");
     let cores: u32 = cluster.nodes.iter().map(|x| x.cores).sum();

@@ -149,22 +149,36 @@ pub enum JobCommand {
     Requeue(JobIds),
     /// Show jobs in full (scontrol show job).
     Show(JobShowArgs),
+    /// Print a queued or running job's script, or its environment
+    /// (scontrol write batch_script): your own jobs, or any as an operator.
+    Script(JobScriptArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct JobScriptArgs {
+    /// The job id, or an array task (7_3).
+    pub id: tessera_proto::api::JobRef,
+    /// Print its environment (NAME=value lines) instead of its script.
+    #[arg(long)]
+    pub env: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct JobIds {
-    /// Job ids.
+    /// Job ids, or array tasks (7_3).
     #[arg(required = true)]
-    pub ids: Vec<u64>,
+    pub ids: Vec<tessera_proto::api::JobRef>,
     #[command(flatten)]
     pub client: ClientArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct JobShowArgs {
-    /// Job ids.
+    /// Job ids, or array tasks (7_3).
     #[arg(required = true)]
-    pub ids: Vec<u64>,
+    pub ids: Vec<tessera_proto::api::JobRef>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,

@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use hyper::Method;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use tessera_core::hostlist;
+use tessera_core::{hostlist, quote};
 use tessera_proto::api::*;
 use tessera_proto::client::{Client, ClientError, Target};
 
@@ -120,19 +120,28 @@ pub fn elapsed(s: i64) -> String {
     }
 }
 
-fn clip(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
+/// A value from outside (a job, user, partition or node name, a reason) as a
+/// command prints it: control characters escaped (`\n`, `\x1b`), so it cannot
+/// start a line of its own or drive the terminal.
+fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    quote::text(s)
 }
 
-/// The queue in squeue's default layout.
+/// The first `n` characters of `s` as [`shown`] shows it.
+fn clip(s: &str, n: usize) -> String {
+    shown(s).chars().take(n).collect()
+}
+
+/// The queue in squeue's default layout; names and reasons as [`shown`] shows
+/// them, so one job is always one line.
 pub fn render_queue(jobs: &[JobInfo]) -> String {
     let mut o = format!("{:>18} {:>9} {:>8} {:>8} {:>2} {:>10} {:>6} {}\n", "JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)");
     for j in jobs {
-        let where_ = if j.state == JobStateCode::Pending { format!("({})", j.reason) } else { j.nodelist.clone() };
+        let where_ = if j.state == JobStateCode::Pending { format!("({})", shown(&j.reason)) } else { shown(&j.nodelist).into_owned() };
         let nodes = if j.state == JobStateCode::Pending { 1.max(j.nodes) } else { j.nodes };
         o += &format!(
             "{:>18} {:>9} {:>8} {:>8} {:>2} {:>10} {:>6} {}\n",
-            j.display_id,
+            shown(&j.display_id),
             clip(&j.partition, 9),
             clip(&j.name, 8),
             clip(&j.user, 8),
@@ -168,13 +177,14 @@ pub fn queue(a: QueueArgs) -> Result<()> {
 }
 
 /// sinfo's default layout (one line per partition and state), or one line per
-/// node with its cores, memory and reason (`-N`).
+/// node with its cores, memory and reason (`-N`); names and reasons as [`shown`]
+/// shows them.
 pub fn render_nodes(nodes: &[NodeInfo], per_node: bool) -> String {
     if per_node {
         let mut o = format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {}\n", "NODELIST", "NODES", "PARTITION", "STATE", "CPUS(A/T)", "MEMORY", "REASON");
         for n in nodes {
             for p in &n.partitions {
-                o += &format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {}\n", n.name, 1, p, n.state, format!("{}/{}", n.alloc_cores, n.cores), n.memory_mb, n.reason);
+                o += &format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {}\n", shown(&n.name), 1, shown(p), shown(&n.state), format!("{}/{}", n.alloc_cores, n.cores), n.memory_mb, shown(&n.reason));
             }
         }
         return o;
@@ -193,7 +203,7 @@ pub fn render_nodes(nodes: &[NodeInfo], per_node: bool) -> String {
     let mut o = format!("{:<9} {:>5} {:>10} {:>5} {:<9} {}\n", "PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST");
     for key in order {
         let names = &groups[&key];
-        o += &format!("{:<9} {:>5} {:>10} {:>5} {:<9} {}\n", clip(&key.0, 9), "up", "infinite", names.len(), key.1, hostlist::compress(names));
+        o += &format!("{:<9} {:>5} {:>10} {:>5} {:<9} {}\n", clip(&key.0, 9), "up", "infinite", names.len(), shown(&key.1), shown(&hostlist::compress(names)));
     }
     o
 }
@@ -220,7 +230,15 @@ pub fn job_action(action: &str, a: JobIds) -> Result<()> {
         }
     }
     if failed > 0 {
-        bail!("{failed} of {} jobs could not be {action}ed", a.ids.len());
+        let done = match action {
+            "hold" => "held",
+            "cancel" => "cancelled",
+            "requeue" => "requeued",
+            "release" => "released",
+            "resume" => "resumed",
+            other => other,
+        };
+        bail!("{failed} of {} jobs could not be {done}", a.ids.len());
     }
     Ok(())
 }
@@ -241,17 +259,17 @@ pub fn job_show(a: JobShowArgs) -> Result<()> {
         return Ok(());
     }
     for j in out {
-        outln!("JobId={} JobName={} UserId={}({})", j.display_id, j.name, j.user, j.uid)?;
-        outln!("   JobState={} Reason={} ExitCode={}:{}", j.state.name(), j.reason, j.exit_code.unwrap_or(0), j.signal.unwrap_or(0))?;
+        outln!("JobId={} JobName={} UserId={}({})", shown(&j.display_id), shown(&j.name), shown(&j.user), j.uid)?;
+        outln!("   JobState={} Reason={} ExitCode={}:{}", j.state.name(), shown(&j.reason), j.exit_code.unwrap_or(0), j.signal.unwrap_or(0))?;
         if !j.reason_detail.is_empty() {
-            outln!("   Why={}", j.reason_detail)?;
+            outln!("   Why={}", shown(&j.reason_detail))?;
         }
         outln!("   RunTime={} TimeLimit={} Requeues={}", elapsed(j.elapsed_s), j.time_limit_s.map_or("UNLIMITED".into(), elapsed), j.requeues)?;
         outln!("   SubmitTime={} StartTime={} EndTime={}", show_time(Some(j.submit)), show_time(j.start), show_time(j.end))?;
-        outln!("   Partition={} NodeList={} NumNodes={} NumCPUs={}", j.partition, if j.nodelist.is_empty() { "(null)" } else { &j.nodelist }, j.nodes, j.procs)?;
-        outln!("   WorkDir={}", j.workdir)?;
-        outln!("   StdOut={}", j.stdout)?;
-        outln!("   StdErr={}", j.stderr)?;
+        outln!("   Partition={} NodeList={} NumNodes={} NumCPUs={}", shown(&j.partition), if j.nodelist.is_empty() { "(null)".into() } else { shown(&j.nodelist) }, j.nodes, j.procs)?;
+        outln!("   WorkDir={}", shown(&j.workdir))?;
+        outln!("   StdOut={}", shown(&j.stdout))?;
+        outln!("   StdErr={}", shown(&j.stderr))?;
     }
     Ok(())
 }
@@ -263,7 +281,70 @@ pub fn node_action(action: &str, a: NodeStateArgs) -> Result<()> {
     let body = NodeAction { reason: a.reason.clone() };
     for n in names {
         let r: NodeInfo = rt.block_on(client.call(Method::POST, &format!("/v1/nodes/{n}/{action}"), Some(&body))).map_err(|e| anyhow!("node {n}: {}", explain(e)))?;
-        outln!("{} {}{}", r.name, r.state, if r.reason.is_empty() { String::new() } else { format!(" ({})", r.reason) })?;
+        outln!("{} {}{}", shown(&r.name), shown(&r.state), if r.reason.is_empty() { String::new() } else { format!(" ({})", shown(&r.reason)) })?;
     }
     Ok(())
+}
+
+pub fn job_script(a: JobScriptArgs) -> Result<()> {
+    let mut client = connect(&a.client)?;
+    let rt = runtime()?;
+    let s: JobScript = rt.block_on(client.call::<(), _>(Method::GET, &format!("/v1/jobs/{}/script", a.id), None)).map_err(explain)?;
+    if a.env {
+        for (k, v) in &s.env {
+            outln!("{k}={v}")?;
+        }
+    } else {
+        out!("{}", s.script)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job as the controller lists it (built from JSON, as the client reads it).
+    fn job(id: u64, name: &str, user: &str, partition: &str, state: &str, reason: &str) -> JobInfo {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "display_id": id.to_string(), "name": name, "user": user, "uid": 1000, "partition": partition,
+            "state": state, "reason": reason, "reason_detail": reason, "submit": 0, "start": null, "end": null,
+            "elapsed_s": 0, "time_limit_s": null, "procs": 1, "nodes": 1, "nodelist": "n1", "workdir": "/w",
+            "stdout": "/w/out", "stderr": "/w/err", "exit_code": null, "signal": null, "requeues": 0
+        }))
+        .unwrap()
+    }
+
+    /// A job, user or partition name, or a reason, never adds a line to the
+    /// queue or hands the terminal a control sequence.
+    #[test]
+    fn a_name_cannot_add_a_row_to_the_queue_or_the_node_list() {
+        let evil = ["x\n9999 fake row", "a|b", "\r\n\u{1b}[2J", "sep\u{2028}", "c1\u{85}"];
+        let jobs: Vec<JobInfo> = evil
+            .iter()
+            .enumerate()
+            .map(|(i, v)| job(i as u64 + 1, v, evil[(i + 1) % evil.len()], evil[(i + 2) % evil.len()], if i % 2 == 0 { "PENDING" } else { "RUNNING" }, evil[(i + 3) % evil.len()]))
+            .collect();
+        let q = render_queue(&jobs);
+        let breaks = ['\n', '\r', '\u{b}', '\u{c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}'];
+        assert_eq!(q.split(breaks).count(), jobs.len() + 2, "{q}");
+        assert!(!q.contains(|c: char| c.is_control() && c != '\n'), "{q}");
+        assert!(q.contains(" x\\n9999 "), "{q}");
+        let nodes: Vec<NodeInfo> = evil
+            .iter()
+            .map(|v| {
+                serde_json::from_value(serde_json::json!({
+                    "name": v, "partitions": [v], "state": "drain", "reason": v, "cores": 4, "alloc_cores": 0,
+                    "memory_mb": 1000, "alloc_memory_mb": 0, "gpus": 0, "alloc_gpus": 0, "features": [], "factor": 1.0, "agent": null
+                }))
+                .unwrap()
+            })
+            .collect();
+        for per_node in [true, false] {
+            let n = render_nodes(&nodes, per_node);
+            // a header and one line per node (each node is its own partition)
+            assert_eq!(n.split(breaks).count(), nodes.len() + 2, "{n}");
+            assert!(!n.contains(|c: char| c.is_control() && c != '\n'), "{n}");
+        }
+    }
 }

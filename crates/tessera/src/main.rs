@@ -113,6 +113,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             live_args::JobCommand::Resume(a) => live_cmd::job_action("resume", a),
             live_args::JobCommand::Requeue(a) => live_cmd::job_action("requeue", a),
             live_args::JobCommand::Show(a) => live_cmd::job_show(a),
+            live_args::JobCommand::Script(a) => live_cmd::job_script(a),
         },
         cli::Command::Power { command } => match command {
             cli::PowerCommand::Bench(a) => power_bench::bench(a),

@@ -15,7 +15,7 @@ fn submit(c: &Cluster, first: u64, opts: &[(&str, &str)]) -> Event {
 }
 
 fn ended(job: u64, code: i32) -> Event {
-    Event::Ended(JobExit { job, attempt: 1, code: Some(code), signal: None, cpu_s: 1.0, start: 0, end: 0, limit_hit: false })
+    Event::Ended(JobExit { job, attempt: 1, code: Some(code), signal: None, cpu_s: 1.0, start: 0, end: 0, limit_hit: false, failure: None })
 }
 
 /// What must agree: each job's engine state, allocation and attempt.

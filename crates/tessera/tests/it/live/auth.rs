@@ -78,7 +78,7 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
         let (s, body) = call(Some(agent.clone()), m, p, b);
         let want = match p.as_str() {
             "/v1/jobs" if *m == Method::POST => StatusCode::FORBIDDEN,
-            "/v1/jobs/1/cancel" | "/v1/nodes/node001/drain" => StatusCode::FORBIDDEN,
+            "/v1/jobs/1/cancel" | "/v1/jobs/1/script" | "/v1/nodes/node001/drain" => StatusCode::FORBIDDEN,
             "/v1/agent/register" => StatusCode::CONFLICT, // node001 is agent1's, which is alive
             "/v1/agent/poll" | "/v1/agent/report" => StatusCode::CONFLICT, // not agent1's session
             _ => StatusCode::OK,

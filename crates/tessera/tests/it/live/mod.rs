@@ -8,6 +8,7 @@ mod chaos;
 mod e2e;
 mod loadtest;
 mod netns;
+mod privacy;
 mod recovery;
 mod suspend;
 
