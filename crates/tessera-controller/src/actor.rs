@@ -481,7 +481,19 @@ impl Actor {
         spec.gpus_per_node = r.gpus_per_node;
         if r.nodeset.is_none() {
             if let Err(e) = self.state.engine.can_run(&spec) {
-                return Err(ApiError::new(400, format!("the request can never run on cluster {}: {e}", self.cluster.name)));
+                // the request is no job yet: its options are named, not an id
+                let why = match e {
+                    tessera_core::Rejection::NeverFits { why, .. } => why.to_string(),
+                    tessera_core::Rejection::InvalidSpec { field, value, expected, .. } => format!("{field} is {value}: expected {expected}"),
+                    other => other.to_string(),
+                };
+                let part = &self.cluster.partitions[r.partition as usize].name;
+                return Err(ApiError::option(tessera_proto::submit::OptionError {
+                    option: "--ntasks, --mem-per-cpu, --gpus-per-node".into(),
+                    value: format!("-n {} --mem-per-cpu {}M --gpus-per-node {}", r.procs, r.mem_per_proc_mb, r.gpus_per_node),
+                    expected: format!("a request that the nodes of partition {part} of cluster {} can hold together ({why})", self.cluster.name),
+                    line: None,
+                }));
             }
         }
         Ok(Event::Submit { first, user: who.user.clone(), uid: who.uid, gid: who.gid, req: Box::new(r) })

@@ -705,6 +705,7 @@ impl State {
             end: None,
             elapsed_s: 0,
             time_limit_s: (!m.req.unlimited).then_some(m.req.limit_s),
+            limit_on_nodes_s: m.start.and(m.limit_real),
             procs: m.req.procs,
             nodes: names.len() as u32,
             nodelist: if state == JobStateCode::Pending { String::new() } else { hostlist::compress(&names) },

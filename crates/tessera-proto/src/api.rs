@@ -138,6 +138,10 @@ pub struct JobInfo {
     pub elapsed_s: i64,
     /// Its limit in reference seconds (None: unlimited).
     pub time_limit_s: Option<i64>,
+    /// Its limit in real seconds on the nodes it runs on (the reference limit
+    /// at their pace); None while it waits, or unlimited.
+    #[serde(default)]
+    pub limit_on_nodes_s: Option<i64>,
     pub procs: u32,
     pub nodes: u32,
     pub nodelist: String,

@@ -268,9 +268,13 @@ pub struct QueueArgs {
     /// Only these users (comma-separated).
     #[arg(short = 'u', long)]
     pub user: Option<String>,
-    /// Only these jobs (comma-separated ids).
+    /// Only these jobs (comma-separated ids or array tasks, 7_3).
     #[arg(short = 'j', long)]
     pub jobs: Option<String>,
+    /// Also each job's time limit, and its limit on the nodes it runs on (the
+    /// reference limit at their pace).
+    #[arg(short = 'l', long)]
+    pub long: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }

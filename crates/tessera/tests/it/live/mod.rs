@@ -7,6 +7,7 @@ mod browser;
 mod chaos;
 mod e2e;
 mod loadtest;
+mod naming;
 mod netns;
 mod privacy;
 mod recovery;
