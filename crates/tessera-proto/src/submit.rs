@@ -195,9 +195,11 @@ pub enum DependencyKind {
     AfterNotOk,
 }
 
-/// `--dependency=afterok:ID[:ID...][,afterany:ID...]`: every condition must hold.
-pub fn parse_dependency(option: &str, s: &str) -> Result<Vec<(DependencyKind, u64)>, OptionError> {
-    let expected = "afterok:ID[:ID...], afterany:ID... or afternotok:ID..., joined by commas (job ids are positive integers)";
+/// `--dependency=afterok:ID[:ID...][,afterany:ID...]`: every condition must
+/// hold. An ID is a job (an array job: every one of its tasks) or an array
+/// task (`7_3`), as with Slurm.
+pub fn parse_dependency(option: &str, s: &str) -> Result<Vec<(DependencyKind, crate::api::JobRef)>, OptionError> {
+    let expected = "afterok:ID[:ID...], afterany:ID... or afternotok:ID..., joined by commas (an ID is a job id, a positive integer, or an array task, 7_3)";
     let bad = || err(option, s, expected);
     let mut out = Vec::new();
     for cond in s.trim().split(',') {
@@ -210,11 +212,7 @@ pub fn parse_dependency(option: &str, s: &str) -> Result<Vec<(DependencyKind, u6
         };
         let mut any = false;
         for id in parts {
-            let v: u64 = id
-                .parse()
-                .ok()
-                .filter(|&v| v > 0 && id.bytes().all(|b| b.is_ascii_digit()))
-                .ok_or_else(bad)?;
+            let v: crate::api::JobRef = id.parse().ok().filter(|r| !matches!(r, crate::api::JobRef::Id(0) | crate::api::JobRef::Task(0, _))).ok_or_else(bad)?;
             out.push((kind, v));
             any = true;
         }
@@ -263,9 +261,11 @@ pub fn option(name: &str) -> Option<(&'static str, bool)> {
 /// `--opt=value`, `--opt value`, `-X value` and `-Xvalue` are split; a flag has
 /// an empty value, and an option that needs one and ends the line too (the
 /// submission check then names it).
+/// A UTF-8 byte-order mark (EF BB BF) before the first line, as some Windows
+/// editors write, does not hide the interpreter line or the directives.
 pub fn directives(script: &str) -> Result<Vec<(usize, String, String)>, OptionError> {
     let mut out = Vec::new();
-    for (k, raw) in script.lines().enumerate() {
+    for (k, raw) in without_bom(script).lines().enumerate() {
         let line = k + 1;
         let t = raw.trim();
         if line == 1 && t.starts_with("#!") {
@@ -313,6 +313,18 @@ pub fn directives(script: &str) -> Result<Vec<(usize, String, String)>, OptionEr
         }
     }
     Ok(out)
+}
+
+/// The UTF-8 byte-order mark, U+FEFF (bytes EF BB BF).
+pub const BOM: char = '\u{feff}';
+
+/// `script` without a leading byte-order mark. The script a node runs must not
+/// keep one: the kernel starts an interpreter only when the file's first two
+/// bytes are `#!`, so a marked `#!/bin/bash` script would run under `/bin/sh`
+/// (or fail with "Exec format error"), and a `#` line after the mark is a
+/// command named `\u{feff}#...` to the shell.
+pub fn without_bom(script: &str) -> &str {
+    script.strip_prefix(BOM).unwrap_or(script)
 }
 
 /// A directive's words: split at whitespace outside quotes, the quotes

@@ -62,12 +62,15 @@ fn arrays_expand_ranges_steps_and_limits() {
 
 #[test]
 fn dependencies_list_every_condition() {
+    use tessera_proto::api::JobRef::{Id, Task};
     assert_eq!(
         parse_dependency("--dependency", "afterok:12:13,afterany:14").unwrap(),
-        [(DependencyKind::AfterOk, 12), (DependencyKind::AfterOk, 13), (DependencyKind::AfterAny, 14)]
+        [(DependencyKind::AfterOk, Id(12)), (DependencyKind::AfterOk, Id(13)), (DependencyKind::AfterAny, Id(14))]
     );
-    assert_eq!(parse_dependency("-d", "afternotok:7").unwrap(), [(DependencyKind::AfterNotOk, 7)]);
-    for s in ["", "afterok", "afterok:", "afterok:0", "afterok:x", "before:3", "afterok:+3", "afterok:3,"] {
+    assert_eq!(parse_dependency("-d", "afternotok:7").unwrap(), [(DependencyKind::AfterNotOk, Id(7))]);
+    // an array task, as Slurm names it
+    assert_eq!(parse_dependency("-d", "afterok:7_3:8").unwrap(), [(DependencyKind::AfterOk, Task(7, 3)), (DependencyKind::AfterOk, Id(8))]);
+    for s in ["", "afterok", "afterok:", "afterok:0", "afterok:x", "before:3", "afterok:+3", "afterok:3,", "afterok:0_1", "afterok:7_", "afterok:7_x", "afterok:_3"] {
         let e = parse_dependency("--dependency", s).expect_err(s);
         assert!(e.expected.contains("afterok:ID"), "{e}");
     }
@@ -138,4 +141,25 @@ fn a_directive_that_is_not_an_option_names_its_line() {
     let e = directives("#!/bin/sh\n#SBATCH -n 2\n#SBATCH time=5\n").unwrap_err();
     assert_eq!(e.line, Some(3));
     assert!(e.to_string().starts_with("line 3: #SBATCH"), "{e}");
+}
+
+/// A script saved with a UTF-8 byte-order mark (EF BB BF, as some Windows
+/// editors write) had every `#SBATCH` line ignored without a word: the mark
+/// made the first line no `#!` and no comment, so reading stopped there.
+#[test]
+fn a_byte_order_mark_does_not_hide_the_directives() {
+    let script = "\u{feff}#!/bin/bash\n#SBATCH -J marked\n#SBATCH -n 4\nhostname\n";
+    assert!(script.as_bytes().starts_with(&[0xef, 0xbb, 0xbf]));
+    let d = directives(script).unwrap();
+    let got: Vec<(usize, &str, &str)> = d.iter().map(|(l, o, v)| (*l, o.as_str(), v.as_str())).collect();
+    assert_eq!(got, [(2, "-J", "marked"), (3, "-n", "4")], "line numbers as in the file");
+    // a directive on the first line, right after the mark
+    let d = directives("\u{feff}#SBATCH --time=5\necho\n").unwrap();
+    assert_eq!(d, [(1, "--time".to_string(), "5".to_string())]);
+    // the script a node runs starts with `#!`, as the kernel needs
+    assert_eq!(without_bom(script), &script[3..]);
+    assert!(without_bom(script).starts_with("#!/bin/bash\n"));
+    assert_eq!(without_bom("#!/bin/sh\n"), "#!/bin/sh\n");
+    // only a leading mark is one: elsewhere U+FEFF is text
+    assert_eq!(without_bom("#!/bin/sh\n\u{feff}"), "#!/bin/sh\n\u{feff}");
 }
