@@ -443,7 +443,8 @@ impl Actor {
             })
         });
         let Some((ids, d)) = earlier else { return Ok(None) };
-        let r = request::validate(req, &self.cluster, self.cfg.default_limit_s).map_err(ApiError::option)?;
+        let mut r = request::validate(req, &self.cluster, self.cfg.default_limit_s).map_err(ApiError::option)?;
+        self.state.resolve_dependencies(&mut r)?;
         if request::digest(&r) != d {
             return Err(ApiError::new(409, format!("idempotency key {}: it names another submission (jobs {}…); a new submission needs a new key", tessera_core::quote::bounded(key), ids[0])));
         }
@@ -454,7 +455,8 @@ impl Actor {
         if who.role == Role::Agent {
             return Err(ApiError::new(403, "agents do not submit jobs"));
         }
-        let r = request::validate(req, &self.cluster, self.cfg.default_limit_s).map_err(ApiError::option)?;
+        let mut r = request::validate(req, &self.cluster, self.cfg.default_limit_s).map_err(ApiError::option)?;
+        self.state.resolve_dependencies(&mut r)?;
         for &(kind, on) in &r.dependencies {
             let option = "--dependency".to_string();
             let bad = |expected: String| ApiError::option(tessera_proto::submit::OptionError { option: option.clone(), value: format!("{}:{on}", crate::state::dependency_name(kind)), expected, line: None });

@@ -32,7 +32,12 @@ pub struct JobRequest {
     pub nodeset: Option<String>,
     pub requeue: bool,
     pub hold: bool,
+    /// The jobs it waits for: ids, each array job named as its every task (see
+    /// the actor's `resolve_dependencies`).
     pub dependencies: Vec<(DependencyKind, u64)>,
+    /// Array tasks named `N_T`, until resolved into `dependencies`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependency_tasks: Vec<(DependencyKind, u64, u32)>,
     pub array: Option<ArraySpec>,
     pub script: String,
     pub workdir: String,
@@ -216,10 +221,15 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         }
         (None, None) => None,
     };
-    let dependencies = match get("--dependency") {
-        Some((v, l)) => parse_dependency("--dependency", v).map_err(|e| at(e, l))?,
-        None => Vec::new(),
-    };
+    let (mut dependencies, mut dependency_tasks) = (Vec::new(), Vec::new());
+    if let Some((v, l)) = get("--dependency") {
+        for (kind, r) in parse_dependency("--dependency", v).map_err(|e| at(e, l))? {
+            match r {
+                tessera_proto::api::JobRef::Id(id) => dependencies.push((kind, id)),
+                tessera_proto::api::JobRef::Task(a, t) => dependency_tasks.push((kind, a, t)),
+            }
+        }
+    }
     let array = match get("--array") {
         Some((v, l)) => Some(parse_array("--array", v).map_err(|e| at(e, l))?),
         None => None,
@@ -259,6 +269,7 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         requeue: get("--requeue").is_some() && get("--no-requeue").is_none(),
         hold: get("--hold").is_some(),
         dependencies,
+        dependency_tasks,
         array,
         script: req.script.clone(),
         workdir,

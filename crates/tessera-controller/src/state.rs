@@ -665,6 +665,45 @@ impl State {
         }
     }
 
+    /// The tasks of array job `a` still known (live, or finished and listed),
+    /// by id.
+    fn array_tasks(&self, a: u64) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.jobs.values().filter(|m| m.array.is_some_and(|(x, _)| x == a)).map(|m| m.id).collect();
+        let prefix = format!("{a}_");
+        ids.extend(self.done.values().filter(|d| d.info.display_id.starts_with(&prefix)).map(|d| d.info.id));
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Dependencies as job ids, as Slurm reads them: an array job stands for
+    /// every one of its tasks, an array task (`N_T`) for that task's job.
+    pub fn resolve_dependencies(&self, r: &mut JobRequest) -> Result<(), crate::ApiError> {
+        let mut deps = Vec::new();
+        for &(kind, on) in &r.dependencies {
+            let tasks = self.array_tasks(on);
+            if tasks.is_empty() {
+                deps.push((kind, on));
+            } else {
+                deps.extend(tasks.into_iter().map(|t| (kind, t)));
+            }
+        }
+        for &(kind, a, t) in &r.dependency_tasks {
+            let id = self.resolve(tessera_proto::api::JobRef::Task(a, t)).map_err(|_| {
+                crate::ApiError::option(tessera_proto::submit::OptionError {
+                    option: "--dependency".into(),
+                    value: format!("{}:{a}_{t}", dependency_name(kind)),
+                    expected: format!("an array task that exists or ended less than {DONE_KEEP_S} s ago (task {a}_{t} is not known)"),
+                    line: None,
+                })
+            })?;
+            deps.push((kind, id));
+        }
+        deps.dedup();
+        r.dependencies = deps;
+        r.dependency_tasks.clear();
+        Ok(())
+    }
+
     pub fn job_info(&mut self, cluster: &Cluster, id: u64) -> Option<JobInfo> {
         if let Some(d) = self.done.get(&id) {
             return Some(d.info.clone());

@@ -88,3 +88,22 @@ fn a_request_that_can_never_run_names_its_options_and_spends_no_job_id() {
     assert!(!e.contains("job 1"), "a refused request names no job: {e}");
     assert_eq!(l.submit(&["--hold", "--wrap", "true"]), 1, "the refusal spent no job id");
 }
+
+#[test]
+fn afterok_on_an_array_waits_for_every_task_and_on_a_task_for_that_one() {
+    let l = Live::start(1, 10);
+    // task 0 ends at once, task 2 after 3 s
+    let a = l.submit(&["--array", "0-2", "--wrap", "sleep $((SLURM_ARRAY_TASK_ID * 3 / 2))"]);
+    let all = l.submit(&["--dependency", &format!("afterok:{a}"), "--wrap", "true"]);
+    let one = l.submit(&["--dependency", &format!("afterok:{a}_1"), "--wrap", "true"]);
+    l.wait_for("the dependents' ends", 60, |l| [all, one].iter().all(|&j| l.job(j).is_some_and(|j| j.state == JobStateCode::Completed)));
+    let jobs = l.jobs();
+    let end_of = |t: &str| jobs.iter().find(|j| j.display_id == t).and_then(|j| j.end).unwrap_or_else(|| panic!("task {t}"));
+    let start_of = |id: u64| jobs.iter().find(|j| j.id == id).and_then(|j| j.start).unwrap();
+    let last = end_of(&format!("{a}_2"));
+    assert!(end_of(&format!("{a}_0")) < last, "the tasks end apart");
+    assert!(start_of(all) >= last, "afterok:{a} started at {} before task {a}_2 ended at {last}", start_of(all));
+    assert!(start_of(one) >= end_of(&format!("{a}_1")));
+    let o = l.cli(&["job", "submit", "--dependency", &format!("afterok:{a}_7"), "--wrap", "true"]);
+    assert!(!o.status.success() && out(&o).contains(&format!("task {a}_7 is not known")), "{}", out(&o));
+}
