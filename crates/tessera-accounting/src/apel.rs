@@ -16,12 +16,19 @@
 //! Tessera's ServiceLevel is the HEP-SPEC06 per core of the nodes each job ran on
 //! (the mean over its cores). Normalised durations are duration × ServiceLevel,
 //! as the APEL server computes them (no × Processors).
+//!
+//! Values from outside (site, user, account, partition, host names) are written
+//! with [`quote::apel`]: the loader splits a message into lines with Python's
+//! `splitlines` and into records at every `%%`, so control characters, line
+//! separators and `%` are escaped (`\n`, `\x25`) and a value cannot add a field
+//! or a record.
 
 use crate::store::{Store, StoreError};
 use crate::usage::month_of;
 use rusqlite::params;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use tessera_core::quote;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Message {
@@ -140,7 +147,7 @@ pub fn export(store: &Store, run: i64, kind: Message, who: &Reporter) -> Result<
     let _ = writeln!(out, "{}", kind.header());
     let mut record = |fields: &[(&str, String)]| {
         for (k, v) in fields {
-            let _ = writeln!(out, "{k}: {v}");
+            let _ = writeln!(out, "{k}: {}", quote::apel(v));
         }
         let _ = writeln!(out, "%%");
     };

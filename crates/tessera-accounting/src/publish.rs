@@ -25,7 +25,7 @@
 
 use serde::Serialize;
 use std::fmt::Write;
-use tessera_core::{BenchmarkKind, Cluster};
+use tessera_core::{quote, BenchmarkKind, Cluster};
 
 /// 1 HEP-SPEC06 = 250 SI00, by WLCG convention.
 pub const SI00_PER_HS06: f64 = 250.0;
@@ -127,15 +127,17 @@ impl Capacity {
         format!("Cores={},Benchmark={}-HEP-SPEC06", num(self.cores, 2), num(self.benchmark_hs06, 2))
     }
 
+    /// A report for reading; names as [`quote::text`] shows them (control
+    /// characters escaped).
     pub fn text(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "cluster                   {}", self.cluster);
+        let _ = writeln!(s, "cluster                   {}", quote::text(&self.cluster));
         let _ = writeln!(s, "PhysicalCPUs              {}", self.physical_cpus);
         let _ = writeln!(s, "LogicalCPUs               {}", self.logical_cpus);
         let _ = writeln!(s, "Cores                     {}", num(self.cores, 4));
         let _ = writeln!(s, "Benchmark (HS06/core)     {}", num(self.benchmark_hs06, 4));
         let _ = writeln!(s, "SI00                      {}", num(self.si00, 0));
-        let _ = writeln!(s, "CPUScalingReferenceSI00   {} (reference: {})", num(self.cpu_scaling_reference_si00, 0), self.reference);
+        let _ = writeln!(s, "CPUScalingReferenceSI00   {} (reference: {})", num(self.cpu_scaling_reference_si00, 0), quote::text(&self.reference));
         let _ = writeln!(s, "total capacity (HS06)     {}", num(self.total_hs06, 2));
         let _ = writeln!(s);
         let _ = writeln!(s, "{:<12} {:>6} {:>9} {:>9} {:>11} {:>8}  TORQUE mom config", "NODETYPE", "COUNT", "PHYSCPUS", "LOGCPUS", "HS06/CORE", "FACTOR");
@@ -143,7 +145,7 @@ impl Capacity {
             let _ = writeln!(
                 s,
                 "{:<12} {:>6} {:>9} {:>9} {:>11} {:>8}  $cputmult {} / $wallmult {}",
-                t.name,
+                quote::text(&t.name),
                 t.count,
                 t.physical_cpus_per_node,
                 t.logical_cpus_per_node,
@@ -156,118 +158,134 @@ impl Capacity {
         s
     }
 
-    /// YAIM `site-info.def` variables.
+    /// YAIM `site-info.def` variables (bash syntax: string values double-quoted
+    /// by [`quote::shell_double`], so none can expand or end its line).
     pub fn yaim(&self) -> String {
         format!(
-            "CE_PHYSCPU={}\nCE_LOGCPU={}\nCE_SMPSIZE={}\nCE_OTHERDESCR=\"{}\"\nCE_SI00={}\nCE_CAPABILITY=\"CPUScalingReferenceSI00={}\"\n",
+            "CE_PHYSCPU={}\nCE_LOGCPU={}\nCE_SMPSIZE={}\nCE_OTHERDESCR={}\nCE_SI00={}\nCE_CAPABILITY={}\n",
             self.physical_cpus,
             self.logical_cpus,
             self.node_types.iter().map(|t| t.logical_cpus_per_node).max().unwrap_or(0),
-            self.other_description(),
+            quote::shell_double(&self.other_description()),
             num(self.si00, 0),
-            num(self.cpu_scaling_reference_si00, 0)
+            quote::shell_double(&format!("CPUScalingReferenceSI00={}", num(self.cpu_scaling_reference_si00, 0)))
         )
     }
 
     /// GLUE 1.3 attributes (LDIF of the SubCluster and the CE capability).
+    /// Values that are not RFC 2849 SAFE-STRINGs are written in base64 and DN
+    /// values escaped per RFC 4514 ([`quote::ldif`], [`quote::dn_value`]), so a
+    /// cluster name cannot add an attribute or an entry.
     pub fn glue13(&self) -> String {
         let c = &self.cluster;
+        let ce = format!("{c}-ce");
         let mut s = String::new();
-        let _ = writeln!(s, "dn: GlueSubClusterUniqueID={c},GlueClusterUniqueID={c},mds-vo-name=resource,o=grid");
+        let dc = quote::dn_value(c);
+        attr(&mut s, "dn", format!("GlueSubClusterUniqueID={dc},GlueClusterUniqueID={dc},mds-vo-name=resource,o=grid"));
         for oc in ["GlueClusterTop", "GlueSubCluster", "GlueSchemaVersion", "GlueHostArchitecture", "GlueHostBenchmark", "GlueHostMainMemory", "GlueHostProcessor", "GlueInformationService", "GlueKey"] {
-            let _ = writeln!(s, "objectClass: {oc}");
+            attr(&mut s, "objectClass", oc);
         }
-        let _ = writeln!(s, "GlueSubClusterUniqueID: {c}");
-        let _ = writeln!(s, "GlueSubClusterName: {c}");
-        let _ = writeln!(s, "GlueSubClusterPhysicalCPUs: {}", self.physical_cpus);
-        let _ = writeln!(s, "GlueSubClusterLogicalCPUs: {}", self.logical_cpus);
-        let _ = writeln!(s, "GlueHostArchitectureSMPSize: {}", self.node_types.iter().map(|t| t.logical_cpus_per_node).max().unwrap_or(0));
-        let _ = writeln!(s, "GlueHostProcessorOtherDescription: {}", self.other_description());
-        let _ = writeln!(s, "GlueHostBenchmarkSI00: {}", num(self.si00, 0));
-        let _ = writeln!(s, "GlueHostMainMemoryRAMSize: {}", self.node_types.iter().map(|t| t.memory_mb).min().unwrap_or(0));
-        let _ = writeln!(s, "GlueChunkKey: GlueClusterUniqueID={c}");
-        let _ = writeln!(s, "GlueSchemaVersionMajor: 1");
-        let _ = writeln!(s, "GlueSchemaVersionMinor: 3");
+        attr(&mut s, "GlueSubClusterUniqueID", c);
+        attr(&mut s, "GlueSubClusterName", c);
+        attr(&mut s, "GlueSubClusterPhysicalCPUs", self.physical_cpus);
+        attr(&mut s, "GlueSubClusterLogicalCPUs", self.logical_cpus);
+        attr(&mut s, "GlueHostArchitectureSMPSize", self.node_types.iter().map(|t| t.logical_cpus_per_node).max().unwrap_or(0));
+        attr(&mut s, "GlueHostProcessorOtherDescription", self.other_description());
+        attr(&mut s, "GlueHostBenchmarkSI00", num(self.si00, 0));
+        attr(&mut s, "GlueHostMainMemoryRAMSize", self.node_types.iter().map(|t| t.memory_mb).min().unwrap_or(0));
+        attr(&mut s, "GlueChunkKey", format!("GlueClusterUniqueID={c}"));
+        attr(&mut s, "GlueSchemaVersionMajor", 1);
+        attr(&mut s, "GlueSchemaVersionMinor", 3);
         let _ = writeln!(s);
-        let _ = writeln!(s, "dn: GlueCEUniqueID={c}-ce,mds-vo-name=resource,o=grid");
-        let _ = writeln!(s, "objectClass: GlueCETop");
-        let _ = writeln!(s, "objectClass: GlueCE");
-        let _ = writeln!(s, "GlueCEUniqueID: {c}-ce");
-        let _ = writeln!(s, "GlueCECapability: CPUScalingReferenceSI00={}", num(self.cpu_scaling_reference_si00, 0));
-        let _ = writeln!(s, "GlueForeignKey: GlueClusterUniqueID={c}");
+        attr(&mut s, "dn", format!("GlueCEUniqueID={},mds-vo-name=resource,o=grid", quote::dn_value(&ce)));
+        attr(&mut s, "objectClass", "GlueCETop");
+        attr(&mut s, "objectClass", "GlueCE");
+        attr(&mut s, "GlueCEUniqueID", &ce);
+        attr(&mut s, "GlueCECapability", format!("CPUScalingReferenceSI00={}", num(self.cpu_scaling_reference_si00, 0)));
+        attr(&mut s, "GlueForeignKey", format!("GlueClusterUniqueID={c}"));
         s
     }
 
     /// GLUE 2.0 LDIF: the ComputingManager with totals and the reference, and per
     /// node type an ExecutionEnvironment (per-instance CPUs, scaling factors) with
-    /// its Benchmark entry.
+    /// its Benchmark entry. Escaped as [`Capacity::glue13`] is.
     pub fn glue2(&self) -> String {
         let c = &self.cluster;
         let svc = format!("{c}-computing");
         let mgr = format!("{c}-manager");
-        let base = format!("GLUE2ServiceID={svc},GLUE2GroupID=resource,o=glue");
+        let base = format!("GLUE2ServiceID={},GLUE2GroupID=resource,o=glue", quote::dn_value(&svc));
+        let mgr_dn = format!("GLUE2ManagerID={},{base}", quote::dn_value(&mgr));
         let mut s = String::new();
-        let _ = writeln!(s, "dn: GLUE2ManagerID={mgr},{base}");
+        attr(&mut s, "dn", &mgr_dn);
         for oc in ["GLUE2Entity", "GLUE2Manager", "GLUE2ComputingManager"] {
-            let _ = writeln!(s, "objectClass: {oc}");
+            attr(&mut s, "objectClass", oc);
         }
-        let _ = writeln!(s, "GLUE2ManagerID: {mgr}");
-        let _ = writeln!(s, "GLUE2ManagerProductName: tessera");
-        let _ = writeln!(s, "GLUE2ManagerServiceForeignKey: {svc}");
-        let _ = writeln!(s, "GLUE2ComputingManagerTotalPhysicalCPUs: {}", self.physical_cpus);
-        let _ = writeln!(s, "GLUE2ComputingManagerTotalLogicalCPUs: {}", self.logical_cpus);
-        let _ = writeln!(s, "GLUE2ComputingManagerHomogeneous: {}", if self.node_types.len() == 1 { "TRUE" } else { "FALSE" });
-        let _ = writeln!(s, "GLUE2EntityOtherInfo: CPUScalingReferenceSI00={}", num(self.cpu_scaling_reference_si00, 0));
-        let _ = writeln!(s, "GLUE2EntityOtherInfo: {}", self.other_description());
+        attr(&mut s, "GLUE2ManagerID", &mgr);
+        attr(&mut s, "GLUE2ManagerProductName", "tessera");
+        attr(&mut s, "GLUE2ManagerServiceForeignKey", &svc);
+        attr(&mut s, "GLUE2ComputingManagerTotalPhysicalCPUs", self.physical_cpus);
+        attr(&mut s, "GLUE2ComputingManagerTotalLogicalCPUs", self.logical_cpus);
+        attr(&mut s, "GLUE2ComputingManagerHomogeneous", if self.node_types.len() == 1 { "TRUE" } else { "FALSE" });
+        attr(&mut s, "GLUE2EntityOtherInfo", format!("CPUScalingReferenceSI00={}", num(self.cpu_scaling_reference_si00, 0)));
+        attr(&mut s, "GLUE2EntityOtherInfo", self.other_description());
         let _ = writeln!(s);
-        let _ = writeln!(s, "dn: GLUE2BenchmarkID={mgr}_hep-spec06,GLUE2ManagerID={mgr},{base}");
-        let _ = writeln!(s, "objectClass: GLUE2Entity");
-        let _ = writeln!(s, "objectClass: GLUE2Benchmark");
-        let _ = writeln!(s, "GLUE2BenchmarkID: {mgr}_hep-spec06");
-        let _ = writeln!(s, "GLUE2BenchmarkType: hep-spec06");
-        let _ = writeln!(s, "GLUE2BenchmarkValue: {}", num(self.benchmark_hs06, 2));
-        let _ = writeln!(s, "GLUE2BenchmarkComputingManagerForeignKey: {mgr}");
+        let bench = format!("{mgr}_hep-spec06");
+        attr(&mut s, "dn", format!("GLUE2BenchmarkID={},{mgr_dn}", quote::dn_value(&bench)));
+        attr(&mut s, "objectClass", "GLUE2Entity");
+        attr(&mut s, "objectClass", "GLUE2Benchmark");
+        attr(&mut s, "GLUE2BenchmarkID", &bench);
+        attr(&mut s, "GLUE2BenchmarkType", "hep-spec06");
+        attr(&mut s, "GLUE2BenchmarkValue", num(self.benchmark_hs06, 2));
+        attr(&mut s, "GLUE2BenchmarkComputingManagerForeignKey", &mgr);
         for t in &self.node_types {
             let ee = format!("{c}-{}", t.name);
+            let ee_dn = format!("GLUE2ResourceID={},{base}", quote::dn_value(&ee));
             let _ = writeln!(s);
-            let _ = writeln!(s, "dn: GLUE2ResourceID={ee},{base}");
+            attr(&mut s, "dn", &ee_dn);
             for oc in ["GLUE2Entity", "GLUE2Resource", "GLUE2ExecutionEnvironment"] {
-                let _ = writeln!(s, "objectClass: {oc}");
+                attr(&mut s, "objectClass", oc);
             }
-            let _ = writeln!(s, "GLUE2ResourceID: {ee}");
-            let _ = writeln!(s, "GLUE2EntityName: {}", t.name);
-            let _ = writeln!(s, "GLUE2ResourceManagerForeignKey: {mgr}");
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentComputingManagerForeignKey: {mgr}");
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentPlatform: amd64");
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentTotalInstances: {}", t.count);
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentPhysicalCPUs: {}", t.physical_cpus_per_node);
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentLogicalCPUs: {}", t.logical_cpus_per_node);
+            attr(&mut s, "GLUE2ResourceID", &ee);
+            attr(&mut s, "GLUE2EntityName", &t.name);
+            attr(&mut s, "GLUE2ResourceManagerForeignKey", &mgr);
+            attr(&mut s, "GLUE2ExecutionEnvironmentComputingManagerForeignKey", &mgr);
+            attr(&mut s, "GLUE2ExecutionEnvironmentPlatform", "amd64");
+            attr(&mut s, "GLUE2ExecutionEnvironmentTotalInstances", t.count);
+            attr(&mut s, "GLUE2ExecutionEnvironmentPhysicalCPUs", t.physical_cpus_per_node);
+            attr(&mut s, "GLUE2ExecutionEnvironmentLogicalCPUs", t.logical_cpus_per_node);
             let multiplicity = match (t.physical_cpus_per_node > 1, t.logical_cpus_per_node > t.physical_cpus_per_node) {
                 (false, false) => "singlecpu-singlecore",
                 (false, true) => "singlecpu-multicore",
                 (true, false) => "multicpu-singlecore",
                 (true, true) => "multicpu-multicore",
             };
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentCPUMultiplicity: {multiplicity}");
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentMainMemorySize: {}", t.memory_mb);
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentOSFamily: linux");
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentConnectivityIn: FALSE");
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentConnectivityOut: TRUE");
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentCPUTimeScalingFactor: {}", num(t.glue2_cpu_time_scaling_factor, 4));
-            let _ = writeln!(s, "GLUE2ExecutionEnvironmentWallTimeScalingFactor: {}", num(t.glue2_wall_time_scaling_factor, 4));
+            attr(&mut s, "GLUE2ExecutionEnvironmentCPUMultiplicity", multiplicity);
+            attr(&mut s, "GLUE2ExecutionEnvironmentMainMemorySize", t.memory_mb);
+            attr(&mut s, "GLUE2ExecutionEnvironmentOSFamily", "linux");
+            attr(&mut s, "GLUE2ExecutionEnvironmentConnectivityIn", "FALSE");
+            attr(&mut s, "GLUE2ExecutionEnvironmentConnectivityOut", "TRUE");
+            attr(&mut s, "GLUE2ExecutionEnvironmentCPUTimeScalingFactor", num(t.glue2_cpu_time_scaling_factor, 4));
+            attr(&mut s, "GLUE2ExecutionEnvironmentWallTimeScalingFactor", num(t.glue2_wall_time_scaling_factor, 4));
             if let (Some(b), Some(kind)) = (t.hs06_per_core, t.benchmark_type) {
+                let id = format!("{ee}_{kind}");
                 let _ = writeln!(s);
-                let _ = writeln!(s, "dn: GLUE2BenchmarkID={ee}_{kind},GLUE2ResourceID={ee},{base}");
-                let _ = writeln!(s, "objectClass: GLUE2Entity");
-                let _ = writeln!(s, "objectClass: GLUE2Benchmark");
-                let _ = writeln!(s, "GLUE2BenchmarkID: {ee}_{kind}");
-                let _ = writeln!(s, "GLUE2BenchmarkType: {kind}");
-                let _ = writeln!(s, "GLUE2BenchmarkValue: {}", num(b, 4));
-                let _ = writeln!(s, "GLUE2BenchmarkExecutionEnvironmentForeignKey: {ee}");
+                attr(&mut s, "dn", format!("GLUE2BenchmarkID={},{ee_dn}", quote::dn_value(&id)));
+                attr(&mut s, "objectClass", "GLUE2Entity");
+                attr(&mut s, "objectClass", "GLUE2Benchmark");
+                attr(&mut s, "GLUE2BenchmarkID", &id);
+                attr(&mut s, "GLUE2BenchmarkType", kind);
+                attr(&mut s, "GLUE2BenchmarkValue", num(b, 4));
+                attr(&mut s, "GLUE2BenchmarkExecutionEnvironmentForeignKey", &ee);
             }
         }
         s
     }
+}
+
+/// One LDIF line, `name: value` or `name:: base64` ([`quote::ldif`]).
+fn attr(s: &mut String, name: &str, value: impl std::fmt::Display) {
+    s.push_str(&quote::ldif(name, &value.to_string()));
+    s.push('\n');
 }
 
 #[cfg(test)]

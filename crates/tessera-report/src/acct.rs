@@ -3,6 +3,7 @@
 
 use crate::table::{f2, pct, Table, TableFormat};
 use std::fmt::Write as _;
+use tessera_core::quote;
 use tessera_accounting::acct::{AcctJob, FIELDS};
 use tessera_accounting::billing::BillReport;
 use tessera_accounting::overhead::OverheadReport;
@@ -10,6 +11,14 @@ use tessera_accounting::usage::{UsageRow, UtilizationRow};
 
 /// How `acct` lists jobs: sacct's fixed-width columns, or `|`-separated
 /// (`-p`: also at the end of each line; `-P`: not).
+///
+/// Values come from users (job names, accounts, partitions), so they are escaped:
+/// in columns, control characters show as `\n`, `\x1b` ([`quote::text`]); in
+/// parsable output a value never holds a `|` or a line break either: `\` is
+/// written `\\`, `|` is `\x7c` and control characters as in columns
+/// ([`quote::delimited`]), so splitting a line at `|` always gives the fields and
+/// undoing the escapes gives the values. (Slurm's `sacct -P` writes values as
+/// they are, so there a `|` in a job name moves every later column.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Listing {
     Columns,
@@ -24,7 +33,7 @@ pub fn listing(jobs: &[AcctJob], fields: &[&str], how: Listing) -> String {
         let end = if how == Listing::Parsable { "|" } else { "" };
         let _ = writeln!(out, "{}{end}", fields.join("|"));
         for j in jobs {
-            let _ = writeln!(out, "{}{end}", fields.iter().map(|f| j.field(f)).collect::<Vec<_>>().join("|"));
+            let _ = writeln!(out, "{}{end}", fields.iter().map(|f| quote::delimited(&j.field(f), '|').into_owned()).collect::<Vec<_>>().join("|"));
         }
         return out;
     }
@@ -36,7 +45,7 @@ pub fn listing(jobs: &[AcctJob], fields: &[&str], how: Listing) -> String {
             .iter()
             .map(|f| {
                 let w = width(f);
-                let v = j.field(f);
+                let v = quote::text(&j.field(f)).into_owned();
                 // sacct truncates long values and marks them with '+'
                 let v = if v.chars().count() > w { format!("{}+", v.chars().take(w - 1).collect::<String>()) } else { v };
                 format!("{v:>w$}")

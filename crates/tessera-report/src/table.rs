@@ -1,6 +1,14 @@
 //! Tables: one value, four renderings (aligned text, CSV, Markdown, HTML).
+//!
+//! Cells come from outside (job, user, account, partition and node names), so
+//! every rendering escapes what its syntax cannot hold, with the one function per
+//! format of `tessera_core::quote`: control characters are shown as `\n`, `\x1b`
+//! ([`quote::text`]) in all four, CSV cells are quoted per RFC 4180
+//! ([`quote::csv`]), a Markdown cell's `|` is `\|`, and HTML is escaped. A cell
+//! never adds a row or a column.
 
 use std::fmt::Write as _;
+use tessera_core::quote;
 
 /// Rows of cells under a header; the first column is a label (left-aligned in
 /// text), the others values (right-aligned).
@@ -37,33 +45,36 @@ impl Table {
         }
     }
 
-    /// Columns padded to their widest cell, two spaces apart, a rule under the header.
+    /// Columns padded to their widest cell, two spaces apart, a rule under the
+    /// header; cells as [`quote::text`] shows them.
     pub fn text(&self) -> String {
+        let shown: Vec<Vec<std::borrow::Cow<'_, str>>> = std::iter::once(&self.header).chain(&self.rows).map(|r| r.iter().map(|c| quote::text(c)).collect()).collect();
         let n = self.header.len();
-        let widths: Vec<usize> = (0..n).map(|i| self.rows.iter().map(|r| r[i].chars().count()).chain([self.header[i].chars().count()]).max().unwrap_or(0)).collect();
-        let line = |cells: &[String]| {
+        let widths: Vec<usize> = (0..n).map(|i| shown.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+        let line = |cells: &[std::borrow::Cow<'_, str>]| {
             cells.iter().zip(&widths).enumerate().map(|(i, (c, &w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") }).collect::<Vec<_>>().join("  ")
         };
         let mut out = String::new();
-        let _ = writeln!(out, "{}", line(&self.header));
+        let _ = writeln!(out, "{}", line(&shown[0]));
         let _ = writeln!(out, "{}", widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
-        for r in &self.rows {
+        for r in &shown[1..] {
             let _ = writeln!(out, "{}", line(r));
         }
         out
     }
 
-    /// RFC 4180: cells with a comma, quote or line break are quoted.
+    /// RFC 4180 ([`quote::csv`]): cells with a comma or a quote are quoted, and
+    /// control characters escaped (a cell never breaks its line).
     pub fn csv(&self) -> String {
         let mut out = String::new();
         for r in std::iter::once(&self.header).chain(&self.rows) {
-            let _ = writeln!(out, "{}", r.iter().map(|c| csv_cell(c)).collect::<Vec<_>>().join(","));
+            let _ = writeln!(out, "{}", r.iter().map(|c| quote::csv(c)).collect::<Vec<_>>().join(","));
         }
         out
     }
 
     pub fn markdown(&self) -> String {
-        let cell = |c: &String| c.replace('|', "\\|");
+        let cell = |c: &String| quote::text(c).replace('|', "\\|");
         let mut out = String::new();
         let _ = writeln!(out, "| {} |", self.header.iter().map(cell).collect::<Vec<_>>().join(" | "));
         let _ = writeln!(out, "|{}", "---|".repeat(self.header.len()));
@@ -92,18 +103,11 @@ impl Table {
     }
 }
 
-pub fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// Text for HTML (element content and quoted attributes).
+/// Text for HTML (element content and quoted attributes), control characters
+/// shown as [`quote::text`] shows them.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in quote::text(s).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),

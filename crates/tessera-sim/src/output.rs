@@ -2,7 +2,7 @@
 
 use crate::run::SimOutcome;
 use crate::workload::{Machine, Workload};
-use tessera_core::hostlist;
+use tessera_core::{hostlist, quote};
 use std::io::{self, Write};
 use tessera_workload::swf::{SwfHeader, SwfRecord, SwfWriter};
 
@@ -10,7 +10,9 @@ use tessera_workload::swf::{SwfHeader, SwfRecord, SwfWriter};
 /// `job_id,submit,start,end,procs,estimate,wait,killed,factor,raw_s,normalized_s,nodes`
 /// (integer seconds; `factor` is the pace of the job's slowest node, `raw_s` the
 /// seconds it ran, `normalized_s` = raw × factor in reference seconds, `nodes` the
-/// hostlist it ran on, empty without a cluster).
+/// hostlist it ran on, in double quotes, empty without a cluster). Names are
+/// CSV cells as `tessera_core::quote::csv` writes them (RFC 4180, control
+/// characters escaped), so a node or profile name cannot add a row or a column.
 ///
 /// Power-aware runs size jobs in nodes (`procs` is the trace size in nodes) and
 /// add `app,n_min,start_nodes,node_s,energy_j`: the job's application profile,
@@ -27,7 +29,7 @@ pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Res
         let nodes = match (&w.machine, o.alloc.get(i).and_then(|a| a.as_ref())) {
             (Machine::Cluster { cluster, .. }, Some(a)) => {
                 let names: Vec<&str> = a.parts.iter().map(|p| cluster.nodes[p.node as usize].name.as_str()).collect();
-                format!("\"{}\"", hostlist::compress(&names))
+                quote::csv_quoted(&hostlist::compress(&names))
             }
             _ => String::new(),
         };
@@ -49,7 +51,7 @@ pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Res
         )?;
         if let Some(p) = power {
             let pj = &w.power_jobs[i];
-            write!(out, ",{},{},{},{:.0},{:.0}", pj.app.name, pj.n_min, p.start_nodes[i], p.job_node_s[i], p.job_energy_j[i])?;
+            write!(out, ",{},{},{},{:.0},{:.0}", quote::csv(&pj.app.name), pj.n_min, p.start_nodes[i], p.job_node_s[i], p.job_energy_j[i])?;
         }
         writeln!(out)?;
     }

@@ -164,7 +164,8 @@ fn caption(store: &Store, run: i64, format: ReportFormat) -> Result<()> {
         return Ok(());
     }
     let (label, policy, site): (String, String, String) = store.connection().query_row("SELECT label, policy, site FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    outln!("run {run} of {}: {label} (site {site}, policy {policy})\n", store.path())?;
+    let q = tessera_core::quote::text;
+    outln!("run {run} of {}: {} (site {}, policy {})\n", q(store.path()), q(&label), q(&site), q(&policy))?;
     Ok(())
 }
 
@@ -206,7 +207,7 @@ pub fn prune(a: PruneArgs) -> Result<()> {
     let verb = if a.dry_run { "would remove" } else { "removed" };
     for r in &gone {
         let state = if r.complete { "complete" } else { "unfinished" };
-        outln!("{verb} run {} ({state} simulation of {} jobs, recorded {}): {}", r.id, r.jobs, tessera_accounting::civil::datetime(r.recorded_at), r.label)?;
+        outln!("{verb} run {} ({state} simulation of {} jobs, recorded {}): {}", r.id, r.jobs, tessera_accounting::civil::datetime(r.recorded_at), tessera_core::quote::text(&r.label))?;
     }
     // the store and its write-ahead log
     let size = || ["", "-wal"].iter().map(|x| std::fs::metadata(format!("{path}{x}")).map_or(0, |m| m.len())).sum::<u64>();

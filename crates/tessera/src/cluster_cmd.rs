@@ -6,12 +6,15 @@ use crate::sim_cmd::{default_cluster, load_cluster};
 use anyhow::Result;
 use tessera_core::hostlist;
 
+/// The cluster's node types, partitions and power; names as
+/// `tessera_core::quote::text` shows them (control characters escaped).
 pub fn show(a: ShowArgs) -> Result<()> {
+    let q = tessera_core::quote::text;
     let c = match &a.cluster {
         Some(p) => load_cluster(p)?,
         None => default_cluster(),
     };
-    outln!("cluster {}: {} nodes, {} cores, reference {}", c.name, c.nodes.len(), c.total_cores(), c.reference.name)?;
+    outln!("cluster {}: {} nodes, {} cores, reference {}", q(&c.name), c.nodes.len(), c.total_cores(), q(&c.reference.name))?;
     outln!(
         "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} nodes",
         "NODETYPE", "COUNT", "SOCKETS", "CORES", "MEMORY_MB", "GPUS", "SPEED", "FACTOR", "FEATURES"
@@ -20,7 +23,7 @@ pub fn show(a: ShowArgs) -> Result<()> {
         let names: Vec<&str> = c.nodes.iter().filter(|n| n.node_type == i).map(|n| n.name.as_str()).collect();
         outln!(
             "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} {}",
-            t.name,
+            q(&t.name),
             names.len(),
             t.sockets,
             t.cores(),
@@ -28,8 +31,8 @@ pub fn show(a: ShowArgs) -> Result<()> {
             t.gpus,
             tessera_accounting::publish::num(t.speed, 3),
             tessera_accounting::publish::num(t.factor, 4),
-            if t.features.is_empty() { "-".to_string() } else { t.features.join(",") },
-            hostlist::compress(&names)
+            if t.features.is_empty() { "-".to_string() } else { q(&t.features.join(",")).into_owned() },
+            q(&hostlist::compress(&names))
         )?;
     }
     outln!("{:<12} {:>6} {:>8} {:>10}  {:<24} nodes", "PARTITION", "NODES", "DEFAULT", "ALLOCATION", "NODESET")?;
@@ -37,23 +40,23 @@ pub fn show(a: ShowArgs) -> Result<()> {
         let names: Vec<&str> = p.nodes.iter().map(|&i| c.nodes[i].name.as_str()).collect();
         outln!(
             "{:<12} {:>6} {:>8} {:>10}  {:<24} {}",
-            p.name,
+            q(&p.name),
             p.nodes.len(),
             if p.default { "yes" } else { "" },
             if p.exclusive { "exclusive" } else { "shared" },
-            p.nodeset.as_ref().map_or("-".to_string(), |s| s.to_string()),
-            hostlist::compress(&names)
+            p.nodeset.as_ref().map_or("-".to_string(), |s| q(&s.to_string()).into_owned()),
+            q(&hostlist::compress(&names))
         )?;
     }
     if let Some(ns) = &c.nodeset {
-        outln!("site node set: {ns} (optional {}, priority {}, plus {})", ns.optional, ns.priority, ns.plus)?;
+        outln!("site node set: {} (optional {}, priority {}, plus {})", q(&ns.to_string()), ns.optional, ns.priority, ns.plus)?;
     }
     for t in &c.node_types {
         if let Some(pw) = &t.power {
             let caps: Vec<String> = pw.cap_levels_w.iter().map(|w| w.to_string()).collect();
             outln!(
                 "power {}: base {} W + memory {} W + CPU up to {} W (caps {} W) per busy node; idle {} W",
-                t.name,
+                q(&t.name),
                 pw.base_w,
                 pw.memory_w,
                 pw.cpu_max_w,

@@ -535,7 +535,7 @@ fn write_jobs_csv(path: &Path, t0: f64, planned: &[Planned], ids: &[u64], late: 
             p.procs,
             p.runtime,
             p.estimate,
-            p.partition.as_deref().unwrap_or(""),
+            tessera_core::quote::csv(p.partition.as_deref().unwrap_or("")),
             p.offset,
             late[k]
         )

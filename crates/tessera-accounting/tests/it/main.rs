@@ -1,2 +1,3 @@
 //! Integration tests of the accounting crate.
+mod escaping;
 mod publish;

@@ -1,5 +1,7 @@
 //! The report library: tables, series, charts and pages.
 
+mod escaping;
+
 use tessera_report::series::{busy_and_queue, by_size, cdf, size_class_name, spans, SPANS};
 use tessera_report::{Block, Chart, Page, Series, Table, TableFormat};
 use tessera_sim::metrics::JobTimes;

@@ -25,8 +25,11 @@ impl<W: Write> SwfWriter<W> {
         Ok(())
     }
 
+    /// A `; text` line; control characters in `text` are escaped
+    /// (`tessera_core::quote::text`), so a comment cannot end its line and add a
+    /// record or a header field.
     pub fn write_comment(&mut self, text: &str) -> io::Result<()> {
-        writeln!(self.out, "; {text}")
+        writeln!(self.out, "; {}", tessera_core::quote::text(text))
     }
 
     pub fn write_record(&mut self, r: &SwfRecord) -> io::Result<()> {

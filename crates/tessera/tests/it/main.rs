@@ -4,6 +4,7 @@ mod bench;
 mod bounds;
 mod cli;
 mod common;
+mod escaping;
 mod hardening;
 mod live;
 mod power;
