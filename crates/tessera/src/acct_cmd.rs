@@ -13,12 +13,22 @@ use tessera_report::acct::{bill_text, listing, overhead_text, usage_table, utili
 use tessera_report::run::RunData;
 use tessera_report::{Table, TableFormat};
 
-/// The store `db` names.
+/// The store `db` names: `--db`, else the live store of `--state-dir`, else
+/// `./tessera.db` if it exists, else the live store of `./tessera-state` (the
+/// state directory `tessera up`, `queue` and `nodes` default to) if that
+/// exists, else `./tessera.db`.
 fn store_path(db: &StoreArgs) -> std::path::PathBuf {
     match (&db.db, &db.state_dir) {
         (Some(p), _) => p.clone(),
         (None, Some(d)) => d.join("accounting.db"),
-        (None, None) => "tessera.db".into(),
+        (None, None) => {
+            let live = std::path::Path::new("tessera-state").join("accounting.db");
+            if !std::path::Path::new("tessera.db").exists() && live.exists() {
+                live
+            } else {
+                "tessera.db".into()
+            }
+        }
     }
 }
 
@@ -65,6 +75,15 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
         v.as_deref().map(|s| parse_time(s).with_context(|| format!("{flag} {s}: expected YYYY-MM-DD[THH:MM[:SS]] (UTC) or Unix seconds"))).transpose()
     };
     let filter = Filter { users: list(&a.user), accounts: list(&a.account), states, start_time: time(&a.starttime, "--starttime")?, end_time: time(&a.endtime, "--endtime")? };
+    if let (Some(s), Some(e)) = (filter.start_time, filter.end_time) {
+        if s > e {
+            bail!(
+                "--starttime {} is later than --endtime {}: no job can end after the first and start before the second; expected --starttime at or before --endtime",
+                a.starttime.as_deref().unwrap_or_default(),
+                a.endtime.as_deref().unwrap_or_default()
+            );
+        }
+    }
     let (store, run) = open(&a.db)?;
     let jobs = acct::jobs(&store, run, &filter)?;
     let how = if a.parsable {

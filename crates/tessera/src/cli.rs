@@ -667,7 +667,7 @@ pub struct DbArgs {
 #[derive(Args, Clone)]
 pub struct StoreArgs {
     /// Accounting store (default: $TESSERA_DB; else the live store of --state-dir;
-    /// else ./tessera.db).
+    /// else ./tessera.db; else ./tessera-state's live store, if there is one).
     #[arg(long, env = "TESSERA_DB")]
     pub db: Option<PathBuf>,
     /// A controller's state directory: read its live accounting store

@@ -289,3 +289,31 @@ fn gpu_jobs_are_held_billed_and_counted_in_gpu_units() {
         assert!((a["cost"].as_f64().unwrap() - 2.0 * want_gpu_hours).abs() < 1e-9, "{allocation}: {a}");
     }
 }
+
+/// `tessera acct` alone reads `./tessera-state`'s store, as `tessera queue`
+/// and `tessera nodes` use that directory; `--starttime` after `--endtime` is
+/// refused, not an empty listing.
+#[test]
+fn acct_finds_the_default_state_directory_and_refuses_an_empty_window() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tessera-state")).unwrap();
+    let small = dir.path().join("small.swf");
+    ok(&["workload", "generate", "--procs", "64", "--jobs", "20", "-o", small.to_str().unwrap()]);
+    ok(&["sim", "run", "--trace", small.to_str().unwrap(), "--db", dir.path().join("tessera-state/accounting.db").to_str().unwrap(), "--format", "json"]);
+    let acct = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .arg("acct")
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("TESSERA_DB")
+            .env_remove("TESSERA_STATE_DIR")
+            .output()
+            .unwrap()
+    };
+    let o = acct(&["-P"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).lines().count(), 21);
+    let o = acct(&["-S", "2024-02-01", "-E", "2024-01-01"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("--starttime 2024-02-01 is later than --endtime 2024-01-01"), "{}", text(&o.stderr));
+}
