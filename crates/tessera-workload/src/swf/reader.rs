@@ -6,6 +6,11 @@
 //! malformed too: it is rejected here, where the file and line are known, rather
 //! than wrapping later. In lenient mode malformed lines are skipped and counted by
 //! reason ([`LenientReport`]).
+//!
+//! The reader never holds more than [`MAX_LINE_BYTES`] of a line, and never reads
+//! a line to its end to refuse it: the input may be endless (`/dev/zero`, a pipe,
+//! a gzip stream that inflates to one endless line). Lenient mode, which must
+//! find the next line to go on, reads through at most [`MAX_SKIPPED_LINE_BYTES`].
 
 use super::header::{HeaderError, SwfHeader};
 use super::record::{SwfRecord, FIELD_NAMES};
@@ -30,6 +35,8 @@ pub enum SwfError {
     Field { file: String, line: u64, field: usize, name: &'static str, value: String, expected: &'static str },
     #[error("{file}:{line}: field 1 (job number) is {job}, the number of the job at line {first}: expected each job once (only partial executions, status 2-4, repeat a number)")]
     DuplicateJob { file: String, line: u64, job: i64, first: u64 },
+    /// A line longer than `limit` bytes (a binary file, `/dev/zero`, a file
+    /// without newlines): refused once `limit` bytes of it are read.
     #[error("{file}:{line}: line longer than {limit} bytes: expected an SWF line (18 numbers) or a `;` comment")]
     LineTooLong { file: String, line: u64, limit: u64 },
     /// `value` is quoted and bounded ([`crate::quote::bounded`]).
@@ -106,6 +113,10 @@ pub struct SwfReader<R> {
     /// The line of each job number seen (a job's whole-run records; partial
     /// executions, status 2-4, may share their job's number).
     seen: std::collections::HashMap<i64, u64>,
+    /// The current line was refused as too long and its rest is still unread.
+    in_long_line: bool,
+    /// A line went on beyond [`MAX_SKIPPED_LINE_BYTES`]: nothing more is read.
+    ended: bool,
 }
 
 impl SwfReader<Box<dyn BufRead + Send>> {
@@ -145,6 +156,8 @@ impl<R: BufRead> SwfReader<R> {
             lenient: false,
             report: LenientReport::default(),
             seen: std::collections::HashMap::new(),
+            in_long_line: false,
+            ended: false,
         }
     }
 
@@ -184,7 +197,39 @@ impl<R: BufRead> SwfReader<R> {
         self.report.by_reason.entry(reason).or_insert((0, self.line)).0 += 1;
     }
 
+    /// An over-long line at `self.line`, refused after `limit` bytes.
+    fn too_long(&self, limit: u64) -> SwfError {
+        SwfError::LineTooLong { file: self.name.clone(), line: self.line, limit }
+    }
+
+    /// Read and drop the rest of a line refused as too long, reading at most
+    /// what is left of [`MAX_SKIPPED_LINE_BYTES`]; beyond that the reader ends.
+    fn skip_long_line(&mut self) -> Result<(), SwfError> {
+        self.in_long_line = false;
+        match skip_line(&mut self.input, MAX_SKIPPED_LINE_BYTES - MAX_LINE_BYTES - 1) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.ended = true;
+                Err(self.too_long(MAX_SKIPPED_LINE_BYTES))
+            }
+            Err(source) => {
+                self.ended = true;
+                Err(SwfError::Io { file: self.name.clone(), source })
+            }
+        }
+    }
+
     fn next_record(&mut self) -> Option<Result<SwfRecord, SwfError>> {
+        if self.ended {
+            return None;
+        }
+        if self.in_long_line {
+            // a caller goes on after the error: find the next line (the error
+            // was given; an endless line ends the input silently)
+            if self.skip_long_line().is_err() {
+                return None;
+            }
+        }
         loop {
             self.buf.clear();
             match (&mut self.input).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut self.buf) {
@@ -194,12 +239,14 @@ impl<R: BufRead> SwfReader<R> {
             }
             self.line += 1;
             if self.buf.len() as u64 > MAX_LINE_BYTES {
-                // never hold more of a line than this: the rest is read and dropped
-                if let Err(source) = skip_line(&mut self.input) {
-                    return Some(Err(SwfError::Io { file: self.name.clone(), source }));
-                }
+                // never hold more of a line than this, and never read the rest
+                // only to refuse it: it may never end (`/dev/zero`)
+                self.in_long_line = true;
                 if !self.lenient {
-                    return Some(Err(SwfError::LineTooLong { file: self.name.clone(), line: self.line, limit: MAX_LINE_BYTES }));
+                    return Some(Err(self.too_long(MAX_LINE_BYTES)));
+                }
+                if let Err(e) = self.skip_long_line() {
+                    return Some(Err(e));
                 }
                 self.skip(format!("line longer than {MAX_LINE_BYTES} bytes"));
                 continue;
@@ -337,19 +384,32 @@ fn parse_line(line: &[u8]) -> Result<SwfRecord, LineError> {
 /// comment a few hundred).
 pub const MAX_LINE_BYTES: u64 = 1 << 20;
 
-/// Read and drop the rest of the current line, newline included.
-fn skip_line<R: BufRead>(r: &mut R) -> io::Result<()> {
+/// The longest line lenient mode reads through to skip it: a line beyond this
+/// is no trace's (`/dev/zero`, a binary file without newlines, a gzip stream
+/// that inflates to one endless line), and lenient mode stops there too.
+pub const MAX_SKIPPED_LINE_BYTES: u64 = 64 << 20;
+
+/// Read and drop the rest of the current line, newline included, reading at
+/// most `limit` bytes: true if the line (or the input) ended within them.
+fn skip_line<R: BufRead>(r: &mut R, mut limit: u64) -> io::Result<bool> {
     loop {
         let chunk = r.fill_buf()?;
         if chunk.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         if let Some(i) = chunk.iter().position(|&b| b == b'\n') {
+            if i as u64 >= limit {
+                return Ok(false);
+            }
             r.consume(i + 1);
-            return Ok(());
+            return Ok(true);
         }
         let n = chunk.len();
+        if n as u64 > limit {
+            return Ok(false);
+        }
         r.consume(n);
+        limit -= n as u64;
     }
 }
 
@@ -448,6 +508,87 @@ mod tests {
         let edge = [(2, "4398046511104"), (4, "-4398046511104"), (5, "4294967295"), (10, "2199023255552"), (1, big)];
         for (field, value) in edge {
             assert_eq!(read(&with(field, value), false).unwrap().0.len(), 1, "field {field} = {value}");
+        }
+    }
+
+    /// Zeros without end (as `/dev/zero` or `yes ''|tr -d '\n'`), counting the
+    /// bytes read; past `cap` an I/O error, so that a reader that does not stop
+    /// fails the test instead of hanging it.
+    struct Endless {
+        read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+        cap: u64,
+    }
+
+    impl Endless {
+        fn new(cap: u64) -> (Endless, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+            let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            (Endless { read: read.clone(), cap }, read)
+        }
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+            let n = self.read.fetch_add(b.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            if n > self.cap {
+                return Err(io::Error::other(format!("read past {} bytes of an endless input", self.cap)));
+            }
+            b.fill(0);
+            Ok(b.len())
+        }
+    }
+
+    fn read_of(r: &std::sync::Arc<std::sync::atomic::AtomicU64>) -> u64 {
+        r.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `tessera sim run --trace /dev/zero` never stopped: the line was refused
+    /// at 1 MiB, but only after reading the rest of it to its newline.
+    #[test]
+    fn an_endless_line_is_refused_at_the_limit_not_read_to_its_end() {
+        let (input, read) = Endless::new(1 << 30);
+        let e = read_all(from_reader(input, "/dev/zero")).unwrap_err();
+        assert!(matches!(e, SwfError::LineTooLong { line: 1, limit: MAX_LINE_BYTES, .. }), "{e}");
+        assert_eq!(e.to_string(), "/dev/zero:1: line longer than 1048576 bytes: expected an SWF line (18 numbers) or a `;` comment");
+        assert!(read_of(&read) < 2 * MAX_LINE_BYTES, "read {} bytes", read_of(&read));
+        // std::io::repeat, as the kernel's /dev/zero
+        let e = read_all(from_reader(io::repeat(0).take(1 << 40), "zeros")).unwrap_err();
+        assert!(matches!(e, SwfError::LineTooLong { line: 1, .. }), "{e}");
+        // after the refusal the reader goes on at the next line, if there is one
+        let text = format!("{LINE}\n{}\n{}\n", "x".repeat(3 << 20), with(1, "2"));
+        let mut r = from_reader(text.as_bytes(), "t.swf");
+        assert!(r.next().unwrap().is_ok());
+        assert!(matches!(r.next().unwrap(), Err(SwfError::LineTooLong { line: 2, .. })));
+        assert_eq!(r.next().unwrap().unwrap().job_number, 2);
+        assert!(r.next().is_none());
+    }
+
+    /// Lenient mode skips an over-long line, reading through at most 64 MiB of
+    /// it: an endless one is an error there too.
+    #[test]
+    fn lenient_mode_skips_a_long_line_but_stops_on_an_endless_one() {
+        let text = format!("{LINE}\n{}\n{}\n", "\0".repeat(3 << 20), with(1, "2"));
+        let (records, report) = read(&text, true).unwrap();
+        assert_eq!((records.len(), report.skipped), (2, 1));
+        assert_eq!(report.by_reason.get("line longer than 1048576 bytes"), Some(&(1, 2)));
+        let (input, read) = Endless::new(1 << 30);
+        let e = read_all(from_reader(input, "/dev/zero").lenient(true)).unwrap_err();
+        assert!(matches!(e, SwfError::LineTooLong { line: 1, limit: MAX_SKIPPED_LINE_BYTES, .. }), "{e}");
+        assert!(e.to_string().starts_with("/dev/zero:1: line longer than 67108864 bytes: expected"), "{e}");
+        assert!(read_of(&read) < MAX_SKIPPED_LINE_BYTES + MAX_LINE_BYTES, "read {} bytes", read_of(&read));
+    }
+
+    /// A gzip stream that inflates to one endless line (a gzip bomb of zeros):
+    /// refused after 1 MiB inflated, in lenient mode after 64 MiB.
+    #[test]
+    fn a_gzip_stream_of_one_endless_line_is_refused() {
+        for (lenient, limit) in [(false, MAX_LINE_BYTES), (true, MAX_SKIPPED_LINE_BYTES)] {
+            let (zeros, read) = Endless::new(4 << 30);
+            let gz = flate2::read::GzEncoder::new(zeros, flate2::Compression::fast());
+            let r = SwfReader::sniff(io::BufReader::new(gz), "bomb.swf.gz").unwrap().lenient(lenient);
+            let e = read_all(r).unwrap_err();
+            assert!(matches!(e, SwfError::LineTooLong { line: 1, limit: l, .. } if l == limit), "lenient {lenient}: {e}");
+            assert!(e.to_string().starts_with("bomb.swf.gz:1: line longer than"), "{e}");
+            assert!(read_of(&read) < 2 * limit, "lenient {lenient}: inflated {} bytes", read_of(&read));
         }
     }
 

@@ -304,3 +304,61 @@ fn a_closed_pipe_ends_a_command_quietly() {
     let ign = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).map(|v| u64::from_str_radix(v.trim(), 16).unwrap()).unwrap();
     assert_ne!(ign & (1 << (libc::SIGPIPE - 1)), 0, "SIGPIPE ignored: SigIgn {ign:x}");
 }
+
+/// Runs `args` with `input` streamed to its standard input (until it hangs
+/// up), and returns its exit code and standard error; a command still running
+/// after five minutes is killed and the test fails (it was not going to stop).
+fn ends(args: &[&str], input: Option<&'static [u8]>) -> (Option<i32>, String) {
+    use std::io::{Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let (Some(chunk), Some(mut stdin)) = (input, child.stdin.take()) {
+        // an endless pipe (`cat /dev/zero |`): ends with EPIPE once the command exits
+        std::thread::spawn(move || while stdin.write_all(chunk).is_ok() {});
+    }
+    let mut stderr = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stderr.read_to_end(&mut s);
+        s
+    });
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(300) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("tessera {args:?} did not stop on an endless input");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    (status.code(), text(&err.join().unwrap()))
+}
+
+/// `--trace /dev/zero` and an endless pipe never stopped: a line was refused at
+/// 1 MiB only after the reader had read the rest of it, to a newline that never
+/// comes. Now the error names the file, the line and what an SWF line is.
+#[test]
+fn an_endless_trace_is_refused_at_the_line_limit() {
+    let zeros: &'static [u8] = Box::leak(vec![0u8; 1 << 16].into_boxed_slice());
+    let limit = "line longer than 1048576 bytes: expected an SWF line (18 numbers) or a `;` comment";
+    for args in [&["sim", "run", "--trace", "/dev/zero", "--capacity", "8"][..], &["workload", "info", "--trace", "/dev/zero"]] {
+        let (code, e) = ends(args, None);
+        assert_eq!(code, Some(1), "{args:?}: {e}");
+        assert!(e.contains(&format!("/dev/zero:1: {limit}")), "{args:?}: {e}");
+    }
+    let (code, e) = ends(&["sim", "run", "--trace", "/dev/stdin", "--capacity", "8"], Some(zeros));
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains(&format!("/dev/stdin:1: {limit}")), "{e}");
+    // lenient mode skips long lines, but not an endless one
+    let (code, e) = ends(&["sim", "run", "--trace", "/dev/zero", "--capacity", "8", "--lenient"], None);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("/dev/zero:1: line longer than 67108864 bytes"), "{e}");
+}
