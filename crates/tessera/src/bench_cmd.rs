@@ -116,7 +116,7 @@ struct Shape {
 
 fn trace_path(trace: &Option<PathBuf>) -> Result<PathBuf> {
     match trace {
-        Some(p) => Ok(p.clone()),
+        Some(p) => Ok(tessera_workload::traces::resolve(p)?),
         None => Ok(tessera_workload::traces::shared_dir()
             .context("no --trace given and the shared traces directory was not found (set TESSERA_TRACES)")?
             .join(DEFAULT_TRACE)),

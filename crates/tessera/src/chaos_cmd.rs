@@ -31,7 +31,7 @@ use tessera_workload::transform::{first_jobs, Shrink};
 
 #[derive(Args, Debug)]
 pub struct ChaosArgs {
-    /// SWF trace (plain or gzip), replayed with sleep jobs.
+    /// SWF trace (plain or gzip), replayed with sleep jobs. A bare file name not in the current directory is looked up in $TESSERA_TRACES.
     #[arg(long)]
     pub trace: PathBuf,
     /// The first N records of the trace (N >= 1; without it, all).
@@ -110,7 +110,8 @@ pub struct Chaos {
     pub dir: PathBuf,
 }
 
-pub fn chaos(a: ChaosArgs) -> Result<()> {
+pub fn chaos(mut a: ChaosArgs) -> Result<()> {
+    a.trace = tessera_workload::traces::resolve(&a.trace)?;
     let [pct] = parse_shrink(&a.shrink)?[..] else { bail!("--shrink {}: chaos replays at one percentage", a.shrink) };
     if a.down.1 >= a.heartbeat_timeout as f64 {
         bail!("--down {}:{}: expected pauses shorter than --heartbeat-timeout {} s (a longer one loses the agent, and its jobs are requeued or failed by design)", a.down.0, a.down.1, a.heartbeat_timeout);

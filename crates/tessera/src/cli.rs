@@ -161,6 +161,7 @@ pub enum Format {
 pub struct SimRunArgs {
     /// SWF trace (.swf or .swf.gz). Without it: the embedded default workload
     /// (Lublin-Feitelson model, seed 1) on the embedded default cluster.
+    /// A bare file name not in the current directory is looked up in $TESSERA_TRACES.
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Machine size in processors (default: MaxProcs, else MaxNodes, from the trace header).
@@ -429,7 +430,7 @@ pub struct GenerateArgs {
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// SWF trace to read (.swf or .swf.gz).
+    /// SWF trace to read (.swf or .swf.gz). A bare file name not in the current directory is looked up in $TESSERA_TRACES.
     #[arg(long)]
     pub trace: PathBuf,
     /// Skip malformed lines (counted and reported by reason) instead of failing.

@@ -13,7 +13,7 @@ const SDSC_BLUE_3GEN: &str = include_str!("../../../examples/clusters/sdsc-blue-
 /// An experiment's trace: the one given, else `default` from the shared traces.
 pub fn trace_or_shared(given: &Option<std::path::PathBuf>, default: &str) -> Result<std::path::PathBuf> {
     match given {
-        Some(t) => Ok(t.clone()),
+        Some(t) => Ok(tessera_workload::traces::resolve(t)?),
         None => tessera_workload::traces::shared_trace(default)
             .with_context(|| format!("no --trace given and {default} is not in the shared traces directory (set TESSERA_TRACES)")),
     }

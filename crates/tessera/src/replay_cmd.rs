@@ -46,7 +46,7 @@ pub const UNLISTED: &str = "ENDED_EARLIER (see tessera acct)";
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// SWF trace (plain or gzip).
+    /// SWF trace (plain or gzip). A bare file name not in the current directory is looked up in $TESSERA_TRACES.
     #[arg(long)]
     pub trace: PathBuf,
     /// Replay only the first N records of the trace (N >= 1; without it, all).
@@ -265,7 +265,8 @@ impl Files {
     }
 }
 
-pub fn replay(a: ReplayArgs) -> Result<()> {
+pub fn replay(mut a: ReplayArgs) -> Result<()> {
+    a.trace = tessera_workload::traces::resolve(&a.trace)?;
     let shrinks = parse_shrink(&a.shrink)?;
     for (flag, v) in [("--runtime-shrink", a.runtime_shrink), ("--estimate-shrink", a.estimate_shrink), ("--submit-shrink", a.submit_shrink)] {
         if !(v.is_finite() && v > 0.0) {

@@ -115,6 +115,7 @@ pub fn execute(a: &SimRunArgs) -> Result<Executed> {
     };
     let (label, header, mut records) = match &a.trace {
         Some(path) => {
+            let path = &tessera_workload::traces::resolve(path)?;
             let (h, r) = read_trace(path, a.lenient)?;
             (path.display().to_string(), h, r)
         }
@@ -179,8 +180,9 @@ pub fn execute(a: &SimRunArgs) -> Result<Executed> {
     Ok(Executed { label, policy, header, records, w, outcome, summary })
 }
 
-pub fn run(a: SimRunArgs) -> Result<()> {
+pub fn run(mut a: SimRunArgs) -> Result<()> {
     let t0 = Instant::now();
+    a.trace = a.trace.as_deref().map(tessera_workload::traces::resolve).transpose()?;
     let mut inputs: Vec<(&str, &Path)> = Vec::new();
     inputs.extend(a.trace.as_deref().map(|p| ("trace", p)));
     inputs.extend(a.cluster.as_deref().map(|p| ("cluster file", p)));
@@ -270,7 +272,7 @@ pub fn bench(a: SimBenchArgs) -> Result<()> {
             .context("no --trace given and the shared traces directory was not found (set TESSERA_TRACES)")?;
         ["HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz", "RICC-2010-2.swf.gz"].iter().map(|f| dir.join(f)).collect()
     } else {
-        a.traces.clone()
+        a.traces.iter().map(|t| tessera_workload::traces::resolve(t)).collect::<Result<_, _>>()?
     };
     let policies: Vec<PolicyKind> = if a.policies.is_empty() {
         vec![PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative]

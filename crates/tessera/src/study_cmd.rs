@@ -245,14 +245,13 @@ fn load_sweep(path: &Path) -> Result<(Vec<String>, Vec<Case>)> {
         .map(|t| {
             let path = if t == "default" {
                 None
-            } else if !t.contains('/') && tessera_workload::traces::shared_trace(t).is_some() {
-                tessera_workload::traces::shared_trace(t).map(|p| p.display().to_string())
             } else {
-                Some(at(t))
+                // beside the sweep file, else a bare name in $TESSERA_TRACES
+                Some(tessera_workload::traces::resolve_at(here, Path::new(t)).with_context(|| format!("{}: traces", path.display()))?.display().to_string())
             };
-            (t.clone(), path)
+            Ok((t.clone(), path))
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let clusters: Vec<(String, Option<String>)> = if f.clusters.is_empty() { vec![(String::new(), None)] } else { f.clusters.iter().map(|c| (c.clone(), Some(at(c)))).collect() };
     let mut fixed = Vec::new();
     for (k, v) in &f.fixed {

@@ -27,7 +27,7 @@ use tessera_workload::transform::{first_jobs, Shrink};
 
 #[derive(Args, Debug)]
 pub struct TwinArgs {
-    /// SWF trace (plain or gzip).
+    /// SWF trace (plain or gzip). A bare file name not in the current directory is looked up in $TESSERA_TRACES.
     #[arg(long)]
     pub trace: PathBuf,
     /// The first N records of the trace (N >= 1).
@@ -79,7 +79,8 @@ pub struct Twin {
     pub per_job_csv: PathBuf,
 }
 
-pub fn twin(a: TwinArgs) -> Result<()> {
+pub fn twin(mut a: TwinArgs) -> Result<()> {
+    a.trace = tessera_workload::traces::resolve(&a.trace)?;
     let shrinks = parse_shrink(&a.shrink)?;
     let [pct] = shrinks[..] else { bail!("--shrink {}: the twin check takes one percentage", a.shrink) };
     let policy: PolicyKind = a.policy.parse().map_err(|e| anyhow!("--policy: {e}"))?;

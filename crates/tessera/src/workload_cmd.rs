@@ -54,7 +54,8 @@ struct Info {
     jobs_skipped: std::collections::BTreeMap<String, u64>,
 }
 
-pub fn info(a: InfoArgs) -> Result<()> {
+pub fn info(mut a: InfoArgs) -> Result<()> {
+    a.trace = tessera_workload::traces::resolve(&a.trace)?;
     let (h, records, report) = SwfReader::read_file(&a.trace, a.lenient)?;
     let size = h.machine_size().and_then(|s| u32::try_from(s).ok()).unwrap_or(u32::MAX);
     let w = prepare(&records, size);

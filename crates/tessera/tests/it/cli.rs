@@ -218,3 +218,88 @@ fn the_jobs_csv_columns_are_the_documented_ones() {
     let header = std::fs::read_to_string(&csv).unwrap().lines().next().unwrap().to_string();
     assert_eq!(header.split(',').map(str::to_string).collect::<Vec<_>>(), documented);
 }
+
+/// `tessera` run from `cwd` with `TESSERA_TRACES` set to `traces` (or unset).
+fn tessera_in(cwd: &Path, traces: Option<&Path>, args: &[&str]) -> std::process::Output {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+    c.args(args).current_dir(cwd);
+    match traces {
+        Some(t) => c.env("TESSERA_TRACES", t),
+        None => c.env_remove("TESSERA_TRACES"),
+    };
+    c.output().unwrap()
+}
+
+/// `--trace NAME`, a bare file name that is not in the current directory, is
+/// the file NAME of `$TESSERA_TRACES`: the README's commands work from any
+/// directory once the traces are downloaded (they named `../shared/traces/`,
+/// which only this workspace has).
+#[test]
+fn a_bare_trace_name_is_looked_up_in_tessera_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cwd, traces) = (dir.path().join("elsewhere"), dir.path().join("traces"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&traces).unwrap();
+    std::fs::write(traces.join("t.swf"), TRACE).unwrap();
+    let found = traces.join("t.swf").display().to_string();
+    let out = tessera_in(&cwd, Some(&traces), &["sim", "run", "--trace", "t.swf", "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["trace"].as_str(), v["jobs_simulated"].as_u64()), (Some(found.as_str()), Some(3)), "{v}");
+    let out = tessera_in(&cwd, Some(&traces), &["workload", "info", "--trace", "t.swf"]);
+    assert!(out.status.success() && text(&out.stdout).contains(&found), "{}{}", text(&out.stdout), text(&out.stderr));
+    // a sweep file's bare name too
+    std::fs::write(cwd.join("s.toml"), "traces = [\"t.swf\"]\npolicies = [\"easy\"]\n").unwrap();
+    let out = tessera_in(&cwd, Some(&traces), &["sim", "sweep", "s.toml", "--out", "s.csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // a file of that name in the current directory comes first
+    std::fs::write(cwd.join("t.swf"), TRACE.lines().take(3).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let out = tessera_in(&cwd, Some(&traces), &["sim", "run", "--trace", "t.swf", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["trace"].as_str(), v["jobs_simulated"].as_u64()), (Some("t.swf"), Some(1)), "{v}");
+}
+
+/// Every command that takes a trace finds it the same way, and a trace found
+/// nowhere is an error (exit 1, nothing started) naming the paths tried and
+/// TESSERA_TRACES.
+#[test]
+fn a_missing_trace_names_the_paths_tried_and_tessera_traces_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cwd, traces) = (dir.path().join("elsewhere"), dir.path().join("traces"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&traces).unwrap();
+    std::fs::write(cwd.join("s.toml"), "traces = [\"none.swf.gz\"]\npolicies = [\"easy\"]\n").unwrap();
+    let t = "none.swf.gz";
+    let commands: &[&[&str]] = &[
+        &["sim", "run", "--trace", t],
+        &["sim", "compare", "--trace", t, "--report", "c.html"],
+        &["sim", "sweep", "s.toml", "--out", "s.csv"],
+        &["sim", "bench", "--trace", t],
+        &["sim", "bench-pass", "--trace", t],
+        &["sim", "bench-stream", "--trace", t],
+        &["workload", "info", "--trace", t],
+        &["replay", "--trace", t, "--shrink", "10", "--controller", "http://127.0.0.1:9"],
+        &["twin", "--trace", t, "--shrink", "10"],
+        &["chaos", "--trace", t, "--shrink", "10"],
+        &["experiment", "nodesets", "--trace", t],
+        &["experiment", "parm", "--trace", t],
+        &["experiment", "parm-attribution", "--trace", t],
+        &["power", "bench", "--trace", t],
+    ];
+    let tried = format!("(tried {t} and {}/{t}); TESSERA_TRACES is {}", traces.display(), traces.display());
+    for args in commands {
+        let out = tessera_in(&cwd, Some(&traces), args);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains(&format!("trace {t}: no such file ")) && e.contains(&tried), "{args:?}: {e}");
+    }
+    assert!(!cwd.join("c.html").exists() && !cwd.join("s.csv").exists());
+    // not set, or not a directory
+    let out = tessera_in(&cwd, Some(&dir.path().join("nowhere")), &["sim", "run", "--trace", t]);
+    assert!(text(&out.stderr).contains(&format!("TESSERA_TRACES is {}/nowhere, which is not a directory", dir.path().display())), "{}", text(&out.stderr));
+    let out = tessera_in(&cwd, None, &["sim", "run", "--trace", t]);
+    assert!(text(&out.stderr).contains("TESSERA_TRACES is not set"), "{}", text(&out.stderr));
+    // a path is a path
+    let out = tessera_in(&cwd, Some(&traces), &["sim", "run", "--trace", "sub/t.swf"]);
+    assert!(text(&out.stderr).contains("error: trace sub/t.swf: no such file (tried sub/t.swf); only a bare file name"), "{}", text(&out.stderr));
+}
