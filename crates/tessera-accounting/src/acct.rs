@@ -20,6 +20,12 @@ pub struct AcctJob {
     pub end: i64,
     pub state: String,
     pub exit_code: i64,
+    /// The signal that ended it, or 0.
+    pub signal: i64,
+    /// Why it ended, when known beyond its state (a launch that failed).
+    pub reason: String,
+    /// (array job, task) of an array task: JobID `7_3`.
+    pub array: Option<(i64, i64)>,
     pub req_procs: i64,
     pub req_mem_mb: i64,
     pub time_limit: i64,
@@ -84,7 +90,8 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
         .prepare(
             "SELECT j.id, j.job_id, j.name, j.user, j.grp, j.account, j.partition, j.submit_time, j.start_time, j.end_time, j.state, j.exit_code, j.req_procs, \
              j.req_mem_mb, j.time_limit, j.alloc_cores, j.alloc_nodes, j.factor, j.wall_raw_s, j.wall_norm_s, j.cpu_raw_s, j.cpu_norm_s, j.core_hours, \
-             j.norm_core_hours, j.hs06_hours, j.hs06_per_core, (SELECT group_concat(node_id) FROM allocations a WHERE a.job = j.id), j.suspended_s \
+             j.norm_core_hours, j.hs06_hours, j.hs06_per_core, (SELECT group_concat(node_id) FROM allocations a WHERE a.job = j.id), j.suspended_s, \
+             j.signal, j.reason, j.array_job, j.array_task \
              FROM jobs j WHERE j.run_id = ?1 ORDER BY j.id",
         )
         .map_err(e)?;
@@ -124,6 +131,12 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
             end,
             state,
             exit_code: r.get(11).map_err(e)?,
+            signal: r.get(28).map_err(e)?,
+            reason: r.get(29).map_err(e)?,
+            array: match (r.get::<_, Option<i64>>(30).map_err(e)?, r.get::<_, Option<i64>>(31).map_err(e)?) {
+                (Some(a), Some(t)) => Some((a, t)),
+                _ => None,
+            },
             req_procs: r.get(12).map_err(e)?,
             req_mem_mb: r.get(13).map_err(e)?,
             time_limit: r.get(14).map_err(e)?,
@@ -179,6 +192,7 @@ pub fn duration(secs: i64) -> String {
 /// The sacct fields Tessera knows, with their column widths.
 pub const FIELDS: &[(&str, usize)] = &[
     ("JobID", 12),
+    ("JobIDRaw", 12),
     ("JobName", 10),
     ("User", 9),
     ("Group", 9),
@@ -189,6 +203,7 @@ pub const FIELDS: &[(&str, usize)] = &[
     ("NodeList", 16),
     ("State", 10),
     ("ExitCode", 8),
+    ("Reason", 20),
     ("Submit", 19),
     ("Start", 19),
     ("End", 19),
@@ -217,7 +232,8 @@ impl AcctJob {
     pub fn field(&self, name: &str) -> String {
         let t = |x: i64| datetime(x + self.epoch_offset);
         match name {
-            "JobID" => self.job_id.to_string(),
+            "JobID" => self.array.map_or_else(|| self.job_id.to_string(), |(a, t)| format!("{a}_{t}")),
+            "JobIDRaw" => self.job_id.to_string(),
             "JobName" => self.name.clone(),
             "User" => self.user.clone(),
             "Group" => self.group.clone(),
@@ -227,7 +243,8 @@ impl AcctJob {
             "AllocNodes" => self.alloc_nodes.to_string(),
             "NodeList" => self.node_list.clone(),
             "State" => self.state.clone(),
-            "ExitCode" => format!("{}:0", self.exit_code),
+            "ExitCode" => format!("{}:{}", self.exit_code, self.signal),
+            "Reason" => self.reason.clone(),
             "Submit" => t(self.submit),
             "Start" => t(self.start),
             "End" => t(self.end),

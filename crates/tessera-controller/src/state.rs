@@ -458,6 +458,11 @@ impl State {
             _ => (None, None),
         };
         let start = rec.start.unwrap_or(rec.end);
+        let (info_stdout, info_stderr) = m.nodes.first().map_or((String::new(), String::new()), |&n| {
+            let first = cluster.nodes[n as usize].name.as_str();
+            (m.output_path(&m.req.stdout, first), m.output_path(&m.req.stderr, first))
+        });
+        let reason = m.failure.map_or(String::new(), |f| f.describe(&m.req.workdir, &info_stdout, &info_stderr));
         let acct = AcctRecord {
             job_id: id as i64,
             name: m.req.name.clone(),
@@ -470,7 +475,11 @@ impl State {
             end: rec.end,
             suspended_s: rec.suspended_s,
             state: tag,
-            exit_code: code.unwrap_or(if signal.is_some() { 128 + signal.unwrap_or(0) } else { 0 }),
+            // Slurm's CODE:SIGNAL: a job ended by a signal exited with no code
+            exit_code: code.unwrap_or(0),
+            signal: signal.unwrap_or(0),
+            reason: reason.clone(),
+            array: m.array.map(|(a, t)| (a as i64, t)),
             req_procs: m.req.procs,
             req_mem_mb: m.req.mem_per_proc_mb * m.req.procs as u64,
             time_limit: m.req.limit_s,
@@ -492,9 +501,9 @@ impl State {
             FinalState::NodeFail => JobStateCode::NodeFail,
         };
         let mut info = self.info_of(cluster, &m, state, String::new());
-        if let Some(f) = m.failure {
+        if m.failure.is_some() {
             info.reason = "LaunchFailed".into();
-            info.reason_detail = f.describe(&info.workdir, &info.stdout, &info.stderr);
+            info.reason_detail = reason;
         }
         info.start = rec.start;
         info.end = Some(rec.end);

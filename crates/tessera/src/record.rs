@@ -54,13 +54,14 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
     w.jobs.iter().enumerate().map(move |(i, j)| {
         let r = &records[w.record_index[i] as usize];
         let factor = o.factor.get(i).copied().unwrap_or(1.0);
-        let (state, exit_code) = if j.runtime > j.estimate {
-            (JobStateTag::Timeout, 0)
+        // a job killed at its limit ends by SIGTERM (Slurm's ExitCode 0:15)
+        let (state, exit_code, signal) = if j.runtime > j.estimate {
+            (JobStateTag::Timeout, 0, 15)
         } else {
             match r.status {
-                0 => (JobStateTag::Failed, 1),
-                5 => (JobStateTag::Cancelled, 0),
-                _ => (JobStateTag::Completed, 0),
+                0 => (JobStateTag::Failed, 1, 0),
+                5 => (JobStateTag::Cancelled, 0, 0),
+                _ => (JobStateTag::Completed, 0, 0),
             }
         };
         let allocations = match o.alloc.get(i).and_then(|a| a.as_ref()) {
@@ -85,6 +86,9 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             suspended_s: o.suspended[i],
             state,
             exit_code,
+            signal,
+            reason: String::new(),
+            array: None,
             req_procs: j.procs,
             req_mem_mb: j.mem_per_proc_mb * j.procs as u64,
             time_limit: j.estimate,

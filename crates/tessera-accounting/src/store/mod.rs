@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/002_live.sql"),
     include_str!("../../migrations/003_suspended.sql"),
     include_str!("../../migrations/004_power.sql"),
+    include_str!("../../migrations/005_ending.sql"),
 ];
 
 /// The schema version this build writes.
@@ -380,8 +381,9 @@ impl Store {
 fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord], jobs: &[JobRecord]) -> rusqlite::Result<()> {
     let mut job = tx.prepare_cached(
         "INSERT INTO jobs (run_id, job_id, name, user, grp, account, partition, submit_time, start_time, end_time, state, exit_code, req_procs, req_mem_mb, time_limit, \
-         alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours, hs06_hours, hs06_per_core, energy_j, suspended_s) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+         alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours, hs06_hours, hs06_per_core, energy_j, suspended_s, \
+         signal, reason, array_job, array_task) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
     )?;
     let mut alloc = tx.prepare_cached("INSERT INTO allocations (job, run_id, node_id, cores, memory_mb, gpus, start_time, end_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
     for j in jobs {
@@ -389,7 +391,8 @@ fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord],
         job.execute(params![
             run_id, j.job_id, j.name, j.user, j.group, j.account, j.partition, j.submit, j.start, j.end, j.state.as_str(), j.exit_code,
             j.req_procs, j.req_mem_mb as i64, j.time_limit, u.alloc_cores, j.allocations.len() as i64, j.factor, u.wall_raw_s, u.wall_norm_s,
-            u.cpu_raw_s, u.cpu_norm_s, u.core_hours, u.norm_core_hours, u.hs06_hours, u.hs06_per_core, j.energy_j, j.suspended_s
+            u.cpu_raw_s, u.cpu_norm_s, u.core_hours, u.norm_core_hours, u.hs06_hours, u.hs06_per_core, j.energy_j, j.suspended_s,
+            j.signal, j.reason, j.array.map(|a| a.0), j.array.map(|a| a.1)
         ])?;
         let id = tx.last_insert_rowid();
         for a in &j.allocations {
@@ -452,6 +455,9 @@ mod tests {
             suspended_s: 0,
             state: JobStateTag::NodeFail,
             exit_code: 0,
+            signal: 0,
+            reason: String::new(),
+            array: None,
             req_procs: 1,
             req_mem_mb: 0,
             time_limit: 60,

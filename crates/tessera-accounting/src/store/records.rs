@@ -121,7 +121,15 @@ pub struct JobRecord {
     /// cores were another job's meanwhile).
     pub suspended_s: i64,
     pub state: JobStateTag,
+    /// The exit code of a job that exited (0 for one ended by a signal).
     pub exit_code: i32,
+    /// The signal that ended it, or 0 (Slurm's ExitCode `CODE:SIGNAL`).
+    pub signal: i32,
+    /// Why it ended, when the scheduler knows more than the state (a launch
+    /// that failed); empty otherwise.
+    pub reason: String,
+    /// (array job, task index) of an array task.
+    pub array: Option<(i64, u32)>,
     pub req_procs: u32,
     /// Total memory requested, MiB (0: not stated).
     pub req_mem_mb: u64,

@@ -118,6 +118,12 @@ fn jobs_are_held_released_cancelled_suspended_resumed_and_requeued() {
     ids.dedup();
     assert_eq!(ids.len(), n, "no job is recorded twice: {acct:?}");
     assert!(acct.contains(&(t, "TIMEOUT".into())) && acct.contains(&(c, "CANCELLED".into())) && acct.contains(&(first, "FAILED".into())), "{acct:?}");
+    // as sacct shows them: a job ended by SIGTERM at its limit is 0:15, an
+    // array task is ARRAY_TASK
+    let rows = String::from_utf8_lossy(&l.cli(&["acct", "-P", "-o", "JobID,JobIDRaw,State,ExitCode"]).stdout).to_string();
+    assert!(rows.lines().any(|r| r == format!("{t}|{t}|TIMEOUT|0:15")), "{rows}");
+    assert!(rows.lines().any(|r| r == format!("{first}|{first}|FAILED|3:0")), "{rows}");
+    assert!(rows.lines().any(|r| r == format!("{arr}_3|{}|COMPLETED|0:0", arr + 2)), "{rows}");
 }
 
 #[test]

@@ -180,7 +180,7 @@ impl Live {
 
     /// The accounting store's rows: (job id, state), one per row.
     pub fn acct(&self) -> Vec<(u64, String)> {
-        let o = self.cli(&["acct", "-P", "-o", "JobID,State"]);
+        let o = self.cli(&["acct", "-P", "-o", "JobIDRaw,State"]);
         if !o.status.success() {
             return Vec::new();
         }

@@ -215,7 +215,11 @@ fn a_job_that_cannot_open_its_output_fails_with_that_reason_and_touches_nothing(
     };
     let mine = submit(NOBODY, secret.to_str().unwrap());
     let s = show(mine);
-    assert!(s.contains("Reason=LaunchFailed") && s.contains(&format!("cannot open the output file `{}`: Permission denied", secret.display())), "{s}");
+    let why = format!("cannot open the output file `{}`: Permission denied", secret.display());
+    assert!(s.contains("Reason=LaunchFailed") && s.contains(&why), "{s}");
+    // and in the accounting record
+    let rows = text(&l.cli(&["acct", "-P", "-o", "JobID,State,Reason"]));
+    assert!(rows.lines().any(|r| r.starts_with(&format!("{mine}|FAILED|launch failed: ")) && r.contains(&why)), "{rows}");
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "root only\n");
     assert_eq!(std::fs::metadata(&secret).unwrap().uid(), 0);
     let missing = submit(0, "/nonexistent-dir/out");
