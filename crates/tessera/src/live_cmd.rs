@@ -133,20 +133,24 @@ fn clip(s: &str, n: usize) -> String {
 }
 
 /// The queue in squeue's default layout; names and reasons as [`shown`] shows
-/// them, so one job is always one line.
-pub fn render_queue(jobs: &[JobInfo]) -> String {
-    let mut o = format!("{:>18} {:>9} {:>8} {:>8} {:>2} {:>10} {:>6} {}\n", "JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)");
+/// them, so one job is always one line. `long` adds squeue's TIME_LIMIT (the
+/// reference limit) and the limit on the job's own nodes (their pace's).
+pub fn render_queue(jobs: &[JobInfo], long: bool) -> String {
+    let limits = |a: &str, b: &str| if long { format!(" {a:>10} {b:>14}") } else { String::new() };
+    let mut o = format!("{:>18} {:>9} {:>8} {:>8} {:>2} {:>10}{} {:>6} {}\n", "JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", limits("TIME_LIMIT", "LIMIT_ON_NODES"), "NODES", "NODELIST(REASON)");
     for j in jobs {
+        let limit = limits(&j.time_limit_s.map_or("UNLIMITED".into(), elapsed), &j.limit_on_nodes_s.map_or("-".into(), elapsed));
         let where_ = if j.state == JobStateCode::Pending { format!("({})", shown(&j.reason)) } else { shown(&j.nodelist).into_owned() };
         let nodes = if j.state == JobStateCode::Pending { 1.max(j.nodes) } else { j.nodes };
         o += &format!(
-            "{:>18} {:>9} {:>8} {:>8} {:>2} {:>10} {:>6} {}\n",
+            "{:>18} {:>9} {:>8} {:>8} {:>2} {:>10}{} {:>6} {}\n",
             shown(&j.display_id),
             clip(&j.partition, 9),
             clip(&j.name, 8),
             clip(&j.user, 8),
             j.state.short(),
             elapsed(j.elapsed_s),
+            limit,
             nodes,
             where_
         );
@@ -166,12 +170,12 @@ pub fn queue(a: QueueArgs) -> Result<()> {
         jobs.retain(|j| users.contains(&j.user.as_str()));
     }
     if let Some(ids) = &a.jobs {
-        let ids: Vec<u64> = ids.split(',').map(|x| x.trim().parse().map_err(|_| anyhow!("--jobs {x:?}: expected job ids separated by commas"))).collect::<Result<_>>()?;
-        jobs.retain(|j| ids.contains(&j.id));
+        let ids: Vec<JobRef> = ids.split(',').map(|x| x.trim().parse().map_err(|e: String| anyhow!("--jobs: {e}"))).collect::<Result<_>>()?;
+        jobs.retain(|j| ids.iter().any(|r| *r == JobRef::Id(j.id) || r.to_string() == j.display_id));
     }
     match a.format {
         ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&jobs)?)?,
-        ListFormat::Table => out!("{}", render_queue(&jobs))?,
+        ListFormat::Table => out!("{}", render_queue(&jobs, a.long))?,
     }
     Ok(())
 }
@@ -264,7 +268,9 @@ pub fn job_show(a: JobShowArgs) -> Result<()> {
         if !j.reason_detail.is_empty() {
             outln!("   Why={}", shown(&j.reason_detail))?;
         }
-        outln!("   RunTime={} TimeLimit={} Requeues={}", elapsed(j.elapsed_s), j.time_limit_s.map_or("UNLIMITED".into(), elapsed), j.requeues)?;
+        // the limit is in reference seconds; on its nodes it is their pace's
+        let on_nodes = j.limit_on_nodes_s.map_or(String::new(), |l| format!(" LimitOnNodes={}", elapsed(l)));
+        outln!("   RunTime={} TimeLimit={}{on_nodes} Requeues={}", elapsed(j.elapsed_s), j.time_limit_s.map_or("UNLIMITED".into(), elapsed), j.requeues)?;
         outln!("   SubmitTime={} StartTime={} EndTime={}", show_time(Some(j.submit)), show_time(j.start), show_time(j.end))?;
         outln!("   Partition={} NodeList={} NumNodes={} NumCPUs={}", shown(&j.partition), if j.nodelist.is_empty() { "(null)".into() } else { shown(&j.nodelist) }, j.nodes, j.procs)?;
         outln!("   WorkDir={}", shown(&j.workdir))?;
@@ -325,7 +331,7 @@ mod tests {
             .enumerate()
             .map(|(i, v)| job(i as u64 + 1, v, evil[(i + 1) % evil.len()], evil[(i + 2) % evil.len()], if i % 2 == 0 { "PENDING" } else { "RUNNING" }, evil[(i + 3) % evil.len()]))
             .collect();
-        let q = render_queue(&jobs);
+        let q = render_queue(&jobs, true);
         let breaks = ['\n', '\r', '\u{b}', '\u{c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}'];
         assert_eq!(q.split(breaks).count(), jobs.len() + 2, "{q}");
         assert!(!q.contains(|c: char| c.is_control() && c != '\n'), "{q}");
