@@ -146,6 +146,12 @@ fn bad_requests_get_a_400_naming_the_field_or_option_and_store_nothing() {
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let (s, body) = rt.block_on(c.raw(Method::GET, "/v1/jobs/abc", None)).unwrap();
     assert_eq!(s, StatusCode::BAD_REQUEST, "{}", String::from_utf8_lossy(&body));
+    // a body over the limit: the API's JSON error, 413, naming the limit
+    let big = format!(r#"{{"script": "{}", "workdir": "/tmp"}}"#, "x".repeat(3 << 20));
+    let (s, body) = rt.block_on(c.raw(Method::POST, "/v1/jobs", Some(big.into_bytes()))).unwrap();
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{}", String::from_utf8_lossy(&body));
+    let e: tessera_proto::api::ErrorReply = serde_json::from_slice(&body).expect("a JSON error");
+    assert!(e.error.contains("larger than the limit of 2 MiB"), "{}", e.error);
     // options, from the command line and from #SBATCH lines
     let cases: &[(&[&str], &str)] = &[
         (&["--wrap", "true", "-t", "1:61:00"], "--time"),
