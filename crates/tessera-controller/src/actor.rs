@@ -504,34 +504,38 @@ impl Actor {
     /// A live job's script and environment: its owner's and the operators'
     /// (they hold what users export: tokens, passwords).
     fn script(&self, who: &Identity, job: u64) -> Result<JobScript, ApiError> {
-        if who.role == Role::Agent {
-            return Err(ApiError::new(403, "agents read scripts only in their launches"));
-        }
-        let Some(m) = self.state.jobs.get(&job) else {
-            return Err(match self.state.done.get(&job) {
-                Some(d) => ApiError::new(404, format!("job {job} has ended ({}): its script is kept only while it is queued or running", d.info.state.name())),
-                None => ApiError::new(404, format!("no job {job}")),
-            });
-        };
-        if who.role != Role::Operator && m.uid != who.uid {
-            return Err(ApiError::new(403, format!("job {job} belongs to {}: its script and environment are shown to its owner and the operators only", m.user)));
-        }
+        let m = self.owned(who, job, true)?;
         Ok(JobScript { id: job, script: m.req.script.clone(), env: m.req.env.clone() })
     }
 
-    fn admit_op(&mut self, who: &Identity, job: u64, op: JobOp) -> Result<Event, ApiError> {
+    /// Live job `job`, if `who` may act on it (`script`: read its script and
+    /// environment): its owner or an operator, never an agent.
+    fn owned(&self, who: &Identity, job: u64, script: bool) -> Result<&crate::state::JobMeta, ApiError> {
         if who.role == Role::Agent {
-            return Err(ApiError::new(403, "agents do not act on jobs"));
+            return Err(ApiError::new(403, if script { "agents read scripts only in their launches" } else { "agents do not act on jobs" }));
         }
         let Some(m) = self.state.jobs.get(&job) else {
             return Err(match self.state.done.get(&job) {
+                Some(d) if script => ApiError::new(404, format!("job {job} has ended ({}): its script is kept only while it is queued or running", d.info.state.name())),
                 Some(d) => ApiError::new(409, format!("job {job} has already ended ({})", d.info.state.name())),
                 None => ApiError::new(404, format!("no job {job}")),
             });
         };
         if who.role != Role::Operator && m.uid != who.uid {
-            return Err(ApiError::new(403, format!("job {job} belongs to {}; {} may act only on their own jobs", m.user, who.user)));
+            return Err(ApiError::new(
+                403,
+                if script {
+                    format!("job {job} belongs to {}: its script and environment are shown to its owner and the operators only", m.user)
+                } else {
+                    format!("job {job} belongs to {}; {} may act only on their own jobs", m.user, who.user)
+                },
+            ));
         }
+        Ok(m)
+    }
+
+    fn admit_op(&mut self, who: &Identity, job: u64, op: JobOp) -> Result<Event, ApiError> {
+        let m = self.owned(who, job, false)?;
         if matches!(op, JobOp::Suspend | JobOp::Resume) && who.role != Role::Operator {
             return Err(ApiError::new(403, "only operators suspend and resume jobs (as with scontrol)"));
         }
