@@ -116,6 +116,23 @@ fn expand_ranges(inner: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// What [`check_name`] expects.
+pub const NAME_EXPECTED: &str = "expected a host name without `,`, `[`, `]`, whitespace or control characters (a hostlist could not hold it)";
+
+/// Whether `name` is a host name a hostlist holds: not empty, and no `,` (which
+/// separates names), `[` or `]` (which enclose ranges), whitespace (which
+/// [`expand`] trims, and which splits command lines and tables) or control
+/// character. Names that pass come back from [`expand`]`(`[`compress`]`(names))`
+/// as they went in. The cluster file's reader asks it of every node name and
+/// node type name, so that whatever hands nodes on as a hostlist (`tessera up`
+/// to its agents, job records, `tessera nodes`) can.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.chars().any(|c| matches!(c, ',' | '[' | ']') || c.is_whitespace() || c.is_control()) {
+        return Err(format!("{NAME_EXPECTED}, found {}", crate::quote::bounded(name)));
+    }
+    Ok(())
+}
+
 /// Compress node names into a hostlist (the inverse of [`expand`] for names that
 /// end in a number): `n01,n02,n03,n05` gives `n[01-03,05]`. Order is kept.
 pub fn compress<S: AsRef<str>>(names: &[S]) -> String {

@@ -80,6 +80,11 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         if a.budget_w.is_some() { ", --budget-w" } else { "" },
         info.machine.node_base_w
     );
+    // and the idle nodes draw theirs whatever runs (the reader checked the file's
+    // own budget so; this is for --budget-w)
+    cluster.check_power_budget(info.machine.budget_w).map_err(|m| {
+        anyhow::anyhow!("power budget {} W (cluster `{}`{}): {m}", info.machine.budget_w, cluster.name, if a.budget_w.is_some() { ", --budget-w" } else { "" })
+    })?;
     let mut rule = PowerRule::default();
     if let Some(s) = a.power_seed {
         rule.seed = s;

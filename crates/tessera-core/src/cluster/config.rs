@@ -14,7 +14,7 @@ use crate::hostlist::{self, MAX_HOSTS};
 use crate::MAX_TIME;
 use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::{Range, RangeInclusive};
 
@@ -184,11 +184,19 @@ struct RawUnit {
 struct Source<'a> {
     text: &'a str,
     name: &'a str,
+    /// Offsets of the text's newlines, so that finding a line is a binary
+    /// search, not a count from the start (every node type asks for its own).
+    newlines: Vec<usize>,
 }
 
-impl Source<'_> {
+impl<'a> Source<'a> {
+    fn new(text: &'a str, name: &'a str) -> Self {
+        Source { text, name, newlines: text.match_indices('\n').map(|(i, _)| i).collect() }
+    }
+
     fn line_of(&self, span: Range<usize>) -> Option<usize> {
-        Some(self.text[..span.start.min(self.text.len())].matches('\n').count() + 1)
+        let start = span.start.min(self.text.len());
+        Some(self.newlines.partition_point(|&i| i < start) + 1)
     }
 
     /// The line of `key = ...` inside a table, else the table's own line.
@@ -214,13 +222,16 @@ impl Source<'_> {
 impl Cluster {
     /// Parse and validate a cluster file's text. `source_name` labels errors.
     pub fn from_toml(text: &str, source_name: &str) -> Result<Cluster, ClusterError> {
-        let src = Source { text, name: source_name };
+        let src = Source::new(text, source_name);
         let raw: RawCluster = toml::from_str(text).map_err(|e| {
             let line = e.span().and_then(|s| src.line_of(s));
             src.err(line, String::new(), e.message().trim().to_string())
         })?;
         if raw.nodetype.is_empty() {
             return Err(src.err(None, "nodetype", "expected at least one [[nodetype]] table"));
+        }
+        if let Some(name) = &raw.name {
+            plain_name(name).map_err(|m| src.err(src.key_line(0..text.len(), "name"), "name", m))?;
         }
         let nodeset_delay = match raw.nodeset_delay {
             None => 0,
@@ -234,6 +245,9 @@ impl Cluster {
         let mut node_types = Vec::new();
         let mut nodes: Vec<Node> = Vec::new();
         let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+        // node types by name, and the nodes of each (a type's nodes are consecutive)
+        let mut type_by_name: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut nodes_of_type: Vec<Range<usize>> = Vec::new();
         let mut benchmarks: Vec<Option<(f64, BenchmarkKind, &'static str)>> = Vec::new();
         // cores and memory of the node types so far (each node has a core, so the
         // node count is bounded too)
@@ -260,8 +274,16 @@ impl Cluster {
             if t.name.trim().is_empty() {
                 return Err(src.err(at("name"), key("name"), "expected a non-empty name"));
             }
-            if node_types.iter().any(|nt: &NodeType| nt.name == t.name) {
+            // it prefixes its nodes' names (count) and names them in partitions
+            hostlist::check_name(&t.name).map_err(|m| src.err(at("name"), key("name"), m))?;
+            if type_by_name.contains_key(t.name.as_str()) {
                 return Err(src.err(at("name"), key("name"), format!("node type `{}` is defined twice", t.name)));
+            }
+            for (k, f) in t.features.iter().enumerate() {
+                plain_name(f).map_err(|m| src.err(at("features"), key(&format!("features[{k}]")), m))?;
+            }
+            if let Some(net) = &t.network {
+                plain_name(net).map_err(|m| src.err(at("network"), key("network"), m))?;
             }
             let (sockets, cores_per_socket) = match (t.cores, t.sockets, t.cores_per_socket) {
                 (Some(c), None, None) => (1, positive("cores", c)?),
@@ -291,6 +313,9 @@ impl Cluster {
             let names = match (&t.nodes, t.count) {
                 (Some(list), count) => {
                     let names = hostlist::expand(list).map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?;
+                    for name in &names {
+                        hostlist::check_name(name).map_err(|m| src.err(at("nodes"), key("nodes"), m))?;
+                    }
                     if let Some(c) = count {
                         if c != names.len() as i64 {
                             return Err(src.err(at("count"), key("count"), format!("count = {c} but `nodes` names {} nodes", names.len())));
@@ -372,6 +397,7 @@ impl Cluster {
                 })
             };
             let ti = node_types.len();
+            type_by_name.insert(&t.name, ti);
             node_types.push(NodeType {
                 name: t.name.clone(),
                 sockets,
@@ -387,6 +413,7 @@ impl Cluster {
                 negative_affinity,
                 power,
             });
+            let first = nodes.len();
             for name in names {
                 if by_name.contains_key(&name) {
                     return Err(src.err(at("nodes"), key("nodes"), format!("node `{name}` is listed twice")));
@@ -394,6 +421,7 @@ impl Cluster {
                 by_name.insert(name.clone(), nodes.len());
                 nodes.push(Node { name, node_type: ti, cores, memory_mb, gpus });
             }
+            nodes_of_type.push(first..nodes.len());
         }
         // scaling factors
         let any_bench = benchmarks.iter().any(|b| b.is_some());
@@ -415,7 +443,7 @@ impl Cluster {
                 let at = |k: &str| src.key_line(sp.span(), k);
                 match (&r.nodetype, r.hs06_per_core) {
                     (Some(name), None) => {
-                        let t = node_types.iter().find(|t| &t.name == name).ok_or_else(|| {
+                        let t = type_by_name.get(name.as_str()).map(|&i| &node_types[i]).ok_or_else(|| {
                             let known: Vec<&str> = node_types.iter().map(|t| t.name.as_str()).collect();
                             src.err(at("nodetype"), "reference.nodetype", format!("unknown node type `{name}`; known: {}", known.join(", ")))
                         })?;
@@ -447,27 +475,45 @@ impl Cluster {
             }
         }
         let mut partitions = Vec::new();
+        let mut partition_names = BTreeSet::new();
+        let mut queues: BTreeMap<i64, usize> = BTreeMap::new();
+        // the last partition (index + 1) that listed each node and node type, for
+        // duplicates; and how many partitions hold each node
+        let (mut node_seen, mut type_seen) = (vec![0usize; nodes.len()], vec![0usize; node_types.len()]);
+        let mut holders = vec![0u32; nodes.len()];
         for (i, spanned) in raw.partition.iter().enumerate() {
             let p = spanned.get_ref();
             let key = |k: &str| format!("partition[{i}].{k}");
             let at = |k: &str| src.key_line(spanned.span(), k);
-            if partitions.iter().any(|q: &Partition| q.name == p.name) {
+            plain_name(&p.name).map_err(|m| src.err(at("name"), key("name"), m))?;
+            if !partition_names.insert(p.name.as_str()) {
                 return Err(src.err(at("name"), key("name"), format!("partition `{}` is defined twice", p.name)));
             }
             let members: Vec<usize> = match (&p.nodes, &p.nodetypes) {
-                (Some(list), None) => hostlist::expand(list)
-                    .map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?
-                    .iter()
-                    .map(|n| by_name.get(n).copied().ok_or_else(|| src.err(at("nodes"), key("nodes"), format!("node `{n}` is not defined by any [[nodetype]]"))))
-                    .collect::<Result<_, _>>()?,
+                (Some(list), None) => {
+                    let mut v = Vec::new();
+                    for n in hostlist::expand(list).map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))? {
+                        let k = by_name.get(&n).copied().ok_or_else(|| src.err(at("nodes"), key("nodes"), format!("node `{n}` is not defined by any [[nodetype]]")))?;
+                        if node_seen[k] == i + 1 {
+                            return Err(src.err(at("nodes"), key("nodes"), format!("node `{n}` is listed twice")));
+                        }
+                        node_seen[k] = i + 1;
+                        v.push(k);
+                    }
+                    v
+                }
                 (None, Some(types)) => {
                     let mut v = Vec::new();
                     for t in types {
-                        let ti = node_types.iter().position(|nt| &nt.name == t).ok_or_else(|| {
+                        let ti = type_by_name.get(t.as_str()).copied().ok_or_else(|| {
                             let known: Vec<&str> = node_types.iter().map(|nt| nt.name.as_str()).collect();
                             src.err(at("nodetypes"), key("nodetypes"), format!("unknown node type `{t}`; known: {}", known.join(", ")))
                         })?;
-                        v.extend(nodes.iter().enumerate().filter(|(_, n)| n.node_type == ti).map(|(k, _)| k));
+                        if type_seen[ti] == i + 1 {
+                            return Err(src.err(at("nodetypes"), key("nodetypes"), format!("node type `{t}` is listed twice")));
+                        }
+                        type_seen[ti] = i + 1;
+                        v.extend(nodes_of_type[ti].clone());
                     }
                     v
                 }
@@ -554,9 +600,13 @@ impl Cluster {
                 return Err(src.err(at("nodeset"), key("nodeset"), "a gang partition cannot have a node set"));
             }
             if let Some(q) = p.swf_queue {
-                if let Some(other) = partitions.iter().find(|o: &&Partition| o.swf_queue == Some(q)) {
-                    return Err(src.err(at("swf_queue"), key("swf_queue"), format!("queue {q} already goes to partition `{}`", other.name)));
+                if let Some(&other) = queues.get(&q) {
+                    return Err(src.err(at("swf_queue"), key("swf_queue"), format!("queue {q} already goes to partition `{}`", raw.partition[other].get_ref().name)));
                 }
+                queues.insert(q, i);
+            }
+            for &n in &members {
+                holders[n] += 1;
             }
             partitions.push(Partition {
                 name: p.name.clone(),
@@ -583,8 +633,17 @@ impl Cluster {
         } else if !partitions.iter().any(|p| p.default) {
             partitions[0].default = true;
         }
+        // a node of a gang partition that another partition holds too: name the
+        // first such partition
         for (i, g) in partitions.iter().enumerate().filter(|(_, p)| p.preempt == PreemptMode::Gang) {
-            if let Some(o) = partitions.iter().find(|o| o.name != g.name && o.nodes.iter().any(|n| g.nodes.contains(n))) {
+            if !g.nodes.iter().any(|&n| holders[n] > 1) {
+                continue;
+            }
+            let mut in_g = vec![false; nodes.len()];
+            for &n in &g.nodes {
+                in_g[n] = true;
+            }
+            if let Some((_, o)) = partitions.iter().enumerate().find(|&(k, o)| k != i && o.nodes.iter().any(|&n| in_g[n])) {
                 let line = src.key_line(raw.partition[i].span(), "preempt_mode");
                 return Err(src.err(line, format!("partition[{i}].nodes"), format!("the nodes of gang partition `{}` must belong to no other partition; `{}` shares some", g.name, o.name)));
             }
@@ -604,7 +663,7 @@ impl Cluster {
             }
             Some(w) => return Err(src.err(src.key_line(0..text.len(), "power_budget_w"), "power_budget_w", format!("expected watts > 0, found {w}"))),
         };
-        Ok(Cluster {
+        let cluster = Cluster {
             power_budget_w,
             name: raw.name.unwrap_or_else(|| "cluster".into()),
             node_types,
@@ -614,8 +673,22 @@ impl Cluster {
             nodeset: site_nodeset,
             nodeset_delay,
             time_slice_s,
-        })
+        };
+        if let Some(w) = power_budget_w {
+            cluster.check_power_budget(w).map_err(|m| src.err(src.key_line(0..text.len(), "power_budget_w"), "power_budget_w", m))?;
+        }
+        Ok(cluster)
     }
+}
+
+/// A name the file holds (the cluster's, a partition's, a feature, a network):
+/// printed in tables and published in LDIF, so without control characters.
+/// (Node and node type names are host names: [`hostlist::check_name`].)
+fn plain_name(name: &str) -> Result<(), String> {
+    if name.chars().any(char::is_control) {
+        return Err(format!("expected a name without control characters, found {}", crate::quote::bounded(name)));
+    }
+    Ok(())
 }
 
 fn site_nodeset(src: &Source<'_>, sp: &toml::Spanned<RawNodeSet>) -> Result<NodeSetSpec, ClusterError> {

@@ -324,6 +324,58 @@ impl Cluster {
         })
     }
 
+    /// Whether `budget_w` can feed this cluster: its nodes draw their idle power
+    /// whatever runs, so a budget below that is broken at every instant (the
+    /// simulator's power meter and PARM's invariant would fail), and one that
+    /// leaves too little of it to run a single node at its lowest CPU cap runs
+    /// no job at all. The error says which, with the watts; the cluster file's
+    /// reader asks it of `power_budget_w`, the simulator of `--budget-w`.
+    /// Node types without a power model count no power.
+    pub fn check_power_budget(&self, budget_w: f64) -> Result<(), String> {
+        let mut count = vec![0u64; self.node_types.len()];
+        for n in &self.nodes {
+            count[n.node_type] += 1;
+        }
+        // watts idle, nodes by idle power (ascending), and the node type that
+        // adds least to run one node at its lowest cap
+        let mut idle_w = 0.0;
+        let mut by_idle: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+        let mut cheapest: Option<(f64, &NodeType, f64)> = None;
+        for (t, &k) in self.node_types.iter().zip(&count) {
+            let Some(p) = &t.power else { continue };
+            if k == 0 {
+                continue;
+            }
+            idle_w += k as f64 * p.idle_w;
+            if p.idle_w > 0.0 {
+                *by_idle.entry(p.idle_w.to_bits()).or_default() += k;
+            }
+            let lowest = p.cap_levels_w.first().copied().unwrap_or(p.cpu_max_w);
+            let extra = p.busy_w(lowest) - p.idle_w;
+            if cheapest.is_none_or(|(e, _, _)| extra < e) {
+                cheapest = Some((extra, t, lowest));
+            }
+        }
+        let extra_w = cheapest.map_or(0.0, |c| c.0.max(0.0));
+        let needed_w = idle_w + extra_w;
+        let one_node = cheapest.map(|(_, t, cap)| format!("node type `{}` at its lowest CPU cap, {cap} W", t.name)).unwrap_or_default();
+        if idle_w > budget_w {
+            let mut groups: Vec<String> = by_idle.iter().take(3).enumerate().map(|(i, (w, k))| format!("{k}{} at {} W", if i == 0 { " nodes" } else { "" }, f64::from_bits(*w))).collect();
+            if by_idle.len() > 3 {
+                groups.push("…".into());
+            }
+            let why = if extra_w > 0.0 { format!(" (the idle power, and {extra_w} W more to run one node: {one_node})") } else { String::new() };
+            return Err(format!("the idle power of all nodes, {idle_w} W ({}), exceeds the budget, {budget_w} W: expected at least {needed_w} W{why}", groups.join(", ")));
+        }
+        // (the engine's own test of a job's fit allows the same 1e-9 W)
+        if budget_w + 1e-9 < needed_w {
+            return Err(format!(
+                "{budget_w} W cannot run one node: the idle power of all nodes is {idle_w} W and a busy node adds at least {extra_w} W ({one_node}): expected at least {needed_w} W"
+            ));
+        }
+        Ok(())
+    }
+
     /// A single pool of `procs` processors: one node, one partition. This is the
     /// machine when no cluster file is given.
     pub fn pool(procs: u32) -> Cluster {

@@ -1,4 +1,5 @@
 //! Integration tests of the engine, through a small `TestEnv`.
+mod cluster_file;
 mod contract;
 mod drained;
 mod env;

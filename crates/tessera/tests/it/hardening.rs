@@ -203,6 +203,51 @@ fn a_budget_that_powers_no_node_is_an_error() {
     assert!(tessera(&["sim", "run", "--cluster", theta, "--policy", "easy", "--budget-w", "116", "--max-jobs", "10"]).status.success());
 }
 
+/// Nodes that draw power idle: a budget below what they draw together used to
+/// be accepted, and the run then panicked ("power drawn … exceeds the budget").
+/// In the file it is refused when the file is read; as --budget-w before the run.
+#[test]
+fn a_budget_below_the_idle_nodes_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let theta = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/theta-overprovisioned.toml")).unwrap();
+    let idle = theta.replace("idle_power_w = 0", "idle_power_w = 10");
+    let (ok, low) = (dir.path().join("idle.toml"), dir.path().join("low.toml"));
+    std::fs::write(&ok, &idle).unwrap();
+    std::fs::write(&low, idle.replace("power_budget_w = 505760", "power_budget_w = 50000")).unwrap();
+    let (ok, low) = (ok.display().to_string(), low.display().to_string());
+    let why = "the idle power of all nodes, 58800 W (5880 nodes at 10 W), exceeds the budget, 50000 W: expected at least 58876 W (the idle power, and 76 W more to run one node: node type `knl` at its lowest CPU cap, 30 W)";
+    let out = tessera(&["cluster", "show", "--cluster", &low]);
+    assert_eq!((out.status.code(), text(&out.stderr)), (Some(1), format!("error: {low}:16: `power_budget_w`: {why}\n")));
+    for policy in ["fcfs", "easy", "conservative", "parm"] {
+        let out = tessera(&["sim", "run", "--cluster", &low, "--policy", policy, "--max-jobs", "10"]);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{policy}: {e}");
+        assert!(e.contains(&format!("{low}:16: `power_budget_w`: {why}")), "{policy}: {e}");
+        let out = tessera(&["sim", "run", "--cluster", &ok, "--policy", policy, "--budget-w", "50000", "--max-jobs", "10"]);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{policy}: {e}");
+        assert!(e.contains(&format!("power budget 50000 W (cluster `theta-overprovisioned`, --budget-w): {why}")), "{policy}: {e}");
+        assert!(tessera(&["sim", "run", "--cluster", &ok, "--policy", policy, "--max-jobs", "10"]).status.success(), "{policy}");
+    }
+}
+
+/// A node type name with a comma used to be accepted here, and `tessera up`
+/// then waited 30 s for an agent that had exited ("--nodes: no node a in
+/// cluster"): its nodes, handed on as a hostlist, were other names.
+#[test]
+fn a_name_a_hostlist_cannot_hold_is_refused_when_the_file_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("comma.toml");
+    std::fs::write(&f, "name = \"bad\"\n\n[[nodetype]]\nname = \"a,b\"\ncount = 2\ncores = 2\n").unwrap();
+    let f = f.display().to_string();
+    for args in [&["cluster", "show", "--cluster", &f][..], &["sim", "run", "--cluster", &f, "--max-jobs", "10"], &["publish", "--cluster", &f]] {
+        let out = tessera(args);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains(&format!("{f}:4: `nodetype[0].name`: expected a host name without `,`, `[`, `]`, whitespace or control characters (a hostlist could not hold it), found `a,b`")), "{args:?}: {e}");
+    }
+}
+
 /// A store whose rows contradict each other (edited by hand, or written by
 /// something else) gets one clear error from every report, naming the store,
 /// the run and the row; before the check, an allocation naming a missing node
