@@ -8,7 +8,6 @@
 //! job here is requeued or lost, since the pauses stay within the agents'
 //! heartbeat timeout).
 
-use crate::daemon_cmd::start_local;
 use crate::live_args::ListFormat;
 use crate::loadtest_cmd::Guard;
 use crate::out::outln;
@@ -134,7 +133,7 @@ pub fn chaos(mut a: ChaosArgs) -> Result<()> {
     // a fixed port: the agents find the restarted controller where it was
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let extra = ["--heartbeat-timeout".to_string(), a.heartbeat_timeout.to_string()];
-    let mut local = Guard(Some(start_local(&state, &a.cluster, a.agents, format!("127.0.0.1:{port}").parse()?, &a.policy, &extra)?), state.clone());
+    let mut local = Guard::start(&state, &a.cluster, a.agents, format!("127.0.0.1:{port}").parse()?, &a.policy, &extra)?;
     let rt = crate::live_cmd::runtime()?;
     let socket = local.0.as_ref().expect("started").ep.socket.clone();
     let mut client = Client::new(Target::Unix(socket.clone()), None);

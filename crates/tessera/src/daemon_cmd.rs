@@ -134,15 +134,19 @@ fn spawn_daemon(args: &[String], log: &Path) -> Result<Child> {
     // the operator's only, as the rest of the state directory
     let out = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(log).with_context(|| format!("opening {}", log.display()))?;
     let err = out.try_clone()?;
-    Command::new(exe)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .env("TESSERA_LOG", std::env::var("TESSERA_LOG").unwrap_or_else(|_| "info".into()))
-        .process_group(0)
-        .spawn()
-        .context("starting a daemon")
+    // in a process group of its own: a Ctrl-C at the terminal is the command's
+    // (which stops it: see `crate::interrupt`), and `up --detach` leaves it running
+    crate::interrupt::spawn(|| {
+        Command::new(exe)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .env("TESSERA_LOG", std::env::var("TESSERA_LOG").unwrap_or_else(|_| "info".into()))
+            .process_group(0)
+            .spawn()
+            .context("starting a daemon")
+    })
 }
 
 fn tail(log: &Path) -> String {
@@ -168,15 +172,21 @@ impl Local {
         UpFile { controller: self.controller.id(), agents: self.agents.iter().map(|c| c.id()).collect() }
     }
 
-    /// Stop the agents and the controller (SIGTERM, then SIGKILL after 10 s).
+    /// Stop the agents and the controller (SIGTERM, then SIGKILL after 10 s),
+    /// and remove `up.json`.
     pub fn stop(&self) {
-        stop(&self.file());
+        let f = self.file();
+        stop(&f);
+        crate::interrupt::forget(&f.pids());
+        crate::interrupt::forget_dir(&self.dir);
+        let _ = std::fs::remove_file(self.dir.join("up.json"));
     }
 
     /// SIGKILL the controller (it gets no chance to clean up), and reap it.
     pub fn kill9_controller(&mut self) -> Result<()> {
         self.controller.kill().context("killing the controller")?;
         self.controller.wait()?;
+        crate::interrupt::forget(&[self.controller.id()]);
         Ok(())
     }
 
@@ -185,6 +195,7 @@ impl Local {
     pub fn restart_controller(&mut self) -> Result<()> {
         let _ = std::fs::remove_file(self.dir.join("controller.json"));
         self.controller = spawn_daemon(&self.controller_args, &self.dir.join("controller.log"))?;
+        write_up_file(&self.dir, &self.file())?;
         self.ep = wait_for_endpoint(&self.dir, &mut self.controller)?;
         Ok(())
     }
@@ -192,13 +203,29 @@ impl Local {
     pub fn kill9_agent(&mut self, k: usize) -> Result<()> {
         self.agents[k].kill().with_context(|| format!("killing agent{}", k + 1))?;
         self.agents[k].wait()?;
+        crate::interrupt::forget(&[self.agents[k].id()]);
         Ok(())
     }
 
     pub fn restart_agent(&mut self, k: usize) -> Result<()> {
         self.agents[k] = spawn_daemon(&self.agent_args[k], &self.dir.join(format!("agent{}.log", k + 1)))?;
-        Ok(())
+        write_up_file(&self.dir, &self.file())
     }
+}
+
+impl UpFile {
+    fn pids(&self) -> Vec<u32> {
+        self.agents.iter().copied().chain(std::iter::once(self.controller)).collect()
+    }
+}
+
+/// `up.json` in `dir`: the daemons' pids, for `tessera down --state-dir DIR`
+/// to stop them should the command that started them be killed (kill -9).
+fn write_up_file(dir: &Path, f: &UpFile) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = dir.join("up.json");
+    let mut w = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&p).with_context(|| format!("writing {}", p.display()))?;
+    std::io::Write::write_all(&mut w, &serde_json::to_vec_pretty(f)?).with_context(|| format!("writing {}", p.display()))
 }
 
 /// The endpoint a starting controller writes once it serves (30 s at most).
@@ -224,21 +251,62 @@ fn wait_for_endpoint(dir: &Path, controller: &mut Child) -> Result<tessera_contr
 
 /// Start a controller with state in `dir` (extra arguments appended) and
 /// `agents` agents sharing the cluster's nodes; return once every node is
-/// registered.
+/// registered. From the first daemon on, their pids are in `dir/up.json`
+/// (`tessera down --state-dir DIR` stops them), a SIGINT or SIGTERM stops them
+/// (`crate::interrupt`), and so does an error here; the caller stops them with
+/// [`Local::stop`] (the tools through `loadtest_cmd::Guard`, which does so
+/// however the command ends).
 pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, listen: std::net::SocketAddr, policy: &str, extra: &[String]) -> Result<Local> {
     let (text, path) = cluster_text(cluster_file)?;
     let cluster = Cluster::from_toml(&text, &path).map_err(|e| anyhow!("{e}"))?;
+    // everything that can fail before the first daemon starts
+    let cluster_arg = match cluster_file {
+        Some(c) => Some(c.canonicalize().with_context(|| format!("finding cluster file {}", c.display()))?.display().to_string()),
+        None => None,
+    };
+    let rt = crate::live_cmd::runtime()?;
+    crate::interrupt::install();
+    crate::interrupt::watch_dir(dir, false);
     let _ = std::fs::remove_file(dir.join("controller.json"));
     let mut args = vec!["controller".to_string(), "--state-dir".into(), dir.display().to_string(), "--listen".into(), listen.to_string(), "--policy".into(), policy.to_string()];
-    if let Some(c) = cluster_file {
-        args.extend(["--cluster".into(), c.canonicalize()?.display().to_string()]);
+    if let Some(c) = &cluster_arg {
+        args.extend(["--cluster".into(), c.clone()]);
     }
     args.extend(extra.iter().cloned());
-    let mut controller = spawn_daemon(&args, &dir.join("controller.log"))?;
+    let mut controller = match spawn_daemon(&args, &dir.join("controller.log")) {
+        Ok(c) => c,
+        Err(e) => {
+            crate::interrupt::forget_dir(dir);
+            return Err(e);
+        }
+    };
     let t0 = Instant::now();
-    let ep = wait_for_endpoint(dir, &mut controller)?;
+    let first = UpFile { controller: controller.id(), agents: Vec::new() };
+    let ep = match write_up_file(dir, &first).and_then(|()| wait_for_endpoint(dir, &mut controller)) {
+        Ok(ep) => ep,
+        Err(e) => {
+            stop(&first);
+            crate::interrupt::forget(&[first.controller]);
+            crate::interrupt::forget_dir(dir);
+            let _ = std::fs::remove_file(dir.join("up.json"));
+            return Err(e);
+        }
+    };
     let n = agents.clamp(1, cluster.nodes.len());
     let mut local = Local { controller, agents: Vec::new(), ep, cluster, dir: dir.to_path_buf(), controller_args: args, agent_args: Vec::new() };
+    match start_agents(&mut local, n, &cluster_arg, &rt, t0) {
+        Ok(()) => Ok(local),
+        Err(e) => {
+            local.stop();
+            Err(e)
+        }
+    }
+}
+
+/// `start_local`'s agents, `n` of them sharing the nodes; returns once every
+/// node is registered. On an error the caller stops what was started.
+fn start_agents(local: &mut Local, n: usize, cluster_arg: &Option<String>, rt: &tokio::runtime::Runtime, t0: Instant) -> Result<()> {
+    let dir = local.dir.clone();
     for k in 0..n {
         let nodes = &local.cluster.nodes;
         let names: Vec<&str> = nodes[k * nodes.len() / n..(k + 1) * nodes.len() / n].iter().map(|x| x.name.as_str()).collect();
@@ -256,31 +324,23 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
             "--state-dir".into(),
             dir.join("agents").join(&name).display().to_string(),
         ];
-        match cluster_file {
-            Some(c) => args.extend(["--cluster".into(), c.canonicalize()?.display().to_string()]),
+        match cluster_arg {
+            Some(c) => args.extend(["--cluster".into(), c.clone()]),
             None => args.push("--default-cluster".into()),
         }
-        match spawn_daemon(&args, &dir.join(format!("{name}.log"))) {
-            Ok(c) => {
-                local.agents.push(c);
-                local.agent_args.push(args);
-            }
-            Err(e) => {
-                local.stop();
-                return Err(e);
-            }
-        }
+        let c = spawn_daemon(&args, &dir.join(format!("{name}.log")))?;
+        local.agents.push(c);
+        local.agent_args.push(args);
+        write_up_file(&dir, &local.file())?;
     }
     // ready once every node is registered
-    let rt = crate::live_cmd::runtime()?;
     let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
     loop {
         let nodes: Vec<NodeInfo> = rt.block_on(client.call::<(), _>(hyper::Method::GET, "/v1/nodes", None)).unwrap_or_default();
         if !nodes.is_empty() && nodes.iter().all(|x| x.state != "unknown") {
-            return Ok(local);
+            return Ok(());
         }
         if t0.elapsed() > Duration::from_secs(30) {
-            local.stop();
             bail!("the agents did not register within 30 s:\n{}", tail(&dir.join("agent1.log")));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -348,16 +408,21 @@ fn signal_hook_lite() -> Result<impl FnMut() -> bool> {
 }
 
 fn stop(f: &UpFile) {
+    stop_pids(&f.pids());
+}
+
+/// SIGTERM to each of `pids`, then SIGKILL to those still there after 10 s;
+/// reaps them if they are this process's children.
+pub fn stop_pids(pids: &[u32]) {
     use nix::sys::signal::{kill, Signal};
     use nix::unistd::Pid;
-    let pids: Vec<u32> = f.agents.iter().copied().chain(std::iter::once(f.controller)).collect();
-    for &p in &pids {
+    for &p in pids {
         let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
     }
     let t0 = Instant::now();
     while pids.iter().any(|&p| kill(Pid::from_raw(p as i32), None).is_ok() && !reap(p)) {
         if t0.elapsed() > Duration::from_secs(10) {
-            for &p in &pids {
+            for &p in pids {
                 let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
             }
             break;

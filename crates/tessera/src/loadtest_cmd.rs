@@ -147,8 +147,27 @@ pub struct Compare {
 
 /// Stops the daemons however the test ends, and then any job still running
 /// (jobs outlive their agents by design; a test cut short must not leave its
-/// fillers behind).
+/// fillers behind): on return, on an error, and on SIGINT or SIGTERM (through
+/// `crate::interrupt`).
 pub(crate) struct Guard(pub(crate) Option<Local>, pub(crate) PathBuf);
+
+impl Guard {
+    /// `start_local` on the state directory `state`, guarded; says on stderr
+    /// where the daemons' state is and how to stop them should this command be
+    /// killed with SIGKILL (which nothing can catch).
+    pub(crate) fn start(state: &Path, cluster: &Option<PathBuf>, agents: usize, listen: std::net::SocketAddr, policy: &str, extra: &[String]) -> Result<Guard> {
+        let local = start_local(state, cluster, agents, listen, policy, extra)?;
+        crate::interrupt::watch_dir(state, true);
+        eprintln!(
+            "tessera: controller (pid {}) and {} agent(s) started, state in {}; were this command killed, `tessera down --state-dir {}` stops them",
+            local.controller.id(),
+            local.agents.len(),
+            state.display(),
+            state.display()
+        );
+        Ok(Guard(Some(local), state.to_path_buf()))
+    }
+}
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -161,7 +180,7 @@ impl Drop for Guard {
 
 /// SIGKILL to the process group of every job in the spools of the agents
 /// under `state`.
-fn kill_jobs(state: &Path) {
+pub(crate) fn kill_jobs(state: &Path) {
     let Ok(agents) = std::fs::read_dir(state.join("agents")) else { return };
     for a in agents.flatten() {
         let Ok(files) = std::fs::read_dir(a.path().join("jobs")) else { continue };
@@ -239,7 +258,7 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
     // names of this run's own: see `top_directory`
     let state = dir.join(format!("state-{}", std::process::id()));
     std::fs::create_dir_all(&state)?;
-    let local = Guard(Some(start_local(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?), state.clone());
+    let local = Guard::start(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
     let cores: u32 = local.cluster.nodes.iter().map(|n| n.cores).sum();
     let target = Target::Unix(local.ep.socket.clone());
     let out = dir.join(format!("out-{}", std::process::id()));
@@ -357,7 +376,7 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
         let rate = |name: &str, extra: &[String]| -> Result<Rate> {
             let d = dir.join(name);
             std::fs::create_dir_all(&d)?;
-            let l = Guard(Some(start_local(&d, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, extra)?), d.clone());
+            let l = Guard::start(&d, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, extra)?;
             let t = Target::Unix(l.ep.socket.clone());
             // held, so that only the submissions are measured
             let mut held = load.clone();

@@ -23,6 +23,7 @@ mod loadtest_cmd;
 mod metrics_cmd;
 mod experiment_cmd;
 mod highs_mip;
+mod interrupt;
 mod parm_exp;
 mod node_cmd;
 mod power_bench;

@@ -4,7 +4,6 @@
 //! and check at the end that memory stayed flat after the warm-up and that
 //! every job completed and is accounted once.
 
-use crate::daemon_cmd::start_local;
 use crate::live_args::ListFormat;
 use crate::loadtest_cmd::{metrics, opt, rss_kib, Guard};
 use crate::out::outln;
@@ -97,7 +96,7 @@ pub fn soak(a: SoakArgs) -> Result<()> {
         bail!("{} holds an earlier run's controller state: give another --dir", state.display());
     }
     std::fs::create_dir_all(&state)?;
-    let local = Guard(Some(start_local(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?), state.clone());
+    let local = Guard::start(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
     let rt = crate::live_cmd::runtime()?;
     let target = Target::Unix(local.ep.socket.clone());
     let mut client = Client::new(target.clone(), None);

@@ -5,7 +5,6 @@
 //! instants) and metric by metric.
 
 use crate::out::outln;
-use crate::daemon_cmd::start_local;
 use crate::live_args::ListFormat;
 use crate::loadtest_cmd::Guard;
 use crate::replay_cmd::{self, parse_shrink, plan, Files, Pace};
@@ -92,7 +91,7 @@ pub fn twin(mut a: TwinArgs) -> Result<()> {
     let dir = dir.canonicalize()?;
     let state = dir.join("state");
     std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
-    let local = Guard(Some(start_local(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?), state.clone());
+    let local = Guard::start(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
     let rt = crate::live_cmd::runtime()?;
     let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
     let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;

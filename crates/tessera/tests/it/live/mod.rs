@@ -5,6 +5,7 @@
 mod auth;
 mod browser;
 mod chaos;
+mod cleanup;
 mod e2e;
 mod loadtest;
 mod naming;
