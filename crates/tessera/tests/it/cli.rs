@@ -101,7 +101,7 @@ fn usage_errors_and_unknown_names() {
     assert_eq!(out.status.code(), Some(2));
     let out = tessera(&["sim", "run", "--trace", "/nonexistent/trace.swf"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).starts_with("error: reading /nonexistent/trace.swf: "));
+    assert!(text(&out.stderr).starts_with("error: trace /nonexistent/trace.swf: no such file (tried /nonexistent/trace.swf)"), "{}", text(&out.stderr));
 }
 
 #[test]
