@@ -292,6 +292,19 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
             return Err(e);
         }
     };
+    // a state directory keeps the cluster it was created with: say so when the
+    // file given now differs, and present the state's nodes
+    let (cluster, cluster_arg) = match kept_cluster(dir, &ep, &rt, &text, &path, &cluster) {
+        Ok(Some((c, file))) => (c, Some(file)),
+        Ok(None) => (cluster, cluster_arg),
+        Err(e) => {
+            stop(&first);
+            crate::interrupt::forget(&[first.controller]);
+            crate::interrupt::forget_dir(dir);
+            let _ = std::fs::remove_file(dir.join("up.json"));
+            return Err(e);
+        }
+    };
     let n = agents.clamp(1, cluster.nodes.len());
     let mut local = Local { controller, agents: Vec::new(), ep, cluster, dir: dir.to_path_buf(), controller_args: args, agent_args: Vec::new() };
     match start_agents(&mut local, n, &cluster_arg, &rt, t0) {
@@ -301,6 +314,38 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
             Err(e)
         }
     }
+}
+
+/// The cluster a controller serves, when it is not the one given (`text`
+/// read from `path`): its state directory was created with another. Warns on
+/// the terminal, naming the nodes added, removed and changed, and writes the
+/// state's cluster to `DIR/cluster-in-use.toml` for the agents.
+fn kept_cluster(dir: &Path, ep: &tessera_controller::Endpoint, rt: &tokio::runtime::Runtime, text: &str, path: &str, given: &Cluster) -> Result<Option<(Cluster, String)>> {
+    let mut client = Client::new(Target::Unix(ep.socket.clone()), None);
+    let info: tessera_proto::api::ClusterInfo = rt.block_on(client.call::<(), _>(hyper::Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
+    if info.toml == text {
+        return Ok(None);
+    }
+    let kept = Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?;
+    let shape = |c: &Cluster| -> std::collections::BTreeMap<String, (u32, u64, u32, String)> {
+        c.nodes.iter().map(|x| (x.name.clone(), (x.cores, x.memory_mb, x.gpus, format!("{}", c.node_types[x.node_type].factor)))).collect()
+    };
+    let (old, new) = (shape(&kept), shape(given));
+    let names = |v: Vec<&String>| if v.is_empty() { "none".to_string() } else { hostlist::compress(&v.iter().map(|s| s.as_str()).collect::<Vec<_>>()) };
+    let added = names(new.keys().filter(|k| !old.contains_key(*k)).collect());
+    let removed = names(old.keys().filter(|k| !new.contains_key(*k)).collect());
+    let changed = names(new.iter().filter(|(k, v)| old.get(*k).is_some_and(|o| o != *v)).map(|(k, _)| k).collect());
+    let was = if info.path.is_empty() { "the embedded default".to_string() } else { info.path.clone() };
+    eprintln!(
+        "warning: {} was created with cluster {} ({was}, {} nodes) and keeps it; the cluster file given now ({path}) differs (nodes added: {added}; removed: {removed}; changed: {changed}) and is not used.\n\
+         To run the new cluster, give a new --state-dir. Applying a changed cluster file to a live state directory (as scontrol reconfigure does) is not built yet.",
+        dir.display(),
+        kept.name,
+        kept.nodes.len(),
+    );
+    let file = dir.join("cluster-in-use.toml");
+    std::fs::write(&file, &info.toml).with_context(|| format!("writing {}", file.display()))?;
+    Ok(Some((kept, file.display().to_string())))
 }
 
 /// `start_local`'s agents, `n` of them sharing the nodes; returns once every

@@ -226,3 +226,28 @@ fn a_job_that_cannot_open_its_output_fails_with_that_reason_and_touches_nothing(
     let s = show(missing);
     assert!(s.contains("cannot open the output file `/nonexistent-dir/out`: No such file or directory"), "{s}");
 }
+
+#[test]
+fn tessera_up_with_a_changed_cluster_file_says_it_keeps_the_state_s_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("st");
+    let run = |args: &[&str]| Command::new(BIN).args(args).arg("--state-dir").arg(&state).current_dir(dir.path()).env_remove("TESSERA_STATE_DIR").output().unwrap();
+    let up = run(&["up", "--detach"]);
+    assert!(up.status.success(), "{}", text(&up));
+    assert!(run(&["down"]).status.success());
+    // the file given now: four of the nodes, with more cores, and a new one
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "name = \"other\"\n[[nodetype]]\nname = \"big\"\nnodes = \"node[001-004]\"\nsockets = 2\ncores_per_socket = 8\nmemory = \"64G\"\n[[nodetype]]\nname = \"new\"\nnodes = \"extra01\"\nsockets = 1\ncores_per_socket = 4\nmemory = \"8G\"\n[[partition]]\nname = \"batch\"\nnodetypes = [\"big\", \"new\"]\ndefault = true\n").unwrap();
+    let up = run(&["up", "--detach", "--cluster", other.to_str().unwrap()]);
+    struct Down<'a>(&'a Path);
+    impl Drop for Down<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new(BIN).args(["down", "--state-dir"]).arg(self.0).output();
+        }
+    }
+    let _down = Down(&state);
+    assert!(up.status.success(), "{}", text(&up));
+    let err = String::from_utf8_lossy(&up.stderr).to_string();
+    assert!(err.contains("warning:") && err.contains("keeps it") && err.contains("added: extra01") && err.contains("removed: node[005-032]") && err.contains("changed: node[001-004]"), "{err}");
+    assert!(String::from_utf8_lossy(&up.stdout).contains("256 cores"), "the state's 32 nodes of 8 cores are up: {}", text(&up));
+}
