@@ -271,7 +271,8 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         dependencies,
         dependency_tasks,
         array,
-        script: req.script.clone(),
+        // a byte-order mark would hide the #! from the kernel on the node
+        script: tessera_proto::submit::without_bom(&req.script).to_string(),
         workdir,
         stdout,
         stderr,
