@@ -1,6 +1,7 @@
 //! Integration tests of the controller crate: the API's description, GPU requests, and the
 //! state machine's replay.
 
+mod bom;
 mod gpus;
 mod openapi;
 mod replay;
