@@ -4,6 +4,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Width and height of a chart, in pixels.
 pub const SIZE: (u32, u32) = (760, 380);
@@ -73,6 +74,61 @@ pub enum Body {
 /// Cells per line of a heat map.
 pub const HEAT_WIDTH: usize = 64;
 
+/// Tick labels: plotters' default label font (12, which its SVG writes as
+/// 12 / 1.24 ≈ 9.7 px), a generous mean advance of a sans-serif character (in
+/// em), and the room a line of it takes across (px).
+const LABEL_FONT: f64 = 12.0;
+const LABEL_PX: f64 = LABEL_FONT / 1.24;
+const CHAR_EM: f64 = 0.62;
+const LABEL_LINE_PX: f64 = LABEL_PX * 1.3;
+/// Margin, x and y label areas of a chart (px).
+const MARGIN: u32 = 12;
+const X_AREA: u32 = 44;
+const Y_AREA: u32 = 70;
+/// Longest category label drawn across (rotated), in characters.
+const ROTATED_CHARS: usize = 22;
+
+/// How a bar chart's category labels fit under their bars: level when each
+/// fits its bar's width; otherwise turned to read upwards (the x label area
+/// grows to hold the longest, cut at [`ROTATED_CHARS`]), and, should even one
+/// line of text be wider than a bar, only every `every`-th labelled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BarLabels {
+    pub rotated: bool,
+    pub every: usize,
+    /// Height of the x label area (px).
+    pub area: u32,
+}
+
+impl BarLabels {
+    pub fn fit(categories: &[String]) -> BarLabels {
+        let slot = (SIZE.0 - 2 * MARGIN - Y_AREA) as f64 / categories.len().max(1) as f64;
+        let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0);
+        if text_px(longest) + 6.0 <= slot {
+            return BarLabels { rotated: false, every: 1, area: X_AREA };
+        }
+        let every = (LABEL_LINE_PX / slot).ceil().max(1.0) as usize;
+        let area = (text_px(longest.min(ROTATED_CHARS)) + 30.0).ceil() as u32;
+        BarLabels { rotated: true, every, area: area.max(X_AREA) }
+    }
+
+    /// A category's label as drawn.
+    pub fn text(&self, category: &str) -> String {
+        if self.rotated && category.chars().count() > ROTATED_CHARS {
+            let mut t: String = category.chars().take(ROTATED_CHARS - 1).collect();
+            t.push('…');
+            t
+        } else {
+            category.to_string()
+        }
+    }
+}
+
+/// Estimated width of `chars` characters of tick-label text (px).
+fn text_px(chars: usize) -> f64 {
+    chars as f64 * CHAR_EM * LABEL_PX
+}
+
 impl Chart {
     pub fn lines(title: &str, x_label: &str, y_label: &str, series: Vec<Series>) -> Chart {
         Chart { title: title.into(), x_label: x_label.into(), y_label: y_label.into(), body: Body::Lines { series, log_x: false } }
@@ -114,7 +170,7 @@ impl Chart {
     fn draw(&self, root: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Box<dyn std::error::Error + '_>> {
         root.fill(&WHITE)?;
         if self.is_empty() {
-            let mut c = ChartBuilder::on(root).caption(&self.title, ("sans-serif", 18)).margin(12).x_label_area_size(44).y_label_area_size(70).build_cartesian_2d(0f64..1f64, 0f64..1f64)?;
+            let mut c = ChartBuilder::on(root).caption(&self.title, ("sans-serif", 18)).margin(MARGIN).x_label_area_size(X_AREA).y_label_area_size(Y_AREA).build_cartesian_2d(0f64..1f64, 0f64..1f64)?;
             c.configure_mesh().x_desc(&self.x_label).y_desc(&self.y_label).disable_mesh().draw()?;
             c.draw_series(std::iter::once(Text::new("no data", (0.45, 0.5), ("sans-serif", 16))))?.label("no data").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
             c.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.9)).draw()?;
@@ -170,7 +226,7 @@ impl Chart {
                 }
                 let b = || {
                     let mut b = ChartBuilder::on(root);
-                    b.caption(&self.title, ("sans-serif", 18)).margin(12).x_label_area_size(44).y_label_area_size(70);
+                    b.caption(&self.title, ("sans-serif", 18)).margin(MARGIN).x_label_area_size(X_AREA).y_label_area_size(Y_AREA);
                     b
                 };
                 if *log_x {
@@ -229,15 +285,17 @@ impl Chart {
                 let n = categories.len();
                 let top = series.iter().flat_map(|s| s.1.iter().copied()).filter(|v| v.is_finite()).fold(0f64, f64::max);
                 let top = if top > 0.0 { top * 1.3 } else { 1.0 };
+                let fit = BarLabels::fit(categories);
                 let mut c = ChartBuilder::on(root)
                     .caption(&self.title, ("sans-serif", 18))
-                    .margin(12)
-                    .x_label_area_size(44)
-                    .y_label_area_size(70)
+                    .margin(MARGIN)
+                    .x_label_area_size(fit.area)
+                    .y_label_area_size(Y_AREA)
                     .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top)?;
+                // turned labels are drawn below, by hand
                 let label = |v: &f64| {
                     let i = v.round();
-                    if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                    if !fit.rotated && (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
                         categories[i as usize].clone()
                     } else {
                         String::new()
@@ -256,6 +314,14 @@ impl Chart {
                     .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], col.filled()));
                 }
                 c.configure_series_labels().position(SeriesLabelPosition::UpperRight).border_style(BLACK.mix(0.5)).background_style(WHITE.mix(0.9)).draw()?;
+                if fit.rotated {
+                    // reading upwards, each ending just under its bar's tick
+                    let style = TextStyle::from(("sans-serif", LABEL_FONT).into_font()).transform(FontTransform::Rotate270).pos(Pos::new(HPos::Right, VPos::Center));
+                    for (i, name) in categories.iter().enumerate().step_by(fit.every) {
+                        let (x, y) = c.backend_coord(&(i as f64, 0.0));
+                        root.draw(&Text::new(fit.text(name), (x, y + 8), style.clone()))?;
+                    }
+                }
             }
         }
         Ok(())

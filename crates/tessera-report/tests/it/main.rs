@@ -1,5 +1,6 @@
 //! The report library: tables, series, charts and pages.
 
+mod chart_labels;
 mod escaping;
 
 use tessera_report::series::{busy_and_queue, by_size, cdf, size_class_name, spans, SPANS};
