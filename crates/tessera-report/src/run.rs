@@ -29,6 +29,10 @@ pub struct RunData {
     pub complete: bool,
     pub nodes: u64,
     pub cores: u64,
+    /// The run's nodes are one pool of interchangeable whole nodes (a
+    /// power-budgeted run: PARM sizes jobs in nodes and names none), so no
+    /// job or interval is known to be on a named node.
+    pub pooled: bool,
     pub jobs: Vec<JobTimes>,
     pub metrics: Classic,
     pub power: Vec<PowerRow>,
@@ -50,11 +54,28 @@ pub fn job_times(store: &Store, run: i64) -> Result<Vec<JobTimes>, ReportError> 
         .collect())
 }
 
-/// Processors of a run's nodes.
+/// Nodes and cores of a run. A power-budgeted run (one with power samples)
+/// records its machine as one pool of whole nodes whose canonical unit is one
+/// node: its nodes are its cores over the cores of that unit.
 pub fn cores(store: &Store, run: i64) -> Result<(u64, u64), ReportError> {
     let e = |source| tessera_accounting::store::StoreError::Sqlite { path: store.path().to_string(), source };
-    let (n, c): (i64, Option<i64>) = store.connection().query_row("SELECT COUNT(*), SUM(cores) FROM nodes WHERE run_id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?))).map_err(e)?;
-    Ok((n as u64, c.unwrap_or(0) as u64))
+    let (n, c, pooled_nodes, pooled): (i64, Option<i64>, Option<i64>, bool) = store
+        .connection()
+        .query_row(
+            "SELECT COUNT(*), SUM(cores), SUM(cores / MAX(unit_cores, 1)), EXISTS (SELECT 1 FROM power_samples WHERE run_id = ?1) FROM nodes WHERE run_id = ?1",
+            [run],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .map_err(e)?;
+    let nodes = if pooled { pooled_nodes.unwrap_or(0) } else { n };
+    Ok((nodes.max(0) as u64, c.unwrap_or(0).max(0) as u64))
+}
+
+/// A power-budgeted run's utilization: its nodes busy over time, as sampled,
+/// over its nodes, from the first submission to the last end (the one
+/// computation `sim run`'s summary uses too).
+pub fn sampled_utilization(power: &[PowerRow], m: &Classic, nodes: u64) -> f64 {
+    tessera_sim::metrics::sampled_utilization(power.iter().map(|r| (r.time as f64, r.busy_nodes as f64)), m.first_submit, m.last_end, nodes as f64)
 }
 
 impl RunData {
@@ -66,7 +87,13 @@ impl RunData {
             .map_err(e)?;
         let (nodes, cores) = cores(store, run)?;
         let jobs = job_times(store, run)?;
-        let metrics = Classic::compute(&jobs, (cores > 0).then_some(cores as f64));
+        let power = store.power(run)?;
+        let mut metrics = Classic::compute(&jobs, (cores > 0).then_some(cores as f64));
+        let pooled = !power.is_empty();
+        if pooled {
+            // jobs' records hold their starting sizes; PARM resized them since
+            metrics.utilization = Some(sampled_utilization(&power, &metrics, nodes));
+        }
         Ok(RunData {
             source: store.path().to_string(),
             run,
@@ -78,9 +105,10 @@ impl RunData {
             complete: complete || kind == "live",
             nodes,
             cores,
+            pooled,
             jobs,
             metrics,
-            power: store.power(run)?,
+            power,
             overhead: overhead(store, run)?,
             usage_by_account: usage(store, run, By::Account)?,
             usage_by_node_type: usage(store, run, By::NodeType)?,
@@ -91,12 +119,27 @@ impl RunData {
     /// The HTML page.
     pub fn page(&self) -> Page {
         let mut p = Page::new(format!("Tessera report: {} ({}, {})", self.label, self.policy, self.kind));
-        p.subtitle.push(format!("run {} of {}; cluster {} at site {}: {} nodes, {} cores", self.run, self.source, self.cluster, self.site, self.nodes, self.cores));
+        p.subtitle.push(format!(
+            "run {} of {}; cluster {} at site {}: {} nodes, {} cores{}",
+            self.run,
+            self.source,
+            self.cluster,
+            self.site,
+            self.nodes,
+            self.cores,
+            if self.pooled { " (one pool of whole nodes: jobs are sized in nodes, and none is placed on a named node)" } else { "" }
+        ));
         if !self.complete {
             p.subtitle.push("WARNING: this run is unfinished (its recording was cut short); the report covers only the jobs written.".into());
         }
         let axis = TimeAxis::fit(self.metrics.first_submit, self.metrics.makespan);
-        p.section("Summary", vec![Block::Table(summary_table(&self.metrics, self.cores, self.jobs.len()))]);
+        let mut summary = vec![Block::Table(summary_table(&self.metrics, self.pooled.then_some(self.nodes), self.cores, self.jobs.len()))];
+        if self.pooled {
+            summary.push(Block::Text(
+                "Utilization counts the nodes busy over time, as sampled (as sim run's summary does): PARM resizes running jobs. Usage and bills count each job at the size it started at, as its accounting record holds it, so they do not add up to the utilization.".into(),
+            ));
+        }
+        p.section("Summary", summary);
         let (mut busy, queue) = busy_and_queue(&self.jobs);
         if !self.power.is_empty() {
             // a power-budgeted run's nodes busy, as it sampled them (PARM resizes
@@ -113,11 +156,12 @@ impl RunData {
                 .collect();
             busy = spans(events, self.metrics.first_submit, self.metrics.last_end);
         }
-        let cap = self.cores.max(1) as f64;
+        // a power run's busy count is in nodes
+        let (cap, busy_label) = if self.pooled { (self.nodes.max(1) as f64, "nodes busy (% of the machine)") } else { (self.cores.max(1) as f64, "cores busy (% of the cluster)") };
         p.section(
             "Utilization and queue",
             vec![
-                Block::Chart(Chart::lines("Utilization over time", &axis.label(), "cores busy (% of the cluster)", vec![Series::step("utilization", busy.iter().map(|&(t, b)| (axis.x(t), 100.0 * b / cap)).collect())])),
+                Block::Chart(Chart::lines("Utilization over time", &axis.label(), busy_label, vec![Series::step("utilization", busy.iter().map(|&(t, b)| (axis.x(t), 100.0 * b / cap)).collect())])),
                 Block::Chart(Chart::lines("Queue length over time", &axis.label(), "jobs waiting (mean over each span)", vec![Series::step("jobs waiting", queue.iter().map(|&(t, q)| (axis.x(t), q)).collect())])),
             ],
         );
@@ -125,16 +169,20 @@ impl RunData {
         if !self.power.is_empty() {
             p.section("Power", power_blocks(&self.power, &axis));
         }
-        p.section("True overhead in canonical units", overhead_blocks(&self.overhead, &axis));
+        p.section("True overhead in canonical units", overhead_blocks(&self.overhead, &axis, self.pooled));
         p.section("Usage and bills", usage_blocks(&self.usage_by_account, &self.usage_by_node_type, &self.bill));
         p
     }
 }
 
-/// The summary's rows: the classical metrics, by the simulator's definitions.
-pub fn summary_table(m: &Classic, cores: u64, jobs: usize) -> Table {
+/// The summary's rows: the classical metrics, by the simulator's definitions
+/// (`nodes` for a machine counted in whole nodes).
+pub fn summary_table(m: &Classic, nodes: Option<u64>, cores: u64, jobs: usize) -> Table {
     let mut t = Table::new(&["metric", "value"]);
     t.row(vec!["jobs".into(), jobs.to_string()]);
+    if let Some(n) = nodes {
+        t.row(vec!["nodes".into(), n.to_string()]);
+    }
     t.row(vec!["cores".into(), cores.to_string()]);
     for (name, v) in m.named() {
         t.row(vec![name.into(), if name == "utilization" { pct(Some(v)) } else { f2(v) }]);
@@ -183,7 +231,9 @@ fn power_blocks(power: &[PowerRow], axis: &TimeAxis) -> Vec<Block> {
     ]
 }
 
-fn overhead_blocks(o: &OverheadReport, axis: &TimeAxis) -> Vec<Block> {
+/// `pooled`: the run's nodes are one pool (a power-budgeted run), whose unit is
+/// one node: no interval is on a named node, so the table has no node column.
+fn overhead_blocks(o: &OverheadReport, axis: &TimeAxis, pooled: bool) -> Vec<Block> {
     let mut hist: std::collections::BTreeMap<u64, f64> = Default::default();
     for h in o.histogram.values() {
         for (k, v) in h {
@@ -193,17 +243,43 @@ fn overhead_blocks(o: &OverheadReport, axis: &TimeAxis) -> Vec<Block> {
     let units = o.canonical_units.iter().map(|(p, u)| format!("{p}: {u}")).collect::<Vec<_>>().join("; ");
     let mut top = o.flagged_intervals.clone();
     top.sort_by_key(|f| (std::cmp::Reverse(f.to - f.from), f.node.clone(), f.from));
-    let mut t = Table::new(&["node", "from (s)", "to (s)", "hours", "units idle", "waiting job", "its units"]);
+    let mut t = if pooled {
+        Table::new(&["from (s)", "to (s)", "hours", "nodes idle", "waiting job", "its nodes"])
+    } else {
+        Table::new(&["node", "from (s)", "to (s)", "hours", "units idle", "waiting job", "its units"])
+    };
     for f in top.iter().take(15) {
-        t.row(vec![f.node.clone(), f.from.to_string(), f.to.to_string(), f2((f.to - f.from) as f64 / 3600.0), f.units.to_string(), f.waiting_job.to_string(), f.job_units.to_string()]);
+        let mut row = if pooled { Vec::new() } else { vec![f.node.clone()] };
+        row.extend([f.from.to_string(), f.to.to_string(), f2((f.to - f.from) as f64 / 3600.0), f.units.to_string(), f.waiting_job.to_string(), f.job_units.to_string()]);
+        t.row(row);
     }
+    let (summary, intervals, hist_x, hist_y) = if pooled {
+        (
+            format!(
+                "Canonical unit: one node of the machine ({units}). True overhead: {:.2} node-hours idle; flagged (k nodes idle while a job needing at most k waited): {} intervals, {:.2} h.",
+                o.canonical_unit_hours.total,
+                o.flagged_intervals.len(),
+                o.flagged_hours
+            ),
+            "Longest flagged intervals (the machine's nodes are one pool: PARM sizes jobs in nodes and names none, so an interval counts the idle nodes of the whole machine, and no node is named):",
+            "nodes idle (the whole machine)",
+            "hours at that level",
+        )
+    } else {
+        (
+            format!(
+                "Canonical units ({units}). True overhead: {:.2} unit-hours; flagged (a node had k units idle while a job needing at most k waited in its partition): {} intervals, {:.2} h.",
+                o.canonical_unit_hours.total,
+                o.flagged_intervals.len(),
+                o.flagged_hours
+            ),
+            "Longest flagged intervals:",
+            "canonical units idle on a node",
+            "node-hours at that level",
+        )
+    };
     vec![
-        Block::Text(format!(
-            "Canonical units ({units}). True overhead: {:.2} unit-hours; flagged (a node had k units idle while a job needing at most k waited in its partition): {} intervals, {:.2} h.",
-            o.canonical_unit_hours.total,
-            o.flagged_intervals.len(),
-            o.flagged_hours
-        )),
+        Block::Text(summary),
         Block::Chart(Chart::lines(
             "True overhead over time",
             &axis.label(),
@@ -215,9 +291,9 @@ fn overhead_blocks(o: &OverheadReport, axis: &TimeAxis) -> Vec<Block> {
         )),
         Block::Chart({
             let (names, hours) = bins(&hist);
-            Chart::bars("True overhead histogram", "canonical units idle on a node", "node-hours at that level", names, vec![("node-hours".into(), hours)])
+            Chart::bars("True overhead histogram", hist_x, hist_y, names, vec![(if pooled { "hours" } else { "node-hours" }.into(), hours)])
         }),
-        Block::Text("Longest flagged intervals:".into()),
+        Block::Text(intervals.into()),
         Block::Table(t),
     ]
 }

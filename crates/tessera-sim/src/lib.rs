@@ -17,7 +17,7 @@ pub mod sleeplog;
 pub mod workload;
 
 pub use metrics::Summary;
-pub use power::{prepare_power, stretch, PowerMode, PowerRule, PowerSetup};
+pub use power::{prepare_power, stretch, PowerMode, PowerNodes, PowerRule, PowerSetup};
 pub use run::{simulate, simulate_observed, PowerOutcome, PowerSample, SimOutcome};
 pub use workload::{prepare, prepare_on, spec_of, Machine, Workload, WorkloadError};
 

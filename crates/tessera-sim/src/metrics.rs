@@ -6,7 +6,9 @@
 //! * slowdown = response / max(run, 1);
 //! * bounded slowdown = max(1, response / max(run, 10)) (threshold 10 s);
 //! * area-weighted slowdown = Σ procs·run·slowdown / Σ procs·run;
-//! * utilization = Σ procs·run / (capacity · (last end - first submit));
+//! * utilization = Σ procs·run / (capacity · (last end - first submit)); on a
+//!   power-aware machine, the nodes busy over time, as sampled, over the same
+//!   (PARM resizes running jobs: [`sampled_utilization`]);
 //! * makespan = last end - first submit;
 //! * median and p95 interpolate linearly between order statistics (the numpy default).
 
@@ -335,6 +337,27 @@ impl Throughput {
     }
 }
 
+/// Utilization of a machine whose busy units were sampled: ∫ busy dt over
+/// [`first`, `last`] / (`capacity` · (`last` − `first`)), each sample `(t, busy)`
+/// holding from `t` until the next (nothing busy before the first). A
+/// power-aware run's utilization: PARM resizes running jobs, so what a job held
+/// is not its starting size times its run, and the nodes busy over time are what
+/// the machine gave. `sim run`'s summary and the run report both compute it here,
+/// from the same samples (the run loop's meter; the store's `power_samples`).
+pub fn sampled_utilization(samples: impl IntoIterator<Item = (f64, f64)>, first: f64, last: f64, capacity: f64) -> f64 {
+    if !(last > first && capacity > 0.0) {
+        return 0.0;
+    }
+    let (mut area, mut from, mut level) = (0f64, first, 0f64);
+    for (t, busy) in samples {
+        let t = t.clamp(first, last);
+        area += level * (t - from);
+        (from, level) = (t, busy);
+    }
+    area += level * (last - from);
+    area / (capacity * (last - first))
+}
+
 /// Linear interpolation between order statistics of sorted `x` (numpy's default).
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -409,7 +432,10 @@ impl Summary {
             mean_slowdown: c.mean_slowdown,
             mean_bounded_slowdown: c.mean_bounded_slowdown,
             area_weighted_slowdown: c.area_weighted_slowdown,
-            utilization: c.utilization.unwrap_or(0.0),
+            utilization: match &o.power {
+                Some(p) => sampled_utilization(p.timeline.iter().map(|s| (s.t as f64, s.busy_nodes as f64)), c.first_submit, c.last_end, w.capacity as f64),
+                None => c.utilization.unwrap_or(0.0),
+            },
             first_submit,
             last_end,
             makespan,

@@ -80,11 +80,44 @@ pub enum PowerMode {
     FixedCap { cap_w: f64 },
 }
 
+/// The nodes of an overprovisioned machine as its cluster file names them, for
+/// the accounting records of a run: PARM sizes jobs in whole nodes and places
+/// none on a named node, so a run is recorded as one pool of these nodes.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PowerNodes {
+    /// The machine's nodes as a hostlist (`nid[00001-05880]`); empty when the
+    /// machine has no cluster file (the paper's testbed).
+    pub hostlist: String,
+    /// The names of their node types, in the cluster file's order.
+    pub node_types: Vec<String>,
+    /// The partition they form (the cluster's default partition).
+    pub partition: String,
+    /// Cores of one node (the fewest, should the nodes differ).
+    pub cores_per_node: u32,
+}
+
+impl PowerNodes {
+    /// The nodes [`tessera_core::Cluster::power_machine`] takes: the default partition's.
+    pub fn of(cluster: &tessera_core::Cluster) -> PowerNodes {
+        let part = cluster.default_partition();
+        let names: Vec<&str> = part.nodes.iter().map(|&n| cluster.nodes[n].name.as_str()).collect();
+        let node_types = (0..cluster.node_types.len()).filter(|&t| part.nodes.iter().any(|&n| cluster.nodes[n].node_type == t)).map(|t| cluster.node_types[t].name.clone()).collect();
+        PowerNodes {
+            hostlist: tessera_core::hostlist::compress(&names),
+            node_types,
+            partition: part.name.clone(),
+            cores_per_node: part.nodes.iter().map(|&n| cluster.nodes[n].cores).min().unwrap_or(1).max(1),
+        }
+    }
+}
+
 /// An overprovisioned machine, its rule for trace jobs and how it is scheduled.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PowerSetup {
     pub name: String,
     pub info: PowerSetupInfo,
+    /// Its nodes as the cluster file names them (for records and reports).
+    pub hardware: PowerNodes,
     pub rule: PowerRule,
     pub mode: PowerMode,
     /// PARM: add each decision's measured solve time to the jobs it starts or

@@ -46,12 +46,14 @@ struct Report {
 }
 
 pub fn metrics(a: MetricsArgs) -> Result<()> {
-    let (source, times, capacity) = if let Some(log) = &a.log {
+    // a power-budgeted run's nodes and power samples: its utilization is its
+    // nodes busy as sampled (as the summary of sim run and the report count it)
+    let (source, times, capacity, sampled) = if let Some(log) = &a.log {
         if a.run.is_some() {
             bail!("--run applies to an accounting store (--db, --state-dir), not to --log");
         }
         let recs = read_log(log)?;
-        (log.display().to_string(), recs.iter().map(SleepRecord::times).collect::<Vec<_>>(), a.capacity)
+        (log.display().to_string(), recs.iter().map(SleepRecord::times).collect::<Vec<_>>(), a.capacity, None)
     } else {
         let path = match (&a.db, &a.state_dir) {
             (Some(db), _) => db.clone(),
@@ -64,10 +66,15 @@ pub fn metrics(a: MetricsArgs) -> Result<()> {
         let store = Store::open(&path)?;
         let run = store.resolve_run(a.run)?;
         let times = tessera_report::run::job_times(&store, run)?;
-        let (_, cores) = tessera_report::run::cores(&store, run)?;
-        (format!("{} run {run}", path.display()), times, a.capacity.or((cores > 0).then_some(cores)))
+        let (nodes, cores) = tessera_report::run::cores(&store, run)?;
+        let power = store.power(run)?;
+        let sampled = (a.capacity.is_none() && !power.is_empty()).then_some((power, nodes));
+        (format!("{} run {run}", path.display()), times, a.capacity.or((cores > 0).then_some(cores)), sampled)
     };
-    let m = Classic::compute(&times, capacity.map(|c| c as f64));
+    let mut m = Classic::compute(&times, capacity.map(|c| c as f64));
+    if let Some((power, nodes)) = &sampled {
+        m.utilization = Some(tessera_report::run::sampled_utilization(power, &m, *nodes));
+    }
     let throughput = Throughput::compute(&times);
     match a.format {
         ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&Report { source, capacity, metrics: m, throughput })?)?,

@@ -111,7 +111,7 @@ pub fn derive(base: &Workload, scheme: Scheme, sizes: Option<&[u32]>, k: Knobs) 
             (if power { info.clone() } else { unconstrained(info) }, PowerMode::Parm(cfg))
         }
     };
-    let setup = PowerSetup { name: setup.name.clone(), info, rule: setup.rule.clone(), mode, charge_solve_time: k.charge_solve_time };
+    let setup = PowerSetup { name: setup.name.clone(), info, hardware: setup.hardware.clone(), rule: setup.rule.clone(), mode, charge_solve_time: k.charge_solve_time };
     for (i, (j, pj)) in w.jobs.iter_mut().zip(&base.power_jobs).enumerate() {
         match scheme {
             Scheme::Easy { exact } => {
@@ -458,7 +458,7 @@ pub fn attribution(a: crate::cli::ParmAttributionArgs) -> Result<()> {
 
 /// A trace set prepared for PARM on `info` with the power rule `rule`.
 fn base_workload(recs: &[tessera_workload::swf::SwfRecord], info: &PowerSetupInfo, name: &str, rule: PowerRule) -> Workload {
-    let setup = PowerSetup { name: name.to_string(), info: info.clone(), rule, mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
+    let setup = PowerSetup { name: name.to_string(), info: info.clone(), hardware: Default::default(), rule, mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
     tessera_sim::prepare_power(recs, Arc::new(setup))
 }
 
@@ -534,7 +534,7 @@ pub fn testbed_workload(mix: &[&str], seed: u64, tr: TestbedRule, info: &PowerSe
         power_jobs.push(PowerJob { app, scaling, t1, n_min, n_max, mem_mb: n_max as f64 * pr.mem_per_node_mb });
         jobs.push(TraceJob { id: k as i64 + 1, submit: t.round() as i64, procs: n_max, estimate: runtime as i64, runtime: runtime as i64, mem_per_proc_mb: 0, queue: -1 });
     }
-    let setup = PowerSetup { name: "parm-testbed".into(), info: info.clone(), rule: pr, mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
+    let setup = PowerSetup { name: "parm-testbed".into(), info: info.clone(), hardware: Default::default(), rule: pr, mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
     Workload { record_index: (0..jobs.len() as u32).collect(), jobs, skipped: BTreeMap::new(), capacity: info.machine.nodes, machine: Machine::Power(Arc::new(setup)), power_jobs }
 }
 

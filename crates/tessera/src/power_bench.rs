@@ -16,7 +16,7 @@ use tessera_sim::{PowerMode, PowerRule, PowerSetup};
 
 /// The trace's jobs as PARM sees them: the usable jobs and their PASS models.
 pub fn workload(records: &[tessera_workload::swf::SwfRecord], info: &tessera_core::PowerSetupInfo, cluster: &str) -> tessera_sim::Workload {
-    let setup = PowerSetup { name: cluster.to_string(), info: info.clone(), rule: PowerRule::default(), mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
+    let setup = PowerSetup { name: cluster.to_string(), info: info.clone(), hardware: Default::default(), rule: PowerRule::default(), mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
     tessera_sim::prepare_power(records, std::sync::Arc::new(setup))
 }
 

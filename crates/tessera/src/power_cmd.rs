@@ -140,7 +140,7 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerArgs) -> Result<Opt
         }
         PowerMode::FixedCap { cap_w }
     };
-    Ok(Some(PowerSetup { name: cluster.name.clone(), info, rule, mode, charge_solve_time: a.charge_solve_time }))
+    Ok(Some(PowerSetup { name: cluster.name.clone(), info, hardware: tessera_sim::PowerNodes::of(cluster), rule, mode, charge_solve_time: a.charge_solve_time }))
 }
 
 /// Write the power drawn over time as CSV.
@@ -244,7 +244,7 @@ pub fn experiment(a: crate::cli::ParmExperimentArgs) -> Result<()> {
     for c in &cases {
         if let std::collections::btree_map::Entry::Vacant(v) = prepared.entry((c.set, c.gamma.to_bits())) {
             let recs = scale(sets[c.set], c.gamma, c.set, &trace)?;
-            let setup = PowerSetup { name: cluster.name.clone(), info: info.clone(), rule: rule.clone(), mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
+            let setup = PowerSetup { name: cluster.name.clone(), info: info.clone(), hardware: tessera_sim::PowerNodes::of(&cluster), rule: rule.clone(), mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
             let w = tessera_sim::prepare_power(&recs, std::sync::Arc::new(setup));
             w.check_time_range(&format!("set {} at γ = {}", c.set + 1, c.gamma))?;
             v.insert(w);

@@ -5,18 +5,60 @@ use anyhow::{Context, Result};
 use std::path::Path;
 use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, PowerRow, RunInfo, RunKind, Store};
 use tessera_core::CanonicalUnit;
-use tessera_sim::{Machine, SimOutcome, Workload};
+use tessera_sim::{Machine, PowerSetup, SimOutcome, Workload};
 use tessera_workload::jobs::TraceJob;
 use tessera_workload::swf::SwfRecord;
 
 /// The nodes of the simulated machine: a cluster's nodes (each with its first
-/// partition's canonical unit), or one node holding a pool's processors.
+/// partition's canonical unit), one node holding a pool's processors, or a power
+/// machine's pool ([`power_pool`]).
 pub fn node_records(w: &Workload) -> Vec<NodeRecord> {
     match &w.machine {
         Machine::Pool(c) => vec![one_node("pool", "pool", *c)],
         Machine::Cluster { cluster, .. } => NodeRecord::from_cluster(cluster),
-        // jobs are sized in whole nodes: one record holds them as its "cores"
-        Machine::Power(s) => vec![one_node(&s.name, "power-machine", s.nodes())],
+        Machine::Power(s) => vec![power_pool(s)],
+    }
+}
+
+/// Cores of one node of a power machine (1 for a machine without a cluster file).
+fn cores_per_node(s: &PowerSetup) -> u32 {
+    s.hardware.cores_per_node.max(1)
+}
+
+/// A power machine as one record: PARM sizes jobs in whole nodes, resizes them
+/// while they run and names no node, so its nodes are one pool. The record is
+/// named by their hostlist (`nid[00001-05880]`; the powered part of it at a
+/// fixed cap), has their node type (types joined by `+` should the pool mix
+/// interchangeable types) and partition, and counts cores: the scheduled nodes
+/// times the cores of a node. Its canonical unit is one node, so its true
+/// overhead counts idle nodes, and the report counts its nodes as cores / unit.
+pub fn power_pool(s: &PowerSetup) -> NodeRecord {
+    let h = &s.hardware;
+    let cpn = cores_per_node(s);
+    let name = match (h.hostlist.is_empty(), s.nodes() < s.info.machine.nodes) {
+        (true, _) => s.name.clone(),
+        (false, false) => h.hostlist.clone(),
+        (false, true) => format!("{} powered of {}", s.nodes(), h.hostlist),
+    };
+    NodeRecord {
+        name,
+        node_type: if h.node_types.is_empty() { "node".into() } else { h.node_types.join("+") },
+        partition: power_partition(s),
+        cores: s.nodes().saturating_mul(cpn),
+        memory_mb: 0,
+        gpus: 0,
+        hs06_per_core: None,
+        factor: 1.0,
+        unit: CanonicalUnit { cores: cpn, memory_mb: 0, gpus: 0 },
+        valid_from: 0,
+    }
+}
+
+fn power_partition(s: &PowerSetup) -> String {
+    if s.hardware.partition.is_empty() {
+        s.name.clone()
+    } else {
+        s.hardware.partition.clone()
     }
 }
 
@@ -48,8 +90,13 @@ fn who(id: i64, prefix: &str) -> String {
 pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfRecord]) -> impl Iterator<Item = JobRecord> + 'a {
     let partition_of = |j: &TraceJob| match &w.machine {
         Machine::Pool(_) => "pool".to_string(),
-        Machine::Power(s) => s.name.clone(),
+        Machine::Power(s) => power_partition(s),
         Machine::Cluster { cluster, .. } => cluster.partitions[w.machine.partition_of(j).map_or(cluster.default_partition_index(), |p| p as usize)].name.clone(),
+    };
+    // a power machine's jobs ask for whole nodes (their processors are nodes)
+    let cpn = match &w.machine {
+        Machine::Power(s) => cores_per_node(s),
+        Machine::Pool(_) | Machine::Cluster { .. } => 1,
     };
     w.jobs.iter().enumerate().map(move |(i, j)| {
         let r = &records[w.record_index[i] as usize];
@@ -66,8 +113,10 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
         };
         let allocations = match o.alloc.get(i).and_then(|a| a.as_ref()) {
             Some(a) => a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: p.gpus }).collect(),
+            // a power machine's jobs hold whole nodes of its pool: their records
+            // keep the size they started at (PARM resizes them later)
             None => {
-                let held = o.power.as_ref().map_or(j.procs, |p| p.start_nodes[i]);
+                let held = o.power.as_ref().map_or(j.procs, |p| p.start_nodes[i].saturating_mul(cpn));
                 vec![AllocationRecord { node: 0, cores: held, memory_mb: 0, gpus: 0 }]
             }
         };
@@ -89,7 +138,7 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             signal,
             reason: String::new(),
             array: None,
-            req_procs: j.procs,
+            req_procs: j.procs.saturating_mul(cpn),
             req_mem_mb: j.mem_per_proc_mb * j.procs as u64,
             time_limit: j.estimate,
             factor,

@@ -2,6 +2,7 @@
 
 mod chart_labels;
 mod escaping;
+mod power_run;
 
 use tessera_report::series::{busy_and_queue, by_size, cdf, size_class_name, spans, SPANS};
 use tessera_report::{Block, Chart, Page, Series, Table, TableFormat};

@@ -139,3 +139,109 @@ fn a_sweep_split_in_shards_and_merged_equals_the_unsplit_sweep() {
     let out = tessera(&["sim", "sweep", s, "--out", d.join("x.csv").to_str().unwrap()]);
     assert!(!out.status.success() && text(&out.stderr).contains("case 0") && text(&out.stderr).contains("--no-such-flag"), "{}", text(&out.stderr));
 }
+
+/// The text of every `<text>` of an SVG, trimmed.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text").skip(1).map(|t| t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].trim().to_string()).collect()
+}
+
+/// The rows of the first table after `marker` in a page, cells unescaped: the
+/// header first.
+fn table_after(html: &str, marker: &str) -> Vec<Vec<String>> {
+    let rest = &html[html.find(marker).unwrap_or_else(|| panic!("{marker} is not in the page"))..];
+    let table = &rest[rest.find("<table>").unwrap()..rest.find("</table>").unwrap()];
+    let unescape = |s: &str| s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&");
+    table
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            // a cell is what follows <th> or <td> up to its closing tag
+            row.split("<t").skip(1).filter_map(|c| c.strip_prefix("h>").or_else(|| c.strip_prefix("d>"))).map(|c| unescape(&c[..c.find("</").unwrap()])).collect()
+        })
+        .collect()
+}
+
+/// The value of a row of the report's summary table.
+fn summary_value(html: &str, metric: &str) -> String {
+    let rows = table_after(html, "<h2>Summary</h2>");
+    rows.iter().find(|r| r[0] == metric).unwrap_or_else(|| panic!("no {metric} in {rows:?}"))[1].clone()
+}
+
+/// A small overprovisioned machine: 8 whole nodes of 4 cores, and a budget
+/// that runs 4 at full power (5 at the lowest cap).
+const TINY_POWER: &str = "name = \"tiny-power\"\npower_budget_w = 500\n\n[[nodetype]]\nname = \"pn\"\nnodes = \"pn[01-08]\"\nsockets = 1\ncores_per_socket = 4\nmemory = \"8G\"\n\
+base_power_w = 38\nmemory_power_w = 18\ncpu_max_power_w = 60\ncpu_cap_levels_w = [30, 45, 60]\nidle_power_w = 0\n\n\
+[[partition]]\nname = \"batch\"\nnodetypes = [\"pn\"]\ndefault = true\nallocation = \"exclusive\"\ncores_per_node = 1\n";
+
+/// Twelve jobs of 2 to 4 nodes arriving 10 s apart: more than the budget runs at once.
+fn tiny_trace() -> String {
+    (1..=12).map(|i| format!("{i} {} -1 {} {p} -1 -1 {p} 900 -1 1 1 1 -1 -1 -1 -1 -1\n", i * 10, 600 + 60 * (i % 4), p = 2 + i % 3)).collect()
+}
+
+/// A power-budgeted run used to be recorded as one node named after the cluster,
+/// of type "power-machine", holding its nodes as "cores": the report said
+/// "1 nodes, 8 cores". It is one pool of the cluster file's nodes: the report
+/// gives their count, their cores and their node type, and no node column for
+/// intervals that are the whole machine's.
+#[test]
+fn a_power_runs_report_gives_the_machines_nodes_cores_and_node_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cluster, trace, db, html) = (dir.path().join("tiny.toml"), dir.path().join("tiny.swf"), dir.path().join("t.db"), dir.path().join("t.html"));
+    std::fs::write(&cluster, TINY_POWER).unwrap();
+    std::fs::write(&trace, tiny_trace()).unwrap();
+    let (c, t) = (cluster.to_str().unwrap(), trace.to_str().unwrap());
+    ok(&["sim", "run", "--trace", t, "--cluster", c, "--policy", "parm", "--db", db.to_str().unwrap(), "--report", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("cluster tiny-power at site tiny-power: 8 nodes, 32 cores (one pool of whole nodes"), "{}", &page[..page.find("<h2>").unwrap()]);
+    assert_eq!(summary_value(&page, "nodes"), "8");
+    assert_eq!(summary_value(&page, "cores"), "32");
+    // the store's one record is the pool of the cluster file's nodes
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let node: (String, String, String, i64, i64) = conn.query_row("SELECT name, node_type, partition, cores, unit_cores FROM nodes", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).unwrap();
+    assert_eq!(node, ("pn[01-08]".into(), "pn".into(), "batch".into(), 32, 4));
+    // usage by node type names the cluster file's type
+    let (_, by_type) = charts(&page).into_iter().find(|c| c.0 == "Usage by node type").unwrap();
+    let texts = svg_texts(&by_type);
+    assert!(texts.iter().any(|t| t == "pn") && !texts.iter().any(|t| t.contains("power-machine")), "{texts:?}");
+    // intervals are the machine's idle nodes: no node column, and it says why
+    let flagged = table_after(&page, "Longest flagged intervals");
+    assert_eq!(flagged[0], ["from (s)", "to (s)", "hours", "nodes idle", "waiting job", "its nodes"]);
+    assert!(flagged.len() > 1, "the budget holds jobs back while nodes are idle: {flagged:?}");
+    assert!(page.contains("no node is named"));
+    // at a fixed cap, the pool is the nodes the budget powers
+    ok(&["sim", "run", "--trace", t, "--cluster", c, "--policy", "easy", "--report", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(": 4 nodes, 16 cores (one pool"), "{}", &page[..page.find("<h2>").unwrap()]);
+}
+
+/// The report's utilization of a PARM run is `sim run`'s and `tessera
+/// metrics`' (nodes busy as sampled); it used to count each job at its
+/// starting size (36.3% against 0.3679 on 200 Theta jobs).
+#[test]
+fn a_parm_runs_utilization_is_the_same_in_the_summary_the_report_and_metrics() {
+    let Some(trace) = tessera_workload::traces::shared_trace("ALCF-Theta-2022-cqsimplus.swf.gz") else {
+        tessera_workload::traces::shared_dir_or_skip("a_parm_runs_utilization_is_the_same_in_the_summary_the_report_and_metrics");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (db, html) = (dir.path().join("a.db"), dir.path().join("r.html"));
+    let cluster = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/theta-overprovisioned.toml");
+    let out = ok(&["sim", "run", "--trace", trace.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--policy", "parm", "--max-jobs", "200", "--db", db.to_str().unwrap(), "--report", html.to_str().unwrap(), "--format", "json"]);
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let u = summary["utilization"].as_f64().unwrap();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(summary_value(&page, "utilization"), format!("{:.1}%", 100.0 * u));
+    assert!(page.contains("5880 nodes, 376320 cores"));
+    let m: serde_json::Value = serde_json::from_str(&ok(&["metrics", "--db", db.to_str().unwrap(), "--format", "json"])).unwrap();
+    assert!((m["utilization"].as_f64().unwrap() - u).abs() < 1e-12, "{} against {u}", m["utilization"]);
+    // the flagged intervals name no node (they used to name the cluster on every row)
+    let flagged = table_after(&page, "Longest flagged intervals");
+    assert_eq!(flagged[0], ["from (s)", "to (s)", "hours", "nodes idle", "waiting job", "its nodes"]);
+    assert!(flagged.iter().all(|r| r.len() == 6 && !r.iter().any(|c| c == "theta-overprovisioned")), "{flagged:?}");
+    // and a plain EASY run's report agrees with its summary as before
+    let out = ok(&["sim", "run", "--max-jobs", "2000", "--report", html.to_str().unwrap(), "--format", "json"]);
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(summary_value(&page, "utilization"), format!("{:.1}%", 100.0 * summary["utilization"].as_f64().unwrap()));
+    assert!(table_after(&page, "Longest flagged intervals")[0][0] == "node");
+}
