@@ -280,7 +280,7 @@ impl Cluster {
                 return Err(src.err(at("name"), key("name"), format!("node type `{}` is defined twice", t.name)));
             }
             for (k, f) in t.features.iter().enumerate() {
-                plain_name(f).map_err(|m| src.err(at("features"), key(&format!("features[{k}]")), m))?;
+                feature_name(f).map_err(|m| src.err(at("features"), key(&format!("features[{k}]")), m))?;
             }
             if let Some(net) = &t.network {
                 plain_name(net).map_err(|m| src.err(at("network"), key("network"), m))?;
@@ -687,6 +687,25 @@ impl Cluster {
 fn plain_name(name: &str) -> Result<(), String> {
     if name.chars().any(char::is_control) {
         return Err(format!("expected a name without control characters, found {}", crate::quote::bounded(name)));
+    }
+    Ok(())
+}
+
+/// The characters that separate features in a node-set request
+/// (`ONEOF:FEATURE:a,b`, `nodeset=ONEOF:FEATURE:a:b`) or a constraint
+/// (`[a|b]`, `a&b`, `a*2`, `(a)`): a feature holding one could not be named.
+const FEATURE_SEPARATORS: &[char] = &[',', ':', '|', '[', ']', '&', '*', '(', ')', '='];
+
+/// A feature: a [`plain_name`] that node-set requests and constraints can
+/// name (no separator of theirs, no white space, not empty).
+fn feature_name(name: &str) -> Result<(), String> {
+    plain_name(name)?;
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace() || FEATURE_SEPARATORS.contains(&c)) {
+        return Err(format!(
+            "expected a feature name without white space or any of {} (they separate features in node-set requests and constraints), found {}",
+            FEATURE_SEPARATORS.iter().collect::<String>(),
+            crate::quote::bounded(name)
+        ));
     }
     Ok(())
 }

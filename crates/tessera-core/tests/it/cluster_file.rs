@@ -108,8 +108,21 @@ fn names_with_control_characters_are_refused() {
         assert_eq!(e, want, "{to}");
     }
     // other characters are names
-    let fine = NAMES.replace("name = \"mini\"", "name = \"mini cluster, 2 types\"").replace("name = \"batch\"", "name = \"batch jobs\"").replace("\"ib\"", "\"ib 100G\"");
+    let fine = NAMES.replace("name = \"mini\"", "name = \"mini cluster, 2 types\"").replace("name = \"batch\"", "name = \"batch jobs\"").replace("\"ib\"", "\"ib-100G\"");
     assert!(Cluster::from_toml(&fine, "t.toml").is_ok());
+}
+
+/// A feature a node-set request or a constraint could not name is refused:
+/// `ONEOF:FEATURE:a,b` reads `a,b` as two features.
+#[test]
+fn feature_names_that_requests_cannot_name_are_refused() {
+    for bad in ["a,b", "rack:1", "x|y", "[r]", "a&b", "n*2", "(f)", "k=v", "has space", ""] {
+        let e = Cluster::from_toml(&NAMES.replacen("features = [\"ib\"]", &format!("features = [{bad:?}]"), 1), "t.toml").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:8: `nodetype[0].features[0]`: expected a feature name without white space"), "{bad:?}: {e}");
+    }
+    // and a fine one is named by a request
+    let c = Cluster::from_toml(&NAMES.replacen("features = [\"ib\"]", "features = [\"ib-100G_v2.1\"]", 1), "t.toml").unwrap();
+    assert!(c.node_types.iter().any(|t| t.features == ["ib-100G_v2.1"]));
 }
 
 /// A partition that names a node twice would count it twice.
