@@ -71,8 +71,13 @@ pub struct Capacity {
 pub fn capacity(c: &Cluster) -> Capacity {
     let mut node_types = Vec::new();
     let (mut phys, mut logical, mut total_hs06) = (0u64, 0u64, 0f64);
+    // nodes per type, in one pass over the nodes
+    let mut counts = vec![0usize; c.node_types.len()];
+    for n in &c.nodes {
+        counts[n.node_type] += 1;
+    }
     for (i, t) in c.node_types.iter().enumerate() {
-        let count = c.nodes.iter().filter(|n| n.node_type == i).count();
+        let count = counts[i];
         phys += count as u64 * t.sockets as u64;
         logical += count as u64 * t.cores() as u64;
         total_hs06 += count as f64 * t.benchmark_per_node().unwrap_or(0.0);

@@ -19,8 +19,12 @@ pub fn show(a: ShowArgs) -> Result<()> {
         "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} nodes",
         "NODETYPE", "COUNT", "SOCKETS", "CORES", "MEMORY_MB", "GPUS", "SPEED", "FACTOR", "FEATURES"
     )?;
-    for (i, t) in c.node_types.iter().enumerate() {
-        let names: Vec<&str> = c.nodes.iter().filter(|n| n.node_type == i).map(|n| n.name.as_str()).collect();
+    // the nodes of each type, in one pass over the nodes (not one per type)
+    let mut by_type: Vec<Vec<&str>> = vec![Vec::new(); c.node_types.len()];
+    for n in &c.nodes {
+        by_type[n.node_type].push(n.name.as_str());
+    }
+    for (t, names) in c.node_types.iter().zip(&by_type) {
         outln!(
             "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} {}",
             q(&t.name),
