@@ -458,11 +458,16 @@ impl State {
             _ => (None, None),
         };
         let start = rec.start.unwrap_or(rec.end);
-        let (info_stdout, info_stderr) = m.nodes.first().map_or((String::new(), String::new()), |&n| {
-            let first = cluster.nodes[n as usize].name.as_str();
-            (m.output_path(&m.req.stdout, first), m.output_path(&m.req.stderr, first))
-        });
-        let reason = m.failure.map_or(String::new(), |f| f.describe(&m.req.workdir, &info_stdout, &info_stderr));
+        let state = match rec.state {
+            FinalState::Completed => JobStateCode::Completed,
+            FinalState::Failed => JobStateCode::Failed,
+            FinalState::Cancelled => JobStateCode::Cancelled,
+            FinalState::Timeout => JobStateCode::Timeout,
+            FinalState::NodeFail => JobStateCode::NodeFail,
+        };
+        // the paths as `job show` gives them, for a failed launch's reason
+        let mut info = self.info_of(cluster, &m, state, String::new());
+        let reason = m.failure.map_or(String::new(), |f| f.describe(&info.workdir, &info.stdout, &info.stderr));
         let acct = AcctRecord {
             job_id: id as i64,
             name: m.req.name.clone(),
@@ -493,14 +498,6 @@ impl State {
                 .unwrap_or_default(),
         };
         out.push(Action::Record(Box::new(acct)));
-        let state = match rec.state {
-            FinalState::Completed => JobStateCode::Completed,
-            FinalState::Failed => JobStateCode::Failed,
-            FinalState::Cancelled => JobStateCode::Cancelled,
-            FinalState::Timeout => JobStateCode::Timeout,
-            FinalState::NodeFail => JobStateCode::NodeFail,
-        };
-        let mut info = self.info_of(cluster, &m, state, String::new());
         if m.failure.is_some() {
             info.reason = "LaunchFailed".into();
             info.reason_detail = reason;

@@ -282,8 +282,13 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
     };
     let t0 = Instant::now();
     let first = UpFile { controller: controller.id(), agents: Vec::new() };
-    let ep = match write_up_file(dir, &first).and_then(|()| wait_for_endpoint(dir, &mut controller)) {
-        Ok(ep) => ep,
+    // a state directory keeps the cluster it was created with: say so when the
+    // file given now differs, and present the state's nodes
+    let serving = write_up_file(dir, &first)
+        .and_then(|()| wait_for_endpoint(dir, &mut controller))
+        .and_then(|ep| Ok((kept_cluster(dir, &ep, &rt, &text, &path, &cluster)?, ep)));
+    let (kept, ep) = match serving {
+        Ok(x) => x,
         Err(e) => {
             stop(&first);
             crate::interrupt::forget(&[first.controller]);
@@ -292,18 +297,9 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
             return Err(e);
         }
     };
-    // a state directory keeps the cluster it was created with: say so when the
-    // file given now differs, and present the state's nodes
-    let (cluster, cluster_arg) = match kept_cluster(dir, &ep, &rt, &text, &path, &cluster) {
-        Ok(Some((c, file))) => (c, Some(file)),
-        Ok(None) => (cluster, cluster_arg),
-        Err(e) => {
-            stop(&first);
-            crate::interrupt::forget(&[first.controller]);
-            crate::interrupt::forget_dir(dir);
-            let _ = std::fs::remove_file(dir.join("up.json"));
-            return Err(e);
-        }
+    let (cluster, cluster_arg) = match kept {
+        Some((c, file)) => (c, Some(file)),
+        None => (cluster, cluster_arg),
     };
     let n = agents.clamp(1, cluster.nodes.len());
     let mut local = Local { controller, agents: Vec::new(), ep, cluster, dir: dir.to_path_buf(), controller_args: args, agent_args: Vec::new() };
