@@ -257,10 +257,10 @@ pub fn router(app: App) -> Router {
 pub async fn serve(cfg: Config) -> Result<()> {
     // one controller per state directory, and only the operator reads it
     let _lock = tessera_proto::statedir::lock(&cfg.state_dir, "controller")?;
-    tessera_proto::statedir::secure(&cfg.state_dir, crate::PUBLIC_FILES).with_context(|| format!("securing state directory {}", cfg.state_dir.display()))?;
+    tessera_proto::statedir::private_umask();
     let key = Key::load(&cfg.key_path(), true)?;
     let actor = Actor::open(cfg.clone())?;
-    // again: the stores exist now
+    // once the stores exist: their modes, and those of an older version's files
     tessera_proto::statedir::secure(&cfg.state_dir, crate::PUBLIC_FILES).with_context(|| format!("securing state directory {}", cfg.state_dir.display()))?;
     let euid = actor.euid();
     let cluster = Arc::new(actor.cluster_info());

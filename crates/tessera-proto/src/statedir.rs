@@ -111,12 +111,18 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Umask 077 for this process from now on: every file it creates is its
+/// owner's only.
+pub fn private_umask() {
+    // SAFETY: a plain system call.
+    unsafe { libc::umask(0o077) };
+}
+
 /// Make `dir` the operator's: umask 077 for this process from now on, `dir`
 /// [`DIR_MODE`], and every regular file directly in it 0600 but those named
 /// in `public` (0644). Subdirectories are their own daemons' to secure.
 pub fn secure(dir: &Path, public: &[&str]) -> io::Result<()> {
-    // SAFETY: a plain system call.
-    unsafe { libc::umask(0o077) };
+    private_umask();
     create_dir(dir)?;
     fs::set_permissions(dir, fs::Permissions::from_mode(DIR_MODE))?;
     for e in fs::read_dir(dir)? {
