@@ -76,6 +76,13 @@ pub enum Input {
     },
     /// Run one scheduling pass now.
     Pass,
+    /// The cluster changes under the running engine: nodes and partitions added,
+    /// removed or changed, matched by name. Jobs keep their places: queued jobs
+    /// their queue position, running jobs their nodes and their limits (a new
+    /// scaling factor applies from a job's next start). Refused, with the engine
+    /// unchanged, if any job would lose its place (see `nodes/reconfigure.rs`).
+    /// An added node takes jobs at once unless the driver sets it down.
+    Reconfigure(Box<crate::cluster::Reconfiguration>),
     /// The last pass's decision took this long to compute (µs): the jobs it
     /// started or reconfigured begin their new configuration that much later.
     /// Power-aware machines only; a simulator sends it to charge solve times
@@ -96,6 +103,7 @@ impl Input {
             Input::Complete { .. } => "complete",
             Input::Node { .. } => "node",
             Input::Pass => "pass",
+            Input::Reconfigure(_) => "reconfigure",
             Input::DecisionTime { .. } => "decision time",
         }
     }
@@ -110,7 +118,7 @@ impl Input {
             | Input::Resume(j)
             | Input::Requeue(j) => Some(*j),
             Input::Complete { job, .. } => Some(*job),
-            Input::Node { .. } | Input::Pass | Input::DecisionTime { .. } => None,
+            Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } => None,
         }
     }
 }
@@ -145,6 +153,8 @@ pub enum Rejection {
         input: &'static str,
         engine: &'static str,
     },
+    #[error("the cluster cannot change so: {0}")]
+    CannotReconfigure(String),
     #[error("time went backwards: {now} after {last}")]
     TimeWentBack { now: Time, last: Time },
     #[error("time {0} is beyond the engine's range (at most 2^42 s)")]
@@ -504,6 +514,21 @@ impl Engine {
                 match &mut self.m {
                     Machine::Nodes(m) => m.pass(now, &mut self.t, out),
                     Machine::Parm(m) => m.pass(now, &mut self.t, out),
+                }
+                Ok(())
+            }
+            Input::Reconfigure(r) => {
+                let Machine::Nodes(m) = &self.m else {
+                    return Err(self.unsupported("reconfigure"));
+                };
+                let (t, m) = m.reconfigured(&self.t, &r).map_err(Rejection::CannotReconfigure)?;
+                self.t = t;
+                self.m = Machine::Nodes(Box::new(m));
+                // DELAY instants follow the new cluster's node-set delay
+                self.delays.clear();
+                let queued: Vec<_> = self.t.queued().map(|(_, j)| j).collect();
+                for j in queued {
+                    self.note_delay(j);
                 }
                 Ok(())
             }
@@ -871,7 +896,7 @@ impl Engine {
 const NO_PROFILE: &str = "a power-aware engine needs the job's power profile";
 const NO_SHAPE: &str = "its smallest shape needs more nodes or power than the machine has";
 
-fn never_why(e: NeverFits) -> &'static str {
+pub(crate) fn never_why(e: NeverFits) -> &'static str {
     match e {
         NeverFits::UnknownPartition => "no such partition",
         NeverFits::UnknownNodeSet => "no such node-set request",

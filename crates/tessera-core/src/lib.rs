@@ -25,7 +25,7 @@ mod queue;
 mod running;
 mod table;
 
-pub use cluster::{BenchmarkKind, CanonicalUnit, Cluster, ClusterError, Node, NodePower, NodeType, Partition, PowerSetupInfo, PreemptMode, Reference};
+pub use cluster::{BenchmarkKind, CanonicalUnit, Cluster, ClusterError, Node, NodePower, NodeType, Partition, PowerSetupInfo, PreemptMode, Reconfiguration, Reference};
 pub use nodeset::{NodeSetError, NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 pub use engine::{Effect, Engine, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, Snapshot, MAX_TIME};
 pub use job::{scaled, FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, NodeSetId, Outcome, SuspendedBy};

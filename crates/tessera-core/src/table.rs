@@ -64,6 +64,11 @@ impl JobTable {
         self.slots.len()
     }
 
+    /// Every job the table holds, by id.
+    pub fn live(&self) -> impl Iterator<Item = JobIdx> + '_ {
+        self.ids.values().copied()
+    }
+
     pub fn lookup(&self, id: JobId) -> Option<JobIdx> {
         self.ids.get(&id).copied()
     }

@@ -11,7 +11,7 @@ use crate::nodeset::NodeSetSpec;
 use crate::Time;
 
 /// A validated cluster.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cluster {
     pub name: String,
     pub node_types: Vec<NodeType>,
@@ -58,7 +58,7 @@ pub struct PowerSetupInfo {
 }
 
 /// How a node type draws power (PARM's model: base + memory + CPU package).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NodePower {
     /// Everything but CPU and memory (W).
     pub base_w: f64,
@@ -85,7 +85,7 @@ impl NodePower {
 }
 
 /// The benchmark unit a node type was measured in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BenchmarkKind {
     /// HEP-SPEC06.
     Hs06,
@@ -94,7 +94,7 @@ pub enum BenchmarkKind {
     HepScore23,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NodeType {
     pub name: String,
     /// Physical CPUs (sockets) per node.
@@ -130,7 +130,7 @@ impl NodeType {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Node {
     pub name: String,
     /// Index into [`Cluster::node_types`].
@@ -140,7 +140,7 @@ pub struct Node {
     pub gpus: u32,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     pub name: String,
     /// Indices into [`Cluster::nodes`], in hostlist order.
@@ -197,7 +197,7 @@ impl Partition {
 }
 
 /// Thresholds of a canonical unit; 0 means the resource is not part of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CanonicalUnit {
     pub cores: u32,
     pub memory_mb: u64,
@@ -281,7 +281,7 @@ mod tests {
 }
 
 /// What a scaling factor of 1 means: a named node type, or an abstract strength.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Reference {
     /// The node type name, or `abstract`, or `none` (no benchmarks: every factor is 1).
     pub name: String,
@@ -440,5 +440,48 @@ impl Cluster {
     /// Whether every node runs at the same pace (all factors equal).
     pub fn is_homogeneous(&self) -> bool {
         self.node_types.windows(2).all(|w| w[0].factor == w[1].factor)
+    }
+}
+
+/// A cluster replacing another under a running engine ([`crate::Input::Reconfigure`],
+/// as `scontrol reconfigure` rereads slurm.conf): nodes and partitions are
+/// matched by name, so a node keeps its jobs when it keeps its name, whatever
+/// its place in the file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Reconfiguration {
+    pub cluster: Cluster,
+    /// By node of the old cluster: its index in the new one (None: removed).
+    pub nodes: Vec<Option<u32>>,
+    /// By partition of the old cluster: its index in the new one.
+    pub partitions: Vec<Option<u32>>,
+    /// The old cluster's node and partition names (to name what is removed).
+    pub old_nodes: Vec<String>,
+    pub old_partitions: Vec<String>,
+}
+
+impl Reconfiguration {
+    /// `new` replacing `old`, nodes and partitions matched by name.
+    pub fn between(old: &Cluster, new: Cluster) -> Reconfiguration {
+        let node_at: std::collections::BTreeMap<&str, u32> = new.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i as u32)).collect();
+        let nodes = old.nodes.iter().map(|n| node_at.get(n.name.as_str()).copied()).collect();
+        let partitions = old.partitions.iter().map(|p| new.partition_index(&p.name).map(|i| i as u32)).collect();
+        Reconfiguration {
+            nodes,
+            partitions,
+            old_nodes: old.nodes.iter().map(|n| n.name.clone()).collect(),
+            old_partitions: old.partitions.iter().map(|p| p.name.clone()).collect(),
+            cluster: new,
+        }
+    }
+
+    /// By node of the new cluster: its index in the old one (None: added).
+    pub fn old_index(&self) -> Vec<Option<u32>> {
+        let mut v = vec![None; self.cluster.nodes.len()];
+        for (o, n) in self.nodes.iter().enumerate() {
+            if let Some(n) = n {
+                v[*n as usize] = Some(o as u32);
+            }
+        }
+        v
     }
 }

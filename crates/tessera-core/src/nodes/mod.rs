@@ -18,6 +18,7 @@
 
 mod board;
 mod preempt;
+mod reconfigure;
 mod timeline;
 
 pub use board::{AllocPart, Allocation};

@@ -12,7 +12,17 @@ use tessera_core::{
 /// `engine`: at each instant completions, then arrivals, then a pass, with
 /// `sanity_check` after it; a pass also at every instant the engine asks to be
 /// woken. Returns each job's start; every job must start.
-pub fn replay(mut e: Engine, jobs: &[(Time, JobSpec, Time)]) -> BTreeMap<u64, Time> {
+pub fn replay(e: Engine, jobs: &[(Time, JobSpec, Time)]) -> BTreeMap<u64, Time> {
+    replay_with(e, jobs, |_, _| {})
+}
+
+/// [`replay`], calling `before` with the engine at every instant, before the
+/// instant's completions.
+pub fn replay_with(
+    mut e: Engine,
+    jobs: &[(Time, JobSpec, Time)],
+    mut before: impl FnMut(Time, &mut Engine),
+) -> BTreeMap<u64, Time> {
     let mut fx = Vec::new();
     let mut arrivals: BTreeMap<Time, Vec<usize>> = BTreeMap::new();
     for (i, j) in jobs.iter().enumerate() {
@@ -32,6 +42,7 @@ pub fn replay(mut e: Engine, jobs: &[(Time, JobSpec, Time)]) -> BTreeMap<u64, Ti
             break;
         };
         wakes.remove(&now);
+        before(now, &mut e);
         for id in ends.remove(&now).unwrap_or_default() {
             e.handle(
                 now,

@@ -9,6 +9,7 @@ mod knapsack;
 mod nodesets;
 mod power;
 mod purity;
+mod reconfigure;
 mod schedules;
 mod shortcuts;
 mod suspension;
