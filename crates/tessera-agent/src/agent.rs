@@ -198,6 +198,9 @@ impl Agent {
             match self.client.call::<_, RegisterReply>(Method::POST, "/v1/agent/register", Some(&req)).await {
                 Ok(r) => {
                     tracing::info!(agent = %self.cfg.name, session = r.session, nodes = self.cfg.nodes.len(), jobs = req.jobs.len(), "registered");
+                    if !r.ignored.is_empty() {
+                        tracing::warn!(agent = %self.cfg.name, nodes = ?r.ignored, "the controller's cluster does not have these nodes: they take no jobs until a cluster file that has them is applied");
+                    }
                     self.forget_reported(&req.jobs);
                     self.session.send_replace(r.session);
                     return Ok(());

@@ -68,6 +68,8 @@ pub enum Msg {
     Poll { who: Identity, msg: AgentMessage, reply: Reply<PollReply> },
     Report { who: Identity, msg: AgentMessage, reply: Reply<()> },
     Metrics { reply: Reply<String> },
+    Cluster { reply: Reply<ClusterInfo> },
+    Reconfigure { who: Identity, req: ReconfigureRequest, reply: Reply<ReconfigureReply> },
     Dashboard { reply: Reply<tessera_report::dashboard::Dashboard> },
     Shutdown,
 }
@@ -77,13 +79,17 @@ enum After {
     Submit(Reply<SubmitReply>, Vec<u64>),
     Job(Reply<JobInfo>, u64),
     Node(Reply<NodeInfo>, u32),
-    Register(Reply<RegisterReply>, String, Vec<AgentJob>),
+    /// (reply, agent, its jobs, every node it presents, those ignored)
+    Register(Reply<RegisterReply>, String, Vec<AgentJob>, Vec<String>, Vec<String>),
+    Reconfigure(Reply<ReconfigureReply>, Vec<String>, Vec<String>, Vec<String>),
     Poll(Reply<PollReply>, String),
     Ack(Reply<()>),
 }
 
 struct Session {
     id: u64,
+    /// Every node the agent presented, known to the cluster or not.
+    presented: Vec<String>,
     last_seen: Instant,
     outbox: Vec<AgentCommand>,
     parked: Option<(Reply<PollReply>, Instant)>,
@@ -97,7 +103,10 @@ pub struct Actor {
     journal: Journal,
     store: Store,
     run_id: i64,
+    /// The run's nodes in the accounting store, by node id (every node the
+    /// run has had), and each cluster node's id there.
     node_records: Vec<NodeRecord>,
+    acct_ids: Vec<u32>,
     node_index: BTreeMap<String, u32>,
     agents: BTreeMap<String, Session>,
     /// Agents the state names that have not registered since this start, and
@@ -116,14 +125,11 @@ impl Actor {
     pub fn open(cfg: Config) -> Result<Actor> {
         std::fs::create_dir_all(&cfg.state_dir).with_context(|| format!("creating state directory {}", cfg.state_dir.display()))?;
         let journal = Journal::open(&cfg.db_path())?;
-        let (cluster_toml, cluster_path, policy, created) = match journal.setting("cluster")? {
+        let (created_toml, created_path, policy, created) = match journal.setting("cluster")? {
             Some(text) => {
                 let path = journal.setting("cluster_path")?.unwrap_or_default();
                 let policy = journal.setting("policy")?.unwrap_or_else(|| "easy".into());
                 let created: i64 = journal.setting("created")?.and_then(|v| v.parse().ok()).unwrap_or(0);
-                if text != cfg.cluster_toml && !cfg.cluster_toml.is_empty() {
-                    tracing::warn!(state = %cfg.state_dir.display(), "the state directory was created with cluster {path}; it is kept (the one given now is ignored)");
-                }
                 (text, path, policy, created)
             }
             None => {
@@ -135,13 +141,15 @@ impl Actor {
                 (cfg.cluster_toml.clone(), cfg.cluster_path.clone(), cfg.policy.name().to_string(), now)
             }
         };
-        let cluster = Cluster::from_toml(&cluster_toml, &cluster_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let rec = journal.recover()?;
+        // the cluster of the snapshot: the one created with, or the last applied
+        let (toml, path) = rec.snapshot.as_ref().and_then(|(_, s)| s.cluster_file.clone()).unwrap_or((created_toml, created_path));
+        let mut cluster = Cluster::from_toml(&toml, &path).map_err(|e| anyhow::anyhow!("{e}"))?;
         let policy: tessera_core::PolicyKind = policy.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
         if policy == tessera_core::PolicyKind::Parm {
             bail!("the live controller runs fcfs, easy or conservative; parm is simulated only (tessera sim run --policy parm)");
         }
         let mut store = Store::open(&cfg.accounting_path())?;
-        let node_records = NodeRecord::from_cluster(&cluster);
         let run = RunInfo {
             kind: RunKind::Live,
             label: cfg.state_dir.canonicalize().unwrap_or(cfg.state_dir.clone()).display().to_string(),
@@ -151,8 +159,8 @@ impl Actor {
             epoch_offset: 0,
             recorded_at: created,
         };
-        let run_id = store.live_run(&run, &node_records)?;
-        let rec = journal.recover()?;
+        let run_id = store.live_run(&run, &NodeRecord::from_cluster(&cluster))?;
+        let (mut acct_ids, mut node_records) = store.live_nodes(run_id, &NodeRecord::from_cluster(&cluster), unix_now())?;
         let mut state = match rec.snapshot {
             Some((_, s)) => s,
             None => {
@@ -165,13 +173,20 @@ impl Actor {
         let replayed = rec.entries.len();
         for (_, now, events) in rec.entries {
             actions.clear();
-            state.apply(&cluster, now, &events, &mut actions);
+            state.apply(&mut cluster, now, &events, &mut actions);
+            if events.iter().any(|e| matches!(e, Event::Reconfigure { .. })) {
+                (acct_ids, node_records) = store.live_nodes(run_id, &NodeRecord::from_cluster(&cluster), now)?;
+            }
             records.extend(actions.drain(..).filter_map(|a| match a {
-                Action::Record(r) => Some(*r),
+                Action::Record(r) => Some(by_node_id(*r, &acct_ids)),
                 _ => None,
             }));
         }
         let written = store.append_jobs(run_id, &node_records, &records)?;
+        let (toml, path) = state.cluster_file.clone().unwrap_or((toml, path));
+        if toml != cfg.cluster_toml && !cfg.cluster_toml.is_empty() {
+            tracing::warn!(state = %cfg.state_dir.display(), "the state directory runs cluster {path}; it is kept (the one given now is ignored; `tessera cluster reconfigure` applies a changed file)");
+        }
         let node_index = cluster.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
         let grace = Instant::now() + Duration::from_secs(cfg.heartbeat_timeout_s);
         let awaited = state.node_agent.iter().flatten().map(|a| (a.clone(), grace)).collect();
@@ -179,8 +194,8 @@ impl Actor {
         let cluster_info = ClusterInfo {
             name: cluster.name.clone(),
             policy: policy.name().to_string(),
-            toml: cluster_toml.clone(),
-            path: cluster_path.clone(),
+            toml,
+            path,
             nodes: cluster.nodes.len(),
             cores: cluster.total_cores(),
         };
@@ -193,6 +208,7 @@ impl Actor {
             store,
             run_id,
             node_records,
+            acct_ids,
             node_index,
             agents: BTreeMap::new(),
             awaited,
@@ -305,24 +321,40 @@ impl Actor {
 
     /// One batch: admit, journal, apply, act, reply.
     fn step(&mut self, batch: &mut Vec<Msg>) -> Result<()> {
+        // a reconfigure is admitted on the state as it stands and journaled
+        // alone: what comes after it is admitted on the new cluster
+        loop {
+            let rest = match batch.iter().position(|m| matches!(m, Msg::Reconfigure { .. })) {
+                Some(0) => batch.split_off(1),
+                Some(i) => batch.split_off(i),
+                None => Vec::new(),
+            };
+            self.step_one(batch)?;
+            if rest.is_empty() {
+                return Ok(());
+            }
+            *batch = rest;
+        }
+    }
+
+    fn step_one(&mut self, batch: &mut Vec<Msg>) -> Result<()> {
         let mut events = Vec::new();
         let mut after = Vec::new();
         let mut next_id = self.state.next_id;
         for m in batch.drain(..) {
             self.admit(m, &mut events, &mut after, &mut next_id);
         }
-        self.check_heartbeats(&mut events);
+        let reconfigure = events.iter().any(|e| matches!(e, Event::Reconfigure { .. }));
+        if !reconfigure {
+            self.check_heartbeats(&mut events);
+        }
         let now = unix_now().max(self.state.now);
         let due = self.state.wake().is_some_and(|w| w <= now);
         if !events.is_empty() || due {
-            let t0 = Instant::now();
-            // durable before anyone hears of it: a failed write stops the controller
-            self.journal.append(now, &events).context("writing the journal")?;
-            let t1 = Instant::now();
-            let mut actions = Vec::new();
-            self.state.apply(&self.cluster, now, &events, &mut actions);
-            self.metrics.batch(t1 - t0, t1.elapsed());
-            self.act(actions)?;
+            self.commit(now, &events)?;
+            if reconfigure {
+                self.reconfigured(now)?;
+            }
             if self.journal.since_snapshot >= SNAPSHOT_EVERY {
                 self.snapshot()?;
             }
@@ -332,6 +364,48 @@ impl Actor {
         }
         self.flush_polls(false);
         Ok(())
+    }
+
+    /// Journal a batch (durable before anyone hears of it: a failed write
+    /// stops the controller), apply it and carry out its actions.
+    fn commit(&mut self, now: i64, events: &[Event]) -> Result<()> {
+        let t0 = Instant::now();
+        self.journal.append(now, events).context("writing the journal")?;
+        let t1 = Instant::now();
+        let mut actions = Vec::new();
+        self.state.apply(&mut self.cluster, now, events, &mut actions);
+        self.metrics.batch(t1 - t0, t1.elapsed());
+        self.act(actions)
+    }
+
+    /// After a changed cluster file was applied: what the actor derives from
+    /// the cluster follows, the accounting store learns the nodes, agents
+    /// presenting nodes the cluster now has bring them up, and a snapshot
+    /// records the new cluster.
+    fn reconfigured(&mut self, now: i64) -> Result<()> {
+        let (toml, path) = self.state.cluster_file.clone().expect("a reconfigured state names its cluster file");
+        self.cluster_info = ClusterInfo {
+            name: self.cluster.name.clone(),
+            policy: self.cluster_info.policy.clone(),
+            toml,
+            path,
+            nodes: self.cluster.nodes.len(),
+            cores: self.cluster.total_cores(),
+        };
+        self.node_index = self.cluster.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
+        (self.acct_ids, self.node_records) = self.store.live_nodes(self.run_id, &NodeRecord::from_cluster(&self.cluster), now)?;
+        let mut ups = Vec::new();
+        for (agent, s) in &self.agents {
+            let nodes: Vec<u32> = s.presented.iter().filter_map(|n| self.node_index.get(n).copied()).filter(|&i| self.state.node_agent[i as usize].is_none()).collect();
+            if !nodes.is_empty() {
+                tracing::info!(agent = %agent, nodes = nodes.len(), "the agent presents nodes the changed cluster adds");
+                ups.push(Event::AgentUp { agent: agent.clone(), nodes });
+            }
+        }
+        if !ups.is_empty() {
+            self.commit(now, &ups)?;
+        }
+        self.snapshot()
     }
 
     fn admit(&mut self, m: Msg, events: &mut Vec<Event>, after: &mut Vec<After>, next_id: &mut u64) {
@@ -398,12 +472,20 @@ impl Actor {
                 let d = self.dashboard();
                 let _ = reply.send(Ok(d));
             }
+            Msg::Cluster { reply } => drop(reply.send(Ok(self.cluster_info.clone()))),
+            Msg::Reconfigure { who, req, reply } => match self.admit_reconfigure(&who, &req) {
+                Ok((ev, (added, removed, changed))) => {
+                    events.push(ev);
+                    after.push(After::Reconfigure(reply, added, removed, changed));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
             Msg::Metrics { reply } => {
                 let text = self.metrics.render(&mut self.state, &self.cluster, self.agents.len());
                 let _ = reply.send(Ok(text));
             }
             Msg::Register { who, req, reply } => match self.admit_register(&who, &req) {
-                Ok(nodes) => {
+                Ok((nodes, ignored)) => {
                     events.push(Event::AgentUp { agent: req.agent.clone(), nodes });
                     for j in &req.jobs {
                         if let AgentJob::Ended(x) = j {
@@ -411,7 +493,8 @@ impl Actor {
                         }
                     }
                     events.extend(self.never_launched(&req));
-                    after.push(After::Register(reply, req.agent, req.jobs));
+                    let presented = req.nodes.iter().map(|n| n.name.clone()).collect();
+                    after.push(After::Register(reply, req.agent, req.jobs, presented, ignored));
                 }
                 Err(e) => drop(reply.send(Err(e))),
             },
@@ -561,7 +644,26 @@ impl Actor {
         })
     }
 
-    fn admit_register(&mut self, who: &Identity, req: &RegisterRequest) -> Result<Vec<u32>, ApiError> {
+    /// The nodes an agent registers, and those it presents that the cluster
+    /// does not have (ignored, unless it has none of them).
+    /// A changed cluster file, if an operator sends it and the state can move
+    /// onto it (checked on a copy: the same step the journaled event replays).
+    #[allow(clippy::type_complexity)]
+    fn admit_reconfigure(&mut self, who: &Identity, req: &ReconfigureRequest) -> Result<(Event, (Vec<String>, Vec<String>, Vec<String>)), ApiError> {
+        if who.role != Role::Operator {
+            return Err(ApiError::new(403, format!("{} is not an operator: only operators change the cluster", who.user)));
+        }
+        let new = Cluster::from_toml(&req.toml, &req.path).map_err(|e| ApiError::new(400, e.to_string()))?;
+        let (mut state, mut cluster) = (self.state.clone(), self.cluster.clone());
+        let now = unix_now().max(self.state.now);
+        state
+            .reconfigure(&mut cluster, now, &req.toml, &req.path, &mut Default::default())
+            .map_err(|why| ApiError::new(409, format!("cluster file {} not applied: {why}", if req.path.is_empty() { "(unnamed)" } else { &req.path })))?;
+        tracing::info!(user = %who.user, path = %req.path, "applying a changed cluster file");
+        Ok((Event::Reconfigure { toml: req.toml.clone(), path: req.path.clone() }, tessera_core::Reconfiguration::differences(&self.cluster, &new)))
+    }
+
+    fn admit_register(&mut self, who: &Identity, req: &RegisterRequest) -> Result<(Vec<u32>, Vec<String>), ApiError> {
         if who.role != Role::Agent {
             return Err(ApiError::new(403, "only agents (with the cluster key) register nodes"));
         }
@@ -572,9 +674,11 @@ impl Actor {
             return Err(ApiError::new(400, "field `agent`: expected a name of 1 to 255 characters"));
         }
         let mut nodes = Vec::new();
+        let mut ignored = Vec::new();
         for n in &req.nodes {
             let Some(&i) = self.node_index.get(&n.name) else {
-                return Err(ApiError::new(400, format!("field `nodes`: no node {} in cluster {}", n.name, self.cluster.name)));
+                ignored.push(n.name.clone());
+                continue;
             };
             if let Some(other) = &self.state.node_agent[i as usize] {
                 if other != &req.agent && self.agents.contains_key(other) {
@@ -588,9 +692,15 @@ impl Actor {
             nodes.push(i);
         }
         if nodes.is_empty() {
-            return Err(ApiError::new(400, "field `nodes`: expected at least one node"));
+            return Err(ApiError::new(400, match ignored.first() {
+                Some(n) => format!("field `nodes`: no node {n} in cluster {}", self.cluster.name),
+                None => "field `nodes`: expected at least one node".to_string(),
+            }));
         }
-        Ok(nodes)
+        if !ignored.is_empty() {
+            tracing::warn!(agent = %req.agent, nodes = %tessera_core::hostlist::compress(&ignored.iter().map(|s| s.as_str()).collect::<Vec<_>>()), "the agent presents nodes the cluster does not have: ignored");
+        }
+        Ok((nodes, ignored))
     }
 
     fn session(&mut self, who: &Identity, msg: &AgentMessage) -> Result<(), ApiError> {
@@ -632,7 +742,7 @@ impl Actor {
         for a in actions {
             let (node, cmd) = match a {
                 Action::Record(r) => {
-                    records.push(*r);
+                    records.push(by_node_id(*r, &self.acct_ids));
                     continue;
                 }
                 Action::Launch { node, launch } => {
@@ -663,18 +773,21 @@ impl Actor {
                 drop(r.send(Ok(self.node_info(n, used))))
             }
             After::Ack(r) => drop(r.send(Ok(()))),
-            After::Register(r, agent, jobs) => {
+            After::Reconfigure(r, added, removed, changed) => {
+                drop(r.send(Ok(ReconfigureReply { cluster: self.cluster_info.clone(), added, removed, changed })));
+            }
+            After::Register(r, agent, jobs, presented, ignored) => {
                 self.sessions += 1;
                 let id = self.sessions;
                 self.awaited.remove(&agent);
                 let outbox = self.reconcile(&agent, &jobs);
-                if let Some(old) = self.agents.insert(agent.clone(), Session { id, last_seen: Instant::now(), outbox, parked: None }) {
+                if let Some(old) = self.agents.insert(agent.clone(), Session { id, presented, last_seen: Instant::now(), outbox, parked: None }) {
                     if let Some((p, _)) = old.parked {
                         let _ = p.send(Err(ApiError::new(409, "a newer session replaced this one")));
                     }
                 }
                 tracing::info!(agent = %agent, session = id, "agent registered");
-                let _ = r.send(Ok(RegisterReply { session: id, heartbeat_timeout_s: self.cfg.heartbeat_timeout_s }));
+                let _ = r.send(Ok(RegisterReply { session: id, heartbeat_timeout_s: self.cfg.heartbeat_timeout_s, ignored }));
             }
             After::Poll(r, agent) => {
                 if let Some(s) = self.agents.get_mut(&agent) {
@@ -870,4 +983,13 @@ fn change_name(c: NodeChange) -> &'static str {
         NodeChange::Drain => "drain",
         NodeChange::Resume => "resume",
     }
+}
+
+/// An accounting record with its allocations naming nodes by their id in the
+/// run (`ids`: each cluster node's).
+fn by_node_id(mut r: tessera_accounting::store::JobRecord, ids: &[u32]) -> tessera_accounting::store::JobRecord {
+    for a in &mut r.allocations {
+        a.node = ids[a.node as usize];
+    }
+    r
 }

@@ -35,6 +35,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/jobs/{id}/{action}"),
     ("GET", "/v1/nodes"),
     ("GET", "/v1/cluster"),
+    ("POST", "/v1/cluster"),
     ("POST", "/v1/nodes/{name}/{action}"),
     ("POST", "/v1/agent/register"),
     ("POST", "/v1/agent/poll"),
@@ -94,7 +95,6 @@ pub struct App {
     key: Arc<Key>,
     euid: u32,
     operators: Arc<Vec<u32>>,
-    cluster: Arc<ClusterInfo>,
 }
 
 impl IntoResponse for ApiError {
@@ -172,8 +172,13 @@ async fn job_action(State(app): State<App>, Caller(who): Caller, Path((id, actio
     Ok(Json(ask(&app, |reply| Msg::JobOp { who, job, op, reply }).await?))
 }
 
-async fn cluster(State(app): State<App>, Caller(_): Caller) -> Json<ClusterInfo> {
-    Json((*app.cluster).clone())
+async fn cluster(State(app): State<App>, Caller(_): Caller) -> Result<Json<ClusterInfo>, ApiError> {
+    Ok(Json(ask(&app, |reply| Msg::Cluster { reply }).await?))
+}
+
+async fn reconfigure(State(app): State<App>, Caller(who): Caller, b: Result<Json<ReconfigureRequest>, JsonRejection>) -> Result<Json<ReconfigureReply>, ApiError> {
+    let req = body(b)?;
+    Ok(Json(ask(&app, |reply| Msg::Reconfigure { who, req, reply }).await?))
 }
 
 async fn nodes(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<NodeInfo>>, ApiError> {
@@ -240,7 +245,7 @@ pub fn router(app: App) -> Router {
         .route("/v1/jobs/{id}/script", get(script))
         .route("/v1/jobs/{id}/{action}", post(job_action))
         .route("/v1/nodes", get(nodes))
-        .route("/v1/cluster", get(cluster))
+        .route("/v1/cluster", get(cluster).post(reconfigure))
         .route("/v1/nodes/{name}/{action}", post(node_action))
         .route("/v1/agent/register", post(register))
         .route("/v1/agent/poll", post(poll))
@@ -263,7 +268,6 @@ pub async fn serve(cfg: Config) -> Result<()> {
     // once the stores exist: their modes, and those of an older version's files
     tessera_proto::statedir::secure(&cfg.state_dir, crate::PUBLIC_FILES).with_context(|| format!("securing state directory {}", cfg.state_dir.display()))?;
     let euid = actor.euid();
-    let cluster = Arc::new(actor.cluster_info());
     let (tx, rx) = std::sync::mpsc::channel();
     // fail-stop: a controller that cannot write its journal or its accounting
     // stops at once; a restart recovers from what is durable
@@ -274,7 +278,7 @@ pub async fn serve(cfg: Config) -> Result<()> {
             std::process::exit(70);
         }
     })?;
-    let app = App { tx: tx.clone(), key: Arc::new(key), euid, operators: Arc::new(cfg.operators.clone()), cluster };
+    let app = App { tx: tx.clone(), key: Arc::new(key), euid, operators: Arc::new(cfg.operators.clone()) };
     let tcp = TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = tcp.local_addr()?;
     let tcp = Tcp(tcp);

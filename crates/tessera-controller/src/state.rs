@@ -70,6 +70,9 @@ pub enum Event {
     /// An agent stopped answering.
     AgentLost { agent: String },
     Ended(JobExit),
+    /// An operator applied a changed cluster file (its text and name); the
+    /// actor journals it alone in its batch (see [`State::reconfigure`]).
+    Reconfigure { toml: String, path: String },
 }
 
 /// What the actor is asked to do.
@@ -123,6 +126,10 @@ pub struct State {
     /// The key of each job of a keyed submission.
     #[serde(default)]
     key_of: BTreeMap<u64, String>,
+    /// The cluster file (text, name) the state runs on, when an operator
+    /// changed it; None: the one the state directory was created with.
+    #[serde(default)]
+    pub cluster_file: Option<(String, String)>,
 }
 
 /// How a keyed submission is filed: its user's uid and the key.
@@ -150,6 +157,7 @@ impl State {
             kill_grace_s,
             keys: BTreeMap::new(),
             key_of: BTreeMap::new(),
+            cluster_file: None,
         };
         let mut fx = Vec::new();
         for n in 0..cluster.nodes.len() as u32 {
@@ -160,12 +168,21 @@ impl State {
 
     /// Apply one journaled batch at `now` (never before the last): its events,
     /// then a scheduling pass.
-    pub fn apply(&mut self, cluster: &Cluster, now: i64, events: &[Event], out: &mut Vec<Action>) {
+    pub fn apply(&mut self, cluster: &mut Cluster, now: i64, events: &[Event], out: &mut Vec<Action>) {
         let now = now.max(self.now);
         self.now = now;
         let mut inputs = VecDeque::new();
         for ev in events {
-            self.event(now, ev, &mut inputs);
+            match ev {
+                Event::Reconfigure { toml, path } => {
+                    if let Err(why) = self.reconfigure(cluster, now, toml, path, &mut inputs) {
+                        // admitted only after the same check passed: a build
+                        // that reads the file differently refuses it the same way
+                        tracing::warn!("cluster file {path} not applied: {why}");
+                    }
+                }
+                _ => self.event(now, ev, &mut inputs),
+            }
             self.drain(cluster, now, &mut inputs, out);
         }
         inputs.push_back(Input::Pass);
@@ -186,6 +203,42 @@ impl State {
                 }
             }
         }
+    }
+
+    /// Apply a changed cluster file at `now`: the engine moves its jobs onto the
+    /// new cluster ([`Input::Reconfigure`]: nodes and partitions matched by
+    /// name) and the controller's own tables follow (which agent presents each
+    /// node, operators' downs, each job's nodes and partition). An added node
+    /// is down until an agent presents it. Refused, changing nothing, when the
+    /// file does not read or a job would lose its place.
+    pub fn reconfigure(&mut self, cluster: &mut Cluster, now: i64, toml: &str, path: &str, inputs: &mut VecDeque<Input>) -> Result<(), String> {
+        let new = Cluster::from_toml(toml, path).map_err(|e| e.to_string())?;
+        let r = tessera_core::Reconfiguration::between(cluster, new);
+        let mut fx = Vec::new();
+        self.engine.handle(now, Input::Reconfigure(Box::new(r.clone())), &mut fx);
+        if let Some(why) = fx.into_iter().find_map(|e| match e {
+            Effect::Rejected { reason, .. } => Some(reason.to_string()),
+            _ => None,
+        }) {
+            return Err(why);
+        }
+        let old_index = r.old_index();
+        self.node_agent = old_index.iter().map(|o| o.and_then(|o| self.node_agent[o as usize].clone())).collect();
+        self.admin_down = old_index.iter().map(|o| o.is_some_and(|o| self.admin_down[o as usize])).collect();
+        for m in self.jobs.values_mut() {
+            m.nodes = m.nodes.iter().filter_map(|&n| r.nodes[n as usize]).collect();
+            if let Some(p) = r.partitions[m.req.partition as usize] {
+                m.req.partition = p as u16;
+            }
+        }
+        for (n, o) in old_index.iter().enumerate() {
+            if o.is_none() {
+                inputs.push_back(Input::Node { node: n as u32, change: NodeChange::Down, reason: NO_AGENT.into() });
+            }
+        }
+        self.cluster_file = Some((toml.to_string(), path.to_string()));
+        *cluster = r.cluster;
+        Ok(())
     }
 
     /// The jobs a keyed submission created and its request's digest
@@ -261,6 +314,8 @@ impl State {
                     }
                 }
             }
+            // applied by `apply`, which holds the cluster
+            Event::Reconfigure { .. } => {}
             Event::Ended(x) => {
                 let Some(m) = self.jobs.get_mut(&x.job) else { return };
                 if m.attempt != x.attempt || m.start.is_none() {

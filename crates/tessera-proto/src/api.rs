@@ -221,12 +221,36 @@ pub struct ClusterInfo {
     pub name: String,
     /// `fcfs`, `easy` or `conservative`.
     pub policy: String,
-    /// The cluster file's text, as the state directory was created with it.
+    /// The cluster file's text: the one the state directory was created
+    /// with, or the last one an operator applied (`POST /v1/cluster`).
     pub toml: String,
     /// Where that file was read from (empty: the embedded default).
     pub path: String,
     pub nodes: usize,
     pub cores: u64,
+}
+
+/// `POST /v1/cluster` body: apply a changed cluster file to the running
+/// controller (operators; as `scontrol reconfigure` rereads slurm.conf).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconfigureRequest {
+    /// The cluster file's text.
+    pub toml: String,
+    /// Its name, for messages and `GET /v1/cluster`.
+    #[serde(default)]
+    pub path: String,
+}
+
+/// `POST /v1/cluster` reply: the cluster now scheduled, and its nodes that the
+/// change added, removed or changed (cores, memory, GPUs, type, factor,
+/// features or partitions), by name.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReconfigureReply {
+    pub cluster: ClusterInfo,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
 }
 
 /// `POST /v1/nodes/{name}/{action}` body.
@@ -350,6 +374,10 @@ pub struct RegisterReply {
     pub session: u64,
     /// Seconds between polls after which the controller declares the nodes down.
     pub heartbeat_timeout_s: u64,
+    /// Nodes the agent presents that the cluster does not have (ignored; a
+    /// changed cluster file that adds them brings them into service).
+    #[serde(default)]
+    pub ignored: Vec<String>,
 }
 
 /// `POST /v1/agent/poll`: the agent's heartbeat and long-poll for commands.

@@ -445,6 +445,9 @@ pub struct InfoArgs {
 pub enum ClusterCommand {
     /// Validate a cluster file and print its node types and partitions.
     Show(ShowArgs),
+    /// Apply a changed cluster file to the running controller (operators), as
+    /// scontrol reconfigure: nodes added, removed or changed, running jobs kept.
+    Reconfigure(crate::live_args::ReconfigureArgs),
 }
 
 #[derive(Args)]

@@ -256,7 +256,10 @@ fn wait_for_endpoint(dir: &Path, controller: &mut Child) -> Result<tessera_contr
 /// (`crate::interrupt`), and so does an error here; the caller stops them with
 /// [`Local::stop`] (the tools through `loadtest_cmd::Guard`, which does so
 /// however the command ends).
-pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, listen: std::net::SocketAddr, policy: &str, extra: &[String]) -> Result<Local> {
+///
+/// On a state directory that runs another cluster, `reconfigure` applies the
+/// file given (`POST /v1/cluster`); otherwise the state's cluster is kept.
+pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, listen: std::net::SocketAddr, policy: &str, extra: &[String], reconfigure: bool) -> Result<Local> {
     let (text, path) = cluster_text(cluster_file)?;
     let cluster = Cluster::from_toml(&text, &path).map_err(|e| anyhow!("{e}"))?;
     // everything that can fail before the first daemon starts
@@ -286,7 +289,7 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
     // file given now differs, and present the state's nodes
     let serving = write_up_file(dir, &first)
         .and_then(|()| wait_for_endpoint(dir, &mut controller))
-        .and_then(|ep| Ok((kept_cluster(dir, &ep, &rt, &text, &path, &cluster)?, ep)));
+        .and_then(|ep| Ok((kept_cluster(dir, &ep, &rt, &text, &path, reconfigure)?, ep)));
     let (kept, ep) = match serving {
         Ok(x) => x,
         Err(e) => {
@@ -301,9 +304,8 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
         Some((c, file)) => (c, Some(file)),
         None => (cluster, cluster_arg),
     };
-    let n = agents.clamp(1, cluster.nodes.len());
     let mut local = Local { controller, agents: Vec::new(), ep, cluster, dir: dir.to_path_buf(), controller_args: args, agent_args: Vec::new() };
-    match start_agents(&mut local, n, &cluster_arg, &rt, t0) {
+    match start_agents(&mut local, agents, &cluster_arg, &rt, t0) {
         Ok(()) => Ok(local),
         Err(e) => {
             local.stop();
@@ -313,45 +315,77 @@ pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, li
 }
 
 /// The cluster a controller serves, when it is not the one given (`text`
-/// read from `path`): its state directory was created with another. Warns on
+/// read from `path`): its state directory runs another. With `reconfigure`,
+/// applies the one given instead (and says what changed). Otherwise warns on
 /// the terminal, naming the nodes added, removed and changed, and writes the
 /// state's cluster to `DIR/cluster-in-use.toml` for the agents.
-fn kept_cluster(dir: &Path, ep: &tessera_controller::Endpoint, rt: &tokio::runtime::Runtime, text: &str, path: &str, given: &Cluster) -> Result<Option<(Cluster, String)>> {
+fn kept_cluster(dir: &Path, ep: &tessera_controller::Endpoint, rt: &tokio::runtime::Runtime, text: &str, path: &str, reconfigure: bool) -> Result<Option<(Cluster, String)>> {
     let mut client = Client::new(Target::Unix(ep.socket.clone()), None);
     let info: tessera_proto::api::ClusterInfo = rt.block_on(client.call::<(), _>(hyper::Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
     if info.toml == text {
         return Ok(None);
     }
-    let kept = Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?;
-    let shape = |c: &Cluster| -> std::collections::BTreeMap<String, (u32, u64, u32, String)> {
-        c.nodes.iter().map(|x| (x.name.clone(), (x.cores, x.memory_mb, x.gpus, format!("{}", c.node_types[x.node_type].factor)))).collect()
-    };
-    let (old, new) = (shape(&kept), shape(given));
-    let names = |v: Vec<&String>| if v.is_empty() { "none".to_string() } else { hostlist::compress(&v.iter().map(|s| s.as_str()).collect::<Vec<_>>()) };
-    let added = names(new.keys().filter(|k| !old.contains_key(*k)).collect());
-    let removed = names(old.keys().filter(|k| !new.contains_key(*k)).collect());
-    let changed = names(new.iter().filter(|(k, v)| old.get(*k).is_some_and(|o| o != *v)).map(|(k, _)| k).collect());
     let was = if info.path.is_empty() { "the embedded default".to_string() } else { info.path.clone() };
+    if reconfigure {
+        let r = crate::live_cmd::reconfigure(&mut client, rt, text, path)?;
+        eprintln!("{} now runs cluster file {path} instead of {was}: {}", dir.display(), r);
+        return Ok(None);
+    }
+    let kept = Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?;
+    let given = Cluster::from_toml(text, path).map_err(|e| anyhow!("{e}"))?;
     eprintln!(
-        "warning: {} was created with cluster {} ({was}, {} nodes) and keeps it; the cluster file given now ({path}) differs (nodes added: {added}; removed: {removed}; changed: {changed}) and is not used.\n\
-         To run the new cluster, give a new --state-dir. Applying a changed cluster file to a live state directory (as scontrol reconfigure does) is not built yet.",
+        "warning: {} runs cluster {} ({was}, {} nodes) and keeps it; the cluster file given now ({path}) differs ({}) and is not used.\n\
+         To apply it, with running jobs kept: tessera up --reconfigure (or, while Tessera runs, tessera cluster reconfigure FILE).",
         dir.display(),
         kept.name,
         kept.nodes.len(),
+        crate::live_cmd::changes(&tessera_core::Reconfiguration::differences(&kept, &given)),
     );
     let file = dir.join("cluster-in-use.toml");
     std::fs::write(&file, &info.toml).with_context(|| format!("writing {}", file.display()))?;
     Ok(Some((kept, file.display().to_string())))
 }
 
-/// `start_local`'s agents, `n` of them sharing the nodes; returns once every
-/// node is registered. On an error the caller stops what was started.
+/// Which agent presents which nodes: kept in `DIR/agents.json`, so that a
+/// state directory's agents present the same nodes at every start (an agent's
+/// running jobs are on its own nodes). The first start shares the nodes among
+/// `n` agents; nodes a changed cluster adds go to one new agent, and nodes it
+/// removes leave their agent.
+fn agents_plan(dir: &Path, cluster: &Cluster, n: usize) -> Result<Vec<(String, Vec<String>)>> {
+    let file = dir.join("agents.json");
+    let names: Vec<&str> = cluster.nodes.iter().map(|x| x.name.as_str()).collect();
+    let mut plan: Vec<(String, Vec<String>)> = match std::fs::read_to_string(&file) {
+        Ok(t) => serde_json::from_str(&t).with_context(|| format!("reading {}: expected [[agent, [nodes]], ...]", file.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    if plan.is_empty() {
+        let n = n.clamp(1, names.len());
+        plan = (0..n).map(|k| (format!("agent{}", k + 1), names[k * names.len() / n..(k + 1) * names.len() / n].iter().map(|s| s.to_string()).collect())).collect();
+    } else {
+        let present: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        for (_, nodes) in plan.iter_mut() {
+            nodes.retain(|x| present.contains(x.as_str()));
+        }
+        let placed: std::collections::BTreeSet<String> = plan.iter().flat_map(|(_, v)| v.iter().cloned()).collect();
+        let added: Vec<String> = names.iter().filter(|x| !placed.contains(**x)).map(|x| x.to_string()).collect();
+        if !added.is_empty() {
+            let next = plan.iter().filter_map(|(a, _)| a.strip_prefix("agent")?.parse::<usize>().ok()).max().unwrap_or(0) + 1;
+            plan.push((format!("agent{next}"), added));
+        }
+        plan.retain(|(_, v)| !v.is_empty());
+    }
+    std::fs::write(&file, serde_json::to_vec_pretty(&plan)?).with_context(|| format!("writing {}", file.display()))?;
+    Ok(plan)
+}
+
+/// `start_local`'s agents (`n` of them sharing the nodes of a new state
+/// directory: [`agents_plan`]); returns once every node is registered. On an
+/// error the caller stops what was started.
 fn start_agents(local: &mut Local, n: usize, cluster_arg: &Option<String>, rt: &tokio::runtime::Runtime, t0: Instant) -> Result<()> {
     let dir = local.dir.clone();
-    for k in 0..n {
-        let nodes = &local.cluster.nodes;
-        let names: Vec<&str> = nodes[k * nodes.len() / n..(k + 1) * nodes.len() / n].iter().map(|x| x.name.as_str()).collect();
-        let name = format!("agent{}", k + 1);
+    for (name, names) in agents_plan(&dir, &local.cluster, n)? {
+        let names: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
         let mut args = vec![
             "agent".to_string(),
             "--name".into(),
@@ -397,7 +431,7 @@ pub fn up(a: UpArgs) -> Result<()> {
     if let Some(pid) = tessera_proto::statedir::holder(&dir, "controller")? {
         bail!("a controller (pid {pid}) already runs on {}: stop it with `tessera down --state-dir {}`", dir.display(), dir.display());
     }
-    let mut local = start_local(&dir, &a.cluster, a.agents, a.listen, &a.policy, &[])?;
+    let mut local = start_local(&dir, &a.cluster, a.agents, a.listen, &a.policy, &[], a.reconfigure)?;
     let f = local.file();
     {
         use std::os::unix::fs::OpenOptionsExt;

@@ -110,7 +110,8 @@ pub struct UpArgs {
     /// Cluster file (default: the embedded default cluster, 32 nodes of 8 cores).
     #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// Agents to start; the cluster's nodes are shared among them.
+    /// Agents to start; the cluster's nodes are shared among them. A state
+    /// directory's agents keep their nodes at every start (DIR/agents.json).
     #[arg(long, default_value_t = 2)]
     pub agents: usize,
     /// Scheduling policy: fcfs, easy or conservative.
@@ -122,6 +123,19 @@ pub struct UpArgs {
     /// Return once everything is up, leaving the daemons running (stop them with tessera down).
     #[arg(long, short = 'd')]
     pub detach: bool,
+    /// On a state directory that runs another cluster, apply the --cluster
+    /// file given (as scontrol reconfigure: running jobs kept; refused if a
+    /// job would lose its place). Without it, the state's cluster is kept.
+    #[arg(long)]
+    pub reconfigure: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReconfigureArgs {
+    /// The changed cluster file.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 #[derive(Args, Debug)]

@@ -292,6 +292,33 @@ pub fn node_action(action: &str, a: NodeStateArgs) -> Result<()> {
     Ok(())
 }
 
+pub fn reconfigure_cmd(a: ReconfigureArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading cluster file {}", a.file.display()))?;
+    let text = tessera_proto::submit::without_bom(&text);
+    let path = a.file.display().to_string();
+    // checked here first: the same message as everywhere else a file is read
+    tessera_core::Cluster::from_toml(text, &path).map_err(|e| anyhow!("{e}"))?;
+    let mut client = connect(&a.client)?;
+    let rt = runtime()?;
+    let summary = reconfigure(&mut client, &rt, text, &path)?;
+    outln!("Applied {path}: {summary}")?;
+    Ok(())
+}
+
+/// Apply a cluster file's text through `POST /v1/cluster`; what changed, as
+/// [`changes`] says it.
+pub fn reconfigure(client: &mut Client, rt: &tokio::runtime::Runtime, text: &str, path: &str) -> Result<String> {
+    let body = ReconfigureRequest { toml: text.to_string(), path: path.to_string() };
+    let r: ReconfigureReply = rt.block_on(client.call(Method::POST, "/v1/cluster", Some(&body))).map_err(explain)?;
+    Ok(format!("cluster {}, {} nodes, {} cores; {}", shown(&r.cluster.name), r.cluster.nodes, r.cluster.cores, changes(&(r.added, r.removed, r.changed))))
+}
+
+/// "nodes added: …; removed: …; changed: …" (hostlists, `none` when empty).
+pub fn changes((added, removed, changed): &(Vec<String>, Vec<String>, Vec<String>)) -> String {
+    let names = |v: &Vec<String>| if v.is_empty() { "none".to_string() } else { shown(&hostlist::compress(&v.iter().map(|s| s.as_str()).collect::<Vec<_>>())).into_owned() };
+    format!("nodes added: {}; removed: {}; changed: {}", names(added), names(removed), names(changed))
+}
+
 pub fn job_script(a: JobScriptArgs) -> Result<()> {
     let mut client = connect(&a.client)?;
     let rt = runtime()?;

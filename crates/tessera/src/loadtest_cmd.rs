@@ -156,7 +156,7 @@ impl Guard {
     /// where the daemons' state is and how to stop them should this command be
     /// killed with SIGKILL (which nothing can catch).
     pub(crate) fn start(state: &Path, cluster: &Option<PathBuf>, agents: usize, listen: std::net::SocketAddr, policy: &str, extra: &[String]) -> Result<Guard> {
-        let local = start_local(state, cluster, agents, listen, policy, extra)?;
+        let local = start_local(state, cluster, agents, listen, policy, extra, false)?;
         crate::interrupt::watch_dir(state, true);
         eprintln!(
             "tessera: controller (pid {}) and {} agent(s) started, state in {}; were this command killed, `tessera down --state-dir {}` stops them",

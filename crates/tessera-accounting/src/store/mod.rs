@@ -227,6 +227,89 @@ impl Store {
         Ok(id)
     }
 
+    /// A live run's nodes after its cluster changed at `at` (a reconfigure):
+    /// a node keeps its id as long as it keeps its name (its row takes its new
+    /// type, partition, capacity and factor; a change of capacity closes its
+    /// `node_capacity` row and opens one from `at`), a new node takes the next
+    /// id, and a removed node's capacity ends at `at`. Returns the id of each of
+    /// `nodes`, and every node of the run by id (what [`Store::append_jobs`]
+    /// takes, with allocations naming nodes by id).
+    pub fn live_nodes(&mut self, run_id: i64, nodes: &[NodeRecord], at: i64) -> Result<(Vec<u32>, Vec<NodeRecord>), StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(e)?;
+        let known: std::collections::BTreeMap<String, (u32, i64, i64, i64)> = {
+            let mut q = tx.prepare("SELECT name, node_id, cores, memory_mb, gpus FROM nodes WHERE run_id = ?1").map_err(e)?;
+            let rows = q.query_map(params![run_id], |r| Ok((r.get::<_, String>(0)?, (r.get::<_, u32>(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))).map_err(e)?;
+            rows.collect::<Result<_, _>>().map_err(e)?
+        };
+        let mut next = known.len() as u32;
+        let mut ids = Vec::with_capacity(nodes.len());
+        let mut kept = std::collections::BTreeSet::new();
+        for n in nodes {
+            let capacity = (n.cores as i64, n.memory_mb as i64, n.gpus as i64);
+            let (id, open) = match known.get(&n.name) {
+                Some(&(id, c, m, g)) => {
+                    kept.insert(id);
+                    tx.execute(
+                        "UPDATE nodes SET node_type = ?3, partition = ?4, cores = ?5, memory_mb = ?6, gpus = ?7, hs06_per_core = ?8, factor = ?9, unit_cores = ?10, unit_memory_mb = ?11, unit_gpus = ?12 \
+                         WHERE run_id = ?1 AND node_id = ?2",
+                        params![run_id, id, n.node_type, n.partition, n.cores, n.memory_mb as i64, n.gpus, n.hs06_per_core, n.factor, n.unit.cores, n.unit.memory_mb as i64, n.unit.gpus],
+                    )
+                    .map_err(e)?;
+                    (id, (c, m, g) != capacity)
+                }
+                None => {
+                    let id = next;
+                    next += 1;
+                    tx.execute(
+                        "INSERT INTO nodes (run_id, node_id, name, node_type, partition, cores, memory_mb, gpus, hs06_per_core, factor, unit_cores, unit_memory_mb, unit_gpus) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                        params![run_id, id, n.name, n.node_type, n.partition, n.cores, n.memory_mb as i64, n.gpus, n.hs06_per_core, n.factor, n.unit.cores, n.unit.memory_mb as i64, n.unit.gpus],
+                    )
+                    .map_err(e)?;
+                    (id, true)
+                }
+            };
+            if open {
+                tx.execute("UPDATE node_capacity SET valid_to = ?3 WHERE run_id = ?1 AND node_id = ?2 AND valid_to IS NULL", params![run_id, id, at]).map_err(e)?;
+                tx.execute(
+                    "INSERT INTO node_capacity (run_id, node_id, valid_from, valid_to, cores, memory_mb, gpus) VALUES (?1, ?2, ?3, NULL, ?4, ?5, ?6)",
+                    params![run_id, id, at, capacity.0, capacity.1, capacity.2],
+                )
+                .map_err(e)?;
+            }
+            ids.push(id);
+        }
+        for (id, ..) in known.values().filter(|k| !kept.contains(&k.0)) {
+            tx.execute("UPDATE node_capacity SET valid_to = ?3 WHERE run_id = ?1 AND node_id = ?2 AND valid_to IS NULL", params![run_id, id, at]).map_err(e)?;
+        }
+        let all = {
+            let mut q = tx
+                .prepare("SELECT name, node_type, partition, cores, memory_mb, gpus, hs06_per_core, factor, unit_cores, unit_memory_mb, unit_gpus FROM nodes WHERE run_id = ?1 ORDER BY node_id")
+                .map_err(e)?;
+            let rows = q
+                .query_map(params![run_id], |r| {
+                    Ok(NodeRecord {
+                        name: r.get(0)?,
+                        node_type: r.get(1)?,
+                        partition: r.get(2)?,
+                        cores: r.get(3)?,
+                        memory_mb: r.get::<_, i64>(4)? as u64,
+                        gpus: r.get(5)?,
+                        hs06_per_core: r.get(6)?,
+                        factor: r.get(7)?,
+                        unit: tessera_core::CanonicalUnit { cores: r.get(8)?, memory_mb: r.get::<_, i64>(9)? as u64, gpus: r.get(10)? },
+                        valid_from: 0,
+                    })
+                })
+                .map_err(e)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(e)?
+        };
+        tx.commit().map_err(e)?;
+        Ok((ids, all))
+    }
+
     /// Append finished jobs to a live run in one transaction, skipping any job id
     /// the run already holds (a controller replaying its journal after a crash
     /// meets the jobs it recorded before). Returns how many were written.

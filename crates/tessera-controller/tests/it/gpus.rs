@@ -23,7 +23,7 @@ default_gpus_per_node = 1
 
 #[test]
 fn gpu_requests_reach_the_allocation_and_the_record() {
-    let c = Cluster::from_toml(CLUSTER, "gpu.toml").unwrap();
+    let mut c = Cluster::from_toml(CLUSTER, "gpu.toml").unwrap();
     let cases: [(&[(&str, &str)], u32, u32); 4] = [
         // (options, GPUs per node, nodes)
         (&[("-n", "2")], 1, 1),
@@ -39,13 +39,13 @@ fn gpu_requests_reach_the_allocation_and_the_record() {
 
     let mut s = State::new(Engine::with_cluster(PolicyKind::Fcfs, &c).unwrap(), &c, 0, 5);
     let mut out = Vec::new();
-    s.apply(&c, 0, &[Event::AgentUp { agent: "a".into(), nodes: vec![0, 1] }], &mut out);
+    s.apply(&mut c, 0, &[Event::AgentUp { agent: "a".into(), nodes: vec![0, 1] }], &mut out);
     for (k, (opts, _, _)) in cases.iter().enumerate() {
         let req = Box::new(validate(&request(opts), &c, 3600).unwrap());
         // one at a time, so that each runs whatever the others hold
-        s.apply(&c, 10 * k as i64 + 1, &[Event::Submit { first: k as u64 + 1, user: "u".into(), uid: 1000, gid: 1000, req }], &mut out);
+        s.apply(&mut c, 10 * k as i64 + 1, &[Event::Submit { first: k as u64 + 1, user: "u".into(), uid: 1000, gid: 1000, req }], &mut out);
         let exit = JobExit { job: k as u64 + 1, attempt: 1, code: Some(0), signal: None, cpu_s: 1.0, start: 10 * k as i64 + 1, end: 10 * k as i64 + 5, limit_hit: false, failure: None };
-        s.apply(&c, 10 * k as i64 + 5, &[Event::Ended(exit)], &mut out);
+        s.apply(&mut c, 10 * k as i64 + 5, &[Event::Ended(exit)], &mut out);
     }
     let records: Vec<_> = out.iter().filter_map(|a| if let Action::Record(r) = a { Some(r) } else { None }).collect();
     assert_eq!(records.len(), cases.len());

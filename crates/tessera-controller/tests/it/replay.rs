@@ -41,7 +41,7 @@ fn actions(a: &[Action]) -> Vec<String> {
 
 #[test]
 fn a_restored_snapshot_replays_the_journal_to_the_same_state_and_actions() {
-    let c = cluster();
+    let mut c = cluster();
     let engine = Engine::with_cluster(PolicyKind::Easy, &c).unwrap();
     let mut s = State::new(engine, &c, 1_000, 5);
     let nodes: Vec<u32> = (0..32).collect();
@@ -63,14 +63,14 @@ fn a_restored_snapshot_replays_the_journal_to_the_same_state_and_actions() {
             snapshot = Some(serde_json::to_string(&s).unwrap());
         }
         out.clear();
-        s.apply(&c, *now, evs, &mut out);
+        s.apply(&mut c, *now, evs, &mut out);
         all.push(actions(&out));
         s.engine.sanity_check();
     }
     let mut r: State = serde_json::from_str(&snapshot.unwrap()).unwrap();
     for (k, (now, evs)) in batches.iter().enumerate().skip(split) {
         out.clear();
-        r.apply(&c, *now, evs, &mut out);
+        r.apply(&mut c, *now, evs, &mut out);
         assert_eq!(actions(&out), all[k], "batch {k} gives the same actions");
     }
     assert_eq!(view(&r), view(&s));
@@ -86,15 +86,61 @@ fn a_restored_snapshot_replays_the_journal_to_the_same_state_and_actions() {
 /// the outcomes it kept).
 #[test]
 fn finished_jobs_are_forgotten_after_they_stop_being_listed() {
-    let c = cluster();
+    let mut c = cluster();
     let mut s = State::new(Engine::with_cluster(PolicyKind::Easy, &c).unwrap(), &c, 1_000, 5);
     let mut out = Vec::new();
-    s.apply(&c, 1_000, &[Event::AgentUp { agent: "a".into(), nodes: (0..32).collect() }], &mut out);
-    s.apply(&c, 1_001, &[submit(&c, 1, &[("-n", "8")])], &mut out);
-    s.apply(&c, 1_002, &[ended(1, 0)], &mut out);
+    s.apply(&mut c, 1_000, &[Event::AgentUp { agent: "a".into(), nodes: (0..32).collect() }], &mut out);
+    let first = submit(&c, 1, &[("-n", "8")]);
+    s.apply(&mut c, 1_001, &[first], &mut out);
+    s.apply(&mut c, 1_002, &[ended(1, 0)], &mut out);
     assert_eq!((s.outcomes.get(&1), s.done.contains_key(&1)), (Some(&true), true));
-    s.apply(&c, 1_002 + tessera_controller::state::DONE_KEEP_S - 1, &[], &mut out);
+    s.apply(&mut c, 1_002 + tessera_controller::state::DONE_KEEP_S - 1, &[], &mut out);
     assert!(s.outcomes.contains_key(&1), "still listed");
-    s.apply(&c, 1_002 + tessera_controller::state::DONE_KEEP_S, &[], &mut out);
+    s.apply(&mut c, 1_002 + tessera_controller::state::DONE_KEEP_S, &[], &mut out);
     assert!(s.outcomes.is_empty() && s.done.is_empty(), "forgotten: {:?}", s.outcomes);
+}
+
+/// A changed cluster file is an event like any other: replayed over a snapshot
+/// taken before it, on the cluster that snapshot ran, it gives the same state
+/// and actions, and the state then runs (and names) the new cluster. Nodes
+/// are matched by name: the running job keeps its node though the file lists
+/// the nodes in another order, and the added node is down until an agent
+/// presents it.
+#[test]
+fn a_reconfigure_replays_over_a_snapshot_taken_before_it() {
+    let text = include_str!("../../../../examples/clusters/default.toml");
+    let grown = text.replace("node[001-032]", "node[017-032],node[001-016],node033");
+    assert_ne!(grown, text, "the test edits the node list");
+    let mut c = cluster();
+    let before = c.clone();
+    let mut s = State::new(Engine::with_cluster(PolicyKind::Easy, &c).unwrap(), &c, 1_000, 5);
+    let batches: Vec<(i64, Vec<Event>)> = vec![
+        (1_000, vec![Event::AgentUp { agent: "a".into(), nodes: (0..32).collect() }]),
+        (1_001, vec![submit(&c, 1, &[("-n", "8")]), submit(&c, 2, &[("-n", "256")])]),
+        (1_002, vec![Event::Reconfigure { toml: grown.clone(), path: "grown.toml".into() }]),
+        (1_003, vec![ended(1, 0)]),
+    ];
+    let mut all = Vec::new();
+    let mut out = Vec::new();
+    let snapshot = serde_json::to_string(&s).unwrap();
+    for (now, evs) in &batches {
+        out.clear();
+        s.apply(&mut c, *now, evs, &mut out);
+        all.push(actions(&out));
+        s.engine.sanity_check();
+    }
+    assert_eq!(c.nodes.len(), 33);
+    assert_eq!(s.cluster_file.as_ref().map(|f| f.1.as_str()), Some("grown.toml"));
+    let info = s.job_info(&c, 1).or_else(|| s.done.get(&1).map(|d| d.info.clone())).unwrap();
+    assert_eq!(info.nodelist, "node001", "job 1 stays on node001, now listed 17th");
+    assert_eq!(s.engine.node_status(32).map(|n| n.up), Some(false), "node033 waits for an agent");
+    let mut r: State = serde_json::from_str(&snapshot).unwrap();
+    let mut rc = before;
+    for (k, (now, evs)) in batches.iter().enumerate() {
+        out.clear();
+        r.apply(&mut rc, *now, evs, &mut out);
+        assert_eq!(actions(&out), all[k], "batch {k} gives the same actions");
+    }
+    assert_eq!(view(&r), view(&s));
+    assert_eq!(rc, c);
 }

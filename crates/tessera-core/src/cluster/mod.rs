@@ -474,6 +474,41 @@ impl Reconfiguration {
         }
     }
 
+    /// The nodes `cluster` adds, removes and changes (cores, memory, GPUs,
+    /// node type, factor, features or partitions), by name, each in the order
+    /// of the cluster that has them.
+    pub fn differences(old: &Cluster, new: &Cluster) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let shapes = |c: &Cluster| -> Vec<String> {
+            let mut parts = vec![Vec::new(); c.nodes.len()];
+            for p in &c.partitions {
+                for &i in &p.nodes {
+                    parts[i].push(p.name.as_str());
+                }
+            }
+            c.nodes
+                .iter()
+                .zip(parts)
+                .map(|(n, parts)| {
+                    let t = &c.node_types[n.node_type];
+                    format!("{} {} {} {} {} {:?} {:?}", n.cores, n.memory_mb, n.gpus, t.name, t.factor, t.features, parts)
+                })
+                .collect()
+        };
+        let (was, is) = (shapes(old), shapes(new));
+        let r = Reconfiguration::between(old, new.clone());
+        let removed = r.nodes.iter().zip(&old.nodes).filter(|(m, _)| m.is_none()).map(|(_, n)| n.name.clone()).collect();
+        let mut added = Vec::new();
+        let mut changed = Vec::new();
+        for (i, o) in r.old_index().into_iter().enumerate() {
+            match o {
+                None => added.push(new.nodes[i].name.clone()),
+                Some(o) if was[o as usize] != is[i] => changed.push(new.nodes[i].name.clone()),
+                Some(_) => {}
+            }
+        }
+        (added, removed, changed)
+    }
+
     /// By node of the new cluster: its index in the old one (None: added).
     pub fn old_index(&self) -> Vec<Option<u32>> {
         let mut v = vec![None; self.cluster.nodes.len()];

@@ -11,6 +11,7 @@ mod loadtest;
 mod naming;
 mod netns;
 mod privacy;
+mod reconfigure;
 mod recovery;
 mod suspend;
 
