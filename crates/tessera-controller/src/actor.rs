@@ -160,7 +160,6 @@ impl Actor {
             recorded_at: created,
         };
         let run_id = store.live_run(&run, &NodeRecord::from_cluster(&cluster))?;
-        let (mut acct_ids, mut node_records) = store.live_nodes(run_id, &NodeRecord::from_cluster(&cluster), unix_now())?;
         let mut state = match rec.snapshot {
             Some((_, s)) => s,
             None => {
@@ -168,6 +167,9 @@ impl Actor {
                 State::new(engine, &cluster, created, cfg.kill_grace_s)
             }
         };
+        // the store's nodes as of the snapshot (a crash may have come between a
+        // reconfigure's journal entry and the snapshot after it)
+        let (mut acct_ids, mut node_records) = store.live_nodes(run_id, &NodeRecord::from_cluster(&cluster), state.now)?;
         let mut records = Vec::new();
         let mut actions = Vec::new();
         let replayed = rec.entries.len();

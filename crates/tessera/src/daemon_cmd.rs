@@ -222,10 +222,14 @@ impl UpFile {
 /// `up.json` in `dir`: the daemons' pids, for `tessera down --state-dir DIR`
 /// to stop them should the command that started them be killed (kill -9).
 fn write_up_file(dir: &Path, f: &UpFile) -> Result<()> {
+    write_private(&dir.join("up.json"), &serde_json::to_vec_pretty(f)?)
+}
+
+/// Write a file of the state directory, readable by the operator alone.
+fn write_private(p: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let p = dir.join("up.json");
-    let mut w = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&p).with_context(|| format!("writing {}", p.display()))?;
-    std::io::Write::write_all(&mut w, &serde_json::to_vec_pretty(f)?).with_context(|| format!("writing {}", p.display()))
+    let mut w = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(p).with_context(|| format!("writing {}", p.display()))?;
+    std::io::Write::write_all(&mut w, bytes).with_context(|| format!("writing {}", p.display()))
 }
 
 /// The endpoint a starting controller writes once it serves (30 s at most).
@@ -375,7 +379,7 @@ fn agents_plan(dir: &Path, cluster: &Cluster, n: usize) -> Result<Vec<(String, V
         }
         plan.retain(|(_, v)| !v.is_empty());
     }
-    std::fs::write(&file, serde_json::to_vec_pretty(&plan)?).with_context(|| format!("writing {}", file.display()))?;
+    write_private(&file, &serde_json::to_vec_pretty(&plan)?)?;
     Ok(plan)
 }
 
@@ -433,11 +437,7 @@ pub fn up(a: UpArgs) -> Result<()> {
     }
     let mut local = start_local(&dir, &a.cluster, a.agents, a.listen, &a.policy, &[], a.reconfigure)?;
     let f = local.file();
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut w = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(dir.join("up.json"))?;
-        std::io::Write::write_all(&mut w, &serde_json::to_vec_pretty(&f)?)?;
-    }
+    write_up_file(&dir, &f)?;
     let (ep, cluster, n) = (&local.ep, &local.cluster, local.agents.len());
     let clog = dir.join("controller.log");
     let cores: u32 = cluster.nodes.iter().map(|x| x.cores).sum();

@@ -238,9 +238,15 @@ impl Store {
         let path = self.path.clone();
         let e = |source| StoreError::Sqlite { path: path.clone(), source };
         let tx = self.conn.transaction().map_err(e)?;
-        let known: std::collections::BTreeMap<String, (u32, i64, i64, i64)> = {
-            let mut q = tx.prepare("SELECT name, node_id, cores, memory_mb, gpus FROM nodes WHERE run_id = ?1").map_err(e)?;
-            let rows = q.query_map(params![run_id], |r| Ok((r.get::<_, String>(0)?, (r.get::<_, u32>(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))).map_err(e)?;
+        // name -> (id, cores, memory, GPUs, whether a capacity row is open)
+        let known: std::collections::BTreeMap<String, (u32, i64, i64, i64, bool)> = {
+            let mut q = tx
+                .prepare(
+                    "SELECT name, node_id, cores, memory_mb, gpus, EXISTS (SELECT 1 FROM node_capacity c WHERE c.run_id = n.run_id AND c.node_id = n.node_id AND c.valid_to IS NULL) \
+                     FROM nodes n WHERE run_id = ?1",
+                )
+                .map_err(e)?;
+            let rows = q.query_map(params![run_id], |r| Ok((r.get::<_, String>(0)?, (r.get::<_, u32>(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))).map_err(e)?;
             rows.collect::<Result<_, _>>().map_err(e)?
         };
         let mut next = known.len() as u32;
@@ -249,7 +255,7 @@ impl Store {
         for n in nodes {
             let capacity = (n.cores as i64, n.memory_mb as i64, n.gpus as i64);
             let (id, open) = match known.get(&n.name) {
-                Some(&(id, c, m, g)) => {
+                Some(&(id, c, m, g, open)) => {
                     kept.insert(id);
                     tx.execute(
                         "UPDATE nodes SET node_type = ?3, partition = ?4, cores = ?5, memory_mb = ?6, gpus = ?7, hs06_per_core = ?8, factor = ?9, unit_cores = ?10, unit_memory_mb = ?11, unit_gpus = ?12 \
@@ -257,7 +263,7 @@ impl Store {
                         params![run_id, id, n.node_type, n.partition, n.cores, n.memory_mb as i64, n.gpus, n.hs06_per_core, n.factor, n.unit.cores, n.unit.memory_mb as i64, n.unit.gpus],
                     )
                     .map_err(e)?;
-                    (id, (c, m, g) != capacity)
+                    (id, !open || (c, m, g) != capacity)
                 }
                 None => {
                     let id = next;
@@ -562,5 +568,68 @@ mod tests {
         assert_eq!(row, (3, 6, 12.0, 12.0 / 3600.0));
         let old: i64 = s.connection().query_row("SELECT suspended_s FROM jobs WHERE id = 7", [], |r| r.get(0)).unwrap();
         assert_eq!(old, 0, "records from before schema 3 were never suspended");
+    }
+
+    /// A live run's cluster changes: nodes keep their ids by name wherever the
+    /// file lists them, an added node takes the next id, a changed capacity
+    /// closes one `node_capacity` row and opens another, a removed node's row
+    /// ends, and the run stays consistent (ids 0..n, every allocation's node known).
+    #[test]
+    fn a_live_runs_nodes_keep_their_ids_by_name_across_a_changed_cluster() {
+        let node = |name: &str, cores: u32| NodeRecord {
+            name: name.into(),
+            node_type: "t".into(),
+            partition: "p".into(),
+            cores,
+            memory_mb: 0,
+            gpus: 0,
+            hs06_per_core: Some(10.0),
+            factor: 1.0,
+            unit: tessera_core::CanonicalUnit::CPU,
+            valid_from: 0,
+        };
+        let mut s = Store::in_memory().unwrap();
+        let run = RunInfo { kind: RunKind::Live, label: "/state".into(), site: "s".into(), cluster: "c".into(), policy: "easy".into(), epoch_offset: 0, recorded_at: 0 };
+        let first = [node("a", 4), node("b", 4), node("c", 4)];
+        let id = s.live_run(&run, &first).unwrap();
+        assert_eq!(s.live_nodes(id, &first, 10).unwrap().0, [0, 1, 2], "unchanged: nothing moves");
+        // c gone, b grown, d added, listed d, b, a
+        let (ids, all) = s.live_nodes(id, &[node("d", 8), node("b", 8), node("a", 4)], 100).unwrap();
+        assert_eq!(ids, [3, 1, 0]);
+        assert_eq!(all.iter().map(|n| (n.name.as_str(), n.cores)).collect::<Vec<_>>(), [("a", 4), ("b", 8), ("c", 4), ("d", 8)]);
+        let rows: Vec<(i64, i64, Option<i64>, i64)> = {
+            let mut q = s.connection().prepare("SELECT node_id, valid_from, valid_to, cores FROM node_capacity WHERE run_id = ?1 ORDER BY node_id, valid_from").unwrap();
+            q.query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap().map(|r| r.unwrap()).collect()
+        };
+        assert_eq!(rows, [(0, 0, None, 4), (1, 0, Some(100), 4), (1, 100, None, 8), (2, 0, Some(100), 4), (3, 100, None, 8)]);
+        // a job on d, as the controller writes it: allocations by id
+        let job = JobRecord {
+            job_id: 1,
+            name: "x".into(),
+            user: "u".into(),
+            group: "g".into(),
+            account: "a".into(),
+            partition: "p".into(),
+            submit: 100,
+            start: 100,
+            end: 3700,
+            state: JobStateTag::Completed,
+            exit_code: 0,
+            req_procs: 8,
+            req_mem_mb: 0,
+            time_limit: 3600,
+            factor: 1.0,
+            cpu_s: None,
+            energy_j: None,
+            suspended_s: 0,
+            signal: 0,
+            reason: String::new(),
+            array: None,
+            allocations: vec![AllocationRecord { node: ids[0], cores: 8, memory_mb: 0, gpus: 0 }],
+        };
+        s.append_jobs(id, &all, &[job]).unwrap();
+        s.check_run(id).unwrap();
+        let hs06: f64 = s.connection().query_row("SELECT hs06_hours FROM jobs WHERE run_id = ?1", params![id], |r| r.get(0)).unwrap();
+        assert_eq!(hs06, 80.0, "8 cores of 10 HS06 for an hour, on d");
     }
 }

@@ -16,6 +16,9 @@ fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
     let submit = serde_json::to_vec(&SubmitRequest { script: "#!/bin/sh\n#SBATCH --hold\ntrue\n".into(), options: vec![], workdir: "/tmp".into(), env: Default::default(), script_name: None, idempotency_key: None }).unwrap();
     let register = serde_json::to_vec(&RegisterRequest { agent: "intruder".into(), version: PROTOCOL_VERSION, nodes: vec![AgentNode { name: "node001".into(), cores: 8, memory_mb: 32768, gpus: 0 }], jobs: vec![] }).unwrap();
     let msg = serde_json::to_vec(&AgentMessage { agent: "agent1".into(), session: 1, ended: vec![] }).unwrap();
+    // the cluster the live tests run, with one node fewer (node032 is idle)
+    let smaller = include_str!("../../../../../examples/clusters/default.toml").replace("node[001-032]", "node[001-031]");
+    let reconfigure = serde_json::to_vec(&ReconfigureRequest { toml: smaller, path: "smaller.toml".into() }).unwrap();
     ROUTES
         .iter()
         .filter(|r| !PUBLIC_ROUTES.contains(r))
@@ -25,6 +28,7 @@ fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
                 "/v1/jobs" if m == "POST" => Some(submit.clone()),
                 "/v1/agent/register" => Some(register.clone()),
                 "/v1/agent/poll" | "/v1/agent/report" => Some(msg.clone()),
+                "/v1/cluster" if m == "POST" => Some(reconfigure.clone()),
                 _ => None,
             };
             (m.parse().unwrap(), path, body)
@@ -71,6 +75,7 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
         let (s, body) = call(Some(user.clone()), m, p, b);
         let want = match p.as_str() {
             "/v1/jobs" if *m == Method::POST => StatusCode::CREATED,
+            "/v1/cluster" if *m == Method::POST => StatusCode::FORBIDDEN,
             "/v1/jobs" | "/v1/jobs/1" | "/v1/nodes" | "/v1/cluster" | "/v1/openapi.json" | "/metrics" => StatusCode::OK,
             _ => StatusCode::FORBIDDEN,
         };
@@ -78,6 +83,7 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
         let (s, body) = call(Some(agent.clone()), m, p, b);
         let want = match p.as_str() {
             "/v1/jobs" if *m == Method::POST => StatusCode::FORBIDDEN,
+            "/v1/cluster" if *m == Method::POST => StatusCode::FORBIDDEN,
             "/v1/jobs/1/cancel" | "/v1/jobs/1/script" | "/v1/nodes/node001/drain" => StatusCode::FORBIDDEN,
             "/v1/agent/register" => StatusCode::CONFLICT, // node001 is agent1's, which is alive
             "/v1/agent/poll" | "/v1/agent/report" => StatusCode::CONFLICT, // not agent1's session
