@@ -21,8 +21,10 @@ fuzz_target!(|data: &[u8]| {
     let mut state = State::new(engine, cluster, 1_000, 10);
     let mut out = Vec::new();
     let nodes = (0..cluster.nodes.len() as u32).collect();
-    state.apply(cluster, 1_000, &[Event::AgentUp { agent: "a".into(), nodes }], &mut out);
-    state.apply(cluster, 1_001, &[Event::Submit { first: 1, user: "u".into(), uid: 1000, gid: 1000, req: Box::new(job) }], &mut out);
+    // apply takes the cluster to change (a reconfigure); this one never does
+    let mut own = cluster.clone();
+    state.apply(&mut own, 1_000, &[Event::AgentUp { agent: "a".into(), nodes }], &mut out);
+    state.apply(&mut own, 1_001, &[Event::Submit { first: 1, user: "u".into(), uid: 1000, gid: 1000, req: Box::new(job) }], &mut out);
     for id in state.live_ids() {
         let _ = state.job_info(cluster, id);
     }
