@@ -300,20 +300,22 @@ impl Agent {
                     terminate(j, grace_s);
                 }
             }
-            AgentCommand::Suspend { job, attempt, grace_ms } => {
+            AgentCommand::Suspend { job, attempt, grace_ms, at } => {
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     if j.suspended_since.is_none() && j.exit.is_none() {
                         tracing::info!(job, attempt, "suspend");
+                        note_suspension(j, 'S', at);
                         signal(j, Signal::SIGTSTP);
                         j.suspended_since = Some(Instant::now());
                         j.stop_at = Some(Instant::now() + Duration::from_millis(grace_ms));
                     }
                 }
             }
-            AgentCommand::Resume { job, attempt } => {
+            AgentCommand::Resume { job, attempt, at } => {
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     if let Some(since) = j.suspended_since.take() {
                         tracing::info!(job, attempt, "resume");
+                        note_suspension(j, 'R', at);
                         j.suspended_for += since.elapsed();
                         j.stop_at = None;
                         signal(j, Signal::SIGCONT);
@@ -410,6 +412,17 @@ fn terminate(j: &mut Job, grace_s: u64) {
         signal(j, Signal::SIGCONT);
     }
     j.kill_at = Some(Instant::now() + Duration::from_secs(grace_s));
+}
+
+/// Record the controller's instant of a suspension (`S`) or resumption (`R`)
+/// in the job's suspension record, before the job is signalled.
+fn note_suspension(j: &Job, what: char, at: Option<i64>) {
+    let Some(at) = at else { return };
+    let line = format!("{what} {at}\n");
+    let r = std::fs::OpenOptions::new().append(true).open(j.slot.suspensions()).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = r {
+        tracing::warn!(file = %j.slot.suspensions().display(), "recording a suspension: {e}");
+    }
 }
 
 fn signal(j: &Job, s: Signal) {

@@ -56,10 +56,14 @@ pub struct ExitRecord {
     pub end: i64,
 }
 
-/// A slot of an agent's spool: a record file (`jobs/N`) and a script file
-/// (`jobs/N.sh`), reused from job to job and never deleted, so that starting a
-/// job allocates no inode (a node that starts hundreds of jobs a second would
-/// otherwise spend its time creating and deleting files).
+/// The variable naming a job's suspension record ([`Slot::suspensions`]).
+pub const SUSPENSIONS_ENV: &str = "TESSERA_SUSPENSIONS";
+
+/// A slot of an agent's spool: a record file (`jobs/N`), a script file
+/// (`jobs/N.sh`) and a suspension record (`jobs/N.susp`), reused from job to
+/// job and never deleted, so that starting a job allocates no inode (a node
+/// that starts hundreds of jobs a second would otherwise spend its time
+/// creating and deleting files).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     pub n: u32,
@@ -84,9 +88,17 @@ impl Slot {
         Slot { n, record: dir.join(n.to_string()), script: dir.join(format!("{n}.sh")) }
     }
 
-    /// The slot a file of the spool belongs to (`N` or `N.sh`).
+    /// The slot a file of the spool belongs to (`N`, `N.sh` or `N.susp`).
     pub fn parse_name(name: &str) -> Option<u32> {
-        name.strip_suffix(".sh").unwrap_or(name).parse().ok()
+        name.strip_suffix(".sh").or_else(|| name.strip_suffix(".susp")).unwrap_or(name).parse().ok()
+    }
+
+    /// The run's suspensions as the controller made them: a line `S T` or
+    /// `R T` per suspension and resumption (T: the controller's instant, whole
+    /// Unix seconds), written before the job is signalled. The job finds it in
+    /// `$TESSERA_SUSPENSIONS` (an emulated job counts its run time by it).
+    pub fn suspensions(&self) -> PathBuf {
+        self.record.with_extension("susp")
     }
 
     /// Read the record: every complete line of its run, the first `exit` line
@@ -259,7 +271,16 @@ fn spawn_io(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<S
     } else {
         (cstr("/bin/sh", "")?, vec![cstr("/bin/sh", "")?, cstr(script_s, "script path")?])
     };
-    let envp: Vec<CString> = l.env.iter().filter(|(k, _)| !k.contains('=')).map(|(k, v)| cstr(&format!("{k}={v}"), "environment")).collect::<Result<_, SpawnError>>()?;
+    let susp = slot.suspensions();
+    rewrite(&susp, b"", 0o644)?;
+    let susp_env = format!("{SUSPENSIONS_ENV}={}", susp.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "state directory is not UTF-8"))?);
+    let envp: Vec<CString> = l
+        .env
+        .iter()
+        .filter(|(k, _)| !k.contains('=') && k.as_str() != SUSPENSIONS_ENV)
+        .map(|(k, v)| cstr(&format!("{k}={v}"), "environment"))
+        .chain(std::iter::once(cstr(&susp_env, "environment")))
+        .collect::<Result<_, SpawnError>>()?;
     let workdir = cstr(&l.workdir, "workdir")?;
     // opened by the job itself, once it is the submitter (see `Child::job`)
     let stdout = cstr(&l.stdout, "output path")?;

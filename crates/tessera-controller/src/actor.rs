@@ -113,6 +113,8 @@ pub struct Actor {
     /// when they are declared lost.
     awaited: BTreeMap<String, Instant>,
     sessions: u64,
+    /// When the pass that batches of the gathering window left undone is due.
+    pass_after: Option<Instant>,
     pub metrics: Metrics,
     euid: u32,
 }
@@ -215,6 +217,7 @@ impl Actor {
             agents: BTreeMap::new(),
             awaited,
             sessions: (unix_now() as u64) << 20,
+            pass_after: None,
             metrics: Metrics::default(),
             euid: nix::unistd::geteuid().as_raw(),
         };
@@ -259,14 +262,6 @@ impl Actor {
                     Err(_) => break,
                 }
             }
-            if let Some(until) = self.gather_until() {
-                while batch.len() < max {
-                    match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                        Ok(m) => batch.push(m),
-                        Err(_) => break,
-                    }
-                }
-            }
             let stop = batch.iter().any(|m| matches!(m, Msg::Shutdown));
             self.step(&mut batch)?;
             if stop {
@@ -281,14 +276,16 @@ impl Actor {
         self.cfg.coalesce_ms as f64 / 1000.0
     }
 
-    /// Until when to go on gathering messages before the pass: the end of the
-    /// window at the start of the second, if now is inside it. Jobs that end
-    /// together (as a trace's do, on the second) reach the controller a few
-    /// milliseconds apart; one pass then sees them all, as in the simulator.
-    /// (Waiting after every job end instead would hold every pass while jobs
-    /// keep ending, and a lone client's submissions, each answered after its
-    /// pass, to one per window.)
-    fn gather_until(&self) -> Option<Instant> {
+    /// The end of the gathering window, if now is inside it (the window at
+    /// the start of each second). Jobs that end together (as a trace's do, on
+    /// the second) reach the controller a few milliseconds apart, and a client
+    /// submits a second's jobs one after the other: every batch of the window
+    /// is journaled, applied and answered at once, but without a pass
+    /// ([`Event::PassLater`]); the second's pass is made when the window ends,
+    /// so it sees them all, as in the simulator. (Holding the batches until
+    /// the window's end instead let a client that waits for each answer
+    /// submit one job per window: the next ones came after the pass.)
+    fn gathering(&self) -> Option<Instant> {
         let w = self.coalesce_s();
         let into = tessera_proto::unix_now_f64().fract();
         (into < w).then(|| Instant::now() + Duration::from_secs_f64(w - into))
@@ -317,6 +314,9 @@ impl Actor {
             if let Some((_, t)) = &s.parked {
                 d = d.min(*t);
             }
+        }
+        if let Some(t) = self.pass_after {
+            d = d.min(t);
         }
         d
     }
@@ -351,8 +351,18 @@ impl Actor {
             self.check_heartbeats(&mut events);
         }
         let now = unix_now().max(self.state.now);
-        let due = self.state.wake().is_some_and(|w| w <= now);
-        if !events.is_empty() || due {
+        let due = self.state.wake().is_some_and(|w| w <= now) || self.pass_after.is_some_and(|t| t <= Instant::now());
+        let window = if reconfigure { None } else { self.gathering() };
+        if events.is_empty() && due && window.is_some() {
+            // a wake-up inside the window: the pass comes at its end
+            self.pass_after = window;
+        } else if !events.is_empty() || due {
+            if let Some(end) = window {
+                events.push(Event::PassLater);
+                self.pass_after = Some(end);
+            } else {
+                self.pass_after = None;
+            }
             self.commit(now, &events)?;
             if reconfigure {
                 self.reconfigured(now)?;
@@ -752,8 +762,8 @@ impl Actor {
                     (node, AgentCommand::Launch(launch))
                 }
                 Action::Kill { node, job, attempt } => (node, AgentCommand::Kill { job, attempt, grace_s: self.cfg.kill_grace_s }),
-                Action::Suspend { node, job, attempt } => (node, AgentCommand::Suspend { job, attempt, grace_ms: 1000 }),
-                Action::Resume { node, job, attempt } => (node, AgentCommand::Resume { job, attempt }),
+                Action::Suspend { node, job, attempt, at } => (node, AgentCommand::Suspend { job, attempt, grace_ms: 1000, at: Some(at) }),
+                Action::Resume { node, job, attempt, at } => (node, AgentCommand::Resume { job, attempt, at: Some(at) }),
             };
             if let Some(s) = self.state.node_agent[node as usize].as_ref().and_then(|a| self.agents.get_mut(a)) {
                 s.outbox.push(cmd);
@@ -847,13 +857,14 @@ impl Actor {
                 (None, _) => {
                     if let Some(l) = self.state.launch_of(&self.cluster, job) {
                         cmds.push(AgentCommand::Launch(Box::new(l)));
-                        if matches!(st, JobState::Suspended { .. }) {
-                            cmds.push(AgentCommand::Suspend { job, attempt, grace_ms: 1000 });
+                        if let JobState::Suspended { since, .. } = st {
+                            cmds.push(AgentCommand::Suspend { job, attempt, grace_ms: 1000, at: Some(since) });
                         }
                     }
                 }
-                (Some(false), JobState::Suspended { .. }) => cmds.push(AgentCommand::Suspend { job, attempt, grace_ms: 1000 }),
-                (Some(true), JobState::Running { .. }) => cmds.push(AgentCommand::Resume { job, attempt }),
+                (Some(false), JobState::Suspended { since, .. }) => cmds.push(AgentCommand::Suspend { job, attempt, grace_ms: 1000, at: Some(since) }),
+                // resumed while the agent was away: now is as near as is known
+                (Some(true), JobState::Running { .. }) => cmds.push(AgentCommand::Resume { job, attempt, at: Some(self.state.now) }),
                 (Some(_), _) => {}
             }
         }

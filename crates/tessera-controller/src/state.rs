@@ -70,6 +70,11 @@ pub enum Event {
     /// An agent stopped answering.
     AgentLost { agent: String },
     Ended(JobExit),
+    /// The batch's scheduling pass waits: it came in the gathering window at
+    /// the start of its second, and the second's pass is made once the window
+    /// ends, after every event of the window (as the simulator handles all of
+    /// an instant's events before its pass).
+    PassLater,
     /// An operator applied a changed cluster file (its text and name); the
     /// actor journals it alone in its batch (see [`State::reconfigure`]).
     Reconfigure { toml: String, path: String },
@@ -80,8 +85,9 @@ pub enum Event {
 pub enum Action {
     Launch { node: u32, launch: Box<Launch> },
     Kill { node: u32, job: u64, attempt: u32 },
-    Suspend { node: u32, job: u64, attempt: u32 },
-    Resume { node: u32, job: u64, attempt: u32 },
+    /// `at`: the instant the engine suspended or resumed it.
+    Suspend { node: u32, job: u64, attempt: u32, at: i64 },
+    Resume { node: u32, job: u64, attempt: u32, at: i64 },
     /// Append to the accounting store.
     Record(Box<AcctRecord>),
 }
@@ -185,8 +191,10 @@ impl State {
             }
             self.drain(cluster, now, &mut inputs, out);
         }
-        inputs.push_back(Input::Pass);
-        self.drain(cluster, now, &mut inputs, out);
+        if !events.contains(&Event::PassLater) {
+            inputs.push_back(Input::Pass);
+            self.drain(cluster, now, &mut inputs, out);
+        }
         while let Some(&(t, id)) = self.done_order.front() {
             if t + DONE_KEEP_S > now {
                 break;
@@ -314,8 +322,8 @@ impl State {
                     }
                 }
             }
-            // applied by `apply`, which holds the cluster
-            Event::Reconfigure { .. } => {}
+            // applied by `apply`, which holds the cluster and makes the pass
+            Event::Reconfigure { .. } | Event::PassLater => {}
             Event::Ended(x) => {
                 let Some(m) = self.jobs.get_mut(&x.job) else { return };
                 if m.attempt != x.attempt || m.start.is_none() {
@@ -469,12 +477,12 @@ impl State {
             }
             Effect::Suspend { job } => {
                 if let Some(m) = self.jobs.get(&job.0) {
-                    out.push(Action::Suspend { node: m.nodes[0], job: job.0, attempt: m.attempt });
+                    out.push(Action::Suspend { node: m.nodes[0], job: job.0, attempt: m.attempt, at: now });
                 }
             }
             Effect::Resume { job } => {
                 if let Some(m) = self.jobs.get(&job.0) {
-                    out.push(Action::Resume { node: m.nodes[0], job: job.0, attempt: m.attempt });
+                    out.push(Action::Resume { node: m.nodes[0], job: job.0, attempt: m.attempt, at: now });
                 }
             }
             Effect::Configure { .. } | Effect::WakeAt(_) => {}

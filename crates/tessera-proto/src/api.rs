@@ -419,10 +419,23 @@ pub enum AgentCommand {
     Launch(Box<Launch>),
     /// SIGTERM to the job's process group, SIGKILL after the grace period.
     Kill { job: u64, attempt: u32, grace_s: u64 },
-    /// SIGTSTP, then SIGSTOP after `grace_ms`.
-    Suspend { job: u64, attempt: u32, grace_ms: u64 },
-    /// SIGCONT.
-    Resume { job: u64, attempt: u32 },
+    /// SIGTSTP, then SIGSTOP after `grace_ms`. `at`: the controller's instant
+    /// of the suspension (whole Unix seconds, as the engine's clock), which the
+    /// agent records for the job (`$TESSERA_SUSPENSIONS`) before it signals.
+    Suspend {
+        job: u64,
+        attempt: u32,
+        grace_ms: u64,
+        #[serde(default)]
+        at: Option<i64>,
+    },
+    /// SIGCONT, `at` recorded first as for `Suspend`.
+    Resume {
+        job: u64,
+        attempt: u32,
+        #[serde(default)]
+        at: Option<i64>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

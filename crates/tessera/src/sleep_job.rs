@@ -18,6 +18,17 @@
 //! jobs each started by the previous one's end those latencies add up (see
 //! docs/emulation.md). The log's `start` is the process's own start either way.
 //!
+//! Suspensions likewise count as the controller made them. The agent writes the
+//! controller's instant of each suspension and resumption to the job's
+//! suspension record (`$TESSERA_SUSPENSIONS`) before it signals the job, and the
+//! job ends at the scheduler's start plus its runtime plus the time that record
+//! held it suspended, re-reading the record at every signal. A suspension that
+//! reaches the job before it has started to count (the agent signals a process
+//! still starting, or one whose SIGTSTP the kernel discards), or that it sees
+//! late, is counted all the same, as the engine counts it, to the second. Only
+//! without a record (a job run by hand, `--count-from process`) does it count
+//! the suspensions it sees, from SIGTSTP to SIGCONT.
+//!
 //! The signals are blocked and taken with `sigtimedwait`, so no handler runs
 //! asynchronously; the remaining time is counted on the monotonic clock and the
 //! instants on the wall clock. The line is written with one `write` on a file
@@ -31,6 +42,7 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tessera_proto::unix_now_f64 as wall;
+use tessera_agent::launch::SUSPENSIONS_ENV;
 use tessera_sim::sleeplog::{SleepRecord, Suspension};
 
 #[derive(Args, Debug)]
@@ -112,44 +124,61 @@ pub fn sleep_job(a: SleepJobArgs) -> Result<()> {
         libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     };
-    // the scheduler's start is a whole second at or before this process's
-    // start; time already gone since it counts as run
-    let since = match a.count_from {
-        CountFrom::Scheduler => env_number::<f64>(&["TESSERA_START_TIME"])?.map_or(0.0, |s| (start - s).clamp(0.0, a.runtime)),
-        CountFrom::Process => 0.0,
+    let sched_start = match a.count_from {
+        CountFrom::Scheduler => env_number::<f64>(&["TESSERA_START_TIME"])?,
+        CountFrom::Process => None,
     };
-    let mut remaining = Duration::from_secs_f64(a.runtime - since);
-    let mut suspensions = Vec::new();
-    let end_by = loop {
-        if remaining.is_zero() {
-            break End::Slept;
-        }
-        let t = Instant::now();
-        let ts = libc::timespec { tv_sec: remaining.as_secs() as libc::time_t, tv_nsec: remaining.subsec_nanos() as libc::c_long };
-        // SAFETY: waits for one of the blocked signals; `set` and `ts` outlive the call.
-        let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
-        remaining = remaining.saturating_sub(t.elapsed());
-        match sig {
-            -1 => match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::EAGAIN) => break End::Slept,
-                _ => continue, // EINTR: a signal outside the set; go on sleeping
-            },
-            libc::SIGTSTP => {
-                let suspend = wall();
-                // SIGSTOP cannot be caught or blocked: the process stops here
-                // until SIGCONT (which continues it even while blocked, and
-                // stays pending for the next wait, where it is ignored)
-                // SAFETY: raising a signal at this process.
-                unsafe { libc::raise(libc::SIGSTOP) };
-                suspensions.push(Suspension { suspend, resume: wall() });
+    let record = std::env::var_os(SUSPENSIONS_ENV).map(PathBuf::from).filter(|_| sched_start.is_some());
+    let mut observed = Vec::new();
+    let end_by = match (sched_start, &record) {
+        // the scheduler's clock throughout: the job ends its runtime plus the
+        // time the controller kept it suspended after the controller started it
+        (Some(s0), Some(rec)) => loop {
+            let (held, open) = suspended(rec)?;
+            let wait = if open { Some(Duration::from_secs(1)) } else { None };
+            let left = s0 + a.runtime + held - wall();
+            if !open && left <= 0.0 {
+                break End::Slept;
             }
-            libc::SIGCONT => {} // continued from a stop it was not told of
-            s => break End::Signal(s),
+            match wait_signal(&set, wait.unwrap_or_else(|| Duration::from_secs_f64(left.max(0.0))))? {
+                None | Some(libc::SIGCONT) => {}
+                Some(libc::SIGTSTP) => observed.push(stop_self()),
+                Some(s) => break End::Signal(s),
+            }
+        },
+        _ => {
+            // the scheduler's start is a whole second at or before this
+            // process's start; time already gone since it counts as run
+            let since = sched_start.map_or(0.0, |s| (start - s).clamp(0.0, a.runtime));
+            let mut remaining = Duration::from_secs_f64(a.runtime - since);
+            loop {
+                if remaining.is_zero() {
+                    break End::Slept;
+                }
+                let t = Instant::now();
+                let sig = wait_signal(&set, remaining)?;
+                remaining = remaining.saturating_sub(t.elapsed());
+                match sig {
+                    None => break End::Slept,
+                    Some(libc::SIGTSTP) => observed.push(stop_self()),
+                    Some(libc::SIGCONT) => {} // continued from a stop it was not told of
+                    Some(s) => break End::Signal(s),
+                }
+            }
         }
+    };
+    // the suspensions as the scheduler made them, when it recorded them
+    let suspensions = match &record {
+        Some(rec) => intervals(rec)?.into_iter().map(|(suspend, resume)| Suspension { suspend, resume: resume.unwrap_or_else(wall) }).collect(),
+        None => observed,
     };
     // a wall clock stepped back, or a submitter's clock ahead of this node's,
     // must not make a record that reads as ending before it started
     let end = wall().max(start);
+    // a job the scheduler suspended before its process could start (its
+    // launch and suspension reached the node together) started, as far as
+    // anyone could tell, when it was suspended
+    let start = suspensions.first().map_or(start, |x: &Suspension| start.min(x.suspend));
     let rec = SleepRecord { id: a.id, submit: submit.min(start), start, end, runtime: a.runtime, cores, suspensions };
     append(&log, &rec).with_context(|| format!("appending to the log {}", a.log.display()))?;
     if let End::Signal(s) = end_by {
@@ -162,6 +191,60 @@ pub fn sleep_job(a: SleepJobArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Wait up to `d` for one of the blocked signals in `set`: None when the time
+/// ran out (an EINTR from a signal outside the set is a wake-up too).
+fn wait_signal(set: &libc::sigset_t, d: Duration) -> Result<Option<libc::c_int>> {
+    let ts = libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long };
+    // SAFETY: waits for one of the blocked signals; `set` and `ts` outlive the call.
+    let sig = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
+    if sig >= 0 {
+        return Ok(Some(sig));
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+        _ => Err(std::io::Error::last_os_error()).context("waiting for a signal"),
+    }
+}
+
+/// Stop this process until SIGCONT (SIGSTOP cannot be caught or blocked; the
+/// SIGCONT continues it even while blocked, and stays pending for the next
+/// wait, where it is ignored); the interval, on the wall clock.
+fn stop_self() -> Suspension {
+    let suspend = wall();
+    // SAFETY: raising a signal at this process.
+    unsafe { libc::raise(libc::SIGSTOP) };
+    Suspension { suspend, resume: wall() }
+}
+
+/// The suspension record's intervals (`S T` then `R T` lines; the last may be
+/// open), in Unix seconds.
+fn intervals(path: &std::path::Path) -> Result<Vec<(f64, Option<f64>)>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the suspension record {}", path.display()))?;
+    let mut v: Vec<(f64, Option<f64>)> = Vec::new();
+    // only whole lines: the agent may be writing the next one
+    let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    for (k, line) in whole.lines().enumerate() {
+        let bad = || anyhow::anyhow!("{}:{}: {line:?}: expected `S SECONDS` or `R SECONDS`", path.display(), k + 1);
+        let (what, t) = line.split_once(' ').ok_or_else(bad)?;
+        let t: f64 = t.trim().parse().map_err(|_| bad())?;
+        match (what, v.last_mut()) {
+            ("S", None | Some((_, Some(_)))) => v.push((t, None)),
+            ("R", Some((s, r @ None))) => *r = Some(t.max(*s)),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(v)
+}
+
+/// Seconds the record's closed intervals held the job suspended, and whether
+/// it is suspended now. Bounded, so that a record of nonsense cannot make the
+/// job sleep for ages: no suspension counts for more than a year.
+fn suspended(path: &std::path::Path) -> Result<(f64, bool)> {
+    let v = intervals(path)?;
+    let held = v.iter().filter_map(|&(s, r)| r.map(|r| (r - s).min(365.0 * 86_400.0))).sum::<f64>();
+    Ok((held, v.last().is_some_and(|(_, r)| r.is_none())))
 }
 
 /// One line, one `write`, under an exclusive lock of the whole file.

@@ -69,6 +69,13 @@ pub struct Twin {
     /// Mean of live start − simulated start (a systematic lag is positive).
     pub start_signed_mean: f64,
     pub within_1s: usize,
+    /// Jobs suspended at least once, simulated and live.
+    pub suspended_sim: usize,
+    pub suspended_live: usize,
+    /// |live suspended time − simulated suspended time| over the jobs: the
+    /// largest, and how many are within 1 s.
+    pub suspended_abs_max: f64,
+    pub suspended_within_1s: usize,
     pub live: Classic,
     pub simulated: Classic,
     /// (live − simulated) / simulated, by metric (live − simulated where the
@@ -119,15 +126,29 @@ pub fn twin(mut a: TwinArgs) -> Result<()> {
     let live_by_id: BTreeMap<u64, _> = o.records.iter().map(|r| (r.id, r)).collect();
     let per_job_csv = dir.join("twin.csv");
     let mut csv = std::io::BufWriter::new(std::fs::File::create(&per_job_csv)?);
-    writeln!(csv, "trace_id,procs,sim_submit,sim_start,sim_end,live_submit,live_start,live_end,start_diff")?;
-    let (mut diffs, mut sim_t, mut live_t) = (Vec::new(), Vec::new(), Vec::new());
+    writeln!(csv, "trace_id,procs,sim_submit,sim_start,sim_end,live_submit,live_start,live_end,start_diff,sim_suspended,live_suspended,suspended_diff")?;
+    let (mut diffs, mut sim_t, mut live_t, mut susp) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, j) in sw.jobs.iter().enumerate() {
         let id = j.id as u64;
         let Some(l) = live_by_id.get(&id) else { bail!("trace job {id} has no line in the sleep jobs' log {}", files.log.display()) };
         let rel = |x: f64| x - o.t0;
         let d = rel(l.start) - out.start[i] as f64;
         diffs.push(d);
-        writeln!(csv, "{id},{},{},{},{},{:.3},{:.3},{:.3},{d:.3}", j.procs, j.submit, out.start[i], out.end[i], rel(l.submit), rel(l.start), rel(l.end))?;
+        let live_susp = l.times().suspended;
+        let ds = live_susp - out.suspended[i] as f64;
+        susp.push((out.suspended[i] > 0, live_susp > 0.0, ds));
+        writeln!(
+            csv,
+            "{id},{},{},{},{},{:.3},{:.3},{:.3},{d:.3},{},{live_susp:.3},{ds:.3}",
+            j.procs,
+            j.submit,
+            out.start[i],
+            out.end[i],
+            rel(l.submit),
+            rel(l.start),
+            rel(l.end),
+            out.suspended[i]
+        )?;
         let procs = j.procs as f64;
         let run = (out.end[i] - out.start[i] - out.suspended[i]) as f64;
         sim_t.push(JobTimes { submit: j.submit as f64, start: out.start[i] as f64, end: out.end[i] as f64, suspended: out.suspended[i] as f64, procs, held: procs * run });
@@ -152,6 +173,10 @@ pub fn twin(mut a: TwinArgs) -> Result<()> {
         start_abs_max: abs.last().copied().unwrap_or(0.0),
         start_signed_mean: diffs.iter().sum::<f64>() / diffs.len().max(1) as f64,
         within_1s: abs.iter().filter(|&&d| d <= 1.0).count(),
+        suspended_sim: susp.iter().filter(|x| x.0).count(),
+        suspended_live: susp.iter().filter(|x| x.1).count(),
+        suspended_abs_max: susp.iter().map(|x| x.2.abs()).fold(0.0, f64::max),
+        suspended_within_1s: susp.iter().filter(|x| x.2.abs() <= 1.0).count(),
         live,
         simulated,
         relative_difference,
@@ -171,6 +196,10 @@ fn print_twin(t: &Twin) -> Result<()> {
     outln!(
         "  |live start − simulated start|: median {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s; within 1 s: {} of {}; mean signed {:+.3} s",
         t.start_abs_median, t.start_abs_p90, t.start_abs_p99, t.start_abs_max, t.within_1s, t.jobs, t.start_signed_mean
+    )?;
+    outln!(
+        "  suspended: {} jobs simulated, {} live; |live − simulated suspended time|: max {:.3} s; within 1 s: {} of {}",
+        t.suspended_sim, t.suspended_live, t.suspended_abs_max, t.suspended_within_1s, t.jobs
     )?;
     let width = t.relative_difference.keys().map(|k| k.len()).max().unwrap_or(0);
     outln!("  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", "live", "diff")?;
