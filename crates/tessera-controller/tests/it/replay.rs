@@ -144,3 +144,23 @@ fn a_reconfigure_replays_over_a_snapshot_taken_before_it() {
     assert_eq!(view(&r), view(&s));
     assert_eq!(rc, c);
 }
+
+/// The batches of a second's gathering window are applied without a pass
+/// (`Event::PassLater`): the second's pass, once the window ends, sees every
+/// one of them, as the simulator's pass sees all of an instant's events.
+#[test]
+fn batches_of_the_gathering_window_wait_for_the_seconds_pass() {
+    let mut c = cluster();
+    let mut s = State::new(Engine::with_cluster(PolicyKind::Easy, &c).unwrap(), &c, 1_000, 5);
+    let mut out = Vec::new();
+    s.apply(&mut c, 1_000, &[Event::AgentUp { agent: "a".into(), nodes: (0..32).collect() }], &mut out);
+    for (id, n) in [(1, "8"), (2, "16")] {
+        let ev = submit(&c, id, &[("-n", n)]);
+        out.clear();
+        s.apply(&mut c, 1_001, &[ev, Event::PassLater], &mut out);
+        assert!(out.is_empty(), "no pass, so nothing starts: {:?}", actions(&out));
+    }
+    s.apply(&mut c, 1_001, &[], &mut out);
+    let launched: Vec<String> = actions(&out).into_iter().filter(|a| a.starts_with("Launch")).collect();
+    assert_eq!(launched.len(), 2, "one pass starts both: {launched:?}");
+}

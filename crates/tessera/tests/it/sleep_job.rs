@@ -93,6 +93,37 @@ fn the_runtime_counts_from_the_schedulers_start() {
     assert!(t0.elapsed().as_secs_f64() >= 1.5, "--count-from process sleeps the whole runtime");
 }
 
+/// A job the controller suspended before its process could count (its launch
+/// and its suspension reached the node together): it counts the suspension
+/// as the controller recorded it, and runs its whole runtime after the
+/// resumption. Counting from the scheduler's start alone, it took the
+/// suspended seconds for run time and ended at once (a live job suspended
+/// for 54 s ran 0 s where the simulator ran it 1 s).
+#[test]
+fn suspensions_count_as_the_controller_recorded_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sleep.log");
+    let record = dir.path().join("1.susp");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    // started 3 s ago, suspended at once for 2 s, resumed 1 s ago: 1 s of
+    // its 1.5 s run has gone since, 0.5 s remains
+    std::fs::write(&record, format!("S {}\nR {}\n", now - 3.0, now - 1.0)).unwrap();
+    let t0 = Instant::now();
+    let st = sleep_job(&["--id", "7", "--runtime", "1.5", "--log", log.to_str().unwrap()])
+        .env("TESSERA_START_TIME", format!("{}", now - 3.0))
+        .env("TESSERA_SUSPENSIONS", &record)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let took = t0.elapsed().as_secs_f64();
+    assert!((0.35..0.9).contains(&took), "slept {took} s, expected about 0.5 s");
+    let rec: tessera_sim::sleeplog::SleepRecord = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(rec.suspensions.len(), 1);
+    assert_eq!((rec.suspensions[0].suspend, rec.suspensions[0].resume), (now - 3.0, now - 1.0));
+    assert_eq!(rec.start, now - 3.0, "it started, as far as anyone can tell, when it was suspended");
+    rec.check().unwrap();
+}
+
 #[test]
 fn thousands_of_sleep_jobs_append_whole_lines() {
     let dir = tempfile::tempdir().unwrap();
@@ -135,4 +166,56 @@ fn a_short_twin_run_replays_every_job_and_starts_them_when_the_simulator_does() 
     assert!(t["start_abs_median"].as_f64().unwrap() < 1.0, "{t}");
     let csv = std::fs::read_to_string(tmp.path().join("twin.csv")).unwrap();
     assert_eq!(csv.lines().count() as u64, jobs + 1);
+}
+
+/// `tessera twin` on a cluster file (its text), `max_jobs` SDSC-SP2 jobs
+/// shrunk to `shrink`%: its JSON summary, and the run's directory.
+fn twin_on(cluster: &str, max_jobs: u32, shrink: &str) -> Option<(serde_json::Value, tempfile::TempDir)> {
+    let dir = tessera_workload::traces::shared_dir_or_skip("a preemptive twin run")?;
+    let trace = dir.join("SDSC-SP2-1998-4.2-cln.swf.gz");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("cluster.toml");
+    std::fs::write(&file, cluster).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["twin", "--trace", trace.to_str().unwrap(), "--max-jobs", &max_jobs.to_string(), "--shrink", shrink, "--format", "json"])
+        .arg("--cluster")
+        .arg(&file)
+        .arg("--dir")
+        .arg(tmp.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some((serde_json::from_slice(&out.stdout).unwrap(), tmp))
+}
+
+/// What a preemptive twin run must show: it preempted, the median job (and
+/// 95% of them) started within a second of its simulated start, and every
+/// job was suspended as long as in the simulation, to the second.
+fn assert_preemption_matches(t: &serde_json::Value) {
+    let jobs = t["jobs"].as_u64().unwrap();
+    assert!(t["suspended_sim"].as_u64().unwrap() > 0, "the run preempts nothing: {t:#}");
+    assert!(t["start_abs_median"].as_f64().unwrap() < 1.0, "{t:#}");
+    assert!(t["within_1s"].as_u64().unwrap() * 100 >= jobs * 95, "{t:#}");
+    assert_eq!(t["suspended_within_1s"].as_u64(), Some(jobs), "{t:#}");
+    assert_eq!(t["suspended_live"], t["suspended_sim"], "{t:#}");
+}
+
+/// Priority tiers with PreemptMode SUSPEND (examples/clusters/sdsc-sp2-tiers.toml,
+/// the SP2's queues as partitions): jobs of higher tiers suspend running jobs
+/// of lower ones, live as in the simulator (docs/emulation.md, "Preemption").
+#[test]
+fn a_short_twin_run_on_priority_tiers_suspends_as_the_simulator_does() {
+    let tiers = include_str!("../../../../examples/clusters/sdsc-sp2-tiers.toml");
+    let Some((t, _dir)) = twin_on(tiers, 80, "0.05") else { return };
+    assert_preemption_matches(&t);
+}
+
+/// Gang scheduling: two jobs per processor, time slices of 2 s (about the
+/// shrunk trace's scale), rotating live as in the simulator.
+#[test]
+fn a_short_twin_run_on_a_gang_partition_rotates_as_the_simulator_does() {
+    let gang = include_str!("../../../../examples/clusters/sdsc-sp2-gang.toml").replace("time_slice = 600", "time_slice = 2");
+    assert!(gang.contains("time_slice = 2"));
+    let Some((t, _dir)) = twin_on(&gang, 60, "0.05") else { return };
+    assert_preemption_matches(&t);
 }
