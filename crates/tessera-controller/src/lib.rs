@@ -51,10 +51,12 @@ pub struct Config {
     pub max_batch: usize,
     /// The gathering window, milliseconds (Slurm's `batch_sched_delay` in
     /// spirit): the engine's clock is the whole second, and jobs that end in
-    /// the same second reach the controller a few milliseconds apart. No pass
-    /// is made in the first `coalesce_ms` of a second (messages wait for its
-    /// end) and timed wake-ups are taken this long into their second; so the
-    /// ends of one second are one pass, as in the simulator. 0 turns it off.
+    /// the same second, or a client's submissions of one second, reach the
+    /// controller a few milliseconds apart. Batches of the first `coalesce_ms`
+    /// of a second are journaled, applied and answered at once but make no pass
+    /// (`Event::PassLater`); the second's pass is made when the window ends, and
+    /// timed wake-ups are taken this long into their second; so the events of
+    /// one second meet one pass, as in the simulator. 0 turns it off.
     pub coalesce_ms: u64,
 }
 
