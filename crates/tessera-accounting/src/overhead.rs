@@ -205,6 +205,7 @@ mod tests {
             cpu_s: None,
             energy_j: None,
             allocations: vec![AllocationRecord { node: 0, cores, memory_mb: 0, gpus: 0 }],
+            released: Vec::new(),
         }
     }
 

@@ -79,18 +79,46 @@ pub fn holdings(store: &Store, run: i64, node_count: usize) -> Result<Vec<Vec<Ho
     let mut q = c
         .prepare("SELECT node_id, job, cores, memory_mb, gpus, start_time, end_time FROM allocations WHERE run_id = ?1 ORDER BY node_id, start_time, job")
         .map_err(e)?;
+    // the intervals in which jobs suspended by preemption or gang held no cores
+    let mut released: std::collections::BTreeMap<i64, Vec<(i64, i64)>> = std::collections::BTreeMap::new();
+    {
+        let mut r = c.prepare("SELECT job, start_time, end_time FROM released WHERE run_id = ?1 ORDER BY job, start_time").map_err(e)?;
+        let mut rows = r.query(params![run]).map_err(e)?;
+        while let Some(x) = rows.next().map_err(e)? {
+            released.entry(x.get(0).map_err(e)?).or_default().push((x.get(1).map_err(e)?, x.get(2).map_err(e)?));
+        }
+    }
     let mut out = vec![Vec::new(); node_count];
     let mut rows = q.query(params![run]).map_err(e)?;
     while let Some(r) = rows.next().map_err(e)? {
         let node: i64 = r.get(0).map_err(e)?;
-        out[node as usize].push(Holding {
+        let h = Holding {
             job: r.get(1).map_err(e)?,
             cores: r.get::<_, i64>(2).map_err(e)? as u64,
             memory_mb: r.get::<_, i64>(3).map_err(e)? as u64,
             gpus: r.get::<_, i64>(4).map_err(e)? as u64,
             start: r.get(5).map_err(e)?,
             end: r.get(6).map_err(e)?,
-        });
+        };
+        // split at the job's released intervals: no cores within them
+        let mut at = h.start;
+        for &(from, to) in released.get(&h.job).map_or(&[][..], |v| v.as_slice()) {
+            let (from, to) = (from.clamp(h.start, h.end), to.clamp(h.start, h.end));
+            if from >= to {
+                continue;
+            }
+            if from > at {
+                out[node as usize].push(Holding { start: at, end: from, ..h });
+            }
+            out[node as usize].push(Holding { start: from, end: to, cores: 0, ..h });
+            at = to;
+        }
+        if at < h.end || at == h.start {
+            out[node as usize].push(Holding { start: at, ..h });
+        }
+    }
+    for v in &mut out {
+        v.sort_by_key(|h| (h.start, h.job));
     }
     Ok(out)
 }

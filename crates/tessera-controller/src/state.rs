@@ -50,6 +50,12 @@ pub struct JobMeta {
     /// The step of the current run's launch that failed, as its agent reported.
     #[serde(default)]
     pub failure: Option<LaunchFailure>,
+    /// The current run's intervals with its cores given back (suspended by
+    /// preemption or gang), and since when it has been so, if it is now.
+    #[serde(default)]
+    pub released: Vec<(i64, i64)>,
+    #[serde(default)]
+    pub released_since: Option<i64>,
 }
 
 /// An event from outside, as journaled.
@@ -412,6 +418,8 @@ impl State {
                     requeues: 0,
                     ended_at: None,
                     failure: None,
+                    released: Vec::new(),
+                    released_since: None,
                 },
             );
             inputs.push_back(Input::Submit(spec));
@@ -459,6 +467,8 @@ impl State {
                 m.ended_at = None;
                 m.failure = None;
                 m.cpu_s = 0.0;
+                m.released.clear();
+                m.released_since = None;
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, node = %cluster.nodes[node as usize].name, attempt = m.attempt, "start");
                 let launch = self.launch_of(cluster, job.0).expect("a started job has a launch");
@@ -476,12 +486,19 @@ impl State {
                 }
             }
             Effect::Suspend { job } => {
-                if let Some(m) = self.jobs.get(&job.0) {
+                let by_operator = matches!(self.engine.job(job), Some((_, JobState::Suspended { by: tessera_core::SuspendedBy::Operator, .. })));
+                if let Some(m) = self.jobs.get_mut(&job.0) {
+                    if !by_operator {
+                        m.released_since = Some(now);
+                    }
                     out.push(Action::Suspend { node: m.nodes[0], job: job.0, attempt: m.attempt, at: now });
                 }
             }
             Effect::Resume { job } => {
-                if let Some(m) = self.jobs.get(&job.0) {
+                if let Some(m) = self.jobs.get_mut(&job.0) {
+                    if let Some(s) = m.released_since.take() {
+                        m.released.push((s, now));
+                    }
                     out.push(Action::Resume { node: m.nodes[0], job: job.0, attempt: m.attempt, at: now });
                 }
             }
@@ -559,6 +576,8 @@ impl State {
                 .as_ref()
                 .map(|a| a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: p.gpus }).collect())
                 .unwrap_or_default(),
+            // a job killed while parked had its cores given back until its end
+            released: m.released.iter().copied().chain(m.released_since.map(|s| (s, rec.end))).collect(),
         };
         out.push(Action::Record(Box::new(acct)));
         if m.failure.is_some() {

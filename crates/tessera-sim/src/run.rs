@@ -15,6 +15,10 @@ pub struct SimOutcome {
     /// Seconds each job spent suspended between its start and its end (preempted
     /// by a higher tier, or waiting for its gang time slice).
     pub suspended: Vec<Time>,
+    /// By job index, the intervals [from, to) in which a suspended job had
+    /// given its cores back (every suspension in a simulation is a preemption
+    /// or a gang slice; only jobs ever suspended are listed).
+    pub released: std::collections::BTreeMap<u32, Vec<(Time, Time)>>,
     /// The pace of each job: the scaling factor of its slowest node (1 in a pool).
     pub factor: Vec<f64>,
     /// Where each job ran (cluster runs only).
@@ -108,6 +112,8 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
         start: vec![Time::MIN; n],
         end: vec![Time::MIN; n],
         suspended: vec![0; n],
+        released: Default::default(),
+        since: Default::default(),
         due: vec![0; n],
         factor: vec![1.0; n],
         alloc: if clustered { vec![None; n] } else { Vec::new() },
@@ -180,12 +186,12 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             m.sample(now, &engine);
         }
     }
-    let Book { start, end, suspended, factor, alloc, rejected, .. } = book;
+    let Book { start, end, suspended, released, factor, alloc, rejected, .. } = book;
     debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
     debug_assert_eq!(rejected, 0, "the engine rejected an input of the simulator");
     let dropped_nodesets = engine.dropped_nodesets();
     let power = meter.map(|m| m.finish(&engine, w, &end));
-    SimOutcome { start, end, suspended, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
+    SimOutcome { start, end, suspended, released, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
 }
 
 /// What the run loop keeps per job, and the events still to deliver.
@@ -196,6 +202,9 @@ struct Book<'w> {
     start: Vec<Time>,
     end: Vec<Time>,
     suspended: Vec<Time>,
+    released: std::collections::BTreeMap<u32, Vec<(Time, Time)>>,
+    /// When each job now suspended was suspended.
+    since: std::collections::BTreeMap<u32, Time>,
     /// When each running job's processes end (its run time left, while suspended).
     due: Vec<Time>,
     factor: Vec<f64>,
@@ -246,6 +255,9 @@ impl Book<'_> {
                 let i = r.spec.id.0 as usize;
                 self.end[i] = r.end;
                 self.suspended[i] = r.suspended_s;
+                if let Some(s) = self.since.remove(&(i as u32)) {
+                    self.released.entry(i as u32).or_default().push((s, r.end));
+                }
                 self.version[i] += 1;
                 if let (Some(m), Some(u)) = (meter, r.usage) {
                     m.job_energy_j[i] = u.energy_j;
@@ -257,10 +269,14 @@ impl Book<'_> {
                 let i = job.0 as usize;
                 self.version[i] += 1;
                 self.due[i] -= now;
+                self.since.insert(i as u32, now);
             }
             Effect::Resume { job } => {
                 let i = job.0 as usize;
                 self.due[i] += now;
+                if let Some(s) = self.since.remove(&(i as u32)) {
+                    self.released.entry(i as u32).or_default().push((s, now));
+                }
                 self.completions.push(Reverse((self.due[i], i as u32, self.version[i])));
             }
             Effect::Rejected { .. } => self.rejected += 1,

@@ -145,6 +145,7 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             cpu_s,
             energy_j: o.power.as_ref().map(|p| p.job_energy_j[i]),
             allocations,
+            released: o.released.get(&(i as u32)).cloned().unwrap_or_default(),
         }
     })
 }

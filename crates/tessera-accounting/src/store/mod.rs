@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/003_suspended.sql"),
     include_str!("../../migrations/004_power.sql"),
     include_str!("../../migrations/005_ending.sql"),
+    include_str!("../../migrations/006_released.sql"),
 ];
 
 /// The schema version this build writes.
@@ -438,7 +439,7 @@ impl Store {
         let e = |source| StoreError::Sqlite { path: path.clone(), source };
         let tx = self.conn.transaction().map_err(e)?;
         for id in ids {
-            for table in ["allocations", "power_samples", "node_capacity", "jobs", "nodes"] {
+            for table in ["allocations", "released", "power_samples", "node_capacity", "jobs", "nodes"] {
                 tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), params![id]).map_err(e)?;
             }
             tx.execute("DELETE FROM runs WHERE id = ?1", params![id]).map_err(e)?;
@@ -475,6 +476,7 @@ fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord],
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
     )?;
     let mut alloc = tx.prepare_cached("INSERT INTO allocations (job, run_id, node_id, cores, memory_mb, gpus, start_time, end_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
+    let mut released = tx.prepare_cached("INSERT INTO released (job, run_id, start_time, end_time) VALUES (?1, ?2, ?3, ?4)")?;
     for j in jobs {
         let u = j.usage(nodes);
         job.execute(params![
@@ -486,6 +488,9 @@ fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord],
         let id = tx.last_insert_rowid();
         for a in &j.allocations {
             alloc.execute(params![id, run_id, a.node, a.cores, a.memory_mb as i64, a.gpus, j.start, j.end])?;
+        }
+        for &(from, to) in &j.released {
+            released.execute(params![id, run_id, from, to])?;
         }
     }
     Ok(())
@@ -554,6 +559,7 @@ mod tests {
             cpu_s: Some(2.0),
             energy_j: None,
             allocations: vec![AllocationRecord { node: 0, cores: 1, memory_mb: 0, gpus: 0 }],
+            released: Vec::new(),
         };
         assert_eq!(s.append_jobs(live, &nodes, std::slice::from_ref(&job)).unwrap(), 1);
         assert_eq!(s.append_jobs(live, &nodes, std::slice::from_ref(&job)).unwrap(), 0, "a replayed record is not written twice");
@@ -626,10 +632,65 @@ mod tests {
             reason: String::new(),
             array: None,
             allocations: vec![AllocationRecord { node: ids[0], cores: 8, memory_mb: 0, gpus: 0 }],
+            released: Vec::new(),
         };
         s.append_jobs(id, &all, &[job]).unwrap();
         s.check_run(id).unwrap();
         let hs06: f64 = s.connection().query_row("SELECT hs06_hours FROM jobs WHERE run_id = ?1", params![id], |r| r.get(0)).unwrap();
         assert_eq!(hs06, 80.0, "8 cores of 10 HS06 for an hour, on d");
+    }
+
+    /// A job suspended by preemption or the gang scheduler gives its cores back
+    /// and keeps its memory: the bills and the true-overhead timeline charge its
+    /// cores only outside the intervals recorded in `released` (schema 6).
+    #[test]
+    fn a_preempted_jobs_cores_are_not_charged_while_it_held_none() {
+        let node = NodeRecord {
+            name: "n1".into(),
+            node_type: "t".into(),
+            partition: "p".into(),
+            cores: 4,
+            memory_mb: 8192,
+            gpus: 0,
+            hs06_per_core: Some(10.0),
+            factor: 1.0,
+            unit: tessera_core::CanonicalUnit::CPU,
+            valid_from: 0,
+        };
+        let job = |id: i64, released: Vec<(i64, i64)>| JobRecord {
+            job_id: id,
+            name: "x".into(),
+            user: "u".into(),
+            group: "g".into(),
+            account: "a".into(),
+            partition: "p".into(),
+            submit: 0,
+            start: 0,
+            end: 3600,
+            state: JobStateTag::Completed,
+            exit_code: 0,
+            req_procs: 4,
+            req_mem_mb: 4096,
+            time_limit: 3600,
+            factor: 1.0,
+            cpu_s: None,
+            energy_j: None,
+            suspended_s: released.iter().map(|(a, b)| b - a).sum(),
+            signal: 0,
+            reason: String::new(),
+            array: None,
+            allocations: vec![AllocationRecord { node: 0, cores: 4, memory_mb: 4096, gpus: 0 }],
+            released,
+        };
+        let mut s = Store::in_memory().unwrap();
+        let run = |label: &str| RunInfo { kind: RunKind::Simulation, label: label.into(), site: "s".into(), cluster: "c".into(), policy: "easy".into(), epoch_offset: 0, recorded_at: 0 };
+        let whole = s.record_run(&run("whole"), std::slice::from_ref(&node), [job(1, vec![])]).unwrap();
+        let parked = s.record_run(&run("parked"), std::slice::from_ref(&node), [job(1, vec![(0, 1800)])]).unwrap();
+        let bills = |r| crate::billing::bill(&s, r, Default::default()).unwrap().jobs[0].bill.allocated;
+        assert_eq!((bills(whole).core_hours, bills(whole).memory_gb_hours), (4.0, 4.0));
+        assert_eq!((bills(parked).core_hours, bills(parked).memory_gb_hours), (2.0, 4.0), "cores for the half hour it ran, memory throughout");
+        s.remove_runs(&[parked]).unwrap();
+        let left: i64 = s.connection().query_row("SELECT COUNT(*) FROM released", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0, "a removed run leaves no interval behind");
     }
 }

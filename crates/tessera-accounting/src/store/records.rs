@@ -141,6 +141,9 @@ pub struct JobRecord {
     pub cpu_s: Option<f64>,
     pub energy_j: Option<f64>,
     pub allocations: Vec<AllocationRecord>,
+    /// Intervals [from, to) in which the job, suspended by preemption or the
+    /// gang scheduler, had given its cores back (memory and GPUs kept).
+    pub released: Vec<(i64, i64)>,
 }
 
 /// Usage derived from a job record and the nodes it ran on.

@@ -272,6 +272,7 @@ fn record(store: &mut Store, names: [&str; 3], site: &str) -> i64 {
         cpu_s: None,
         energy_j: None,
         allocations: vec![AllocationRecord { node: 0, cores: 1, memory_mb: 100, gpus: 0 }],
+        released: Vec::new(),
     });
     store.record_run(&run, &[node], jobs).unwrap()
 }

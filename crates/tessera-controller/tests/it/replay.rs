@@ -164,3 +164,35 @@ fn batches_of_the_gathering_window_wait_for_the_seconds_pass() {
     let launched: Vec<String> = actions(&out).into_iter().filter(|a| a.starts_with("Launch")).collect();
     assert_eq!(launched.len(), 2, "one pass starts both: {launched:?}");
 }
+
+/// A job suspended by a higher tier gives its cores back: its accounting
+/// record says when (`released`), so the bills charge its cores only while it
+/// held them. An operator's suspension keeps the cores, and is not listed.
+#[test]
+fn a_preempted_jobs_record_says_when_it_held_no_cores() {
+    let text = "[[nodetype]]\nname = \"n\"\nnodes = \"n1\"\ncores = 4\n\
+                [[partition]]\nname = \"low\"\nnodes = \"n1\"\ndefault = true\npriority_tier = 1\npreempt_mode = \"suspend\"\n\
+                [[partition]]\nname = \"high\"\nnodes = \"n1\"\npriority_tier = 2\n";
+    let mut c = Cluster::from_toml(text, "tiers.toml").unwrap();
+    let mut s = State::new(Engine::with_cluster(PolicyKind::Easy, &c).unwrap(), &c, 1_000, 5);
+    let mut out = Vec::new();
+    s.apply(&mut c, 1_000, &[Event::AgentUp { agent: "a".into(), nodes: vec![0] }], &mut out);
+    let low = submit(&c, 1, &[("-n", "4")]);
+    s.apply(&mut c, 1_000, &[low], &mut out);
+    let high = submit(&c, 2, &[("-n", "4"), ("-p", "high")]);
+    out.clear();
+    s.apply(&mut c, 1_010, &[high], &mut out);
+    assert!(actions(&out).iter().any(|a| a.starts_with("Suspend") && a.contains("job: 1,")), "{:?}", actions(&out));
+    s.apply(&mut c, 1_020, &[Event::Ended(JobExit { job: 2, attempt: 1, code: Some(0), signal: None, cpu_s: 1.0, start: 1_010, end: 1_020, limit_hit: false, failure: None })], &mut out);
+    s.apply(&mut c, 1_030, &[Event::Suspend(1)], &mut out);
+    s.apply(&mut c, 1_035, &[Event::Resume(1)], &mut out);
+    out.clear();
+    s.apply(&mut c, 1_040, &[ended(1, 0)], &mut out);
+    let rec = out.iter().find_map(|a| match a {
+        Action::Record(r) if r.job_id == 1 => Some(r.clone()),
+        _ => None,
+    });
+    let rec = rec.expect("job 1's record");
+    assert_eq!(rec.released, vec![(1_010, 1_020)], "the preemption, not the operator's suspension");
+    assert_eq!(rec.suspended_s, 15);
+}

@@ -29,6 +29,7 @@ fn job(id: i64, submit: i64, start: i64, end: i64, cores: u32) -> JobRecord {
         cpu_s: None,
         energy_j: None,
         allocations: vec![AllocationRecord { node: 0, cores, memory_mb: 0, gpus: 0 }],
+        released: Vec::new(),
     }
 }
 

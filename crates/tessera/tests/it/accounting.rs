@@ -317,3 +317,28 @@ fn acct_finds_the_default_state_directory_and_refuses_an_empty_window() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("--starttime 2024-02-01 is later than --endtime 2024-01-01"), "{}", text(&o.stderr));
 }
+
+/// A simulated run on priority tiers records, for every job a higher tier
+/// suspended, the intervals it held no cores (`released`), adding up to its
+/// suspended time; the bills then charge its cores only outside them.
+#[test]
+fn a_simulated_preemption_records_when_jobs_held_no_cores() {
+    let Some(trace) = tessera_workload::traces::shared_trace("SDSC-SP2-1998-4.2-cln.swf.gz") else {
+        let _ = tessera_workload::traces::shared_dir_or_skip("a_simulated_preemption_records_when_jobs_held_no_cores");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("acct.db");
+    let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/sdsc-sp2-tiers.toml");
+    ok(&["sim", "run", "--trace", trace.to_str().unwrap(), "--cluster", cluster, "--max-jobs", "3000", "--db", db.to_str().unwrap()]);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let (jobs, mismatched): (i64, i64) = c
+        .query_row(
+            "SELECT COUNT(*), SUM(j.suspended_s != (SELECT COALESCE(SUM(r.end_time - r.start_time), 0) FROM released r WHERE r.job = j.id)) FROM jobs j WHERE j.suspended_s > 0",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(jobs > 0, "the run preempts");
+    assert_eq!(mismatched, 0, "every suspended job's released intervals add up to its suspended time");
+}
