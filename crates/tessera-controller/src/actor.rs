@@ -191,18 +191,10 @@ impl Actor {
         if toml != cfg.cluster_toml && !cfg.cluster_toml.is_empty() {
             tracing::warn!(state = %cfg.state_dir.display(), "the state directory runs cluster {path}; it is kept (the one given now is ignored; `tessera cluster reconfigure` applies a changed file)");
         }
-        let node_index = cluster.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
+        let (cluster_info, node_index) = derived(&cluster, policy.name(), toml, path);
         let grace = Instant::now() + Duration::from_secs(cfg.heartbeat_timeout_s);
         let awaited = state.node_agent.iter().flatten().map(|a| (a.clone(), grace)).collect();
         tracing::info!(state = %cfg.state_dir.display(), replayed, jobs = state.jobs.len(), recovered_records = written, "controller state opened");
-        let cluster_info = ClusterInfo {
-            name: cluster.name.clone(),
-            policy: policy.name().to_string(),
-            toml,
-            path,
-            nodes: cluster.nodes.len(),
-            cores: cluster.total_cores(),
-        };
         let mut actor = Actor {
             cfg,
             cluster,
@@ -225,15 +217,6 @@ impl Actor {
             actor.snapshot()?;
         }
         Ok(actor)
-    }
-
-    pub fn cluster(&self) -> &Cluster {
-        &self.cluster
-    }
-
-    /// The cluster and policy, as `GET /v1/cluster` serves them.
-    pub fn cluster_info(&self) -> ClusterInfo {
-        self.cluster_info.clone()
     }
 
     /// Whether `uid` is an operator over the Unix socket.
@@ -395,16 +378,9 @@ impl Actor {
     /// presenting nodes the cluster now has bring them up, and a snapshot
     /// records the new cluster.
     fn reconfigured(&mut self, now: i64) -> Result<()> {
-        let (toml, path) = self.state.cluster_file.clone().expect("a reconfigured state names its cluster file");
-        self.cluster_info = ClusterInfo {
-            name: self.cluster.name.clone(),
-            policy: self.cluster_info.policy.clone(),
-            toml,
-            path,
-            nodes: self.cluster.nodes.len(),
-            cores: self.cluster.total_cores(),
-        };
-        self.node_index = self.cluster.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
+        // (a file the state refused leaves the cluster and its file as they were)
+        let (toml, path) = self.state.cluster_file.clone().unwrap_or_else(|| (self.cluster_info.toml.clone(), self.cluster_info.path.clone()));
+        (self.cluster_info, self.node_index) = derived(&self.cluster, &self.cluster_info.policy, toml, path);
         (self.acct_ids, self.node_records) = self.store.live_nodes(self.run_id, &NodeRecord::from_cluster(&self.cluster), now)?;
         let mut ups = Vec::new();
         for (agent, s) in &self.agents {
@@ -996,6 +972,14 @@ fn change_name(c: NodeChange) -> &'static str {
         NodeChange::Drain => "drain",
         NodeChange::Resume => "resume",
     }
+}
+
+/// What the actor derives from its cluster: the cluster and policy as `GET
+/// /v1/cluster` serves them (with the file's text and name), and each node's
+/// index by name.
+fn derived(cluster: &Cluster, policy: &str, toml: String, path: String) -> (ClusterInfo, BTreeMap<String, u32>) {
+    let info = ClusterInfo { name: cluster.name.clone(), policy: policy.to_string(), toml, path, nodes: cluster.nodes.len(), cores: cluster.total_cores() };
+    (info, cluster.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect())
 }
 
 /// An accounting record with its allocations naming nodes by their id in the
