@@ -10,6 +10,7 @@
 //! (the report's reply comes after the controller's journal commit).
 
 use tessera_proto::unix_now;
+use crate::suspensions;
 use crate::launch::{self, Slot, Spawned};
 use crate::launcher::Launcher;
 use anyhow::{Context, Result};
@@ -304,7 +305,7 @@ impl Agent {
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     if j.suspended_since.is_none() && j.exit.is_none() {
                         tracing::info!(job, attempt, "suspend");
-                        note_suspension(j, 'S', at);
+                        note_suspension(j, suspensions::Mark::Suspend, at);
                         signal(j, Signal::SIGTSTP);
                         j.suspended_since = Some(Instant::now());
                         j.stop_at = Some(Instant::now() + Duration::from_millis(grace_ms));
@@ -315,7 +316,7 @@ impl Agent {
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     if let Some(since) = j.suspended_since.take() {
                         tracing::info!(job, attempt, "resume");
-                        note_suspension(j, 'R', at);
+                        note_suspension(j, suspensions::Mark::Resume, at);
                         j.suspended_for += since.elapsed();
                         j.stop_at = None;
                         signal(j, Signal::SIGCONT);
@@ -414,13 +415,11 @@ fn terminate(j: &mut Job, grace_s: u64) {
     j.kill_at = Some(Instant::now() + Duration::from_secs(grace_s));
 }
 
-/// Record the controller's instant of a suspension (`S`) or resumption (`R`)
-/// in the job's suspension record, before the job is signalled.
-fn note_suspension(j: &Job, what: char, at: Option<i64>) {
+/// Record the controller's instant of a suspension or resumption in the job's
+/// suspension record, before the job is signalled.
+fn note_suspension(j: &Job, mark: suspensions::Mark, at: Option<i64>) {
     let Some(at) = at else { return };
-    let line = format!("{what} {at}\n");
-    let r = std::fs::OpenOptions::new().append(true).open(j.slot.suspensions()).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
-    if let Err(e) = r {
+    if let Err(e) = suspensions::append(&j.slot.suspensions(), mark, at) {
         tracing::warn!(file = %j.slot.suspensions().display(), "recording a suspension: {e}");
     }
 }

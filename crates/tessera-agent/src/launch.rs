@@ -56,9 +56,6 @@ pub struct ExitRecord {
     pub end: i64,
 }
 
-/// The variable naming a job's suspension record ([`Slot::suspensions`]).
-pub const SUSPENSIONS_ENV: &str = "TESSERA_SUSPENSIONS";
-
 /// A slot of an agent's spool: a record file (`jobs/N`), a script file
 /// (`jobs/N.sh`) and a suspension record (`jobs/N.susp`), reused from job to
 /// job and never deleted, so that starting a job allocates no inode (a node
@@ -93,10 +90,7 @@ impl Slot {
         name.strip_suffix(".sh").or_else(|| name.strip_suffix(".susp")).unwrap_or(name).parse().ok()
     }
 
-    /// The run's suspensions as the controller made them: a line `S T` or
-    /// `R T` per suspension and resumption (T: the controller's instant, whole
-    /// Unix seconds), written before the job is signalled. The job finds it in
-    /// `$TESSERA_SUSPENSIONS` (an emulated job counts its run time by it).
+    /// The run's suspension record ([`crate::suspensions`]).
     pub fn suspensions(&self) -> PathBuf {
         self.record.with_extension("susp")
     }
@@ -273,11 +267,11 @@ fn spawn_io(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<S
     };
     let susp = slot.suspensions();
     rewrite(&susp, b"", 0o644)?;
-    let susp_env = format!("{SUSPENSIONS_ENV}={}", susp.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "state directory is not UTF-8"))?);
+    let susp_env = format!("{}={}", crate::suspensions::ENV, susp.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "state directory is not UTF-8"))?);
     let envp: Vec<CString> = l
         .env
         .iter()
-        .filter(|(k, _)| !k.contains('=') && k.as_str() != SUSPENSIONS_ENV)
+        .filter(|(k, _)| !k.contains('=') && k.as_str() != crate::suspensions::ENV)
         .map(|(k, v)| cstr(&format!("{k}={v}"), "environment"))
         .chain(std::iter::once(cstr(&susp_env, "environment")))
         .collect::<Result<_, SpawnError>>()?;

@@ -10,5 +10,6 @@
 pub mod agent;
 pub mod launch;
 pub mod launcher;
+pub mod suspensions;
 pub mod powercap;
 mod sys;

@@ -42,7 +42,7 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tessera_proto::unix_now_f64 as wall;
-use tessera_agent::launch::SUSPENSIONS_ENV;
+use tessera_agent::suspensions;
 use tessera_sim::sleeplog::{SleepRecord, Suspension};
 
 #[derive(Args, Debug)]
@@ -128,13 +128,13 @@ pub fn sleep_job(a: SleepJobArgs) -> Result<()> {
         CountFrom::Scheduler => env_number::<f64>(&["TESSERA_START_TIME"])?,
         CountFrom::Process => None,
     };
-    let record = std::env::var_os(SUSPENSIONS_ENV).map(PathBuf::from).filter(|_| sched_start.is_some());
+    let record = std::env::var_os(suspensions::ENV).map(PathBuf::from).filter(|_| sched_start.is_some());
     let mut observed = Vec::new();
     let end_by = match (sched_start, &record) {
         // the scheduler's clock throughout: the job ends its runtime plus the
         // time the controller kept it suspended after the controller started it
         (Some(s0), Some(rec)) => loop {
-            let (held, open) = suspended(rec)?;
+            let (held, open) = suspensions::held(&suspensions::read(rec).map_err(anyhow::Error::msg)?);
             let wait = if open { Some(Duration::from_secs(1)) } else { None };
             let left = s0 + a.runtime + held - wall();
             if !open && left <= 0.0 {
@@ -169,7 +169,7 @@ pub fn sleep_job(a: SleepJobArgs) -> Result<()> {
     };
     // the suspensions as the scheduler made them, when it recorded them
     let suspensions = match &record {
-        Some(rec) => intervals(rec)?.into_iter().map(|(suspend, resume)| Suspension { suspend, resume: resume.unwrap_or_else(wall) }).collect(),
+        Some(rec) => suspensions::read(rec).map_err(anyhow::Error::msg)?.into_iter().map(|(suspend, resume)| Suspension { suspend, resume: resume.unwrap_or_else(wall) }).collect(),
         None => observed,
     };
     // a wall clock stepped back, or a submitter's clock ahead of this node's,
@@ -216,35 +216,6 @@ fn stop_self() -> Suspension {
     // SAFETY: raising a signal at this process.
     unsafe { libc::raise(libc::SIGSTOP) };
     Suspension { suspend, resume: wall() }
-}
-
-/// The suspension record's intervals (`S T` then `R T` lines; the last may be
-/// open), in Unix seconds.
-fn intervals(path: &std::path::Path) -> Result<Vec<(f64, Option<f64>)>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading the suspension record {}", path.display()))?;
-    let mut v: Vec<(f64, Option<f64>)> = Vec::new();
-    // only whole lines: the agent may be writing the next one
-    let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
-    for (k, line) in whole.lines().enumerate() {
-        let bad = || anyhow::anyhow!("{}:{}: {line:?}: expected `S SECONDS` or `R SECONDS`", path.display(), k + 1);
-        let (what, t) = line.split_once(' ').ok_or_else(bad)?;
-        let t: f64 = t.trim().parse().map_err(|_| bad())?;
-        match (what, v.last_mut()) {
-            ("S", None | Some((_, Some(_)))) => v.push((t, None)),
-            ("R", Some((s, r @ None))) => *r = Some(t.max(*s)),
-            _ => return Err(bad()),
-        }
-    }
-    Ok(v)
-}
-
-/// Seconds the record's closed intervals held the job suspended, and whether
-/// it is suspended now. Bounded, so that a record of nonsense cannot make the
-/// job sleep for ages: no suspension counts for more than a year.
-fn suspended(path: &std::path::Path) -> Result<(f64, bool)> {
-    let v = intervals(path)?;
-    let held = v.iter().filter_map(|&(s, r)| r.map(|r| (r - s).min(365.0 * 86_400.0))).sum::<f64>();
-    Ok((held, v.last().is_some_and(|(_, r)| r.is_none())))
 }
 
 /// One line, one `write`, under an exclusive lock of the whole file.
