@@ -100,25 +100,27 @@ pub fn holdings(store: &Store, run: i64, node_count: usize) -> Result<Vec<Vec<Ho
             start: r.get(5).map_err(e)?,
             end: r.get(6).map_err(e)?,
         };
+        let Some(gaps) = released.get(&h.job) else {
+            out[node as usize].push(h);
+            continue;
+        };
         // split at the job's released intervals: no cores within them
         let mut at = h.start;
-        for &(from, to) in released.get(&h.job).map_or(&[][..], |v| v.as_slice()) {
-            let (from, to) = (from.clamp(h.start, h.end), to.clamp(h.start, h.end));
-            if from >= to {
-                continue;
-            }
-            if from > at {
+        for &(from, to) in gaps {
+            let (from, to) = (from.clamp(at, h.end), to.clamp(at, h.end));
+            if from < to {
                 out[node as usize].push(Holding { start: at, end: from, ..h });
+                out[node as usize].push(Holding { start: from, end: to, cores: 0, ..h });
+                at = to;
             }
-            out[node as usize].push(Holding { start: from, end: to, cores: 0, ..h });
-            at = to;
         }
-        if at < h.end || at == h.start {
-            out[node as usize].push(Holding { start: at, ..h });
-        }
+        out[node as usize].push(Holding { start: at, ..h });
     }
-    for v in &mut out {
-        v.sort_by_key(|h| (h.start, h.job));
+    if !released.is_empty() {
+        // the pieces of a split holding come after holdings that start later
+        for v in &mut out {
+            v.sort_by_key(|h| (h.start, h.job));
+        }
     }
     Ok(out)
 }
