@@ -500,6 +500,57 @@ fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord],
 mod tests {
     use super::*;
 
+    /// A node of `cores` cores and `memory_mb` MB (type `t`, partition `p`,
+    /// 10 HS06 per core, factor 1).
+    fn node(name: &str, cores: u32, memory_mb: u64) -> NodeRecord {
+        NodeRecord {
+            name: name.into(),
+            node_type: "t".into(),
+            partition: "p".into(),
+            cores,
+            memory_mb,
+            gpus: 0,
+            hs06_per_core: Some(10.0),
+            factor: 1.0,
+            unit: tessera_core::CanonicalUnit::CPU,
+            valid_from: 0,
+        }
+    }
+
+    /// A completed job holding `allocations` from `start` to `end` (submitted
+    /// at 0, asking what it holds for as long as it ran).
+    fn job(job_id: i64, start: i64, end: i64, allocations: Vec<AllocationRecord>) -> JobRecord {
+        JobRecord {
+            job_id,
+            name: "x".into(),
+            user: "u".into(),
+            group: "g".into(),
+            account: "a".into(),
+            partition: "p".into(),
+            submit: 0,
+            start,
+            end,
+            suspended_s: 0,
+            state: JobStateTag::Completed,
+            exit_code: 0,
+            signal: 0,
+            reason: String::new(),
+            array: None,
+            req_procs: allocations.iter().map(|a| a.cores).sum(),
+            req_mem_mb: allocations.iter().map(|a| a.memory_mb).sum(),
+            time_limit: end - start,
+            factor: 1.0,
+            cpu_s: None,
+            energy_j: None,
+            allocations,
+            released: Vec::new(),
+        }
+    }
+
+    fn run(kind: RunKind, label: &str) -> RunInfo {
+        RunInfo { kind, label: label.into(), site: "s".into(), cluster: "c".into(), policy: "easy".into(), epoch_offset: 0, recorded_at: 0 }
+    }
+
     #[test]
     fn a_schema_1_store_keeps_its_jobs_and_allocations_and_then_takes_live_records_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -521,45 +572,16 @@ mod tests {
         assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
         let kept: (i64, i64) = s.connection().query_row("SELECT count(*), (SELECT count(*) FROM allocations WHERE job = 7) FROM jobs WHERE id = 7", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
         assert_eq!(kept, (1, 1));
-        let nodes = vec![NodeRecord {
-            name: "n1".into(),
-            node_type: "t".into(),
-            partition: "p".into(),
-            cores: 4,
-            memory_mb: 0,
-            gpus: 0,
-            hs06_per_core: None,
-            factor: 1.0,
-            unit: tessera_core::CanonicalUnit::CPU,
-            valid_from: 0,
-        }];
-        let run = RunInfo { kind: RunKind::Live, label: "/state".into(), site: "s".into(), cluster: "c".into(), policy: "easy".into(), epoch_offset: 0, recorded_at: 0 };
+        let nodes = vec![NodeRecord { hs06_per_core: None, ..node("n1", 4, 0) }];
+        let run = run(RunKind::Live, "/state");
         let live = s.live_run(&run, &nodes).unwrap();
         assert_eq!(s.live_run(&run, &nodes).unwrap(), live, "one live run per state directory");
         let job = JobRecord {
-            job_id: 3,
-            name: "x".into(),
-            user: "u".into(),
-            group: "g".into(),
-            account: "a".into(),
-            partition: "p".into(),
-            submit: 0,
-            start: 1,
-            end: 5,
-            suspended_s: 0,
             state: JobStateTag::NodeFail,
-            exit_code: 0,
-            signal: 0,
-            reason: String::new(),
-            array: None,
             req_procs: 1,
-            req_mem_mb: 0,
             time_limit: 60,
-            factor: 1.0,
             cpu_s: Some(2.0),
-            energy_j: None,
-            allocations: vec![AllocationRecord { node: 0, cores: 1, memory_mb: 0, gpus: 0 }],
-            released: Vec::new(),
+            ..job(3, 1, 5, vec![AllocationRecord { node: 0, cores: 1, memory_mb: 0, gpus: 0 }])
         };
         assert_eq!(s.append_jobs(live, &nodes, std::slice::from_ref(&job)).unwrap(), 1);
         assert_eq!(s.append_jobs(live, &nodes, std::slice::from_ref(&job)).unwrap(), 0, "a replayed record is not written twice");
@@ -582,20 +604,9 @@ mod tests {
     /// ends, and the run stays consistent (ids 0..n, every allocation's node known).
     #[test]
     fn a_live_runs_nodes_keep_their_ids_by_name_across_a_changed_cluster() {
-        let node = |name: &str, cores: u32| NodeRecord {
-            name: name.into(),
-            node_type: "t".into(),
-            partition: "p".into(),
-            cores,
-            memory_mb: 0,
-            gpus: 0,
-            hs06_per_core: Some(10.0),
-            factor: 1.0,
-            unit: tessera_core::CanonicalUnit::CPU,
-            valid_from: 0,
-        };
+        let node = |name: &str, cores: u32| node(name, cores, 0);
         let mut s = Store::in_memory().unwrap();
-        let run = RunInfo { kind: RunKind::Live, label: "/state".into(), site: "s".into(), cluster: "c".into(), policy: "easy".into(), epoch_offset: 0, recorded_at: 0 };
+        let run = run(RunKind::Live, "/state");
         let first = [node("a", 4), node("b", 4), node("c", 4)];
         let id = s.live_run(&run, &first).unwrap();
         assert_eq!(s.live_nodes(id, &first, 10).unwrap().0, [0, 1, 2], "unchanged: nothing moves");
@@ -609,31 +620,7 @@ mod tests {
         };
         assert_eq!(rows, [(0, 0, None, 4), (1, 0, Some(100), 4), (1, 100, None, 8), (2, 0, Some(100), 4), (3, 100, None, 8)]);
         // a job on d, as the controller writes it: allocations by id
-        let job = JobRecord {
-            job_id: 1,
-            name: "x".into(),
-            user: "u".into(),
-            group: "g".into(),
-            account: "a".into(),
-            partition: "p".into(),
-            submit: 100,
-            start: 100,
-            end: 3700,
-            state: JobStateTag::Completed,
-            exit_code: 0,
-            req_procs: 8,
-            req_mem_mb: 0,
-            time_limit: 3600,
-            factor: 1.0,
-            cpu_s: None,
-            energy_j: None,
-            suspended_s: 0,
-            signal: 0,
-            reason: String::new(),
-            array: None,
-            allocations: vec![AllocationRecord { node: ids[0], cores: 8, memory_mb: 0, gpus: 0 }],
-            released: Vec::new(),
-        };
+        let job = job(1, 100, 3700, vec![AllocationRecord { node: ids[0], cores: 8, memory_mb: 0, gpus: 0 }]);
         s.append_jobs(id, &all, &[job]).unwrap();
         s.check_run(id).unwrap();
         let hs06: f64 = s.connection().query_row("SELECT hs06_hours FROM jobs WHERE run_id = ?1", params![id], |r| r.get(0)).unwrap();
@@ -645,45 +632,14 @@ mod tests {
     /// cores only outside the intervals recorded in `released` (schema 6).
     #[test]
     fn a_preempted_jobs_cores_are_not_charged_while_it_held_none() {
-        let node = NodeRecord {
-            name: "n1".into(),
-            node_type: "t".into(),
-            partition: "p".into(),
-            cores: 4,
-            memory_mb: 8192,
-            gpus: 0,
-            hs06_per_core: Some(10.0),
-            factor: 1.0,
-            unit: tessera_core::CanonicalUnit::CPU,
-            valid_from: 0,
-        };
+        let node = node("n1", 4, 8192);
         let job = |id: i64, released: Vec<(i64, i64)>| JobRecord {
-            job_id: id,
-            name: "x".into(),
-            user: "u".into(),
-            group: "g".into(),
-            account: "a".into(),
-            partition: "p".into(),
-            submit: 0,
-            start: 0,
-            end: 3600,
-            state: JobStateTag::Completed,
-            exit_code: 0,
-            req_procs: 4,
-            req_mem_mb: 4096,
-            time_limit: 3600,
-            factor: 1.0,
-            cpu_s: None,
-            energy_j: None,
             suspended_s: released.iter().map(|(a, b)| b - a).sum(),
-            signal: 0,
-            reason: String::new(),
-            array: None,
-            allocations: vec![AllocationRecord { node: 0, cores: 4, memory_mb: 4096, gpus: 0 }],
             released,
+            ..job(id, 0, 3600, vec![AllocationRecord { node: 0, cores: 4, memory_mb: 4096, gpus: 0 }])
         };
         let mut s = Store::in_memory().unwrap();
-        let run = |label: &str| RunInfo { kind: RunKind::Simulation, label: label.into(), site: "s".into(), cluster: "c".into(), policy: "easy".into(), epoch_offset: 0, recorded_at: 0 };
+        let run = |label: &str| run(RunKind::Simulation, label);
         let whole = s.record_run(&run("whole"), std::slice::from_ref(&node), [job(1, vec![])]).unwrap();
         let parked = s.record_run(&run("parked"), std::slice::from_ref(&node), [job(1, vec![(0, 1800)])]).unwrap();
         let bills = |r| crate::billing::bill(&s, r, Default::default()).unwrap().jobs[0].bill.allocated;
