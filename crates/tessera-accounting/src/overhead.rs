@@ -178,35 +178,11 @@ pub fn overhead(store: &Store, run: i64) -> Result<OverheadReport, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind};
+    use crate::store::{AllocationRecord, JobRecord, NodeRecord, RunInfo, RunKind};
     use tessera_core::CanonicalUnit;
 
     fn job(id: i64, submit: i64, start: i64, end: i64, cores: u32) -> JobRecord {
-        JobRecord {
-            job_id: id,
-            name: format!("j{id}"),
-            user: "u".into(),
-            group: "g".into(),
-            account: "a".into(),
-            partition: "batch".into(),
-            submit,
-            start,
-            end,
-            suspended_s: 0,
-            state: JobStateTag::Completed,
-            exit_code: 0,
-            signal: 0,
-            reason: String::new(),
-            array: None,
-            req_procs: cores,
-            req_mem_mb: 0,
-            time_limit: end - start,
-            factor: 1.0,
-            cpu_s: None,
-            energy_j: None,
-            allocations: vec![AllocationRecord { node: 0, cores, memory_mb: 0, gpus: 0 }],
-            released: Vec::new(),
-        }
+        JobRecord { name: format!("j{id}"), ..JobRecord::completed(id, submit, start, end, vec![AllocationRecord { node: 0, cores, memory_mb: 0, gpus: 0 }]) }
     }
 
     /// An 8-core node (unit: 1 core) half-held by job 1 over [0, 2000); job 2

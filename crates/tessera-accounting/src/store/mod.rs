@@ -517,34 +517,8 @@ mod tests {
         }
     }
 
-    /// A completed job holding `allocations` from `start` to `end` (submitted
-    /// at 0, asking what it holds for as long as it ran).
     fn job(job_id: i64, start: i64, end: i64, allocations: Vec<AllocationRecord>) -> JobRecord {
-        JobRecord {
-            job_id,
-            name: "x".into(),
-            user: "u".into(),
-            group: "g".into(),
-            account: "a".into(),
-            partition: "p".into(),
-            submit: 0,
-            start,
-            end,
-            suspended_s: 0,
-            state: JobStateTag::Completed,
-            exit_code: 0,
-            signal: 0,
-            reason: String::new(),
-            array: None,
-            req_procs: allocations.iter().map(|a| a.cores).sum(),
-            req_mem_mb: allocations.iter().map(|a| a.memory_mb).sum(),
-            time_limit: end - start,
-            factor: 1.0,
-            cpu_s: None,
-            energy_j: None,
-            allocations,
-            released: Vec::new(),
-        }
+        JobRecord::completed(job_id, 0, start, end, allocations)
     }
 
     fn run(kind: RunKind, label: &str) -> RunInfo {

@@ -164,6 +164,38 @@ pub struct Usage {
 }
 
 impl JobRecord {
+    /// A job that completed with exit 0 holding `allocations` over [start,
+    /// end), having asked for what it held for that long, named `job{id}` (user
+    /// `u`, group `g`, account `a`, partition `batch`); override what matters
+    /// with struct update syntax.
+    pub fn completed(job_id: i64, submit: i64, start: i64, end: i64, allocations: Vec<AllocationRecord>) -> JobRecord {
+        JobRecord {
+            job_id,
+            name: format!("job{job_id}"),
+            user: "u".into(),
+            group: "g".into(),
+            account: "a".into(),
+            partition: "batch".into(),
+            submit,
+            start,
+            end,
+            suspended_s: 0,
+            state: JobStateTag::Completed,
+            exit_code: 0,
+            signal: 0,
+            reason: String::new(),
+            array: None,
+            req_procs: allocations.iter().map(|a| a.cores).sum(),
+            req_mem_mb: allocations.iter().map(|a| a.memory_mb).sum(),
+            time_limit: end - start,
+            factor: 1.0,
+            cpu_s: None,
+            energy_j: None,
+            allocations,
+            released: Vec::new(),
+        }
+    }
+
     pub fn usage(&self, nodes: &[NodeRecord]) -> Usage {
         let alloc_cores: u32 = self.allocations.iter().map(|a| a.cores).sum();
         // the charged wall time: suspended time is not use

@@ -6,7 +6,7 @@
 
 use tessera_accounting::apel::{self, Message, Reporter};
 use tessera_accounting::publish::{Capacity, NodeTypeCapacity};
-use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, RunInfo, RunKind, Store};
+use tessera_accounting::store::{AllocationRecord, JobRecord, NodeRecord, RunInfo, RunKind, Store};
 use tessera_core::CanonicalUnit;
 
 /// Names that would add a line, an attribute, an RDN, a record or a shell
@@ -250,29 +250,12 @@ fn record(store: &mut Store, names: [&str; 3], site: &str) -> i64 {
     };
     let run = RunInfo { kind: RunKind::Simulation, label: names[0].into(), site: site.into(), cluster: names[1].into(), policy: "fcfs".into(), epoch_offset: 1_700_000_000, recorded_at: 0 };
     let jobs = (0..3).map(|i| JobRecord {
-        job_id: i + 1,
         name: names[i as usize].into(),
         user: names[(i as usize + 1) % 3].into(),
         group: names[(i as usize + 2) % 3].into(),
         account: names[i as usize].into(),
         partition: names[(i as usize + 1) % 3].into(),
-        submit: 0,
-        start: 0,
-        end: 100,
-        suspended_s: 0,
-        state: JobStateTag::Completed,
-        exit_code: 0,
-        signal: 0,
-        reason: String::new(),
-        array: None,
-        req_procs: 1,
-        req_mem_mb: 100,
-        time_limit: 100,
-        factor: 1.0,
-        cpu_s: None,
-        energy_j: None,
-        allocations: vec![AllocationRecord { node: 0, cores: 1, memory_mb: 100, gpus: 0 }],
-        released: Vec::new(),
+        ..JobRecord::completed(i + 1, 0, 0, 100, vec![AllocationRecord { node: 0, cores: 1, memory_mb: 100, gpus: 0 }])
     });
     store.record_run(&run, &[node], jobs).unwrap()
 }

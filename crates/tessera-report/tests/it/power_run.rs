@@ -1,36 +1,13 @@
 //! The report of a power-budgeted run: its machine is one pool of whole nodes
 //! (PARM sizes jobs in nodes, resizes them while they run and names no node).
 
-use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, PowerRow, RunInfo, RunKind, Store};
+use tessera_accounting::store::{AllocationRecord, JobRecord, NodeRecord, PowerRow, RunInfo, RunKind, Store};
 use tessera_core::CanonicalUnit;
 use tessera_report::run::RunData;
 
 fn job(id: i64, submit: i64, start: i64, end: i64, cores: u32) -> JobRecord {
-    JobRecord {
-        job_id: id,
-        name: format!("job{id}"),
-        user: "user1".into(),
-        group: "group1".into(),
-        account: "group1".into(),
-        partition: "batch".into(),
-        submit,
-        start,
-        end,
-        suspended_s: 0,
-        state: JobStateTag::Completed,
-        exit_code: 0,
-        signal: 0,
-        reason: String::new(),
-        array: None,
-        req_procs: cores,
-        req_mem_mb: 0,
-        time_limit: end - start,
-        factor: 1.0,
-        cpu_s: None,
-        energy_j: None,
-        allocations: vec![AllocationRecord { node: 0, cores, memory_mb: 0, gpus: 0 }],
-        released: Vec::new(),
-    }
+    let alloc = vec![AllocationRecord { node: 0, cores, memory_mb: 0, gpus: 0 }];
+    JobRecord { user: "user1".into(), group: "group1".into(), account: "group1".into(), ..JobRecord::completed(id, submit, start, end, alloc) }
 }
 
 fn sample(time: i64, busy_nodes: u32) -> PowerRow {
