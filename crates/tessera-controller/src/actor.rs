@@ -145,7 +145,7 @@ impl Actor {
         };
         let rec = journal.recover()?;
         // the cluster of the snapshot: the one created with, or the last applied
-        let (toml, path) = rec.snapshot.as_ref().and_then(|(_, s)| s.cluster_file.clone()).unwrap_or((created_toml, created_path));
+        let (toml, path) = rec.snapshot.as_ref().and_then(|(_, s)| s.ledger.cluster_file.clone()).unwrap_or((created_toml, created_path));
         let mut cluster = Cluster::from_toml(&toml, &path).map_err(|e| anyhow::anyhow!("{e}"))?;
         let policy: tessera_core::PolicyKind = policy.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
         if policy == tessera_core::PolicyKind::Parm {
@@ -163,7 +163,7 @@ impl Actor {
         };
         let run_id = store.live_run(&run, &NodeRecord::from_cluster(&cluster))?;
         let mut state = match rec.snapshot {
-            Some((_, s)) => s,
+            Some((_, s)) => s.restored(),
             None => {
                 let engine = Engine::with_cluster(policy, &cluster).map_err(|e| anyhow::anyhow!("{e}"))?;
                 State::new(engine, &cluster, created, cfg.kill_grace_s)
@@ -171,7 +171,7 @@ impl Actor {
         };
         // the store's nodes as of the snapshot (a crash may have come between a
         // reconfigure's journal entry and the snapshot after it)
-        let (mut acct_ids, mut node_records) = store.live_nodes(run_id, &NodeRecord::from_cluster(&cluster), state.now)?;
+        let (mut acct_ids, mut node_records) = store.live_nodes(run_id, &NodeRecord::from_cluster(&cluster), state.ledger.now)?;
         let mut records = Vec::new();
         let mut actions = Vec::new();
         let replayed = rec.entries.len();
@@ -187,14 +187,14 @@ impl Actor {
             }));
         }
         let written = store.append_jobs(run_id, &node_records, &records)?;
-        let (toml, path) = state.cluster_file.clone().unwrap_or((toml, path));
+        let (toml, path) = state.ledger.cluster_file.clone().unwrap_or((toml, path));
         if toml != cfg.cluster_toml && !cfg.cluster_toml.is_empty() {
             tracing::warn!(state = %cfg.state_dir.display(), "the state directory runs cluster {path}; it is kept (the one given now is ignored; `tessera cluster reconfigure` applies a changed file)");
         }
         let (cluster_info, node_index) = derived(&cluster, policy.name(), toml, path);
         let grace = Instant::now() + Duration::from_secs(cfg.heartbeat_timeout_s);
-        let awaited = state.node_agent.iter().flatten().map(|a| (a.clone(), grace)).collect();
-        tracing::info!(state = %cfg.state_dir.display(), replayed, jobs = state.jobs.len(), recovered_records = written, "controller state opened");
+        let awaited = state.ledger.node_agent.iter().flatten().map(|a| (a.clone(), grace)).collect();
+        tracing::info!(state = %cfg.state_dir.display(), replayed, jobs = state.ledger.jobs.len(), recovered_records = written, "controller state opened");
         let mut actor = Actor {
             cfg,
             cluster,
@@ -325,7 +325,7 @@ impl Actor {
     fn step_one(&mut self, batch: &mut Vec<Msg>) -> Result<()> {
         let mut events = Vec::new();
         let mut after = Vec::new();
-        let mut next_id = self.state.next_id;
+        let mut next_id = self.state.ledger.next_id;
         for m in batch.drain(..) {
             self.admit(m, &mut events, &mut after, &mut next_id);
         }
@@ -333,7 +333,7 @@ impl Actor {
         if !reconfigure {
             self.check_heartbeats(&mut events);
         }
-        let now = unix_now().max(self.state.now);
+        let now = unix_now().max(self.state.ledger.now);
         let due = self.state.wake().is_some_and(|w| w <= now) || self.pass_after.is_some_and(|t| t <= Instant::now());
         let window = if reconfigure { None } else { self.gathering() };
         if events.is_empty() && due && window.is_some() {
@@ -379,12 +379,12 @@ impl Actor {
     /// records the new cluster.
     fn reconfigured(&mut self, now: i64) -> Result<()> {
         // (a file the state refused leaves the cluster and its file as they were)
-        let (toml, path) = self.state.cluster_file.clone().unwrap_or_else(|| (self.cluster_info.toml.clone(), self.cluster_info.path.clone()));
+        let (toml, path) = self.state.ledger.cluster_file.clone().unwrap_or_else(|| (self.cluster_info.toml.clone(), self.cluster_info.path.clone()));
         (self.cluster_info, self.node_index) = derived(&self.cluster, &self.cluster_info.policy, toml, path);
         (self.acct_ids, self.node_records) = self.store.live_nodes(self.run_id, &NodeRecord::from_cluster(&self.cluster), now)?;
         let mut ups = Vec::new();
         for (agent, s) in &self.agents {
-            let nodes: Vec<u32> = s.presented.iter().filter_map(|n| self.node_index.get(n).copied()).filter(|&i| self.state.node_agent[i as usize].is_none()).collect();
+            let nodes: Vec<u32> = s.presented.iter().filter_map(|n| self.node_index.get(n).copied()).filter(|&i| self.state.ledger.node_agent[i as usize].is_none()).collect();
             if !nodes.is_empty() {
                 tracing::info!(agent = %agent, nodes = nodes.len(), "the agent presents nodes the changed cluster adds");
                 ups.push(Event::AgentUp { agent: agent.clone(), nodes });
@@ -442,7 +442,7 @@ impl Actor {
             Msg::Jobs { reply } => {
                 let ids = self.state.live_ids();
                 let mut v: Vec<JobInfo> = ids.into_iter().filter_map(|id| self.state.job_info(&self.cluster, id)).collect();
-                v.extend(self.state.done.values().map(|d| d.info.clone()));
+                v.extend(self.state.ledger.done.values().map(|d| d.info.clone()));
                 let _ = reply.send(Ok(v));
             }
             Msg::Job { id, reply } => {
@@ -531,10 +531,10 @@ impl Actor {
         for &(kind, on) in &r.dependencies {
             let option = "--dependency".to_string();
             let bad = |expected: String| ApiError::option(tessera_proto::submit::OptionError { option: option.clone(), value: format!("{}:{on}", crate::state::dependency_name(kind)), expected, line: None });
-            if self.state.jobs.contains_key(&on) || (on >= self.state.next_id && on < first) {
+            if self.state.ledger.jobs.contains_key(&on) || (on >= self.state.ledger.next_id && on < first) {
                 continue;
             }
-            match self.state.outcomes.get(&on) {
+            match self.state.ledger.outcomes.get(&on) {
                 None => return Err(bad(format!("a job that exists or ended less than {} s ago (job {on} is not known)", crate::state::DONE_KEEP_S))),
                 Some(&ok) => {
                     let never = match kind {
@@ -552,8 +552,9 @@ impl Actor {
         spec.partition = Some(r.partition);
         spec.mem_per_proc_mb = r.mem_per_proc_mb;
         spec.gpus_per_node = r.gpus_per_node;
-        if r.nodeset.is_none() {
-            if let Err(e) = self.state.engine.can_run(&spec) {
+        let nodeset = r.nodeset.as_deref().map(|s| tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit"));
+        {
+            if let Err(e) = self.state.engine().can_run(&spec, nodeset.as_ref()) {
                 // the request is no job yet: its options are named, not an id
                 let why = match e {
                     tessera_core::Rejection::NeverFits { why, .. } => why.to_string(),
@@ -585,8 +586,8 @@ impl Actor {
         if who.role == Role::Agent {
             return Err(ApiError::new(403, if script { "agents read scripts only in their launches" } else { "agents do not act on jobs" }));
         }
-        let Some(m) = self.state.jobs.get(&job) else {
-            return Err(match self.state.done.get(&job) {
+        let Some(m) = self.state.ledger.jobs.get(&job) else {
+            return Err(match self.state.ledger.done.get(&job) {
                 Some(d) if script => ApiError::new(404, format!("job {job} has ended ({}): its script is kept only while it is queued or running", d.info.state.name())),
                 Some(d) => ApiError::new(409, format!("job {job} has already ended ({})", d.info.state.name())),
                 None => ApiError::new(404, format!("no job {job}")),
@@ -610,7 +611,7 @@ impl Actor {
         if matches!(op, JobOp::Suspend | JobOp::Resume) && who.role != Role::Operator {
             return Err(ApiError::new(403, "only operators suspend and resume jobs (as with scontrol)"));
         }
-        let st = self.state.engine.job(JobId(job)).map(|(_, s)| s).expect("a live job is in the engine");
+        let st = self.state.engine().job(JobId(job)).map(|(_, s)| s).expect("a live job is in the engine");
         let ok = match op {
             JobOp::Cancel => !matches!(st, JobState::Ending { .. }),
             JobOp::Hold => st.queued(),
@@ -643,7 +644,7 @@ impl Actor {
         }
         let new = Cluster::from_toml(&req.toml, &req.path).map_err(|e| ApiError::new(400, e.to_string()))?;
         let (mut state, mut cluster) = (self.state.clone(), self.cluster.clone());
-        let now = unix_now().max(self.state.now);
+        let now = unix_now().max(self.state.ledger.now);
         state
             .reconfigure(&mut cluster, now, &req.toml, &req.path, &mut Default::default())
             .map_err(|why| ApiError::new(409, format!("cluster file {} not applied: {why}", if req.path.is_empty() { "(unnamed)" } else { &req.path })))?;
@@ -668,7 +669,7 @@ impl Actor {
                 ignored.push(n.name.clone());
                 continue;
             };
-            if let Some(other) = &self.state.node_agent[i as usize] {
+            if let Some(other) = &self.state.ledger.node_agent[i as usize] {
                 if other != &req.agent && self.agents.contains_key(other) {
                     return Err(ApiError::new(409, format!("node {} is presented by agent {other}", n.name)));
                 }
@@ -741,7 +742,7 @@ impl Actor {
                 Action::Suspend { node, job, attempt, at } => (node, AgentCommand::Suspend { job, attempt, grace_ms: 1000, at: Some(at) }),
                 Action::Resume { node, job, attempt, at } => (node, AgentCommand::Resume { job, attempt, at: Some(at) }),
             };
-            if let Some(s) = self.state.node_agent[node as usize].as_ref().and_then(|a| self.agents.get_mut(a)) {
+            if let Some(s) = self.state.ledger.node_agent[node as usize].as_ref().and_then(|a| self.agents.get_mut(a)) {
                 s.outbox.push(cmd);
             }
         }
@@ -840,7 +841,7 @@ impl Actor {
                 }
                 (Some(false), JobState::Suspended { since, .. }) => cmds.push(AgentCommand::Suspend { job, attempt, grace_ms: 1000, at: Some(since) }),
                 // resumed while the agent was away: now is as near as is known
-                (Some(true), JobState::Running { .. }) => cmds.push(AgentCommand::Resume { job, attempt, at: Some(self.state.now) }),
+                (Some(true), JobState::Running { .. }) => cmds.push(AgentCommand::Resume { job, attempt, at: Some(self.state.ledger.now) }),
                 (Some(_), _) => {}
             }
         }
@@ -867,8 +868,8 @@ impl Actor {
     /// Cores, memory and GPUs allocated on every node, and whether any job holds it.
     fn node_usage(&self) -> Vec<(u32, u64, u32, bool)> {
         let mut used = vec![(0u32, 0u64, 0u32, false); self.cluster.nodes.len()];
-        for m in self.state.jobs.values() {
-            if let Some(a) = self.state.engine.allocation(JobId(m.id)) {
+        for m in self.state.ledger.jobs.values() {
+            if let Some(a) = self.state.engine().allocation(JobId(m.id)) {
                 for p in &a.parts {
                     let u = &mut used[p.node as usize];
                     *u = (u.0 + p.cores, u.1 + p.mem, u.2 + p.gpus, true);
@@ -885,8 +886,8 @@ impl Actor {
         let queue = crate::metrics::queue_by_reason(&mut self.state, &self.cluster).into_iter().map(|((p, r), n)| (p.to_string(), r.to_string(), n)).collect();
         // the smallest need, in its partition's canonical units, of a queued job
         let mut least: BTreeMap<String, u64> = BTreeMap::new();
-        for id in self.state.engine.queue().collect::<Vec<_>>() {
-            let Some((spec, _)) = self.state.engine.job(id) else { continue };
+        for id in self.state.engine().queue().collect::<Vec<_>>() {
+            let Some((spec, _)) = self.state.engine().job(id) else { continue };
             let part = &self.cluster.partitions[spec.partition.map_or(self.cluster.default_partition_index(), |p| p as usize)];
             let need = part.canonical_unit.need(spec.procs as u64, spec.mem_per_proc_mb.saturating_mul(spec.procs as u64), spec.gpus_per_node as u64);
             let e = least.entry(part.name.clone()).or_insert(u64::MAX);
@@ -921,7 +922,7 @@ impl Actor {
             policy: self.cluster_info.policy.clone(),
             now: tessera_proto::unix_now(),
             agents: self.agents.len(),
-            running_jobs: self.state.jobs.values().filter(|m| self.state.engine.allocation(JobId(m.id)).is_some()).count() as u64,
+            running_jobs: self.state.ledger.jobs.values().filter(|m| self.state.engine().allocation(JobId(m.id)).is_some()).count() as u64,
             queue,
             nodes,
             power_w: power,
@@ -934,8 +935,8 @@ impl Actor {
     fn node_info(&self, n: u32, (ac, am, ag, busy): (u32, u64, u32, bool)) -> NodeInfo {
         let node = &self.cluster.nodes[n as usize];
         let t = &self.cluster.node_types[node.node_type];
-        let st = self.state.engine.node_status(n).cloned().unwrap_or(tessera_core::NodeStatus { up: false, drain: false, reason: "unknown".into() });
-        let agent = self.state.node_agent[n as usize].clone();
+        let st = self.state.engine().node_status(n).cloned().unwrap_or(tessera_core::NodeStatus { up: false, drain: false, reason: "unknown".into() });
+        let agent = self.state.ledger.node_agent[n as usize].clone();
         let state = if !st.up {
             if agent.is_none() && st.reason.starts_with("no agent") { "unknown" } else { "down" }
         } else if st.drain {

@@ -35,9 +35,9 @@ const WINDOW: Duration = Duration::from_secs(10);
 /// Queued jobs by (partition, pending reason).
 pub fn queue_by_reason<'c>(state: &mut State, cluster: &'c Cluster) -> BTreeMap<(&'c str, &'static str), u64> {
     let mut queue: BTreeMap<(&str, &str), u64> = BTreeMap::new();
-    let ids: Vec<u64> = state.engine.queue().map(|j| j.0).collect();
+    let ids: Vec<u64> = state.engine().queue().map(|j| j.0).collect();
     for id in ids {
-        let Some(p) = state.jobs.get(&id).map(|m| m.req.partition as usize) else { continue };
+        let Some(p) = state.ledger.jobs.get(&id).map(|m| m.req.partition as usize) else { continue };
         if let Some(reason) = state.pending_name(id) {
             *queue.entry((cluster.partitions[p].name.as_str(), reason)).or_default() += 1;
         }
@@ -100,8 +100,8 @@ impl Metrics {
             let _ = writeln!(o, "tessera_queue_jobs{{partition=\"{p}\",reason=\"{r}\"}} {n}");
         }
         let (mut running, mut cores, mut mem, mut gpus) = (0u64, 0u64, 0u64, 0u64);
-        for m in state.jobs.values() {
-            if let Some(a) = state.engine.allocation(JobId(m.id)) {
+        for m in state.ledger.jobs.values() {
+            if let Some(a) = state.engine().allocation(JobId(m.id)) {
                 running += 1;
                 for p in &a.parts {
                     cores += p.cores as u64;

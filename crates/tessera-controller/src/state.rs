@@ -56,6 +56,10 @@ pub struct JobMeta {
     pub released: Vec<(i64, i64)>,
     #[serde(default)]
     pub released_since: Option<i64>,
+    /// The current run was killed at its limit by its agent (the controller
+    /// was away when the limit ran out): it ends TIMEOUT.
+    #[serde(default)]
+    pub limit_hit: bool,
 }
 
 /// An event from outside, as journaled.
@@ -109,9 +113,97 @@ pub struct Done {
 /// (Slurm's MinJobAge is 300 s).
 pub const DONE_KEEP_S: i64 = 300;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The controller's state: the engine, and what the controller knows beyond
+/// it. Only [`State::apply`] and [`State::reconfigure`] change the engine, and
+/// only through [`tessera_core::step`]; everything else reads it. Saved as one
+/// object: the engine beside the ledger's fields.
+#[derive(Debug, Clone)]
 pub struct State {
-    pub engine: Engine,
+    engine: Engine,
+    pub ledger: Ledger,
+}
+
+/// A state as saved: the engine and the ledger's fields side by side (serde's
+/// `flatten` cannot read the ledger's maps keyed by job id).
+#[derive(Deserialize)]
+struct Saved {
+    engine: Engine,
+    jobs: BTreeMap<u64, JobMeta>,
+    done: BTreeMap<u64, Done>,
+    done_order: VecDeque<(i64, u64)>,
+    outcomes: BTreeMap<u64, bool>,
+    dependents: BTreeMap<u64, Vec<u64>>,
+    arrays: BTreeMap<u64, (u32, BTreeSet<u64>, u32)>,
+    next_id: u64,
+    node_agent: Vec<Option<String>>,
+    admin_down: Vec<bool>,
+    now: i64,
+    kill_grace_s: u64,
+    #[serde(default)]
+    keys: BTreeMap<String, (u64, u64, u64, u64)>,
+    #[serde(default)]
+    key_of: BTreeMap<u64, String>,
+    #[serde(default)]
+    cluster_file: Option<(String, String)>,
+    #[serde(default)]
+    wake: Option<i64>,
+}
+
+impl<'de> Deserialize<'de> for State {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<State, D::Error> {
+        let s = Saved::deserialize(d)?;
+        let ledger = Ledger {
+            jobs: s.jobs,
+            done: s.done,
+            done_order: s.done_order,
+            outcomes: s.outcomes,
+            dependents: s.dependents,
+            arrays: s.arrays,
+            next_id: s.next_id,
+            node_agent: s.node_agent,
+            admin_down: s.admin_down,
+            now: s.now,
+            kill_grace_s: s.kill_grace_s,
+            keys: s.keys,
+            key_of: s.key_of,
+            cluster_file: s.cluster_file,
+            wake: s.wake,
+        };
+        Ok(State { engine: s.engine, ledger })
+    }
+}
+
+impl Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let l = &self.ledger;
+        let mut st = s.serialize_struct("State", 16)?;
+        st.serialize_field("engine", &self.engine)?;
+        st.serialize_field("jobs", &l.jobs)?;
+        st.serialize_field("done", &l.done)?;
+        st.serialize_field("done_order", &l.done_order)?;
+        st.serialize_field("outcomes", &l.outcomes)?;
+        st.serialize_field("dependents", &l.dependents)?;
+        st.serialize_field("arrays", &l.arrays)?;
+        st.serialize_field("next_id", &l.next_id)?;
+        st.serialize_field("node_agent", &l.node_agent)?;
+        st.serialize_field("admin_down", &l.admin_down)?;
+        st.serialize_field("now", &l.now)?;
+        st.serialize_field("kill_grace_s", &l.kill_grace_s)?;
+        st.serialize_field("keys", &l.keys)?;
+        st.serialize_field("key_of", &l.key_of)?;
+        st.serialize_field("cluster_file", &l.cluster_file)?;
+        st.serialize_field("wake", &l.wake)?;
+        st.end()
+    }
+}
+
+/// What the controller knows beyond the engine: each job's request, owner and
+/// runs, finished jobs, dependencies, array throttles, keyed submissions and
+/// which agent presents each node. The controller's side of
+/// [`tessera_core::step`]: it turns the engine's effects into [`Action`]s.
+#[derive(Debug, Clone)]
+pub struct Ledger {
     pub jobs: BTreeMap<u64, JobMeta>,
     /// Finished jobs by end time, for [`DONE_KEEP_S`].
     pub done: BTreeMap<u64, Done>,
@@ -133,15 +225,15 @@ pub struct State {
     /// Keyed submissions, `uid:key` → (first job, jobs, jobs not yet
     /// forgotten, the request's digest); a key is forgotten with the last of
     /// its jobs (see [`DONE_KEEP_S`]).
-    #[serde(default)]
     keys: BTreeMap<String, (u64, u64, u64, u64)>,
     /// The key of each job of a keyed submission.
-    #[serde(default)]
     key_of: BTreeMap<u64, String>,
     /// The cluster file (text, name) the state runs on, when an operator
     /// changed it; None: the one the state directory was created with.
-    #[serde(default)]
     pub cluster_file: Option<(String, String)>,
+    /// The instant the engine last asked to be woken at ([`Effect::WakeAt`]);
+    /// a pass at or after it consumes it.
+    wake: Option<i64>,
 }
 
 /// How a keyed submission is filed: its user's uid and the key.
@@ -156,33 +248,48 @@ impl State {
     pub fn new(engine: Engine, cluster: &Cluster, now: i64, kill_grace_s: u64) -> State {
         let mut s = State {
             engine,
-            jobs: BTreeMap::new(),
-            done: BTreeMap::new(),
-            done_order: VecDeque::new(),
-            outcomes: BTreeMap::new(),
-            dependents: BTreeMap::new(),
-            arrays: BTreeMap::new(),
-            next_id: 1,
-            node_agent: vec![None; cluster.nodes.len()],
-            admin_down: vec![false; cluster.nodes.len()],
-            now,
-            kill_grace_s,
-            keys: BTreeMap::new(),
-            key_of: BTreeMap::new(),
-            cluster_file: None,
+            ledger: Ledger {
+                jobs: BTreeMap::new(),
+                done: BTreeMap::new(),
+                done_order: VecDeque::new(),
+                outcomes: BTreeMap::new(),
+                dependents: BTreeMap::new(),
+                arrays: BTreeMap::new(),
+                next_id: 1,
+                node_agent: vec![None; cluster.nodes.len()],
+                admin_down: vec![false; cluster.nodes.len()],
+                now,
+                kill_grace_s,
+                keys: BTreeMap::new(),
+                key_of: BTreeMap::new(),
+                cluster_file: None,
+                wake: None,
+            },
         };
-        let mut fx = Vec::new();
-        for n in 0..cluster.nodes.len() as u32 {
-            s.engine.handle(now, Input::Node { node: n, change: NodeChange::Down, reason: NO_AGENT.into() }, &mut fx);
-        }
+        let downs = (0..cluster.nodes.len() as u32).map(|n| Input::Node { node: n, change: NodeChange::Down, reason: NO_AGENT.into() });
+        s.step(cluster, now, downs, false, &mut Vec::new());
         s
+    }
+
+    /// The engine, to read.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// A state read from a snapshot written before the controller kept the
+    /// engine's wake-up: take it from the engine.
+    pub fn restored(mut self) -> State {
+        if self.ledger.wake.is_none() {
+            self.ledger.wake = self.engine.wake_at();
+        }
+        self
     }
 
     /// Apply one journaled batch at `now` (never before the last): its events,
     /// then a scheduling pass.
     pub fn apply(&mut self, cluster: &mut Cluster, now: i64, events: &[Event], out: &mut Vec<Action>) {
-        let now = now.max(self.now);
-        self.now = now;
+        let now = now.max(self.ledger.now);
+        self.ledger.now = now;
         let mut inputs = VecDeque::new();
         for ev in events {
             match ev {
@@ -195,28 +302,32 @@ impl State {
                 }
                 _ => self.event(now, ev, &mut inputs),
             }
-            self.drain(cluster, now, &mut inputs, out);
         }
-        if !events.contains(&Event::PassLater) {
-            inputs.push_back(Input::Pass);
-            self.drain(cluster, now, &mut inputs, out);
-        }
-        while let Some(&(t, id)) = self.done_order.front() {
+        let pass = !events.contains(&Event::PassLater);
+        self.step(cluster, now, inputs, pass, out);
+        while let Some(&(t, id)) = self.ledger.done_order.front() {
             if t + DONE_KEEP_S > now {
                 break;
             }
-            self.done_order.pop_front();
-            self.done.remove(&id);
-            self.outcomes.remove(&id);
-            if let Some(k) = self.key_of.remove(&id) {
-                if let Some(e) = self.keys.get_mut(&k) {
+            self.ledger.done_order.pop_front();
+            self.ledger.done.remove(&id);
+            self.ledger.outcomes.remove(&id);
+            if let Some(k) = self.ledger.key_of.remove(&id) {
+                if let Some(e) = self.ledger.keys.get_mut(&k) {
                     e.2 -= 1;
                     if e.2 == 0 {
-                        self.keys.remove(&k);
+                        self.ledger.keys.remove(&k);
                     }
                 }
             }
         }
+    }
+
+    /// The engine's instant: `inputs`, then a pass if asked, as every driver
+    /// feeds it ([`tessera_core::step`]); the effects become actions.
+    fn step(&mut self, cluster: &Cluster, now: i64, inputs: impl IntoIterator<Item = Input>, pass: bool, out: &mut Vec<Action>) {
+        let mut carry = Carry { ledger: &mut self.ledger, cluster, out, due: VecDeque::new() };
+        tessera_core::step(&mut self.engine, now, inputs, pass, &mut carry);
     }
 
     /// Apply a changed cluster file at `now`: the engine moves its jobs onto the
@@ -237,9 +348,9 @@ impl State {
             return Err(why);
         }
         let old_index = r.old_index();
-        self.node_agent = old_index.iter().map(|o| o.and_then(|o| self.node_agent[o as usize].clone())).collect();
-        self.admin_down = old_index.iter().map(|o| o.is_some_and(|o| self.admin_down[o as usize])).collect();
-        for m in self.jobs.values_mut() {
+        self.ledger.node_agent = old_index.iter().map(|o| o.and_then(|o| self.ledger.node_agent[o as usize].clone())).collect();
+        self.ledger.admin_down = old_index.iter().map(|o| o.is_some_and(|o| self.ledger.admin_down[o as usize])).collect();
+        for m in self.ledger.jobs.values_mut() {
             m.nodes = m.nodes.iter().filter_map(|&n| r.nodes[n as usize]).collect();
             if let Some(p) = r.partitions[m.req.partition as usize] {
                 m.req.partition = p as u16;
@@ -250,7 +361,7 @@ impl State {
                 inputs.push_back(Input::Node { node: n as u32, change: NodeChange::Down, reason: NO_AGENT.into() });
             }
         }
-        self.cluster_file = Some((toml.to_string(), path.to_string()));
+        self.ledger.cluster_file = Some((toml.to_string(), path.to_string()));
         *cluster = r.cluster;
         Ok(())
     }
@@ -258,12 +369,13 @@ impl State {
     /// The jobs a keyed submission created and its request's digest
     /// ([`crate::request::digest`]), if the key is still remembered.
     pub fn keyed(&self, uid: u32, key: &str) -> Option<(Vec<u64>, u64)> {
-        self.keys.get(&submission_key(uid, key)).map(|&(first, n, _, d)| ((first..first + n).collect(), d))
+        self.ledger.keys.get(&submission_key(uid, key)).map(|&(first, n, _, d)| ((first..first + n).collect(), d))
     }
 
-    /// The instant the engine asked to be woken at, if any.
+    /// The instant the engine asked to be woken at ([`Effect::WakeAt`]), if
+    /// no pass has consumed it.
     pub fn wake(&self) -> Option<i64> {
-        self.engine.wake_at()
+        self.ledger.wake
     }
 
     fn event(&mut self, now: i64, ev: &Event, inputs: &mut VecDeque<Input>) {
@@ -271,13 +383,13 @@ impl State {
             Event::Submit { first, user, uid, gid, req } => self.submit(now, *first, user, *uid, *gid, req, inputs),
             Event::Cancel(j) => inputs.push_back(Input::Cancel(JobId(*j))),
             Event::Hold(j) => {
-                if let Some(m) = self.jobs.get_mut(j) {
+                if let Some(m) = self.ledger.jobs.get_mut(j) {
                     m.user_hold = true;
                     inputs.push_back(Input::Hold(JobId(*j)));
                 }
             }
             Event::Release(j) => {
-                if let Some(m) = self.jobs.get_mut(j) {
+                if let Some(m) = self.ledger.jobs.get_mut(j) {
                     m.user_hold = false;
                     if m.waits_for.is_empty() && !m.throttled {
                         inputs.push_back(Input::Release(JobId(*j)));
@@ -291,11 +403,11 @@ impl State {
                 let n = *node as usize;
                 let change = match change {
                     NodeChange::Down => {
-                        self.admin_down[n] = true;
+                        self.ledger.admin_down[n] = true;
                         NodeChange::Down
                     }
-                    NodeChange::Up | NodeChange::Resume if self.node_agent[n].is_none() => {
-                        self.admin_down[n] = false;
+                    NodeChange::Up | NodeChange::Resume if self.ledger.node_agent[n].is_none() => {
+                        self.ledger.admin_down[n] = false;
                         if *change == NodeChange::Resume {
                             inputs.push_back(Input::Node { node: *node, change: NodeChange::Resume, reason: String::new() });
                         }
@@ -304,7 +416,7 @@ impl State {
                     }
                     c => {
                         if matches!(c, NodeChange::Up | NodeChange::Resume) {
-                            self.admin_down[n] = false;
+                            self.ledger.admin_down[n] = false;
                         }
                         *c
                     }
@@ -313,16 +425,16 @@ impl State {
             }
             Event::AgentUp { agent, nodes } => {
                 for &n in nodes {
-                    self.node_agent[n as usize] = Some(agent.clone());
-                    if !self.admin_down[n as usize] {
+                    self.ledger.node_agent[n as usize] = Some(agent.clone());
+                    if !self.ledger.admin_down[n as usize] {
                         inputs.push_back(Input::Node { node: n, change: NodeChange::Up, reason: String::new() });
                     }
                 }
             }
             Event::AgentLost { agent } => {
-                for n in 0..self.node_agent.len() {
-                    if self.node_agent[n].as_deref() == Some(agent) {
-                        self.node_agent[n] = None;
+                for n in 0..self.ledger.node_agent.len() {
+                    if self.ledger.node_agent[n].as_deref() == Some(agent) {
+                        self.ledger.node_agent[n] = None;
                         let reason = format!("agent {agent} stopped answering");
                         inputs.push_back(Input::Node { node: n as u32, change: NodeChange::Down, reason });
                     }
@@ -331,20 +443,19 @@ impl State {
             // applied by `apply`, which holds the cluster and makes the pass
             Event::Reconfigure { .. } | Event::PassLater => {}
             Event::Ended(x) => {
-                let Some(m) = self.jobs.get_mut(&x.job) else { return };
+                let Some(m) = self.ledger.jobs.get_mut(&x.job) else { return };
                 if m.attempt != x.attempt || m.start.is_none() {
                     return; // a run the controller already closed
                 }
                 m.cpu_s = x.cpu_s;
                 m.exit = Some((x.code, x.signal));
                 m.failure = x.failure;
-                let killing_at_limit = matches!(self.engine.job(JobId(x.job)), Some((_, JobState::Ending { reason: tessera_core::KillReason::TimeLimit, .. })));
-                m.ended_at = (killing_at_limit && x.signal.is_none() && x.code.is_some() && !x.limit_hit).then_some(x.end);
-                if x.limit_hit {
-                    // the agent enforced the limit while the controller was away:
-                    // a pass first lets the engine see the limit ran out
-                    inputs.push_back(Input::Pass);
-                }
+                // a run that exited by itself: if the controller was killing
+                // it at its limit meanwhile, its agent's account stands
+                // (see `finished`)
+                m.ended_at = (x.signal.is_none() && x.code.is_some() && !x.limit_hit).then_some(x.end);
+                // the agent enforced the limit while the controller was away
+                m.limit_hit = x.limit_hit;
                 let outcome = match (x.code, x.signal) {
                     (_, Some(s)) => Outcome::Signaled(s),
                     (Some(c), None) => Outcome::Exited(c),
@@ -361,20 +472,17 @@ impl State {
             Some(a) => a.indices.iter().map(|&i| Some(i)).collect(),
             None => vec![None],
         };
-        let nodeset = req.nodeset.as_deref().map(|s| {
-            let spec = tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit");
-            self.engine.register_nodeset(spec)
-        });
+        let nodeset = req.nodeset.as_deref().map(|s| tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit"));
         let throttle = req.array.as_ref().and_then(|a| a.max_running);
         if let Some(k) = &req.idempotency_key {
             let k = submission_key(uid, k);
             for i in 0..tasks.len() as u64 {
-                self.key_of.insert(first + i, k.clone());
+                self.ledger.key_of.insert(first + i, k.clone());
             }
-            self.keys.insert(k, (first, tasks.len() as u64, tasks.len() as u64, crate::request::digest(req)));
+            self.ledger.keys.insert(k, (first, tasks.len() as u64, tasks.len() as u64, crate::request::digest(req)));
         }
         // dependencies met already are dropped; one that can never be met was refused at submit
-        let waits: Vec<(DependencyKind, u64)> = req.dependencies.iter().copied().filter(|(_, d)| !self.outcomes.contains_key(d)).collect();
+        let waits: Vec<(DependencyKind, u64)> = req.dependencies.iter().copied().filter(|(_, d)| !self.ledger.outcomes.contains_key(d)).collect();
         for (k, task) in tasks.iter().enumerate() {
             let id = first + k as u64;
             let throttled = throttle.is_some_and(|n| k as u32 >= n);
@@ -382,21 +490,20 @@ impl State {
             spec.partition = Some(req.partition);
             spec.mem_per_proc_mb = req.mem_per_proc_mb;
             spec.gpus_per_node = req.gpus_per_node;
-            spec.nodeset = nodeset;
             spec.requeue = req.requeue;
             spec.hold = req.hold || !waits.is_empty() || throttled;
             for &(_, d) in &waits {
-                self.dependents.entry(d).or_default().push(id);
+                self.ledger.dependents.entry(d).or_default().push(id);
             }
             if let Some(n) = throttle {
-                let e = self.arrays.entry(first).or_insert((n, BTreeSet::new(), 0));
+                let e = self.ledger.arrays.entry(first).or_insert((n, BTreeSet::new(), 0));
                 if throttled {
                     e.1.insert(id);
                 } else {
                     e.2 += 1;
                 }
             }
-            self.jobs.insert(
+            self.ledger.jobs.insert(
                 id,
                 JobMeta {
                     id,
@@ -420,42 +527,184 @@ impl State {
                     failure: None,
                     released: Vec::new(),
                     released_since: None,
+                    limit_hit: false,
                 },
             );
-            inputs.push_back(Input::Submit(spec));
+            inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone() });
         }
-        self.next_id = self.next_id.max(first + tasks.len() as u64);
+        self.ledger.next_id = self.ledger.next_id.max(first + tasks.len() as u64);
     }
 
-    /// Feed inputs to the engine and turn its effects into actions (and, for
-    /// effects that need more inputs, more inputs).
-    fn drain(&mut self, cluster: &Cluster, now: i64, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
-        let mut fx = Vec::new();
-        while let Some(input) = inputs.pop_front() {
-            fx.clear();
-            let completed = match input {
-                Input::Complete { job, .. } => Some(job),
-                _ => None,
-            };
-            self.engine.handle(now, input, &mut fx);
-            for e in fx.drain(..) {
-                self.effect(cluster, now, e, inputs, out);
+    /// Why a queued job waits.
+    fn waiting(&mut self, id: u64) -> Option<Waiting> {
+        let m = self.ledger.jobs.get(&id)?;
+        Some(if m.user_hold {
+            Waiting::UserHold
+        } else if !m.waits_for.is_empty() {
+            Waiting::Dependency
+        } else if m.throttled {
+            Waiting::ArrayLimit
+        } else {
+            self.engine.pending_reason(self.ledger.now, JobId(id)).map_or(Waiting::Eligible, Waiting::Engine)
+        })
+    }
+
+    /// The name of a queued job's pending reason (squeue's REASON), without
+    /// the words that explain it: what `/metrics` counts, for every queued job.
+    pub fn pending_name(&mut self, id: u64) -> Option<&'static str> {
+        Some(self.waiting(id)?.name())
+    }
+
+    /// A queued job's pending reason: its name and what it means.
+    pub fn pending(&mut self, id: u64) -> Option<(&'static str, String)> {
+        let w = self.waiting(id)?;
+        let text = match &w {
+            Waiting::UserHold => "held by its user (tessera job release)".to_string(),
+            Waiting::Dependency => {
+                let on: Vec<String> = self.ledger.jobs.get(&id)?.waits_for.iter().map(|(k, j)| format!("{}:{j}", dependency_name(*k))).collect();
+                format!("waits for {}", on.join(","))
             }
-            // a completed job still in the engine went back to the queue
-            if let Some(job) = completed {
-                if let (Some(m), Some((_, st))) = (self.jobs.get_mut(&job.0), self.engine.job(job)) {
-                    if st.queued() && m.start.is_some() {
-                        m.requeues += 1;
-                        m.start = None;
-                        m.nodes.clear();
-                        tracing::info!(job = job.0, "requeued");
-                    }
-                }
-            }
+            Waiting::ArrayLimit => "its array's %N limit of running tasks".to_string(),
+            Waiting::Engine(r) => r.to_string(),
+            Waiting::Eligible => "eligible: waiting for the next pass".to_string(),
+        };
+        Some((w.name(), text))
+    }
+
+    /// The job a user names: its id, or the job of an array task (live, or
+    /// finished and still listed).
+    pub fn resolve(&self, r: tessera_proto::api::JobRef) -> Result<u64, crate::ApiError> {
+        use tessera_proto::api::JobRef;
+        match r {
+            JobRef::Id(id) => Ok(id),
+            JobRef::Task(a, t) => self
+                .ledger
+                .jobs
+                .values()
+                .find(|m| m.array == Some((a, t)))
+                .map(|m| m.id)
+                .or_else(|| self.ledger.done.values().find(|d| d.info.display_id == r.to_string()).map(|d| d.info.id))
+                .ok_or_else(|| crate::ApiError::new(404, format!("no array task {r} (finished jobs are in tessera acct)"))),
         }
     }
 
-    fn effect(&mut self, cluster: &Cluster, now: i64, e: Effect, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
+    /// The tasks of array job `a` still known (live, or finished and listed),
+    /// by id.
+    fn array_tasks(&self, a: u64) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.ledger.jobs.values().filter(|m| m.array.is_some_and(|(x, _)| x == a)).map(|m| m.id).collect();
+        let prefix = format!("{a}_");
+        ids.extend(self.ledger.done.values().filter(|d| d.info.display_id.starts_with(&prefix)).map(|d| d.info.id));
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Dependencies as job ids, as Slurm reads them: an array job stands for
+    /// every one of its tasks, an array task (`N_T`) for that task's job.
+    pub fn resolve_dependencies(&self, r: &mut JobRequest) -> Result<(), crate::ApiError> {
+        let mut deps = Vec::new();
+        for &(kind, on) in &r.dependencies {
+            let tasks = self.array_tasks(on);
+            if tasks.is_empty() {
+                deps.push((kind, on));
+            } else {
+                deps.extend(tasks.into_iter().map(|t| (kind, t)));
+            }
+        }
+        for &(kind, a, t) in &r.dependency_tasks {
+            let id = self.resolve(tessera_proto::api::JobRef::Task(a, t)).map_err(|_| {
+                crate::ApiError::option(tessera_proto::submit::OptionError {
+                    option: "--dependency".into(),
+                    value: format!("{}:{a}_{t}", dependency_name(kind)),
+                    expected: format!("an array task that exists or ended less than {DONE_KEEP_S} s ago (task {a}_{t} is not known)"),
+                    line: None,
+                })
+            })?;
+            deps.push((kind, id));
+        }
+        deps.dedup();
+        r.dependencies = deps;
+        r.dependency_tasks.clear();
+        Ok(())
+    }
+
+    pub fn job_info(&mut self, cluster: &Cluster, id: u64) -> Option<JobInfo> {
+        if let Some(d) = self.ledger.done.get(&id) {
+            return Some(d.info.clone());
+        }
+        let (_, st) = self.engine.job(JobId(id))?;
+        let (code, reason) = match st {
+            JobState::Pending | JobState::Held => (JobStateCode::Pending, self.pending(id)?),
+            JobState::Running { .. } => (JobStateCode::Running, ("None", String::new())),
+            JobState::Suspended { .. } => (JobStateCode::Suspended, ("None", String::new())),
+            JobState::Ending { .. } => (JobStateCode::Completing, ("None", String::new())),
+        };
+        let m = self.ledger.jobs.get(&id)?;
+        let mut info = self.ledger.info_of(cluster, m, code, reason.0.to_string());
+        info.reason_detail = reason.1;
+        info.elapsed_s = match st {
+            JobState::Running { start } | JobState::Ending { start, .. } => self.ledger.now - start,
+            JobState::Suspended { start, since, .. } => since - start,
+            _ => 0,
+        };
+        Some(info)
+    }
+
+
+    /// What the agent of a running job's first node runs (see
+    /// [`Ledger::launch_of`]).
+    pub fn launch_of(&self, cluster: &Cluster, id: u64) -> Option<Launch> {
+        self.ledger.launch_of(&self.engine, cluster, id)
+    }
+
+    /// Live jobs: running ones by id, then the queue in order.
+    pub fn live_ids(&self) -> Vec<u64> {
+        let mut running: Vec<u64> = self.ledger.jobs.keys().copied().filter(|id| self.engine.job(JobId(*id)).is_some_and(|(_, s)| !s.queued())).collect();
+        running.extend(self.engine.queue().map(|j| j.0));
+        running
+    }
+
+    /// Jobs an agent should hold, with what it should be doing to each:
+    /// (job, attempt, first node, engine state).
+    pub fn expected_on(&self, agent: &str) -> Vec<(u64, u32, u32, JobState)> {
+        self.ledger.jobs
+            .values()
+            .filter_map(|m| {
+                let n = *m.nodes.first()?;
+                let (_, st) = self.engine.job(JobId(m.id))?;
+                (!st.queued() && self.ledger.node_agent[n as usize].as_deref() == Some(agent)).then_some((m.id, m.attempt, n, st))
+            })
+            .collect()
+    }
+}
+
+/// The controller's side of [`tessera_core::step`] for one batch.
+struct Carry<'a> {
+    ledger: &'a mut Ledger,
+    cluster: &'a Cluster,
+    out: &'a mut Vec<Action>,
+    /// Inputs the effects made due at once (a job nobody runs any more ends;
+    /// a dependency released).
+    due: VecDeque<Input>,
+}
+
+impl tessera_core::Driver for Carry<'_> {
+    fn effect(&mut self, engine: &Engine, now: i64, e: Effect) {
+        self.ledger.effect(engine, self.cluster, now, e, &mut self.due, self.out);
+    }
+
+    fn due(&mut self, _now: i64, inputs: &mut Vec<Input>) {
+        inputs.extend(self.due.drain(..));
+    }
+
+    fn pass_begins(&mut self, _engine: &Engine, now: i64) {
+        if self.ledger.wake.is_some_and(|t| t <= now) {
+            self.ledger.wake = None; // this pass consumes it
+        }
+    }
+}
+
+impl Ledger {
+    fn effect(&mut self, engine: &Engine, cluster: &Cluster, now: i64, e: Effect, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
         match e {
             Effect::Start { job, alloc, limit } => {
                 let m = self.jobs.get_mut(&job.0).expect("the controller knows every job the engine starts");
@@ -465,13 +714,14 @@ impl State {
                 m.limit_real = if m.req.unlimited { None } else { limit };
                 m.exit = None;
                 m.ended_at = None;
+                m.limit_hit = false;
                 m.failure = None;
                 m.cpu_s = 0.0;
                 m.released.clear();
                 m.released_since = None;
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, node = %cluster.nodes[node as usize].name, attempt = m.attempt, "start");
-                let launch = self.launch_of(cluster, job.0).expect("a started job has a launch");
+                let launch = self.launch_of(engine, cluster, job.0).expect("a started job has a launch");
                 out.push(Action::Launch { node, launch: Box::new(launch) });
             }
             Effect::Kill { job, reason } => {
@@ -486,7 +736,7 @@ impl State {
                 }
             }
             Effect::Suspend { job } => {
-                let by_operator = matches!(self.engine.job(job), Some((_, JobState::Suspended { by: tessera_core::SuspendedBy::Operator, .. })));
+                let by_operator = matches!(engine.job(job), Some((_, JobState::Suspended { by: tessera_core::SuspendedBy::Operator, .. })));
                 if let Some(m) = self.jobs.get_mut(&job.0) {
                     if !by_operator {
                         m.released_since = Some(now);
@@ -502,14 +752,22 @@ impl State {
                     out.push(Action::Resume { node: m.nodes[0], job: job.0, attempt: m.attempt, at: now });
                 }
             }
-            Effect::Configure { .. } | Effect::WakeAt(_) => {}
+            Effect::WakeAt(t) => self.wake = Some(t),
+            Effect::Requeued { job } => {
+                if let Some(m) = self.jobs.get_mut(&job.0) {
+                    m.requeues += 1;
+                    m.start = None;
+                    m.nodes.clear();
+                    tracing::info!(job = job.0, "requeued");
+                }
+            }
+            Effect::Configure { .. } => {}
             Effect::Rejected { input, job, reason } => {
                 tracing::warn!(job = job.map(|j| j.0), input, %reason, "the engine refused an input");
             }
             Effect::Finished(rec) => self.finished(cluster, now, *rec, inputs, out),
         }
     }
-
     fn finished(&mut self, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
         let id = rec.spec.id.0;
         let Some(m) = self.jobs.remove(&id) else { return };
@@ -517,6 +775,9 @@ impl State {
         // controller (down, or its agent down) only after it had killed the job
         // at the limit: the agent's account stands, not the kill's
         let mut rec = rec;
+        if rec.state == FinalState::Failed && m.limit_hit {
+            rec.state = FinalState::Timeout;
+        }
         if let (FinalState::Timeout, Some(e), Some(l), Some(Outcome::Exited(c)), Some(s)) = (rec.state, m.ended_at, m.limit_real, rec.outcome, rec.start) {
             if e < s + l + rec.suspended_s {
                 rec.state = if c == 0 { FinalState::Completed } else { FinalState::Failed };
@@ -637,12 +898,11 @@ impl State {
             }
         }
     }
-
     /// What the agent of a running job's first node runs: the script with its
     /// environment (Slurm's and Tessera's variables), output paths and limit.
-    pub fn launch_of(&self, cluster: &Cluster, id: u64) -> Option<Launch> {
+    pub fn launch_of(&self, engine: &Engine, cluster: &Cluster, id: u64) -> Option<Launch> {
         let m = self.jobs.get(&id)?;
-        let alloc = self.engine.allocation(JobId(id))?;
+        let alloc = engine.allocation(JobId(id))?;
         let names: Vec<&str> = m.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect();
         let first = *names.first()?;
         let nodelist = hostlist::compress(&names);
@@ -697,123 +957,6 @@ impl State {
             kill_grace_s: self.kill_grace_s,
         })
     }
-
-    /// The job as `tessera queue` shows it, if the controller still knows it.
-    /// Why a queued job waits: the reason's name (Slurm's, where it has one)
-    /// and what it means here.
-    /// Why a queued job waits.
-    fn waiting(&mut self, id: u64) -> Option<Waiting> {
-        let m = self.jobs.get(&id)?;
-        Some(if m.user_hold {
-            Waiting::UserHold
-        } else if !m.waits_for.is_empty() {
-            Waiting::Dependency
-        } else if m.throttled {
-            Waiting::ArrayLimit
-        } else {
-            self.engine.pending_reason(self.now, JobId(id)).map_or(Waiting::Eligible, Waiting::Engine)
-        })
-    }
-
-    /// The name of a queued job's pending reason (squeue's REASON), without
-    /// the words that explain it: what `/metrics` counts, for every queued job.
-    pub fn pending_name(&mut self, id: u64) -> Option<&'static str> {
-        Some(self.waiting(id)?.name())
-    }
-
-    /// A queued job's pending reason: its name and what it means.
-    pub fn pending(&mut self, id: u64) -> Option<(&'static str, String)> {
-        let w = self.waiting(id)?;
-        let text = match &w {
-            Waiting::UserHold => "held by its user (tessera job release)".to_string(),
-            Waiting::Dependency => {
-                let on: Vec<String> = self.jobs.get(&id)?.waits_for.iter().map(|(k, j)| format!("{}:{j}", dependency_name(*k))).collect();
-                format!("waits for {}", on.join(","))
-            }
-            Waiting::ArrayLimit => "its array's %N limit of running tasks".to_string(),
-            Waiting::Engine(r) => r.to_string(),
-            Waiting::Eligible => "eligible: waiting for the next pass".to_string(),
-        };
-        Some((w.name(), text))
-    }
-
-    /// The job a user names: its id, or the job of an array task (live, or
-    /// finished and still listed).
-    pub fn resolve(&self, r: tessera_proto::api::JobRef) -> Result<u64, crate::ApiError> {
-        use tessera_proto::api::JobRef;
-        match r {
-            JobRef::Id(id) => Ok(id),
-            JobRef::Task(a, t) => self
-                .jobs
-                .values()
-                .find(|m| m.array == Some((a, t)))
-                .map(|m| m.id)
-                .or_else(|| self.done.values().find(|d| d.info.display_id == r.to_string()).map(|d| d.info.id))
-                .ok_or_else(|| crate::ApiError::new(404, format!("no array task {r} (finished jobs are in tessera acct)"))),
-        }
-    }
-
-    /// The tasks of array job `a` still known (live, or finished and listed),
-    /// by id.
-    fn array_tasks(&self, a: u64) -> Vec<u64> {
-        let mut ids: Vec<u64> = self.jobs.values().filter(|m| m.array.is_some_and(|(x, _)| x == a)).map(|m| m.id).collect();
-        let prefix = format!("{a}_");
-        ids.extend(self.done.values().filter(|d| d.info.display_id.starts_with(&prefix)).map(|d| d.info.id));
-        ids.sort_unstable();
-        ids
-    }
-
-    /// Dependencies as job ids, as Slurm reads them: an array job stands for
-    /// every one of its tasks, an array task (`N_T`) for that task's job.
-    pub fn resolve_dependencies(&self, r: &mut JobRequest) -> Result<(), crate::ApiError> {
-        let mut deps = Vec::new();
-        for &(kind, on) in &r.dependencies {
-            let tasks = self.array_tasks(on);
-            if tasks.is_empty() {
-                deps.push((kind, on));
-            } else {
-                deps.extend(tasks.into_iter().map(|t| (kind, t)));
-            }
-        }
-        for &(kind, a, t) in &r.dependency_tasks {
-            let id = self.resolve(tessera_proto::api::JobRef::Task(a, t)).map_err(|_| {
-                crate::ApiError::option(tessera_proto::submit::OptionError {
-                    option: "--dependency".into(),
-                    value: format!("{}:{a}_{t}", dependency_name(kind)),
-                    expected: format!("an array task that exists or ended less than {DONE_KEEP_S} s ago (task {a}_{t} is not known)"),
-                    line: None,
-                })
-            })?;
-            deps.push((kind, id));
-        }
-        deps.dedup();
-        r.dependencies = deps;
-        r.dependency_tasks.clear();
-        Ok(())
-    }
-
-    pub fn job_info(&mut self, cluster: &Cluster, id: u64) -> Option<JobInfo> {
-        if let Some(d) = self.done.get(&id) {
-            return Some(d.info.clone());
-        }
-        let (_, st) = self.engine.job(JobId(id))?;
-        let (code, reason) = match st {
-            JobState::Pending | JobState::Held => (JobStateCode::Pending, self.pending(id)?),
-            JobState::Running { .. } => (JobStateCode::Running, ("None", String::new())),
-            JobState::Suspended { .. } => (JobStateCode::Suspended, ("None", String::new())),
-            JobState::Ending { .. } => (JobStateCode::Completing, ("None", String::new())),
-        };
-        let m = self.jobs.get(&id)?;
-        let mut info = self.info_of(cluster, m, code, reason.0.to_string());
-        info.reason_detail = reason.1;
-        info.elapsed_s = match st {
-            JobState::Running { start } | JobState::Ending { start, .. } => self.now - start,
-            JobState::Suspended { start, since, .. } => since - start,
-            _ => 0,
-        };
-        Some(info)
-    }
-
     fn info_of(&self, cluster: &Cluster, m: &JobMeta, state: JobStateCode, reason: String) -> JobInfo {
         let names: Vec<&str> = m.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect();
         let first = names.first().copied().unwrap_or("%N");
@@ -843,26 +986,6 @@ impl State {
             signal: m.exit.and_then(|e| e.1),
             requeues: m.requeues,
         }
-    }
-
-    /// Live jobs: running ones by id, then the queue in order.
-    pub fn live_ids(&self) -> Vec<u64> {
-        let mut running: Vec<u64> = self.jobs.keys().copied().filter(|id| self.engine.job(JobId(*id)).is_some_and(|(_, s)| !s.queued())).collect();
-        running.extend(self.engine.queue().map(|j| j.0));
-        running
-    }
-
-    /// Jobs an agent should hold, with what it should be doing to each:
-    /// (job, attempt, first node, engine state).
-    pub fn expected_on(&self, agent: &str) -> Vec<(u64, u32, u32, JobState)> {
-        self.jobs
-            .values()
-            .filter_map(|m| {
-                let n = *m.nodes.first()?;
-                let (_, st) = self.engine.job(JobId(m.id))?;
-                (!st.queued() && self.node_agent[n as usize].as_deref() == Some(agent)).then_some((m.id, m.attempt, n, st))
-            })
-            .collect()
     }
 }
 

@@ -14,9 +14,11 @@
 //! whole state can be saved and restored ([`Engine::snapshot`]).
 
 use crate::cluster::Cluster;
-use crate::job::{
-    FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, NodeSetId, Outcome, SuspendedBy,
+use crate::contract::{
+    Effect, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, MAX_MEM_PER_PROC_MB,
+    MAX_TIME,
 };
+use crate::job::{FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, Outcome, SuspendedBy};
 use crate::nodes::{Allocation, NeverFits, NodeEngine, NodeStatus};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
@@ -26,207 +28,6 @@ use crate::table::JobTable;
 use crate::Time;
 use serde::{Deserialize, Serialize};
 
-/// The largest time (s) and estimate the engine accepts: 2^42 s, about 139,000
-/// years. Sums of a few such values never overflow an i64, so the engine's time
-/// arithmetic cannot wrap; boundaries (trace reader, flags, API) reject more.
-pub const MAX_TIME: Time = 1 << 42;
-
-/// The most memory per processor a job may ask for (MiB): 2^31, so that a job's
-/// memory on a node (tasks × memory per task) fits a u64.
-pub const MAX_MEM_PER_PROC_MB: u64 = 1 << 31;
-
-/// A change of a node's state, each with a reason.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum NodeChange {
-    /// The node failed: its jobs are killed (and requeued if they asked to be).
-    Down,
-    /// The node answers again (clears `Down`; a drain stays).
-    Up,
-    /// The node finishes its jobs and takes no new ones.
-    Drain,
-    /// An operator returns the node to service (clears `Drain` and `Down`).
-    Resume,
-}
-
-/// What a driver tells the engine.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Input {
-    /// A job enters the queue now (held if `spec.hold`). Its id must be new
-    /// among the jobs the engine holds.
-    Submit(JobSpec),
-    /// Cancel a queued job (it leaves at once) or a running one (it is killed).
-    Cancel(JobId),
-    /// Keep a pending job from starting; it keeps its place in the queue.
-    Hold(JobId),
-    /// Let a held job start again.
-    Release(JobId),
-    /// An operator stops a running job; it keeps its resources and its limit stops.
-    Suspend(JobId),
-    /// An operator continues a job they suspended.
-    Resume(JobId),
-    /// Kill a running job and put it back in the queue.
-    Requeue(JobId),
-    /// A job's processes have ended now, with this outcome.
-    Complete { job: JobId, outcome: Outcome },
-    /// Node `node` (index in the cluster's nodes) changed state.
-    Node {
-        node: u32,
-        change: NodeChange,
-        reason: String,
-    },
-    /// Run one scheduling pass now.
-    Pass,
-    /// The cluster changes under the running engine: nodes and partitions added,
-    /// removed or changed, matched by name. Jobs keep their places: queued jobs
-    /// their queue position, running jobs their nodes and their limits (a new
-    /// scaling factor applies from a job's next start). Refused, with the engine
-    /// unchanged, if any job would lose its place (see `nodes/reconfigure.rs`).
-    /// An added node takes jobs at once unless the driver sets it down.
-    Reconfigure(Box<crate::cluster::Reconfiguration>),
-    /// The last pass's decision took this long to compute (µs): the jobs it
-    /// started or reconfigured begin their new configuration that much later.
-    /// Power-aware machines only; a simulator sends it to charge solve times
-    /// as the PARM paper does (a live controller pays them in real time).
-    DecisionTime { micros: u64 },
-}
-
-impl Input {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Input::Submit(_) => "submit",
-            Input::Cancel(_) => "cancel",
-            Input::Hold(_) => "hold",
-            Input::Release(_) => "release",
-            Input::Suspend(_) => "suspend",
-            Input::Resume(_) => "resume",
-            Input::Requeue(_) => "requeue",
-            Input::Complete { .. } => "complete",
-            Input::Node { .. } => "node",
-            Input::Pass => "pass",
-            Input::Reconfigure(_) => "reconfigure",
-            Input::DecisionTime { .. } => "decision time",
-        }
-    }
-
-    fn job(&self) -> Option<JobId> {
-        match self {
-            Input::Submit(s) => Some(s.id),
-            Input::Cancel(j)
-            | Input::Hold(j)
-            | Input::Release(j)
-            | Input::Suspend(j)
-            | Input::Resume(j)
-            | Input::Requeue(j) => Some(*j),
-            Input::Complete { job, .. } => Some(*job),
-            Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } => None,
-        }
-    }
-}
-
-/// Why an input could not apply. The engine's state is unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-pub enum Rejection {
-    #[error("no job {0} in the engine")]
-    UnknownJob(JobId),
-    #[error("a job {0} is already in the engine")]
-    DuplicateJob(JobId),
-    #[error("job {job} is {state}; {input} needs a job that is {needs}")]
-    WrongState {
-        job: JobId,
-        state: &'static str,
-        input: &'static str,
-        needs: &'static str,
-    },
-    #[error("job {job}: {field} is {value}: expected {expected}")]
-    InvalidSpec {
-        job: JobId,
-        field: &'static str,
-        value: String,
-        expected: &'static str,
-    },
-    #[error("job {job} can never run here: {why}")]
-    NeverFits { job: JobId, why: &'static str },
-    #[error("no node {0} in the cluster")]
-    UnknownNode(u32),
-    #[error("{input} is not supported by a {engine} engine")]
-    Unsupported {
-        input: &'static str,
-        engine: &'static str,
-    },
-    #[error("the cluster cannot change so: {0}")]
-    CannotReconfigure(String),
-    #[error("time went backwards: {now} after {last}")]
-    TimeWentBack { now: Time, last: Time },
-    #[error("time {0} is beyond the engine's range (at most 2^42 s)")]
-    TimeOutOfRange(Time),
-}
-
-/// A job's final record: what the driver keeps once the job has left the engine.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JobRecord {
-    pub spec: JobSpec,
-    pub state: FinalState,
-    pub outcome: Option<Outcome>,
-    /// When it entered the queue (its submission, or its last requeue).
-    pub submit: Time,
-    /// When it (last) started; None if it never did.
-    pub start: Option<Time>,
-    pub end: Time,
-    /// Where it ran, and its pace (the factor of its slowest node).
-    pub alloc: Option<Allocation>,
-    /// Its limit in real seconds on its nodes.
-    pub limit: Option<Time>,
-    /// Seconds it spent suspended.
-    pub suspended_s: Time,
-    /// Times it went back to the queue.
-    pub requeues: u32,
-    /// Power-aware jobs: energy and node-seconds.
-    pub usage: Option<Usage>,
-}
-
-/// What the engine asks the driver to do, or tells it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Effect {
-    /// Start `job` now on `alloc`. The engine kills it after `limit` real seconds
-    /// of running (its estimate scaled by the allocation's factor).
-    Start {
-        job: JobId,
-        alloc: Allocation,
-        limit: Option<Time>,
-    },
-    /// Kill `job`; report its completion once its processes are gone (it holds its
-    /// resources until then).
-    Kill { job: JobId, reason: KillReason },
-    /// Stop `job`'s processes (SIGTSTP, then SIGSTOP).
-    Suspend { job: JobId },
-    /// Continue `job`'s processes (SIGCONT).
-    Resume { job: JobId },
-    /// Run `job` on `nodes` nodes with its CPUs capped at `cap_w` watts (PARM);
-    /// under that configuration it ends at `end`.
-    Configure {
-        job: JobId,
-        nodes: u32,
-        cap_w: f64,
-        end: Time,
-    },
-    /// Run a pass at this instant even if nothing else happens (a limit runs out,
-    /// a node-set delay ends). Replaces any earlier wake-up; a pass at or after it
-    /// consumes it (the engine asks again if it still needs one).
-    WakeAt(Time),
-    /// `job` has left the engine.
-    Finished(Box<JobRecord>),
-    /// An input could not apply.
-    Rejected {
-        input: &'static str,
-        job: Option<JobId>,
-        reason: Rejection,
-    },
-}
-
-/// PARM asked of a machine without a power model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the parm policy needs a power-aware machine (a cluster file with power_budget_w)")]
-pub struct NeedsPowerMachine;
 
 /// The machine behind the contract.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -329,7 +130,7 @@ impl Engine {
         }
         self.now = now;
         match input {
-            Input::Submit(spec) => self.submit(now, spec),
+            Input::Submit { spec, nodeset } => self.submit(now, spec, nodeset),
             Input::Cancel(id) => {
                 let j = self.lookup(id)?;
                 match self.t.state(j) {
@@ -463,6 +264,7 @@ impl Engine {
                         self.release(now, j);
                         self.t.requeue(j);
                         self.note_delay(j);
+                        out.push(Effect::Requeued { job: id });
                     }
                 }
                 Ok(())
@@ -545,15 +347,16 @@ impl Engine {
     /// Whether a job could be submitted: a valid spec that some state of the
     /// machine could run (its id aside). Drivers use it to sort out jobs that
     /// could never run before replaying them.
-    pub fn can_run(&mut self, spec: &JobSpec) -> Result<(), Rejection> {
+    pub fn can_run(&self, spec: &JobSpec, nodeset: Option<&NodeSetSpec>) -> Result<(), Rejection> {
         self.vet(spec)?;
         let never = |why| Rejection::NeverFits { job: spec.id, why };
-        match &mut self.m {
+        match &self.m {
             Machine::Nodes(m) => m
-                .admit(spec, 0)
+                .demand_of(spec, nodeset, 0)
                 .map(|_| ())
                 .map_err(|e| never(never_why(e))),
             Machine::Parm(m) => match spec.power {
+                _ if nodeset.is_some() => Err(never(NO_NODESETS)),
                 None => Err(never(NO_PROFILE)),
                 Some(pj) if !m.can_run(&pj) => Err(never(NO_SHAPE)),
                 Some(_) => Ok(()),
@@ -590,7 +393,12 @@ impl Engine {
         Ok(())
     }
 
-    fn submit(&mut self, now: Time, spec: JobSpec) -> Result<(), Rejection> {
+    fn submit(
+        &mut self,
+        now: Time,
+        spec: JobSpec,
+        nodeset: Option<NodeSetSpec>,
+    ) -> Result<(), Rejection> {
         let id = spec.id;
         if self.t.lookup(id).is_some() {
             return Err(Rejection::DuplicateJob(id));
@@ -599,12 +407,17 @@ impl Engine {
         let never = |why| Rejection::NeverFits { job: id, why };
         match &mut self.m {
             Machine::Nodes(m) => {
-                let (d, need, dropped) = m.admit(&spec, now).map_err(|e| never(never_why(e)))?;
+                let (d, need, dropped) = m
+                    .admit(&spec, nodeset.as_ref(), now)
+                    .map_err(|e| never(never_why(e)))?;
                 let j = self.t.insert(now, spec, need);
-                m.attach(j, d, dropped);
+                m.attach(j, d, nodeset, dropped);
                 self.note_delay(j);
             }
             Machine::Parm(m) => {
+                if nodeset.is_some() {
+                    return Err(never(NO_NODESETS));
+                }
                 let Some(pj) = spec.power else {
                     return Err(never(NO_PROFILE));
                 };
@@ -693,6 +506,9 @@ impl Engine {
         out: &mut Vec<Effect>,
     ) {
         let (alloc, usage) = self.release(now, j);
+        if let Machine::Nodes(m) = &mut self.m {
+            m.detach(j);
+        }
         let mut e = self.t.remove(j);
         if let JobState::Suspended { since, .. } = e.state {
             e.suspended_s += now - since;
@@ -736,11 +552,11 @@ impl Engine {
     /// PARM: the knapsack its next decision at `now` would solve, and the running
     /// jobs' current choices (what the decision benchmark times).
     pub fn decision_problem(
-        &mut self,
+        &self,
         now: Time,
     ) -> Option<(crate::power::Problem, Vec<Option<u32>>)> {
-        match &mut self.m {
-            Machine::Parm(m) => Some(m.decision_problem(now, &self.t)),
+        match &self.m {
+            Machine::Parm(m) => Some(m.clone().decision_problem(now, &self.t)),
             Machine::Nodes(_) => None,
         }
     }
@@ -822,15 +638,6 @@ impl Engine {
         self.t.queued().map(|(_, j)| self.t.spec(j).id)
     }
 
-    /// Register a per-job node-set request (cluster engines; others return 0 and
-    /// reject jobs that name it).
-    pub fn register_nodeset(&mut self, spec: NodeSetSpec) -> NodeSetId {
-        match &mut self.m {
-            Machine::Nodes(e) => e.register_nodeset(spec),
-            Machine::Parm(_) => NodeSetId(u32::MAX),
-        }
-    }
-
     /// The instant of the pending wake-up the engine asked for, if any.
     pub fn wake_at(&self) -> Option<Time> {
         self.wake
@@ -863,8 +670,8 @@ impl Engine {
 
     /// The blocked head of the queue and its shadow time (EASY's reservation), as
     /// of a pass at `now`.
-    pub fn head_reservation(&mut self, now: Time) -> Option<(JobId, Time)> {
-        let (j, t) = match &mut self.m {
+    pub fn head_reservation(&self, now: Time) -> Option<(JobId, Time)> {
+        let (j, t) = match &self.m {
             Machine::Nodes(e) => e.head_reservation(now, &self.t)?,
             Machine::Parm(_) => return None,
         };
@@ -872,9 +679,9 @@ impl Engine {
     }
 
     /// Why a queued job has not started, as of the last pass at `now`.
-    pub fn pending_reason(&mut self, now: Time, id: JobId) -> Option<PendingReason> {
+    pub fn pending_reason(&self, now: Time, id: JobId) -> Option<PendingReason> {
         let j = self.t.lookup(id)?;
-        match &mut self.m {
+        match &self.m {
             Machine::Nodes(e) => e.pending_reason(now, &self.t, j),
             Machine::Parm(e) => e.pending_reason(&self.t, j),
         }
@@ -893,13 +700,13 @@ impl Engine {
     }
 }
 
+const NO_NODESETS: &str = "a power-aware engine places no node sets";
 const NO_PROFILE: &str = "a power-aware engine needs the job's power profile";
 const NO_SHAPE: &str = "its smallest shape needs more nodes or power than the machine has";
 
 pub(crate) fn never_why(e: NeverFits) -> &'static str {
     match e {
         NeverFits::UnknownPartition => "no such partition",
-        NeverFits::UnknownNodeSet => "no such node-set request",
         NeverFits::TooLarge => "it asks for more processors, memory or GPUs than its partition has",
     }
 }

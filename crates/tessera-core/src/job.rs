@@ -31,10 +31,6 @@ impl JobIdx {
     }
 }
 
-/// A node-set request registered with [`crate::Engine::register_nodeset`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct NodeSetId(pub u32);
-
 /// What a job asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
@@ -50,8 +46,6 @@ pub struct JobSpec {
     pub mem_per_proc_mb: u64,
     /// GPUs on every node the job runs on (Slurm's `--gpus-per-node`; 0: none).
     pub gpus_per_node: u32,
-    /// The job's own node-set request; None: the partition's or the site's default.
-    pub nodeset: Option<NodeSetId>,
     /// Put the job back in the queue when a node it runs on fails (Slurm `--requeue`).
     pub requeue: bool,
     /// Submitted held: it waits until released.
@@ -69,7 +63,6 @@ impl JobSpec {
             partition: None,
             mem_per_proc_mb: 0,
             gpus_per_node: 0,
-            nodeset: None,
             requeue: false,
             hold: false,
             power: None,

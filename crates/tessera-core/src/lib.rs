@@ -6,11 +6,13 @@
 //! and what the simulator predicts is what the live system does.
 //!
 //! The contract is [`Engine::handle`]: an [`Input`] goes in, [`Effect`]s come out.
-//! Drivers feed, at each distinct instant, first every completion, then every arrival
-//! (in queue order), then [`Input::Pass`] until no completion is due; see
+//! Drivers go through [`step`], which feeds, at each distinct instant, first what
+//! happens to the jobs already there (completions first), then every arrival (in
+//! queue order), then [`Input::Pass`] until nothing more is due; see
 //! `ARCHITECTURE.md`.
 
 pub mod cluster;
+pub mod contract;
 pub mod engine;
 pub mod hostlist;
 pub mod quote;
@@ -23,12 +25,15 @@ pub mod power;
 mod profile;
 mod queue;
 mod running;
+pub mod step;
 mod table;
 
 pub use cluster::{BenchmarkKind, CanonicalUnit, Cluster, ClusterError, Node, NodePower, NodeType, Partition, PowerSetupInfo, PreemptMode, Reconfiguration, Reference};
 pub use nodeset::{NodeSetError, NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
-pub use engine::{Effect, Engine, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, Snapshot, MAX_TIME};
-pub use job::{scaled, FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, NodeSetId, Outcome, SuspendedBy};
+pub use contract::{Effect, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, MAX_TIME};
+pub use engine::{Engine, Snapshot};
+pub use step::{step, Driver};
+pub use job::{scaled, FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, Outcome, SuspendedBy};
 pub use nodes::{AllocPart, Allocation, NodeStatus};
 pub use pending::PendingReason;
 pub use policy::{PolicyKind, UnknownPolicy};

@@ -5,7 +5,7 @@ use crate::workload::{Machine, Workload};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tessera_core::power::ParmStats;
-use tessera_core::{scaled, Allocation, Effect, Engine, Input, JobId, JobSpec, Outcome, PolicyKind, Time};
+use tessera_core::{scaled, step, Allocation, Driver, Effect, Engine, Input, JobId, Outcome, PolicyKind, Time};
 
 /// Start and end of every job of a [`Workload`], by index, plus loop statistics.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,7 +82,7 @@ pub struct PowerOutcome {
 /// On a power-aware machine ([`Machine::Power`]) `policy` must be
 /// [`PolicyKind::Parm`] exactly when the machine's mode is PARM; elsewhere it must
 /// not be PARM (callers check: the CLI refuses the combination with a message).
-pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnMut(&mut Engine, Time)) -> SimOutcome {
+pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&Engine, Time)) -> SimOutcome {
     let n = w.jobs.len();
     let built = match &w.machine {
         Machine::Pool(c) => Engine::new(policy, *c),
@@ -95,13 +95,13 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
     };
     let mut engine = built.expect("the caller matched the policy to the machine");
     let nodeset = match &w.machine {
-        Machine::Cluster { nodeset: Some(spec), .. } => Some(engine.register_nodeset(spec.clone())),
+        Machine::Cluster { nodeset, .. } => nodeset.clone(),
         _ => None,
     };
     let clustered = matches!(w.machine, Machine::Cluster { .. });
     let parm = engine.as_parm().is_some();
     let charge = matches!(&w.machine, Machine::Power(s) if s.charge_solve_time) && parm;
-    let mut meter = match &w.machine {
+    let meter = match &w.machine {
         Machine::Power(setup) => Some(Meter::new(setup, n)),
         _ => None,
     };
@@ -122,16 +122,21 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
         killed: Vec::new(),
         wake: None,
         rejected: 0,
+        meter,
+        charge,
+        pass_began: None,
+        max_queue: 0,
+        observe,
     };
-    let mut effects: Vec<Effect> = Vec::with_capacity(64);
+    let mut inputs: Vec<Input> = Vec::with_capacity(64);
     let mut next = 0usize;
     let mut passes = 0u64;
-    let mut max_queue = 0usize;
     loop {
         let t_arrival = w.jobs.get(next).map(|j| j.submit);
         let t_completion = book.completions.peek().map(|r| r.0 .0);
         let Some(now) = [t_arrival, t_completion, book.wake].into_iter().flatten().min() else { break };
-        let delivered = book.deliver(now, &mut engine, &mut effects, meter.as_mut());
+        book.deliver(now, &mut inputs);
+        let delivered = !inputs.is_empty();
         if !delivered && t_arrival != Some(now) && book.wake != Some(now) && !parm {
             // only stale ends (of jobs killed earlier): nothing happens now. (PARM
             // keeps its decision at the instant a reconfiguration made stale, as
@@ -139,54 +144,20 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
             continue;
         }
         while let Some(j) = w.jobs.get(next).filter(|j| j.submit == now) {
-            let mut spec = JobSpec { nodeset, ..w.machine.spec(j) };
+            let mut spec = w.machine.spec(j);
             spec.id = JobId(next as u64);
             if parm {
                 spec.power = Some(w.power_jobs[next]);
             }
-            engine.handle(now, Input::Submit(spec), &mut effects);
+            inputs.push(Input::Submit { spec, nodeset: nodeset.clone() });
             next += 1;
         }
-        loop {
-            if book.wake.is_some_and(|t| t <= now) {
-                book.wake = None; // this pass consumes it
-            }
-            max_queue = max_queue.max(engine.queued());
-            let t0 = parm.then(std::time::Instant::now);
-            engine.handle(now, Input::Pass, &mut effects);
-            if let (Some(t0), Some(m)) = (t0, meter.as_mut()) {
-                let dt = t0.elapsed();
-                m.decision_wall_s += dt.as_secs_f64();
-                m.max_decision_wall_s = m.max_decision_wall_s.max(dt.as_secs_f64());
-                if charge {
-                    // the jobs this decision started or changed wait for it
-                    engine.handle(now, Input::DecisionTime { micros: dt.as_micros() as u64 }, &mut effects);
-                }
-            }
-            passes += 1;
-            // a pass that kills jobs at their limit schedules nothing: observers
-            // see the pass that follows their completions
-            if !effects.iter().any(|e| matches!(e, Effect::Kill { .. })) {
-                observe(&mut engine, now);
-            }
-            for e in effects.drain(..) {
-                book.absorb(now, e, meter.as_mut());
-            }
-            // killed jobs end at once; zero-length jobs end at this same instant:
-            // one more round
-            let delivered = book.deliver(now, &mut engine, &mut effects, meter.as_mut());
-            for e in effects.drain(..) {
-                book.absorb(now, e, meter.as_mut());
-            }
-            if !delivered && book.wake.is_none_or(|t| t > now) {
-                break;
-            }
-        }
-        if let Some(m) = meter.as_mut() {
+        passes += step(&mut engine, now, inputs.drain(..), true, &mut book);
+        if let Some(m) = book.meter.as_mut() {
             m.sample(now, &engine);
         }
     }
-    let Book { start, end, suspended, released, factor, alloc, rejected, .. } = book;
+    let Book { start, end, suspended, released, factor, alloc, rejected, meter, max_queue, .. } = book;
     debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
     debug_assert_eq!(rejected, 0, "the engine rejected an input of the simulator");
     let dropped_nodesets = engine.dropped_nodesets();
@@ -194,8 +165,9 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, mut observe: impl FnM
     SimOutcome { start, end, suspended, released, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
 }
 
-/// What the run loop keeps per job, and the events still to deliver.
-struct Book<'w> {
+/// What the run loop keeps per job, and the events still to deliver: the
+/// simulator's side of [`step`].
+struct Book<'w, F> {
     w: &'w Workload,
     clustered: bool,
     parm: bool,
@@ -220,11 +192,17 @@ struct Book<'w> {
     wake: Option<Time>,
     /// Inputs the engine rejected.
     rejected: u64,
+    meter: Option<Meter>,
+    /// Charge PARM's decision time, measured from the start of its pass.
+    charge: bool,
+    pass_began: Option<std::time::Instant>,
+    max_queue: usize,
+    observe: F,
 }
 
-impl Book<'_> {
+impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
     /// Carry out one effect of the engine at `now`.
-    fn absorb(&mut self, now: Time, e: Effect, meter: Option<&mut Meter>) {
+    fn effect(&mut self, _engine: &Engine, now: Time, e: Effect) {
         match e {
             Effect::Start { job, alloc: a, .. } => {
                 let i = job.0 as usize;
@@ -232,7 +210,7 @@ impl Book<'_> {
                 let f = a.factor;
                 self.factor[i] = f;
                 let j = &self.w.jobs[i];
-                if let Some(m) = meter {
+                if let Some(m) = self.meter.as_mut() {
                     m.started(i, a.procs, scaled(j.effective_runtime(), f));
                 }
                 if !self.parm {
@@ -259,7 +237,7 @@ impl Book<'_> {
                     self.released.entry(i as u32).or_default().push((s, r.end));
                 }
                 self.version[i] += 1;
-                if let (Some(m), Some(u)) = (meter, r.usage) {
+                if let (Some(m), Some(u)) = (self.meter.as_mut(), r.usage) {
                     m.job_energy_j[i] = u.energy_j;
                     m.job_node_s[i] = u.node_s;
                 }
@@ -279,21 +257,51 @@ impl Book<'_> {
                 }
                 self.completions.push(Reverse((self.due[i], i as u32, self.version[i])));
             }
-            Effect::Rejected { .. } => self.rejected += 1,
+            // the simulator neither requeues nor fails nodes
+            Effect::Requeued { .. } | Effect::Rejected { .. } => self.rejected += 1,
         }
     }
 
-    /// Deliver every completion due at `now` (killed jobs first); returns whether
-    /// there was any.
-    fn deliver(&mut self, now: Time, engine: &mut Engine, effects: &mut Vec<Effect>, mut meter: Option<&mut Meter>) -> bool {
-        let mut any = false;
+    /// Killed jobs end at once; zero-length jobs end at the instant they start.
+    fn due(&mut self, now: Time, inputs: &mut Vec<Input>) {
+        self.deliver(now, inputs);
+    }
+
+    fn pass_begins(&mut self, engine: &Engine, now: Time) {
+        self.max_queue = self.max_queue.max(engine.queued());
+        if self.wake.is_some_and(|t| t <= now) {
+            self.wake = None; // this pass consumes it
+        }
+        self.pass_began = self.parm.then(std::time::Instant::now);
+    }
+
+    fn pass_made(&mut self, _now: Time) -> Option<Input> {
+        let (t0, m) = (self.pass_began.take()?, self.meter.as_mut()?);
+        let dt = t0.elapsed();
+        m.decision_wall_s += dt.as_secs_f64();
+        m.max_decision_wall_s = m.max_decision_wall_s.max(dt.as_secs_f64());
+        // the jobs this decision started or changed wait for it
+        self.charge.then(|| Input::DecisionTime { micros: dt.as_micros() as u64 })
+    }
+
+    fn passed(&mut self, engine: &Engine, now: Time, effects: &[Effect]) {
+        // a pass that kills jobs at their limit schedules nothing: observers
+        // see the pass that follows their completions
+        if !effects.iter().any(|e| matches!(e, Effect::Kill { .. })) {
+            (self.observe)(engine, now);
+        }
+    }
+}
+
+impl<F> Book<'_, F> {
+    /// Every completion due at `now` (killed jobs first), as inputs.
+    fn deliver(&mut self, now: Time, inputs: &mut Vec<Input>) {
         for j in self.killed.drain(..) {
-            if let Some(m) = meter.as_deref_mut() {
-                m.ended(j as usize, engine);
+            if let Some(m) = self.meter.as_mut() {
+                m.ended(j as usize);
             }
             self.version[j as usize] += 1;
-            engine.handle(now, Input::Complete { job: JobId(j as u64), outcome: Outcome::Signaled(9) }, effects);
-            any = true;
+            inputs.push(Input::Complete { job: JobId(j as u64), outcome: Outcome::Signaled(9) });
         }
         while let Some(&Reverse((t, j, v))) = self.completions.peek() {
             if t != now {
@@ -303,19 +311,19 @@ impl Book<'_> {
             if self.version[j as usize] != v {
                 continue;
             }
-            if let Some(m) = meter.as_deref_mut() {
-                m.ended(j as usize, engine);
+            if let Some(m) = self.meter.as_mut() {
+                m.ended(j as usize);
             }
             self.version[j as usize] += 1;
-            engine.handle(now, Input::Complete { job: JobId(j as u64), outcome: Outcome::Exited(0) }, effects);
-            any = true;
+            inputs.push(Input::Complete { job: JobId(j as u64), outcome: Outcome::Exited(0) });
         }
-        any
     }
 }
 
 /// Power drawn and energy used, sampled after every instant.
 struct Meter {
+    /// PARM (nodes are counted by its engine), or a fixed cap.
+    parm: bool,
     budget_w: f64,
     /// Fixed-cap runs: busy and idle node power, and nodes busy now.
     busy_w: f64,
@@ -340,6 +348,7 @@ impl Meter {
             PowerMode::Parm(_) => setup.info.cpu_max_w,
         };
         Meter {
+            parm: matches!(setup.mode, PowerMode::Parm(_)),
             budget_w: setup.info.machine.budget_w,
             busy_w: setup.busy_w(cap),
             idle_w: setup.info.machine.idle_w,
@@ -363,8 +372,8 @@ impl Meter {
         self.job_energy_j[i] = self.job_node_s[i] * self.busy_w;
     }
 
-    fn ended(&mut self, i: usize, engine: &Engine) {
-        if engine.as_parm().is_none() {
+    fn ended(&mut self, i: usize) {
+        if !self.parm {
             self.busy -= self.start_nodes[i];
         }
     }

@@ -127,7 +127,7 @@ pub fn prepare(records: &[SwfRecord], capacity: u32) -> Workload {
 pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     let mut skipped = BTreeMap::new();
     let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.len());
-    let (capacity, mut probe, partition_cores) = match &machine {
+    let (capacity, probe, partition_cores) = match &machine {
         Machine::Pool(c) => (*c, None, vec![*c as u64]),
         Machine::Power(setup) => return crate::power::prepare_power(records, setup.clone()),
         Machine::Cluster { cluster, .. } => {
@@ -152,7 +152,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
                 let partition = machine.partition_of(&j);
                 if j.procs as u64 > partition_cores[partition.map_or(default_part, |p| p as usize)] {
                     Some(SkipReason::LargerThanMachine)
-                } else if probe.as_mut().is_none_or(|e| e.can_run(&machine.spec(&j)).is_ok()) {
+                } else if probe.as_ref().is_none_or(|e| e.can_run(&machine.spec(&j), None).is_ok()) {
                     keyed.push((j, i as u32));
                     None
                 } else {

@@ -172,7 +172,7 @@ impl Driver {
         self.runtime.insert(id, s.runtime);
         self.handle(
             now,
-            Input::Submit(JobSpec {
+            Input::submit(JobSpec {
                 mem_per_proc_mb: s.mem,
                 ..JobSpec::new(id, s.procs, s.estimate)
             }),

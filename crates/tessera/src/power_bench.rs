@@ -38,7 +38,7 @@ pub fn decision(w: &tessera_sim::Workload, machine: &PowerMachine, variant: Parm
     let mut out = Vec::new();
     for i in first..first + k {
         let spec = tessera_core::JobSpec { power: Some(w.power_jobs[i]), ..tessera_sim::spec_of(&w.jobs[i]) };
-        e.handle(0, tessera_core::Input::Submit(spec), &mut out);
+        e.handle(0, tessera_core::Input::submit(spec), &mut out);
     }
     e.handle(0, tessera_core::Input::Pass, &mut out);
     anyhow::ensure!(!out.iter().any(|x| matches!(x, tessera_core::Effect::Rejected { .. })), "the engine rejected a job of the benchmark: {out:?}");

@@ -21,12 +21,12 @@ fn ended(job: u64, code: i32) -> Event {
 /// What must agree: each job's engine state, allocation and attempt.
 fn view(s: &State) -> String {
     let mut out = String::new();
-    for (id, m) in &s.jobs {
-        let st = s.engine.job(JobId(*id)).map(|(_, st)| format!("{st:?}"));
-        let alloc = s.engine.allocation(JobId(*id)).map(|a| a.parts.iter().map(|p| (p.node, p.cores)).collect::<Vec<_>>());
+    for (id, m) in &s.ledger.jobs {
+        let st = s.engine().job(JobId(*id)).map(|(_, st)| format!("{st:?}"));
+        let alloc = s.engine().allocation(JobId(*id)).map(|a| a.parts.iter().map(|p| (p.node, p.cores)).collect::<Vec<_>>());
         out += &format!("{id} {st:?} {alloc:?} attempt {} hold {} waits {:?}\n", m.attempt, m.user_hold, m.waits_for);
     }
-    out += &format!("outcomes {:?}\nnext {}\n", s.outcomes, s.next_id);
+    out += &format!("outcomes {:?}\nnext {}\n", s.ledger.outcomes, s.ledger.next_id);
     out
 }
 
@@ -65,7 +65,7 @@ fn a_restored_snapshot_replays_the_journal_to_the_same_state_and_actions() {
         out.clear();
         s.apply(&mut c, *now, evs, &mut out);
         all.push(actions(&out));
-        s.engine.sanity_check();
+        s.engine().sanity_check();
     }
     let mut r: State = serde_json::from_str(&snapshot.unwrap()).unwrap();
     for (k, (now, evs)) in batches.iter().enumerate().skip(split) {
@@ -93,11 +93,11 @@ fn finished_jobs_are_forgotten_after_they_stop_being_listed() {
     let first = submit(&c, 1, &[("-n", "8")]);
     s.apply(&mut c, 1_001, &[first], &mut out);
     s.apply(&mut c, 1_002, &[ended(1, 0)], &mut out);
-    assert_eq!((s.outcomes.get(&1), s.done.contains_key(&1)), (Some(&true), true));
+    assert_eq!((s.ledger.outcomes.get(&1), s.ledger.done.contains_key(&1)), (Some(&true), true));
     s.apply(&mut c, 1_002 + tessera_controller::state::DONE_KEEP_S - 1, &[], &mut out);
-    assert!(s.outcomes.contains_key(&1), "still listed");
+    assert!(s.ledger.outcomes.contains_key(&1), "still listed");
     s.apply(&mut c, 1_002 + tessera_controller::state::DONE_KEEP_S, &[], &mut out);
-    assert!(s.outcomes.is_empty() && s.done.is_empty(), "forgotten: {:?}", s.outcomes);
+    assert!(s.ledger.outcomes.is_empty() && s.ledger.done.is_empty(), "forgotten: {:?}", s.ledger.outcomes);
 }
 
 /// A changed cluster file is an event like any other: replayed over a snapshot
@@ -127,13 +127,13 @@ fn a_reconfigure_replays_over_a_snapshot_taken_before_it() {
         out.clear();
         s.apply(&mut c, *now, evs, &mut out);
         all.push(actions(&out));
-        s.engine.sanity_check();
+        s.engine().sanity_check();
     }
     assert_eq!(c.nodes.len(), 33);
-    assert_eq!(s.cluster_file.as_ref().map(|f| f.1.as_str()), Some("grown.toml"));
-    let info = s.job_info(&c, 1).or_else(|| s.done.get(&1).map(|d| d.info.clone())).unwrap();
+    assert_eq!(s.ledger.cluster_file.as_ref().map(|f| f.1.as_str()), Some("grown.toml"));
+    let info = s.job_info(&c, 1).or_else(|| s.ledger.done.get(&1).map(|d| d.info.clone())).unwrap();
     assert_eq!(info.nodelist, "node001", "job 1 stays on node001, now listed 17th");
-    assert_eq!(s.engine.node_status(32).map(|n| n.up), Some(false), "node033 waits for an agent");
+    assert_eq!(s.engine().node_status(32).map(|n| n.up), Some(false), "node033 waits for an agent");
     let mut r: State = serde_json::from_str(&snapshot).unwrap();
     let mut rc = before;
     for (k, (now, evs)) in batches.iter().enumerate() {

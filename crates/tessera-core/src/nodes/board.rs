@@ -111,7 +111,6 @@ pub struct Allocation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NeverFits {
     UnknownPartition,
-    UnknownNodeSet,
     /// More processors, memory or GPUs than its partition could ever give.
     TooLarge,
 }
@@ -209,6 +208,15 @@ pub(crate) struct SetList {
     /// Each set's nodes, in partition order; sets in priority order.
     pub sets: Vec<Vec<u32>>,
     pub negative: Vec<bool>,
+    /// Live jobs whose demand names this list.
+    pub users: u32,
+}
+
+/// A demand's node sets: a list the board keeps, or one built for it.
+#[derive(Debug, Clone)]
+pub(crate) enum Sets {
+    Kept(u32),
+    New(SetList),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -218,8 +226,8 @@ pub(crate) struct Board {
     pub default_part: usize,
     pub site_nodeset: Option<NodeSetSpec>,
     pub delay: Time,
-    /// Node-set requests registered by drivers (`NodeSetId` indexes this).
-    pub requests: Vec<NodeSetSpec>,
+    /// Set lists of the live jobs' demands (and lists no job uses any more,
+    /// `users` 0, kept for reuse).
     pub sets: Vec<SetList>,
     /// Everything every node has (an empty machine).
     empty: Free,
@@ -280,7 +288,6 @@ impl Board {
             default_part: c.default_partition_index(),
             site_nodeset: c.nodeset.clone(),
             delay: c.nodeset_delay,
-            requests: Vec::new(),
             sets: Vec::new(),
         }
     }
@@ -293,10 +300,18 @@ impl Board {
         self.nodes.iter().map(|n| n.cores as u64).sum()
     }
 
-    /// The demand of a job, or why it can never run here (an unknown partition or
-    /// node set; too large for its partition; memory or GPUs no node has). A node
-    /// set that no set can ever satisfy is dropped (the flag is set).
-    pub fn demand(&mut self, spec: &JobSpec, submit: Time) -> Result<(Demand, bool), NeverFits> {
+    /// The demand of a job, or why it can never run here (an unknown partition;
+    /// too large for its partition; memory or GPUs no node has), with the node
+    /// sets it must use: a list the board keeps already, or one to keep
+    /// ([`Board::keep`]). `own` is the job's own node-set request (None: its
+    /// partition's or the site's). A node set that no set can ever satisfy is
+    /// dropped (the flag is set).
+    pub fn demand(
+        &self,
+        spec: &JobSpec,
+        own: Option<&NodeSetSpec>,
+        submit: Time,
+    ) -> Result<(Demand, Option<Sets>, bool), NeverFits> {
         let part = spec.partition.map_or(self.default_part, |p| p as usize);
         let Some(ps) = self.parts.get(part) else {
             return Err(NeverFits::UnknownPartition);
@@ -306,16 +321,8 @@ impl Board {
         } else {
             0
         };
-        let request = match spec.nodeset {
-            Some(id) => Some(
-                self.requests
-                    .get(id.0 as usize)
-                    .cloned()
-                    .ok_or(NeverFits::UnknownNodeSet)?,
-            ),
-            None => ps.nodeset.clone().or_else(|| self.site_nodeset.clone()),
-        };
-        let mut d = Demand {
+        let request = own.or(ps.nodeset.as_ref()).or(self.site_nodeset.as_ref());
+        let d = Demand {
             part: part as u32,
             procs: spec.procs,
             nodes,
@@ -329,30 +336,63 @@ impl Board {
         if self.place(&d, full, submit, &|_| true).is_err() {
             return Err(NeverFits::TooLarge);
         }
-        let mut dropped = false;
-        if let Some(spec) = request {
-            d.sets = Some(self.set_list(part as u32, spec));
-            // with node sets, on an empty machine, after any NODESETDELAY
-            let never = matches!(
-                self.place(&d, &self.empty, Time::MAX / 2, &|_| true),
-                Err(Blocked::NodeSet)
-            );
-            if never {
-                d.sets = None;
-                dropped = true;
-            }
-        }
-        Ok((d, dropped))
+        let Some(request) = request else {
+            return Ok((d, None, false));
+        };
+        let sets = match self.kept(part as u32, request) {
+            Some(i) => Sets::Kept(i),
+            None => Sets::New(self.set_list(part as u32, request.clone())),
+        };
+        // with node sets, on an empty machine, after any NODESETDELAY
+        let never = matches!(
+            self.place_in(&d, Some(self.sets_of(&sets)), &self.empty, Time::MAX / 2, &|_| true),
+            Err(Blocked::NodeSet)
+        );
+        Ok(if never { (d, None, true) } else { (d, Some(sets), false) })
     }
 
-    fn set_list(&mut self, part: u32, spec: NodeSetSpec) -> u32 {
-        if let Some(i) = self
-            .sets
+    /// The set list of `(part, spec)` the board keeps, if any.
+    fn kept(&self, part: u32, spec: &NodeSetSpec) -> Option<u32> {
+        self.sets
             .iter()
-            .position(|s| s.part == part && s.spec == spec)
-        {
-            return i as u32;
+            .position(|s| s.part == part && s.spec == *spec)
+            .map(|i| i as u32)
+    }
+
+    fn sets_of<'a>(&'a self, s: &'a Sets) -> &'a SetList {
+        match s {
+            Sets::Kept(i) => &self.sets[*i as usize],
+            Sets::New(l) => l,
         }
+    }
+
+    /// Keep a demand's set list while a job uses it; returns its index. A list
+    /// no job uses any more is kept for the next job that asks for the same sets
+    /// (its slot goes to another list when one is needed).
+    pub fn keep(&mut self, s: Sets) -> u32 {
+        let i = match s {
+            Sets::Kept(i) => i as usize,
+            Sets::New(l) => match self.sets.iter().position(|s| s.users == 0) {
+                Some(i) => {
+                    self.sets[i] = l;
+                    i
+                }
+                None => {
+                    self.sets.push(l);
+                    self.sets.len() - 1
+                }
+            },
+        };
+        self.sets[i].users += 1;
+        i as u32
+    }
+
+    /// A job no longer uses set list `i`.
+    pub fn let_go(&mut self, i: u32) {
+        self.sets[i as usize].users -= 1;
+    }
+
+    fn set_list(&self, part: u32, spec: NodeSetSpec) -> SetList {
         let members = &self.parts[part as usize].nodes;
         let value = |n: u32| -> Vec<String> {
             let ns = &self.nodes[n as usize];
@@ -432,13 +472,13 @@ impl Board {
             .iter()
             .map(|s| s.iter().any(|&n| self.nodes[n as usize].negative_affinity))
             .collect();
-        self.sets.push(SetList {
+        SetList {
             part,
             spec,
             sets,
             negative,
-        });
-        (self.sets.len() - 1) as u32
+            users: 0,
+        }
     }
 
     /// Cores a node can give this job on view `free` (exclusive: all or nothing).
@@ -566,13 +606,25 @@ impl Board {
         now: Time,
         eligible: &dyn Fn(u32) -> bool,
     ) -> Result<Allocation, Blocked> {
+        let sets = d.sets.map(|si| &self.sets[si as usize]);
+        self.place_in(d, sets, free, now, eligible)
+    }
+
+    /// [`Board::place`] with the demand's set list given.
+    fn place_in(
+        &self,
+        d: &Demand,
+        sets: Option<&SetList>,
+        free: &Free,
+        now: Time,
+        eligible: &dyn Fn(u32) -> bool,
+    ) -> Result<Allocation, Blocked> {
         let part_nodes = || self.parts[d.part as usize].nodes.iter().copied();
-        let Some(si) = d.sets else {
+        let Some(sl) = sets else {
             return self
                 .pick(d, free, part_nodes(), eligible)
                 .ok_or(Blocked::Resources);
         };
-        let sl = &self.sets[si as usize];
         let spec = &sl.spec;
         let found = match spec.policy {
             SetPolicy::AnyOf => {

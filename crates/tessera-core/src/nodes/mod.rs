@@ -22,12 +22,12 @@ mod reconfigure;
 mod timeline;
 
 pub use board::{AllocPart, Allocation};
-pub(crate) use board::{Blocked, Board, Demand, Free, Misses, NeverFits};
+pub(crate) use board::{Blocked, Board, Demand, Free, Misses, NeverFits, Sets};
 
 use crate::cluster::Cluster;
 use crate::cluster::PreemptMode;
-use crate::engine::Effect;
-use crate::job::{scaled, JobIdx, JobSpec, JobState, KillReason, NodeSetId, SuspendedBy};
+use crate::contract::Effect;
+use crate::job::{scaled, JobIdx, JobSpec, JobState, KillReason, SuspendedBy};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
@@ -63,6 +63,10 @@ pub struct NodeEngine {
     usable_nodes: usize,
     /// By job slot.
     demand: Vec<Demand>,
+    /// By job slot: the job's own node-set request (it leaves with the job),
+    /// and how many live jobs have one.
+    own: Vec<Option<NodeSetSpec>>,
+    own_sets: usize,
     alloc: Vec<Option<Allocation>>,
     /// By job slot: the allocation of a job suspended by preemption or the gang
     /// scheduler (`alloc` then holds its memory and GPUs and the cores it has
@@ -225,6 +229,8 @@ impl NodeEngine {
             usable: vec![true; n],
             usable_nodes: n,
             demand: Vec::new(),
+            own: Vec::new(),
+            own_sets: 0,
             alloc: Vec::new(),
             home: Vec::new(),
             parked: Vec::new(),
@@ -278,14 +284,6 @@ impl NodeEngine {
         self.alloc.get(job.index()).and_then(|a| a.as_ref())
     }
 
-    pub fn register_nodeset(&mut self, spec: NodeSetSpec) -> NodeSetId {
-        if let Some(i) = self.board.requests.iter().position(|s| *s == spec) {
-            return NodeSetId(i as u32);
-        }
-        self.board.requests.push(spec);
-        NodeSetId(self.board.requests.len() as u32 - 1)
-    }
-
     /// What the queue index files a job under: the cores it needs at least.
     fn need(&self, d: &Demand) -> u64 {
         let p = &self.board.parts[d.part as usize];
@@ -300,29 +298,64 @@ impl NodeEngine {
         }
     }
 
-    /// The demand of a job and its need, or why it can never run here.
+    /// The demand of a job (its set list built, or found among those kept),
+    /// or why it can never run here. Changes nothing.
+    pub(crate) fn demand_of(
+        &self,
+        spec: &JobSpec,
+        own: Option<&NodeSetSpec>,
+        now: Time,
+    ) -> Result<(Demand, Option<Sets>, bool), NeverFits> {
+        self.board.demand(spec, own, now)
+    }
+
+    /// The demand of a job and its need, its set list kept while the job lives
+    /// (attach it, or let it go), or why it can never run here.
     pub(crate) fn admit(
         &mut self,
         spec: &JobSpec,
+        own: Option<&NodeSetSpec>,
         now: Time,
     ) -> Result<(Demand, u64, bool), NeverFits> {
-        let (d, dropped) = self.board.demand(spec, now)?;
+        let (mut d, sets, dropped) = self.board.demand(spec, own, now)?;
+        d.sets = sets.map(|s| self.board.keep(s));
         let need = self.need(&d);
         Ok((d, need, dropped))
     }
 
-    /// A job was added to the table in slot `job`.
-    pub(crate) fn attach(&mut self, job: JobIdx, d: Demand, dropped: bool) {
+    /// A job was added to the table in slot `job`, with its demand (from
+    /// [`NodeEngine::admit`]) and its own node-set request.
+    pub(crate) fn attach(
+        &mut self,
+        job: JobIdx,
+        d: Demand,
+        own: Option<NodeSetSpec>,
+        dropped: bool,
+    ) {
         self.dropped_nodesets += dropped as u64;
+        self.own_sets += own.is_some() as usize;
         let i = job.index();
         if i == self.demand.len() {
             self.demand.push(d);
+            self.own.push(own);
             self.alloc.push(None);
             self.home.push(None);
         } else {
             self.demand[i] = d;
+            self.own[i] = own;
             self.alloc[i] = None;
             self.home[i] = None;
+        }
+    }
+
+    /// A job left the engine: its node sets go with it.
+    pub(crate) fn detach(&mut self, job: JobIdx) {
+        let i = job.index();
+        if let Some(si) = self.demand[i].sets.take() {
+            self.board.let_go(si);
+        }
+        if self.own[i].take().is_some() {
+            self.own_sets -= 1;
         }
     }
 
@@ -516,14 +549,14 @@ impl NodeEngine {
     /// in a pool (so counting cores over them is exact): a fungible cluster and
     /// no job with its own node set.
     fn cores_interchangeable(&self) -> bool {
-        self.fungible && self.board.requests.is_empty() && self.usable_nodes > 0
+        self.fungible && self.own_sets == 0 && self.usable_nodes > 0
     }
 
     /// Whether a job's placement (and so its pace and end) can depend on which
     /// other jobs hold nodes: node sets, or nodes of different scaling factors.
     fn placement_varies(&self) -> bool {
         self.board.site_nodeset.is_some()
-            || !self.board.requests.is_empty()
+            || self.own_sets > 0
             || self
                 .board
                 .parts
@@ -634,8 +667,14 @@ impl NodeEngine {
 
     /// The head's shadow time and reservation: release running jobs in order of
     /// expected end until the head can be placed on what is free by then. Leaves
-    /// the free view at the shadow time in `self.scratch`.
-    fn shadow(&mut self, now: Time, head: JobIdx, head_need: u64) -> (Time, Allocation) {
+    /// the free view at the shadow time in `scratch`.
+    fn shadow(
+        &self,
+        now: Time,
+        head: JobIdx,
+        head_need: u64,
+        scratch: &mut Free,
+    ) -> (Time, Allocation) {
         let d = &self.demand[head.index()];
         let member = &self.board.parts[d.part as usize].member;
         let usable = &self.usable;
@@ -650,11 +689,11 @@ impl NodeEngine {
                 0
             }
         };
-        self.scratch.copy_from(&self.free);
+        scratch.copy_from(&self.free);
         let mut avail: u64 = board.parts[d.part as usize]
             .nodes
             .iter()
-            .map(|&n| units(&self.scratch, n))
+            .map(|&n| units(scratch, n))
             .sum();
         let rs = self.running.as_slice();
         let mut i = 0;
@@ -665,17 +704,17 @@ impl NodeEngine {
                 let a = self.alloc[rs[i].job.index()].as_ref().unwrap();
                 for p in &a.parts {
                     let n = p.node as usize;
-                    avail -= units(&self.scratch, p.node);
-                    self.scratch.cores[n] += p.cores;
-                    self.scratch.mem[n] += p.mem;
-                    self.scratch.gpus[n] += p.gpus;
-                    avail += units(&self.scratch, p.node);
+                    avail -= units(scratch, p.node);
+                    scratch.cores[n] += p.cores;
+                    scratch.mem[n] += p.mem;
+                    scratch.gpus[n] += p.gpus;
+                    avail += units(scratch, p.node);
                 }
                 i += 1;
             }
             last = t;
             if avail >= head_need {
-                if let Ok(a) = board.place(d, &self.scratch, t, &|n| usable[n as usize]) {
+                if let Ok(a) = board.place(d, scratch, t, &|n| usable[n as usize]) {
                     return (t, a);
                 }
             }
@@ -684,7 +723,7 @@ impl NodeEngine {
         let t = last.max(d.submit.saturating_add(self.board.delay));
         match self
             .board
-            .place(d, &self.scratch, t, &|n| usable[n as usize])
+            .place(d, scratch, t, &|n| usable[n as usize])
         {
             Ok(a) => (t, a),
             // no usable node can ever hold it (down or drained nodes): nothing
@@ -715,7 +754,9 @@ impl NodeEngine {
         let shadow = match self.shadow_cache {
             Some((v, h, shadow)) if v == self.version && h == head && !overdue => shadow,
             _ => {
-                let (shadow, reserved) = self.shadow(now, head, head_need);
+                let mut scratch = std::mem::take(&mut self.scratch);
+                let (shadow, reserved) = self.shadow(now, head, head_need, &mut scratch);
+                self.scratch = scratch;
                 self.extra.copy_from(&self.scratch);
                 self.extra.take(&reserved);
                 self.shadow_cache = Some((self.version, head, shadow));
@@ -1095,7 +1136,7 @@ impl NodeEngine {
         answer
     }
 
-    pub fn head_reservation(&mut self, now: Time, t: &JobTable) -> Option<(JobIdx, Time)> {
+    pub fn head_reservation(&self, now: Time, t: &JobTable) -> Option<(JobIdx, Time)> {
         let (_, head) = t.queue.head()?;
         if self
             .place_now(&self.demand[head.index()], &self.free, now)
@@ -1103,11 +1144,12 @@ impl NodeEngine {
         {
             return None;
         }
-        Some((head, self.shadow(now, head, t.get(head).need).0))
+        let mut scratch = Free::default();
+        Some((head, self.shadow(now, head, t.get(head).need, &mut scratch).0))
     }
 
     pub fn pending_reason(
-        &mut self,
+        &self,
         now: Time,
         t: &JobTable,
         job: JobIdx,
@@ -1144,7 +1186,9 @@ impl NodeEngine {
             PolicyKind::Fcfs | PolicyKind::Easy if head => blocked,
             PolicyKind::Fcfs | PolicyKind::Easy | PolicyKind::Parm => PendingReason::Priority,
             PolicyKind::Conservative => {
+                // the plan works in the engine's scratch space: on a copy
                 let start = self
+                    .clone()
                     .plan(now, t, Plan::Explain(job), &mut Vec::new())
                     .expect("a pending job gets a reservation");
                 if start == now && head {
@@ -1159,6 +1203,19 @@ impl NodeEngine {
     /// Resources are conserved node by node, the running list is ordered, and
     /// every job holding resources is running, suspended or ending.
     pub fn sanity_check(&self, t: &JobTable) {
+        // set lists and own node-set requests belong to live jobs only
+        let mut users = vec![0u32; self.board.sets.len()];
+        let mut own = 0;
+        for j in t.live() {
+            if let Some(si) = self.demand[j.index()].sets {
+                users[si as usize] += 1;
+            }
+            own += self.own[j.index()].is_some() as usize;
+        }
+        for (l, &u) in self.board.sets.iter().zip(&users) {
+            assert_eq!(l.users, u, "set list {:?} counts {} users, live jobs {u}", l.spec, l.users);
+        }
+        assert_eq!(self.own_sets, own, "live jobs with their own node set");
         let mut used = self.board.full();
         let mut in_running = 0;
         for (i, a) in self.alloc.iter().enumerate() {

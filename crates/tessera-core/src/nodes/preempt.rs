@@ -25,7 +25,7 @@
 
 use super::NodeEngine;
 use crate::cluster::PreemptMode;
-use crate::engine::Effect;
+use crate::contract::Effect;
 use crate::job::{scaled, JobIdx, JobState, SuspendedBy};
 use crate::nodes::{Allocation, Free};
 use crate::running::RunningJob;

@@ -22,11 +22,10 @@ impl NodeEngine {
         let mut m = NodeEngine::new(self.policy, &r.cluster);
         m.shortcuts = self.shortcuts;
         m.dropped_nodesets = self.dropped_nodesets;
-        // node-set requests keep their ids (jobs' specs name them)
-        m.board.requests = self.board.requests.clone();
         let mut t = old_t.clone();
         let slots = t.slots();
         m.demand = vec![Default::default(); slots];
+        m.own = vec![None; slots];
         m.alloc = vec![None; slots];
         m.home = vec![None; slots];
         let moved = |a: &Allocation, id| -> Result<Allocation, String> {
@@ -55,7 +54,8 @@ impl NodeEngine {
                 })?;
                 e.spec.partition = Some(q as u16);
             }
-            let (d, need, _) = m.admit(&e.spec, self.demand[i].submit).map_err(|w| {
+            let own = self.own[i].as_ref();
+            let (d, need, _) = m.admit(&e.spec, own, self.demand[i].submit).map_err(|w| {
                 format!(
                     "job {id} could never run on the new cluster: {}",
                     crate::engine::never_why(w)
@@ -68,6 +68,8 @@ impl NodeEngine {
                 t.queue.set(pos, q, est);
             }
             m.demand[i] = d;
+            m.own[i] = own.cloned();
+            m.own_sets += own.is_some() as usize;
             m.alloc[i] = self.alloc[i].as_ref().map(|a| moved(a, id)).transpose()?;
             m.home[i] = self.home[i].as_ref().map(|a| moved(a, id)).transpose()?;
         }

@@ -14,7 +14,7 @@
 
 use super::knapsack::{Group, Item, Problem, Solver};
 use super::pass::PowerJob;
-use crate::engine::Effect;
+use crate::contract::Effect;
 use crate::job::{JobIdx, JobState};
 use crate::nodes::Allocation;
 use crate::pending::PendingReason;
@@ -324,7 +324,7 @@ impl ParmEngine {
         let pj = self.pj[job.index()];
         let r = self.runs[job.index()].as_mut().unwrap();
         let left = r.overhead + (1.0 - r.done) * pj.time(r.n, r.p);
-        r.expected_end = (r.at + left - 1e-9).ceil().max(r.at.ceil()).min(crate::engine::MAX_TIME as f64) as Time;
+        r.expected_end = (r.at + left - 1e-9).ceil().max(r.at.ceil()).min(crate::contract::MAX_TIME as f64) as Time;
         r.expected_end
     }
 

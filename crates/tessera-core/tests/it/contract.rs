@@ -101,11 +101,11 @@ fn wrong_inputs_get_typed_rejections_and_change_nothing() {
     env.submit(0, 1, 2, 100);
     let cases: Vec<(Input, fn(&Rejection) -> bool)> = vec![
         (Input::Cancel(JobId(9)), |r| matches!(r, Rejection::UnknownJob(JobId(9)))),
-        (Input::Submit(JobSpec::new(JobId(1), 1, 10)), |r| matches!(r, Rejection::DuplicateJob(JobId(1)))),
-        (Input::Submit(JobSpec::new(JobId(2), 5, 10)), |r| matches!(r, Rejection::NeverFits { .. })),
-        (Input::Submit(JobSpec::new(JobId(2), 0, 10)), |r| matches!(r, Rejection::InvalidSpec { field: "procs", .. })),
-        (Input::Submit(JobSpec::new(JobId(2), 1, -1)), |r| matches!(r, Rejection::InvalidSpec { field: "estimate", .. })),
-        (Input::Submit(JobSpec::new(JobId(2), 1, i64::MAX)), |r| matches!(r, Rejection::InvalidSpec { field: "estimate", .. })),
+        (Input::submit(JobSpec::new(JobId(1), 1, 10)), |r| matches!(r, Rejection::DuplicateJob(JobId(1)))),
+        (Input::submit(JobSpec::new(JobId(2), 5, 10)), |r| matches!(r, Rejection::NeverFits { .. })),
+        (Input::submit(JobSpec::new(JobId(2), 0, 10)), |r| matches!(r, Rejection::InvalidSpec { field: "procs", .. })),
+        (Input::submit(JobSpec::new(JobId(2), 1, -1)), |r| matches!(r, Rejection::InvalidSpec { field: "estimate", .. })),
+        (Input::submit(JobSpec::new(JobId(2), 1, i64::MAX)), |r| matches!(r, Rejection::InvalidSpec { field: "estimate", .. })),
         (Input::Release(JobId(1)), |r| matches!(r, Rejection::WrongState { state: "pending", .. })),
         (Input::Suspend(JobId(1)), |r| matches!(r, Rejection::WrongState { .. })),
         (Input::Requeue(JobId(1)), |r| matches!(r, Rejection::WrongState { .. })),
@@ -198,7 +198,7 @@ fn gpus_are_allocated_per_node() {
     let fx = env.take(0, Input::Pass);
     let started: Vec<(u64, u32)> = fx.iter().filter_map(|e| if let Effect::Start { job, alloc, .. } = e { Some((job.0, alloc.parts[0].gpus)) } else { None }).collect();
     assert_eq!(started, vec![(1, 2), (2, 1)], "job 3 waits for two free GPUs on one node");
-    assert_eq!(env.engine.can_run(&JobSpec { gpus_per_node: 3, ..JobSpec::new(JobId(9), 1, 1) }).map_err(|r| matches!(r, Rejection::NeverFits { .. })), Err(true));
+    assert_eq!(env.engine.can_run(&JobSpec { gpus_per_node: 3, ..JobSpec::new(JobId(9), 1, 1) }, None).map_err(|r| matches!(r, Rejection::NeverFits { .. })), Err(true));
     env.complete(5, 1);
     assert_eq!(env.pass(5), vec![3]);
     env.complete(6, 2).complete(7, 3);
@@ -210,7 +210,7 @@ fn a_snapshot_restored_and_replayed_gives_the_same_effects() {
         let mut v = Vec::new();
         for i in 0..40u64 {
             let t = (i * 7) as i64;
-            v.push((t, Input::Submit(JobSpec::new(JobId(i), 1 + (i % 5) as u32, 30 + (i % 7) as i64 * 20))));
+            v.push((t, Input::submit(JobSpec::new(JobId(i), 1 + (i % 5) as u32, 30 + (i % 7) as i64 * 20))));
             v.push((t, Input::Pass));
             if i >= 5 {
                 v.push((t + 3, Input::Complete { job: JobId(i - 5), outcome: Outcome::Exited(0) }));

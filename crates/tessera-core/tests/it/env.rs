@@ -9,75 +9,96 @@ use tessera_core::{
 
 /// Replay jobs (submit time, spec, runtime in reference seconds, at most its
 /// estimate; on nodes of factor f it runs ceil(runtime / f) seconds) through
-/// `engine`: at each instant completions, then arrivals, then a pass, with
-/// `sanity_check` after it; a pass also at every instant the engine asks to be
-/// woken. Returns each job's start; every job must start.
+/// `engine` with [`tessera_core::step`]: at each instant completions, then
+/// arrivals, then a pass, with `sanity_check` after every input; a pass also at
+/// every instant the engine asks to be woken. Returns each job's start; every
+/// job must start.
 pub fn replay(e: Engine, jobs: &[(Time, JobSpec, Time)]) -> BTreeMap<u64, Time> {
-    replay_with(e, jobs, |_, _| {})
+    replay_with(e, jobs, |_| Vec::new())
 }
 
-/// [`replay`], calling `before` with the engine at every instant, before the
-/// instant's completions.
+/// The tests' side of [`tessera_core::step`].
+struct Replay<'a> {
+    jobs: &'a [(Time, JobSpec, Time)],
+    index: BTreeMap<u64, usize>,
+    ends: BTreeMap<Time, Vec<u64>>,
+    starts: BTreeMap<u64, Time>,
+    wakes: std::collections::BTreeSet<Time>,
+}
+
+impl tessera_core::Driver for Replay<'_> {
+    fn effect(&mut self, engine: &Engine, now: Time, x: Effect) {
+        engine.sanity_check();
+        match x {
+            Effect::Start { job, alloc, .. } => {
+                self.starts.insert(job.0, now);
+                let run = self.jobs[self.index[&job.0]].2;
+                self.ends
+                    .entry(now + tessera_core::scaled(run, alloc.factor))
+                    .or_default()
+                    .push(job.0);
+            }
+            Effect::WakeAt(w) => {
+                if w > now {
+                    self.wakes.insert(w);
+                }
+            }
+            Effect::Finished(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// Zero-length jobs end at the instant they start.
+    fn due(&mut self, now: Time, inputs: &mut Vec<Input>) {
+        for id in self.ends.remove(&now).unwrap_or_default() {
+            inputs.push(Input::Complete {
+                job: JobId(id),
+                outcome: Outcome::Exited(0),
+            });
+        }
+    }
+}
+
+/// [`replay`], with the inputs `before` gives at every instant (they come after
+/// the instant's completions and before its arrivals).
 pub fn replay_with(
     mut e: Engine,
     jobs: &[(Time, JobSpec, Time)],
-    mut before: impl FnMut(Time, &mut Engine),
+    mut before: impl FnMut(Time) -> Vec<Input>,
 ) -> BTreeMap<u64, Time> {
-    let mut fx = Vec::new();
     let mut arrivals: BTreeMap<Time, Vec<usize>> = BTreeMap::new();
     for (i, j) in jobs.iter().enumerate() {
         arrivals.entry(j.0).or_default().push(i);
     }
-    let index: BTreeMap<u64, usize> = jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| (j.1.id.0, i))
-        .collect();
-    let mut ends: BTreeMap<Time, Vec<u64>> = BTreeMap::new();
-    let mut starts = BTreeMap::new();
-    let mut wakes = std::collections::BTreeSet::new();
+    let mut r = Replay {
+        jobs,
+        index: jobs.iter().enumerate().map(|(i, j)| (j.1.id.0, i)).collect(),
+        ends: BTreeMap::new(),
+        starts: BTreeMap::new(),
+        wakes: Default::default(),
+    };
     loop {
-        let next = [arrivals.keys().next(), ends.keys().next(), wakes.iter().next()];
+        let next = [arrivals.keys().next(), r.ends.keys().next(), r.wakes.iter().next()];
         let Some(now) = next.into_iter().flatten().copied().min() else {
             break;
         };
-        wakes.remove(&now);
-        before(now, &mut e);
-        for id in ends.remove(&now).unwrap_or_default() {
-            e.handle(
-                now,
-                Input::Complete {
-                    job: JobId(id),
-                    outcome: Outcome::Exited(0),
-                },
-                &mut fx,
-            );
+        r.wakes.remove(&now);
+        let mut inputs = Vec::new();
+        for id in r.ends.remove(&now).unwrap_or_default() {
+            inputs.push(Input::Complete {
+                job: JobId(id),
+                outcome: Outcome::Exited(0),
+            });
         }
+        inputs.extend(before(now));
         for i in arrivals.remove(&now).unwrap_or_default() {
-            e.handle(now, Input::Submit(jobs[i].1.clone()), &mut fx);
+            inputs.push(Input::submit(jobs[i].1));
         }
-        e.handle(now, Input::Pass, &mut fx);
+        tessera_core::step(&mut e, now, inputs, true, &mut r);
         e.sanity_check();
-        for x in fx.drain(..) {
-            match x {
-                Effect::Start { job, alloc, .. } => {
-                    starts.insert(job.0, now);
-                    ends.entry(now + tessera_core::scaled(jobs[index[&job.0]].2, alloc.factor))
-                        .or_default()
-                        .push(job.0);
-                }
-                Effect::WakeAt(w) => {
-                    if w > now {
-                        wakes.insert(w);
-                    }
-                }
-                Effect::Finished(_) => {}
-                other => panic!("unexpected {other:?}"),
-            }
-        }
     }
-    assert_eq!(starts.len(), jobs.len(), "every job starts");
-    starts
+    assert_eq!(r.starts.len(), jobs.len(), "every job starts");
+    r.starts
 }
 
 pub struct TestEnv {
@@ -116,22 +137,19 @@ impl TestEnv {
         est: Time,
         nodeset: &str,
     ) -> &mut Self {
-        let ns = self
-            .engine
-            .register_nodeset(NodeSetSpec::parse_job(nodeset).unwrap());
-        self.submit_spec(
-            t,
-            JobSpec {
-                nodeset: Some(ns),
-                ..JobSpec::new(JobId(id), procs, est)
-            },
-        )
+        let ns = NodeSetSpec::parse_job(nodeset).unwrap();
+        self.submit_full(t, JobSpec::new(JobId(id), procs, est), Some(ns))
     }
 
     pub fn submit_spec(&mut self, t: Time, spec: JobSpec) -> &mut Self {
+        self.submit_full(t, spec, None)
+    }
+
+    /// Submit a job with its own node-set request, if any.
+    pub fn submit_full(&mut self, t: Time, spec: JobSpec, nodeset: Option<NodeSetSpec>) -> &mut Self {
         let id = spec.id.0;
-        assert_eq!(self.engine.can_run(&spec), Ok(()), "job {id} can never run");
-        self.input(t, Input::Submit(spec));
+        assert_eq!(self.engine.can_run(&spec, nodeset.as_ref()), Ok(()), "job {id} can never run");
+        self.input(t, Input::Submit { spec, nodeset });
         self
     }
 

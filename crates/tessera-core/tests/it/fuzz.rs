@@ -69,7 +69,7 @@ fn spec() -> impl Strategy<Value = JobSpec> {
 fn input() -> impl Strategy<Value = Input> {
     let id = || (0..12u64).prop_map(JobId);
     prop_oneof![
-        6 => spec().prop_map(Input::Submit),
+        6 => spec().prop_map(Input::submit),
         6 => Just(Input::Pass),
         1 => id().prop_map(Input::Cancel),
         1 => id().prop_map(Input::Hold),
@@ -96,8 +96,8 @@ fn drive(mut engine: Engine, steps: Vec<(Time, Input)>) {
             d if d >= MAX_TIME => d,
             d => now + d,
         };
-        let submitted = if let Input::Submit(s) = &input {
-            Some(s.id)
+        let submitted = if let Input::Submit { spec, .. } = &input {
+            Some(spec.id)
         } else {
             None
         };

@@ -118,6 +118,6 @@ nodes = "n[3-4]"
     env.submit_spec(0, spec(3, 4, 2048));
     assert_eq!(env.pass(0), Vec::<u64>::new());
     // a job asking more memory per core than any node has can never run
-    assert!(env.engine.can_run(&spec(9, 1, 9000)).is_err());
+    assert!(env.engine.can_run(&spec(9, 1, 9000), None).is_err());
 }
 

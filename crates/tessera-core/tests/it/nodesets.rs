@@ -229,8 +229,7 @@ allocation = "exclusive"
         let spec = format!("ONEOF:NETWORK:mixed,even");
         let mut ns = tessera_core::NodeSetSpec::parse_job(&spec).unwrap();
         ns.priority = priority.parse().unwrap();
-        let id = env.engine.register_nodeset(ns);
-        env.submit_spec(0, tessera_core::JobSpec { nodeset: Some(id), ..tessera_core::JobSpec::new(tessera_core::JobId(1), 2, 100) });
+        env.submit_full(0, tessera_core::JobSpec::new(tessera_core::JobId(1), 2, 100), Some(ns));
         assert_eq!(env.pass(0), vec![1]);
         assert_eq!(names(&env, &c, 1), want, "{priority}");
     }

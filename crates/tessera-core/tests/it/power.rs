@@ -76,7 +76,7 @@ fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
         while let Some(&(t, pj)) = jobs.get(next).filter(|j| j.0 == now) {
             r.ends.push(None);
             r.configs.push(Vec::new());
-            r.step(t, Input::Submit(JobSpec { power: Some(pj), ..JobSpec::new(JobId(next as u64), pj.n_max, 1_000_000) }));
+            r.step(t, Input::submit(JobSpec { power: Some(pj), ..JobSpec::new(JobId(next as u64), pj.n_max, 1_000_000) }));
             next += 1;
         }
         r.step(now, Input::Pass);
@@ -166,9 +166,9 @@ fn a_job_waiting_for_power_says_so() {
     let m = machine(10, 3.0 * 116.0);
     let mut e = Engine::parm(m, ParmConfig::new(ParmVariant::NoSE));
     let mut out = Vec::new();
-    e.handle(0, Input::Submit(JobSpec { power: Some(job(PRESETS[0], 9_000.0, 3, 3)), ..JobSpec::new(JobId(1), 3, 100_000) }), &mut out);
+    e.handle(0, Input::submit(JobSpec { power: Some(job(PRESETS[0], 9_000.0, 3, 3)), ..JobSpec::new(JobId(1), 3, 100_000) }), &mut out);
     e.handle(0, Input::Pass, &mut out);
-    e.handle(1, Input::Submit(JobSpec { power: Some(job(PRESETS[0], 9_000.0, 2, 2)), ..JobSpec::new(JobId(2), 2, 100_000) }), &mut out);
+    e.handle(1, Input::submit(JobSpec { power: Some(job(PRESETS[0], 9_000.0, 2, 2)), ..JobSpec::new(JobId(2), 2, 100_000) }), &mut out);
     e.handle(1, Input::Pass, &mut out);
     e.sanity_check();
     assert!(e.as_parm().unwrap().config_of(JobIdx(0)).is_some(), "the first job runs");
@@ -227,7 +227,7 @@ fn a_decision_time_delays_what_the_decision_started() {
     let m = machine(8, 8.0 * 116.0);
     let mut e = Engine::parm(m, ParmConfig::new(ParmVariant::NoSE));
     let mut out = Vec::new();
-    e.handle(0, Input::Submit(JobSpec { power: Some(job(PRESETS[1], 1000.0, 2, 4)), ..JobSpec::new(JobId(1), 4, 100_000) }), &mut out);
+    e.handle(0, Input::submit(JobSpec { power: Some(job(PRESETS[1], 1000.0, 2, 4)), ..JobSpec::new(JobId(1), 4, 100_000) }), &mut out);
     e.handle(0, Input::Pass, &mut out);
     let end = e.as_parm().unwrap().expected_end(JobIdx(0)).expect("the job runs");
     out.clear();

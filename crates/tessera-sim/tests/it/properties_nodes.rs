@@ -165,7 +165,8 @@ proptest! {
         }
         let w = prepare_on(&s.recs, m);
         simulate_observed(&w, policy, |e, now| {
-            let mut fx = Vec::new();
+            // on a copy: the observer reads the engine the simulator drives
+            let (e, mut fx) = (&mut e.clone(), Vec::new());
             e.handle(now, Input::Pass, &mut fx);
             fx.retain(|x| match x {
                 Effect::WakeAt(_) => false,

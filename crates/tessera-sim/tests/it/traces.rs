@@ -67,7 +67,8 @@ fn passes_are_idempotent_on_a_real_trace_with_node_sets() {
         // conservative's passes are checked on random clusters (properties_nodes)
         for p in [PolicyKind::Easy] {
             tessera_sim::simulate_observed(&w, p, |e, now| {
-                let mut fx = Vec::new();
+                // on a copy: the observer reads the engine the simulator drives
+                let (e, mut fx) = (&mut e.clone(), Vec::new());
                 e.handle(now, Input::Pass, &mut fx);
                 fx.retain(|x| match x {
                     Effect::WakeAt(_) => false,
