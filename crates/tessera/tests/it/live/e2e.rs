@@ -4,6 +4,7 @@
 
 use super::{Live, BIN};
 use std::process::Command;
+use std::time::Duration;
 use tessera_proto::api::JobStateCode;
 
 #[test]
@@ -29,7 +30,16 @@ fn up_then_a_script_runs_on_its_nodes_waits_with_its_reason_and_is_accounted() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Submitted batch job 1", "{}", String::from_utf8_lossy(&out.stderr));
     let out = run(&["job", "submit", "job.sh"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Submitted batch job 2");
-    let q = String::from_utf8_lossy(&run(&["queue"]).stdout).to_string();
+    // the pass after a submission comes at the end of its second's gathering
+    // window: until then the job is eligible (reason None)
+    let t0 = std::time::Instant::now();
+    let q = loop {
+        let q = String::from_utf8_lossy(&run(&["queue"]).stdout).to_string();
+        if q.contains("(Resources)") || t0.elapsed() > Duration::from_secs(5) {
+            break q;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let header = q.lines().next().unwrap();
     assert_eq!(header.split_whitespace().collect::<Vec<_>>(), ["JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)"]);
     let line2 = q.lines().find(|l| l.trim_start().starts_with("2 ")).unwrap_or_else(|| panic!("job 2 in\n{q}"));
