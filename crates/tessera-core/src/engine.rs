@@ -19,7 +19,7 @@ use crate::contract::{
     MAX_TIME,
 };
 use crate::job::{FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, Outcome, SuspendedBy};
-use crate::nodes::{Allocation, NeverFits, NodeEngine, NodeStatus};
+use crate::nodes::{Allocation, NodeEngine, NodeStatus};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
@@ -354,7 +354,7 @@ impl Engine {
             Machine::Nodes(m) => m
                 .demand_of(spec, nodeset, 0)
                 .map(|_| ())
-                .map_err(|e| never(never_why(e))),
+                .map_err(|e| never(e.why())),
             Machine::Parm(m) => match spec.power {
                 _ if nodeset.is_some() => Err(never(NO_NODESETS)),
                 None => Err(never(NO_PROFILE)),
@@ -409,7 +409,7 @@ impl Engine {
             Machine::Nodes(m) => {
                 let (d, need, dropped) = m
                     .admit(&spec, nodeset.as_ref(), now)
-                    .map_err(|e| never(never_why(e)))?;
+                    .map_err(|e| never(e.why()))?;
                 let j = self.t.insert(now, spec, need);
                 m.attach(j, d, nodeset, dropped);
                 self.note_delay(j);
@@ -704,12 +704,6 @@ const NO_NODESETS: &str = "a power-aware engine places no node sets";
 const NO_PROFILE: &str = "a power-aware engine needs the job's power profile";
 const NO_SHAPE: &str = "its smallest shape needs more nodes or power than the machine has";
 
-pub(crate) fn never_why(e: NeverFits) -> &'static str {
-    match e {
-        NeverFits::UnknownPartition => "no such partition",
-        NeverFits::TooLarge => "it asks for more processors, memory or GPUs than its partition has",
-    }
-}
 
 fn wrong(job: JobId, s: JobState, input: &'static str, needs: &'static str) -> Rejection {
     Rejection::WrongState {

@@ -115,6 +115,16 @@ pub(crate) enum NeverFits {
     TooLarge,
 }
 
+impl NeverFits {
+    /// Why, in words ([`crate::Rejection::NeverFits`]).
+    pub fn why(self) -> &'static str {
+        match self {
+            NeverFits::UnknownPartition => "no such partition",
+            NeverFits::TooLarge => "it asks for more processors, memory or GPUs than its partition has",
+        }
+    }
+}
+
 /// Why a job cannot be placed on a view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Blocked {

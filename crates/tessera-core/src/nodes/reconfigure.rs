@@ -58,7 +58,7 @@ impl NodeEngine {
             let (d, need, _) = m.admit(&e.spec, own, self.demand[i].submit).map_err(|w| {
                 format!(
                     "job {id} could never run on the new cluster: {}",
-                    crate::engine::never_why(w)
+                    w.why()
                 )
             })?;
             e.need = need;

@@ -1,0 +1,131 @@
+//! The node engine's invariants, asserted after every call in debug builds.
+
+use super::*;
+
+impl NodeEngine {
+    /// Resources are conserved node by node, the running list is ordered, and
+    /// every job holding resources is running, suspended or ending.
+    pub fn sanity_check(&self, t: &JobTable) {
+        // set lists and own node-set requests belong to live jobs only
+        let mut users = vec![0u32; self.board.sets.len()];
+        let mut own = 0;
+        for j in t.live() {
+            if let Some(si) = self.demand[j.index()].sets {
+                users[si as usize] += 1;
+            }
+            own += self.own[j.index()].is_some() as usize;
+        }
+        for (l, &u) in self.board.sets.iter().zip(&users) {
+            assert_eq!(l.users, u, "set list {:?} counts {} users, live jobs {u}", l.spec, l.users);
+        }
+        assert_eq!(self.own_sets, own, "live jobs with their own node set");
+        let mut used = self.board.full();
+        let mut in_running = 0;
+        for (i, a) in self.alloc.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let st = t.state(JobIdx(i as u32));
+            assert!(
+                st.start().is_some(),
+                "job in slot {i} holds resources while {}",
+                st.name()
+            );
+            used.take(a);
+            if !matches!(st, JobState::Suspended { .. }) {
+                in_running += 1;
+            }
+        }
+        assert_eq!(used, self.free, "node resources are not conserved");
+        let usable_free: u64 = self
+            .free
+            .cores
+            .iter()
+            .zip(&self.usable)
+            .filter(|(_, &u)| u)
+            .map(|(&c, _)| c as u64)
+            .sum();
+        assert_eq!(
+            self.free_cores, usable_free,
+            "free cores of the nodes that take jobs"
+        );
+        let rs = self.running.as_slice();
+        assert_eq!(
+            rs.len(),
+            in_running,
+            "the running list and the allocations disagree"
+        );
+        assert!(rs
+            .windows(2)
+            .all(|w| (w[0].expected_end, w[0].job) < (w[1].expected_end, w[1].job)));
+        for r in rs {
+            let e = t.get(r.job);
+            assert!(matches!(
+                e.state,
+                JobState::Running { .. } | JobState::Ending { .. }
+            ));
+            assert_eq!(e.expected_end, r.expected_end);
+            let a = self.alloc[r.job.index()]
+                .as_ref()
+                .expect("a running job holds its allocation");
+            assert_eq!(
+                r.procs as u64,
+                self.usable_cores(a).min(u32::MAX as u64),
+                "cores a running job gives back to the queue"
+            );
+        }
+        for (n, s) in self.status.iter().enumerate() {
+            assert_eq!(self.usable[n], s.up && !s.drain);
+        }
+        let mut booked = vec![0u32; self.booked.len()];
+        for (i, a) in self.alloc.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let j = JobIdx(i as u32);
+            let whole = match &self.home[i] {
+                Some(h) => {
+                    assert!(
+                        matches!(
+                            t.state(j),
+                            JobState::Suspended {
+                                by: SuspendedBy::Preemption | SuspendedBy::Gang,
+                                ..
+                            }
+                        ),
+                        "slot {i} is parked while {}",
+                        t.state(j).name()
+                    );
+                    assert!(
+                        self.parked.contains(&j),
+                        "slot {i} is parked but not listed"
+                    );
+                    assert!(
+                        h.parts.len() == a.parts.len()
+                            && h.parts.iter().zip(&a.parts).all(|(h, a)| h.node == a.node
+                                && h.cores >= a.cores
+                                && h.mem == a.mem
+                                && h.gpus == a.gpus)
+                    );
+                    h
+                }
+                None => a,
+            };
+            for p in &whole.parts {
+                booked[p.node as usize] += p.cores;
+            }
+        }
+        assert_eq!(
+            booked, self.booked,
+            "booked cores disagree with the allocations"
+        );
+        assert!(
+            self.parked.iter().all(|j| self.home[j.index()].is_some()),
+            "a listed parked job has no allocation"
+        );
+        for (n, &b) in booked.iter().enumerate() {
+            if self.gang_over[n] > 0 {
+                assert!(
+                    b <= self.board.nodes[n].cores * self.gang_over[n],
+                    "node {n} is allocated beyond its gang limit"
+                );
+            }
+        }
+    }
+}

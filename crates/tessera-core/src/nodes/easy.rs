@@ -1,0 +1,283 @@
+//! EASY backfilling on the nodes: the blocked head's shadow time and
+//! reservation, and the jobs that may start before it without delaying it
+//! (node by node, or counting cores where they are interchangeable).
+
+use super::*;
+
+impl NodeEngine {
+    /// The head's shadow time and reservation: release running jobs in order of
+    /// expected end until the head can be placed on what is free by then. Leaves
+    /// the free view at the shadow time in `scratch`.
+    pub(super) fn shadow(
+        &self,
+        now: Time,
+        head: JobIdx,
+        head_need: u64,
+        scratch: &mut Free,
+    ) -> (Time, Allocation) {
+        let d = &self.demand[head.index()];
+        let member = &self.board.parts[d.part as usize].member;
+        let usable = &self.usable;
+        let board = &self.board;
+        // what the head could take on a node: its cores, as far as its memory
+        // and GPUs allow there (without node sets, the board places the head as
+        // soon as the sum reaches its need)
+        let units = |free: &Free, n: u32| {
+            if member[n as usize] && usable[n as usize] {
+                board.usable(d, free, n) as u64
+            } else {
+                0
+            }
+        };
+        scratch.copy_from(&self.free);
+        let mut avail: u64 = board.parts[d.part as usize]
+            .nodes
+            .iter()
+            .map(|&n| units(scratch, n))
+            .sum();
+        let rs = self.running.as_slice();
+        let mut i = 0;
+        let mut last = now;
+        while i < rs.len() {
+            let t = rs[i].expected_end.max(now);
+            while i < rs.len() && rs[i].expected_end.max(now) == t {
+                let a = self.alloc[rs[i].job.index()].as_ref().unwrap();
+                for p in &a.parts {
+                    let n = p.node as usize;
+                    avail -= units(scratch, p.node);
+                    scratch.cores[n] += p.cores;
+                    scratch.mem[n] += p.mem;
+                    scratch.gpus[n] += p.gpus;
+                    avail += units(scratch, p.node);
+                }
+                i += 1;
+            }
+            last = t;
+            if avail >= head_need {
+                if let Ok(a) = board.place(d, scratch, t, &|n| usable[n as usize]) {
+                    return (t, a);
+                }
+            }
+        }
+        // everything has ended; a DELAY node set may still have to wait to span
+        let t = last.max(d.submit.saturating_add(self.board.delay));
+        match self
+            .board
+            .place(d, scratch, t, &|n| usable[n as usize])
+        {
+            Ok(a) => (t, a),
+            // no usable node can ever hold it (down or drained nodes): nothing
+            // may start before it, as with a reservation at the end of time
+            Err(_) => (Time::MAX, Allocation::default()),
+        }
+    }
+
+    pub(super) fn pass_easy(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
+        let Some((head_pos, head)) = self.start_from_head(now, t, out) else {
+            return;
+        };
+        let ft = self.free_cores;
+        if ft == 0 || t.queue.find_first(head_pos + 1, |n, _| n <= ft).is_none() {
+            return;
+        }
+        if self.cores_interchangeable() {
+            return self.backfill_cores(now, t, out, head_pos, head);
+        }
+        let head_need = t.get(head).need;
+        // nothing changed since the last pass (arrivals only): same shadow and
+        // extra resources, unless a running job is overdue (its end is clamped)
+        let overdue = self
+            .running
+            .as_slice()
+            .first()
+            .is_some_and(|r| r.expected_end < now);
+        let shadow = match self.shadow_cache {
+            Some((v, h, shadow)) if v == self.version && h == head && !overdue => shadow,
+            _ => {
+                let mut scratch = std::mem::take(&mut self.scratch);
+                let (shadow, reserved) = self.shadow(now, head, head_need, &mut scratch);
+                self.scratch = scratch;
+                self.extra.copy_from(&self.scratch);
+                self.extra.take(&reserved);
+                self.shadow_cache = Some((self.version, head, shadow));
+                shadow
+            }
+        };
+        // the extra cores usable now: free now and not needed by the head then
+        let mut extra_now: u64 = 0;
+        for n in (0..self.free.cores.len()).filter(|&n| self.usable[n]) {
+            extra_now += self.free.cores[n].min(self.extra.cores[n]) as u64;
+        }
+        let mut pos = head_pos + 1;
+        let slack = shadow.saturating_sub(now);
+        let est_lim = est_limit(slack, self.max_factor);
+        // what is free and what is extra only shrink during the pass: a job at
+        // least as large as one that could not be placed is not tried
+        let (mut miss_free, mut miss_extra) =
+            (Misses::new(self.shortcuts), Misses::new(self.shortcuts));
+        let mut view_built = false;
+        loop {
+            let ft = self.free_cores;
+            let xc = extra_now;
+            let found = t
+                .queue
+                .find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc));
+            let Some(p) = found else { break };
+            pos = p + 1;
+            let job = t.queue.job_at(p);
+            let est = t.spec(job).estimate;
+            let d = &self.demand[job.index()];
+            // a job that cannot end by the shadow even on the fastest nodes can
+            // only have the extra resources; others try what is free first
+            let on_free = if est <= est_lim {
+                if miss_free.known(&self.board, d, 0) {
+                    continue;
+                }
+                let Ok(a) = self.place_now(d, &self.free, now) else {
+                    miss_free.record(&self.board, d, 0);
+                    continue;
+                };
+                if now.saturating_add(scaled(est, a.factor)) <= shadow {
+                    extra_now -= self.extra_now_taken(&a, false);
+                    Some(a)
+                } else {
+                    None
+                }
+            } else {
+                None
+            };
+            let b = match on_free {
+                Some(a) => a,
+                None => {
+                    if t.get(job).need > xc || miss_extra.known(&self.board, d, 0) {
+                        continue;
+                    }
+                    // place on the extra resources: free now and not needed by the head
+                    if !view_built {
+                        self.view.copy_from(&self.free);
+                        self.view.clamp_to(&self.extra);
+                        view_built = true;
+                    }
+                    let Ok(b) = self.place_now(d, &self.view, now) else {
+                        miss_extra.record(&self.board, d, 0);
+                        continue;
+                    };
+                    extra_now -= self.extra_now_taken(&b, true);
+                    self.extra.take(&b);
+                    b
+                }
+            };
+            self.start(now, t, job, b, out);
+            if view_built {
+                let a = self.alloc[job.index()].as_ref().expect("it just started");
+                for p in &a.parts {
+                    self.view
+                        .clamp_node(&self.free, &self.extra, p.node as usize);
+                }
+            }
+            if self.free_cores == 0 {
+                break;
+            }
+        }
+    }
+
+    /// EASY's backfilling when cores are interchangeable: the shadow is the first
+    /// expected end at which enough cores are free for the head, the extra cores
+    /// what it leaves; a job may start if it ends by the shadow or takes no more
+    /// than the extra cores. The shadow and extra cores stay valid across the
+    /// starts of the pass (a job ending by the shadow gives its cores back by
+    /// then; one started on the extra cores uses them up), so they are kept
+    /// until something else changes.
+    pub(super) fn backfill_cores(
+        &mut self,
+        now: Time,
+        t: &mut JobTable,
+        out: &mut Vec<Effect>,
+        head_pos: u32,
+        head: JobIdx,
+    ) {
+        let need = t.get(head).need;
+        let overdue = self
+            .running
+            .as_slice()
+            .first()
+            .is_some_and(|r| r.expected_end < now);
+        let (shadow, mut extra) = match self.cores_cache {
+            Some((v, h, shadow, extra)) if v == self.version && h == head && !overdue => {
+                (shadow, extra)
+            }
+            _ => {
+                let mut avail = self.free_cores;
+                let mut found = (Time::MAX, 0);
+                let rs = self.running.as_slice();
+                let mut i = 0;
+                while i < rs.len() {
+                    let at = rs[i].expected_end.max(now);
+                    while i < rs.len() && rs[i].expected_end.max(now) == at {
+                        avail += rs[i].procs as u64;
+                        i += 1;
+                    }
+                    if avail >= need {
+                        found = (at, avail - need);
+                        break;
+                    }
+                }
+                found
+            }
+        };
+        let est_lim = est_limit(shadow.saturating_sub(now), self.max_factor);
+        let mut pos = head_pos + 1;
+        while self.free_cores > 0 {
+            let ft = self.free_cores;
+            let xc = extra.min(ft);
+            let Some(p) = t
+                .queue
+                .find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc))
+            else {
+                break;
+            };
+            pos = p + 1;
+            let job = t.queue.job_at(p);
+            let Ok(a) = self.place_now(&self.demand[job.index()], &self.free, now) else {
+                continue;
+            };
+            let by_shadow = now.saturating_add(scaled(t.spec(job).estimate, a.factor)) <= shadow;
+            let cores = cores_of(&a);
+            if by_shadow || cores <= xc {
+                if !by_shadow {
+                    extra -= cores;
+                }
+                self.start(now, t, job, a, out);
+            }
+        }
+        self.cores_cache = Some((self.version, head, shadow, extra));
+    }
+
+    /// How much Σ min(free, extra) cores drops when `a` is taken from what is
+    /// free now (and from the extra resources too, with `from_extra`).
+    pub(super) fn extra_now_taken(&self, a: &Allocation, from_extra: bool) -> u64 {
+        a.parts
+            .iter()
+            .map(|p| {
+                let (f, x) = (
+                    self.free.cores[p.node as usize],
+                    self.extra.cores[p.node as usize],
+                );
+                let x_after = if from_extra { x - p.cores } else { x };
+                (f.min(x) - (f - p.cores).min(x_after)) as u64
+            })
+            .sum()
+    }
+
+    pub fn head_reservation(&self, now: Time, t: &JobTable) -> Option<(JobIdx, Time)> {
+        let (_, head) = t.queue.head()?;
+        if self
+            .place_now(&self.demand[head.index()], &self.free, now)
+            .is_ok()
+        {
+            return None;
+        }
+        let mut scratch = Free::default();
+        Some((head, self.shadow(now, head, t.get(head).need, &mut scratch).0))
+    }
+}
