@@ -19,15 +19,11 @@
 //! overprovisioning below it), with every runtime and limit stretched by the job's
 //! slowdown at that cap.
 
-use crate::workload::{Machine, Workload};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use tessera_core::power::{AppProfile, Downey, ParmConfig, PowerJob, PRESETS};
 use tessera_core::PowerSetupInfo;
-use tessera_workload::jobs::{job_from_record, SkipReason, TraceJob};
-use tessera_workload::swf::SwfRecord;
+use tessera_workload::jobs::TraceJob;
 
 /// The seeded rule that gives trace jobs their power and scaling behaviour.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -153,49 +149,6 @@ impl PowerSetup {
     }
 }
 
-/// Apply the job semantics and the power rule to every record: jobs are sized in
-/// nodes, and at a fixed cap their runtimes and limits are stretched by their
-/// slowdown at that cap.
-pub fn prepare_power(records: &[SwfRecord], setup: Arc<PowerSetup>) -> Workload {
-    let mut skipped = BTreeMap::new();
-    let cpn = setup.info.cores_per_node as u64;
-    let limit = setup.size_limit();
-    let cpu_max = setup.info.cpu_max_w;
-    let mut keyed: Vec<(TraceJob, PowerJob, u32)> = Vec::with_capacity(records.len());
-    for (i, r) in records.iter().enumerate() {
-        let j = match job_from_record(r) {
-            Ok(j) => j,
-            Err(reason) => {
-                *skipped.entry(reason).or_insert(0) += 1;
-                continue;
-            }
-        };
-        let n_max = (j.procs as u64).div_ceil(cpn);
-        if n_max > limit as u64 {
-            *skipped.entry(SkipReason::LargerThanMachine).or_insert(0) += 1;
-            continue;
-        }
-        let pj = setup.rule.job(&j, n_max as u32, cpu_max);
-        let mut job = TraceJob { procs: n_max as u32, ..j };
-        if let PowerMode::FixedCap { cap_w } = setup.mode {
-            let s = pj.app.slowdown(cap_w) / pj.app.slowdown(cpu_max);
-            job.runtime = stretch(job.runtime, s);
-            job.estimate = stretch(job.estimate, s);
-        }
-        keyed.push((job, pj, i as u32));
-    }
-    keyed.sort_by_key(|(j, _, i)| (j.submit, j.id, *i));
-    let capacity = setup.nodes();
-    let mut jobs = Vec::with_capacity(keyed.len());
-    let mut power_jobs = Vec::with_capacity(keyed.len());
-    let mut record_index = Vec::with_capacity(keyed.len());
-    for (j, pj, i) in keyed {
-        jobs.push(j);
-        power_jobs.push(pj);
-        record_index.push(i);
-    }
-    Workload { jobs, record_index, skipped, capacity, machine: Machine::Power(setup), power_jobs }
-}
 
 /// `t · s` rounded up to whole seconds (never shorter than `t`).
 pub fn stretch(t: i64, s: f64) -> i64 {

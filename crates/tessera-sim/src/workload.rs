@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use crate::power::{PowerMode, PowerSetup};
+use crate::power::{stretch, PowerMode, PowerSetup};
 use tessera_core::power::PowerJob;
 use tessera_core::{scaled, Cluster, Engine, JobId, JobSpec, NodeSetSpec, PolicyKind, MAX_TIME};
 use tessera_workload::jobs::{job_from_record, SkipReason, TraceJob};
@@ -129,7 +129,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.len());
     let (capacity, probe, partition_cores) = match &machine {
         Machine::Pool(c) => (*c, None, vec![*c as u64]),
-        Machine::Power(setup) => return crate::power::prepare_power(records, setup.clone()),
+        Machine::Power(setup) => return prepare_power(records, setup.clone()),
         Machine::Cluster { cluster, .. } => {
             // processors a job may ask for in each partition: whole nodes x cores
             // per node, or all cores
@@ -196,4 +196,48 @@ mod tests {
         let w = prepare_on(&recs, Machine::Cluster { cluster, partition: None, nodeset: None });
         assert!(matches!(w.check_time_range("t.swf"), Err(WorkloadError::BeyondTimeRange { work, .. }) if work == 4 * half as i128));
     }
+}
+
+/// Apply the job semantics and the power rule to every record: jobs are sized in
+/// nodes, and at a fixed cap their runtimes and limits are stretched by their
+/// slowdown at that cap.
+pub fn prepare_power(records: &[SwfRecord], setup: Arc<PowerSetup>) -> Workload {
+    let mut skipped = BTreeMap::new();
+    let cpn = setup.info.cores_per_node as u64;
+    let limit = setup.size_limit();
+    let cpu_max = setup.info.cpu_max_w;
+    let mut keyed: Vec<(TraceJob, PowerJob, u32)> = Vec::with_capacity(records.len());
+    for (i, r) in records.iter().enumerate() {
+        let j = match job_from_record(r) {
+            Ok(j) => j,
+            Err(reason) => {
+                *skipped.entry(reason).or_insert(0) += 1;
+                continue;
+            }
+        };
+        let n_max = (j.procs as u64).div_ceil(cpn);
+        if n_max > limit as u64 {
+            *skipped.entry(SkipReason::LargerThanMachine).or_insert(0) += 1;
+            continue;
+        }
+        let pj = setup.rule.job(&j, n_max as u32, cpu_max);
+        let mut job = TraceJob { procs: n_max as u32, ..j };
+        if let PowerMode::FixedCap { cap_w } = setup.mode {
+            let s = pj.app.slowdown(cap_w) / pj.app.slowdown(cpu_max);
+            job.runtime = stretch(job.runtime, s);
+            job.estimate = stretch(job.estimate, s);
+        }
+        keyed.push((job, pj, i as u32));
+    }
+    keyed.sort_by_key(|(j, _, i)| (j.submit, j.id, *i));
+    let capacity = setup.nodes();
+    let mut jobs = Vec::with_capacity(keyed.len());
+    let mut power_jobs = Vec::with_capacity(keyed.len());
+    let mut record_index = Vec::with_capacity(keyed.len());
+    for (j, pj, i) in keyed {
+        jobs.push(j);
+        power_jobs.push(pj);
+        record_index.push(i);
+    }
+    Workload { jobs, record_index, skipped, capacity, machine: Machine::Power(setup), power_jobs }
 }
