@@ -1,20 +1,36 @@
-//! A state directory written by an earlier build comes back as it was.
+//! A state directory written by an earlier build comes back as it was, or is
+//! refused; never misread.
 //!
-//! `tests/fixtures/state/format-N/` holds a `state.db` written by the
-//! controller's own journal and state code (a snapshot, then journal entries
-//! after it: submitted, running, suspended, held, finished and cancelled jobs,
-//! a drained node, a lost agent, a changed cluster file) and `jobs.json`, the
-//! jobs as `GET /v1/jobs` listed them when it was written. The test opens a
-//! copy as the controller does (`Actor::open`: snapshot restored, journal
-//! replayed) and checks that the jobs are listed as they were.
+//! `tests/fixtures/state/format-N/` holds a `state.db` of state format N
+//! (`journal::STATE_FORMAT`; format 0 is every state written before formats
+//! were recorded), written by the controller's own journal and state code (a
+//! snapshot, then journal entries after it: submitted, running, suspended,
+//! held, finished and cancelled jobs, a drained node, a lost agent, a changed
+//! cluster file), and `jobs.json`, the jobs as `GET /v1/jobs` listed them when
+//! it was written. Every fixture is opened (a copy) as the controller opens a
+//! state directory (`Actor::open`: snapshot restored, journal replayed), and
+//! its jobs must be listed as they were; every row of every fixture, upgraded
+//! to this build's format, must decode into `State` or `Event` and encode back
+//! to the same JSON (nothing dropped, renamed or defaulted on the way).
 //!
-//! Regenerate the fixture (after changing the scenario below) with
-//! `scripts/regen-state-fixture`, which runs the ignored test
-//! `state_format::regenerate_the_state_fixture`.
+//! **When the layout of `State` or `Event` changes** (a field renamed, added,
+//! removed or moved; `engine` made private changes nothing, what it
+//! serializes to does), `every_row_of_every_fixture_reads_back_as_written`
+//! fails. Then:
+//!
+//! 1. append an upgrade to `UPGRADES` in `src/journal.rs` (which bumps
+//!    `STATE_FORMAT`): it rewrites the JSON of the previous format into the new
+//!    layout, or refuses it with the reason (then list the formats it cuts off
+//!    in [`REFUSED`]);
+//! 2. run `scripts/regen-state-fixture`, which writes the new format's
+//!    directory `format-N` (the ignored test `regenerate_the_state_fixture`)
+//!    and never rewrites an older format's: those stay as the record of what
+//!    earlier builds wrote;
+//! 3. commit the new directory.
 
 use std::path::{Path, PathBuf};
 use tessera_controller::actor::{Actor, Msg, MAX_BATCH};
-use tessera_controller::journal::Journal;
+use tessera_controller::journal::{upgrade, Journal, Stored, STATE_FORMAT};
 use tessera_controller::request::validate;
 use tessera_controller::state::{Event, State};
 use tessera_controller::Config;
@@ -79,6 +95,8 @@ fn scenario(c: &Cluster) -> (Vec<(i64, Vec<Event>)>, usize) {
         (T0 + 32, vec![Event::AgentUp { agent: "agent2".into(), nodes: (16..33).collect() }, Event::Resume(4)]),
         (T0 + 40, vec![submit(c, 11, alice, &[("-n", "4"), ("-J", "late")], None), submit(c, 12, bob, &[("-n", "256")], None)]),
         (T0 + 50, vec![killed(8, 1, T0 + 11, T0 + 31), killed(9, 1, T0 + 21, T0 + 31), killed(5, 1, T0 + 11, T0 + 23), Event::Suspend(11)]),
+        (T0 + 60, vec![Event::Node { node: 32, change: NodeChange::Drain, reason: "fixture: new node".into() }, Event::Cancel(7), Event::PassLater]),
+        (T0 + 60, vec![]),
     ];
     (batches, 7)
 }
@@ -154,7 +172,7 @@ fn restored_jobs(dir: &Path) -> anyhow::Result<Vec<JobInfo>> {
     tx.send(Msg::Jobs { reply }).unwrap();
     tx.send(Msg::Shutdown).unwrap();
     actor.run(rx)?;
-    Ok(listed.blocking_recv().unwrap().map_err(|e| anyhow::anyhow!("{}", e.body.error))?)
+    listed.blocking_recv().unwrap().map_err(|e| anyhow::anyhow!("{}", e.body.error))
 }
 
 /// Every field of every job in `expected` (as JSON) is as listed in `got`.
@@ -170,29 +188,153 @@ fn assert_same_jobs(fixture: &str, expected: &serde_json::Value, got: &[JobInfo]
     }
 }
 
-#[test]
-fn the_fixture_state_directory_is_restored_with_its_jobs_as_they_were() {
-    let name = "format-0";
-    let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures().join(name).join("jobs.json")).unwrap()).unwrap();
-    // the fixture holds what it claims: jobs in every state, a snapshot and journal entries after it
-    let states: Vec<&str> = expected.as_array().unwrap().iter().map(|j| j["state"].as_str().unwrap()).collect();
-    for st in ["COMPLETED", "FAILED", "CANCELLED", "RUNNING", "PENDING", "SUSPENDED"] {
-        assert!(states.contains(&st), "{name}: no {st} job in {states:?}");
-    }
-    let dir = copy_of(name);
-    let rec = Journal::open(&dir.path().join("state.db")).unwrap().recover().unwrap();
-    assert!(rec.snapshot.is_some() && !rec.entries.is_empty(), "{name}: a snapshot and journal entries after it");
-    drop(rec);
-    let got = restored_jobs(dir.path()).unwrap();
-    assert_same_jobs(name, &expected, &got);
+/// State formats this build refuses by design (an upgrade in `UPGRADES`
+/// refuses them); every other fixture must come back as it was.
+const REFUSED: &[i64] = &[];
+
+/// Every fixture directory's format, oldest first.
+fn fixture_formats() -> Vec<i64> {
+    let mut v: Vec<i64> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("format-")?.parse().ok())
+        .collect();
+    v.sort();
+    v
 }
 
-/// Writes `tests/fixtures/state/format-0/` (`state.db` and `jobs.json`).
-/// Run by `scripts/regen-state-fixture`.
+#[test]
+fn every_fixture_state_directory_is_restored_with_its_jobs_as_they_were() {
+    let formats = fixture_formats();
+    assert_eq!(formats, (0..=STATE_FORMAT).collect::<Vec<_>>(), "a fixture of every state format up to this build's ({STATE_FORMAT}): scripts/regen-state-fixture writes it");
+    for format in formats {
+        let name = format!("format-{format}");
+        let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures().join(&name).join("jobs.json")).unwrap()).unwrap();
+        // the fixture holds what it claims: jobs in every state, a snapshot and journal entries after it
+        let states: Vec<&str> = expected.as_array().unwrap().iter().map(|j| j["state"].as_str().unwrap()).collect();
+        for st in ["COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "RUNNING", "PENDING", "SUSPENDED"] {
+            assert!(states.contains(&st), "{name}: no {st} job in {states:?}");
+        }
+        let dir = copy_of(&name);
+        let rows = rows(&dir.path().join("state.db"));
+        assert!(rows.iter().any(|r| r.0 == Stored::Snapshot) && rows.iter().any(|r| r.0 == Stored::Events), "{name}: a snapshot and journal entries after it");
+        assert!(rows.iter().all(|r| r.1 == format), "{name}: every row is of format {format}");
+        match restored_jobs(dir.path()) {
+            Ok(got) => {
+                assert!(!REFUSED.contains(&format), "{name}: refused by design (REFUSED), yet read");
+                assert_same_jobs(&name, &expected, &got);
+            }
+            Err(e) => {
+                assert!(REFUSED.contains(&format), "{name}: {e:#}");
+                let e = format!("{e:#}");
+                assert!(e.contains(&format!("state format {format}")) && e.contains(&format!("state format {STATE_FORMAT}")), "{name}: the refusal names both formats: {e}");
+            }
+        }
+    }
+}
+
+/// The rows of a state database: (what, format, sequence number, JSON text).
+fn rows(db: &Path) -> Vec<(Stored, i64, i64, String)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let has_format = |table: &str| conn.prepare(&format!("SELECT format FROM {table}")).is_ok();
+    let format = |table: &str| if has_format(table) { "format" } else { "0" };
+    let mut v = Vec::new();
+    let mut q = conn.prepare(&format!("SELECT seq, state, {} FROM snapshot", format("snapshot"))).unwrap();
+    v.extend(q.query_map([], |r| Ok((Stored::Snapshot, r.get(2)?, r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap));
+    let mut q = conn.prepare(&format!("SELECT seq, events, {} FROM journal ORDER BY seq", format("journal"))).unwrap();
+    v.extend(q.query_map([], |r| Ok((Stored::Events, r.get(2)?, r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap));
+    v
+}
+
+/// Each row of the state database `db` that this build reads, upgraded to its
+/// format, decodes and encodes back to the same JSON; else the first that
+/// does not, and how.
+fn reads_back_as_written(db: &Path) -> Result<(), String> {
+    for (what, format, seq, text) in rows(db) {
+        if REFUSED.contains(&format) {
+            continue;
+        }
+        let v = upgrade(what, format, &text).map_err(|why| format!("{what:?} {seq} of format {format}: not upgraded ({why:?})"))?;
+        let again = match what {
+            Stored::Snapshot => serde_json::from_value::<State>(v.clone()).map(|s| serde_json::to_value(s).unwrap()),
+            Stored::Events => serde_json::from_value::<Vec<Event>>(v.clone()).map(|e| serde_json::to_value(e).unwrap()),
+        }
+        .map_err(|e| format!("{what:?} {seq} of format {format}: does not decode: {e}"))?;
+        if again != v {
+            return Err(format!("{what:?} {seq} of format {format}: decoded and encoded again, it differs:\n{}", first_difference("", &v, &again)));
+        }
+    }
+    Ok(())
+}
+
+/// Where two JSON values first differ (a path, and each side there).
+fn first_difference(path: &str, a: &serde_json::Value, b: &serde_json::Value) -> String {
+    use serde_json::Value::{Array, Object};
+    match (a, b) {
+        (Object(x), Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) if p == q => {}
+                    (Some(p), Some(q)) => return first_difference(&format!("{path}.{k}"), p, q),
+                    (p, q) => return format!("{path}.{k}: stored {}, read back {}", p.map_or("nothing".into(), |v| v.to_string()), q.map_or("nothing".into(), |v| v.to_string())),
+                }
+            }
+            String::new()
+        }
+        (Array(x), Array(y)) if x.len() == y.len() => x.iter().zip(y).enumerate().find(|(_, (p, q))| p != q).map_or(String::new(), |(i, (p, q))| first_difference(&format!("{path}[{i}]"), p, q)),
+        _ => format!("{path}: stored {a}, read back {b}"),
+    }
+}
+
+/// The guard on the layout: what `State` and `Event` serialize to is what
+/// every fixture's rows hold, once upgraded. Changing the layout without an
+/// upgrade fails here (see the module's documentation for what to do).
+#[test]
+fn every_row_of_every_fixture_reads_back_as_written() {
+    for format in fixture_formats() {
+        if let Err(e) = reads_back_as_written(&fixtures().join(format!("format-{format}")).join("state.db")) {
+            panic!(
+                "fixture format-{format}: {e}\n\nThe layout of the controller's State or Event changed. Append an upgrade to UPGRADES in \
+                 crates/tessera-controller/src/journal.rs (it bumps STATE_FORMAT, now {STATE_FORMAT}), then run scripts/regen-state-fixture \
+                 and commit the new fixture directory (see tests/it/state_format.rs)."
+            );
+        }
+    }
+}
+
+/// A state written by a newer Tessera (a snapshot or a journal entry of a
+/// format this build does not know) is refused, naming both formats; so is
+/// one written in a format that no longer exists.
+#[test]
+fn a_state_of_an_unknown_format_is_refused_naming_both_formats() {
+    let future = STATE_FORMAT + 1;
+    for (table, what) in [("snapshot", "the snapshot"), ("journal", "journal entry")] {
+        let dir = copy_of(&format!("format-{STATE_FORMAT}"));
+        let db = dir.path().join("state.db");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let changed = conn.execute(&format!("UPDATE {table} SET format = ?1 WHERE seq = (SELECT max(seq) FROM {table})"), [future]).unwrap();
+        assert_eq!(changed, 1);
+        drop(conn);
+        let e = format!("{:#}", Actor::open(config(dir.path())).err().expect("refused"));
+        assert!(e.contains(&format!("state format {future} (a newer Tessera than this one)")), "{e}");
+        assert!(e.contains(&format!("this build writes state format {STATE_FORMAT}")), "{e}");
+        assert!(e.contains(what) && e.contains(&db.display().to_string()), "names the row and the file: {e}");
+        assert!(!dir.path().join("accounting.db").exists(), "refused before anything else is opened");
+    }
+}
+
+/// Writes `tests/fixtures/state/format-N/` (`state.db` and `jobs.json`) for
+/// this build's state format N; refuses to rewrite the directory of a format
+/// whose layout has since changed (bump the format first). Run by
+/// `scripts/regen-state-fixture`.
 #[test]
 #[ignore = "writes the checked-in fixture: run by scripts/regen-state-fixture"]
 fn regenerate_the_state_fixture() {
-    let dir = fixtures().join("format-0");
+    let dir = fixtures().join(format!("format-{STATE_FORMAT}"));
+    if dir.join("state.db").exists() {
+        if let Err(e) = reads_back_as_written(&dir.join("state.db")) {
+            panic!("{}: {e}\nThe layout changed since it was written: append an upgrade to UPGRADES in src/journal.rs (a new format) first; an older format's fixture is kept as it is.", dir.display());
+        }
+    }
     let jobs = write_fixture(&dir);
     std::fs::write(dir.join("jobs.json"), serde_json::to_string_pretty(&jobs).unwrap() + "\n").unwrap();
     eprintln!("wrote {}", dir.display());
