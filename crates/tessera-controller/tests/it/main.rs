@@ -1,7 +1,8 @@
-//! Integration tests of the controller crate: the API's description, GPU requests, and the
+//! Integration tests of the controller crate: the API's description, GPU requests, fail-stop, the
 //! state machine's replay, and state directories written by earlier builds.
 
 mod bom;
+mod failstop;
 mod gpus;
 mod openapi;
 mod replay;
