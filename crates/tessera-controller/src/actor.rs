@@ -365,7 +365,8 @@ impl Actor {
     /// stops the controller), apply it and carry out its actions.
     fn commit(&mut self, now: i64, events: &[Event]) -> Result<()> {
         let t0 = Instant::now();
-        self.journal.append(now, events).context("writing the journal")?;
+        let seq = self.journal.append(now, events).context("writing the journal")?;
+        crate::failstop::injected_panic(seq);
         let t1 = Instant::now();
         let mut actions = Vec::new();
         self.state.apply(&mut self.cluster, now, events, &mut actions);

@@ -260,6 +260,8 @@ pub fn router(app: App) -> Router {
 /// directory, start the actor, listen on TCP and on the Unix socket, and write
 /// `controller.json` once both listen.
 pub async fn serve(cfg: Config) -> Result<()> {
+    // a panic in any thread or task ends the process (fail-stop)
+    crate::failstop::install();
     // one controller per state directory, and only the operator reads it
     let _lock = tessera_proto::statedir::lock(&cfg.state_dir, "controller")?;
     tessera_proto::statedir::private_umask();
@@ -270,12 +272,12 @@ pub async fn serve(cfg: Config) -> Result<()> {
     let euid = actor.euid();
     let (tx, rx) = std::sync::mpsc::channel();
     // fail-stop: a controller that cannot write its journal or its accounting
-    // stops at once; a restart recovers from what is durable
+    // stops at once (as one that panics does); a restart recovers from what is durable
     let thread = std::thread::Builder::new().name("tessera-actor".into()).spawn(move || {
         if let Err(e) = actor.run(rx) {
             tracing::error!("the controller stops: {e:#}");
             eprintln!("error: the controller stops: {e:#}");
-            std::process::exit(70);
+            std::process::exit(crate::failstop::EXIT_FAILSTOP);
         }
     })?;
     let app = App { tx: tx.clone(), key: Arc::new(key), euid, operators: Arc::new(cfg.operators.clone()) };

@@ -5,16 +5,87 @@
 //! told its job is accepted (group commit: one fsync for every request that
 //! arrived while the previous batch was being written). A snapshot replaces the
 //! journal up to its sequence number in the same transaction.
+//!
+//! Two versions, each checked when the file is opened and read:
+//!
+//! * the schema (`PRAGMA user_version`, [`MIGRATIONS`]): the tables. A file of a
+//!   newer schema is refused; an older one is migrated.
+//! * the state format ([`STATE_FORMAT`]), kept in every snapshot and journal
+//!   row (`format`): the layout of the JSON in it, which is the layout of the
+//!   controller's [`State`] and [`Event`] types. A row of another format is
+//!   upgraded by [`UPGRADES`] before it is decoded, or refused with a message
+//!   naming its format and this build's; it is never decoded as if it were of
+//!   this build's format. Changing what `State` or `Event` serialize to means a
+//!   new format: the test `state_format` (crates/tessera-controller/tests/it)
+//!   fails until an upgrade is added here and the fixture of the new format is
+//!   written (`scripts/regen-state-fixture`).
 
 use crate::state::{Event, State};
 use rusqlite::{params, Connection, OptionalExtension};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE journal (seq INTEGER PRIMARY KEY, now INTEGER NOT NULL, events TEXT NOT NULL);
 CREATE TABLE snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, state TEXT NOT NULL);
-"];
+",
+    // the state format of each row; rows written before it are format 0
+    "
+ALTER TABLE journal ADD COLUMN format INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshot ADD COLUMN format INTEGER NOT NULL DEFAULT 0;
+",
+];
+
+/// What a row holds: the snapshot (a [`State`]) or a journal entry (its
+/// batch of [`Event`]s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    Snapshot,
+    Events,
+}
+
+/// Turns a row of one state format into the next, or refuses it (saying why).
+pub type Upgrade = fn(Stored, Value) -> Result<Value, String>;
+
+/// `UPGRADES[k]` turns a row of state format `k` into format `k + 1`; this
+/// build writes format `UPGRADES.len()` ([`STATE_FORMAT`]). When the layout of
+/// `State` or `Event` changes, append one: it rewrites the JSON of the
+/// previous format into the new layout, or refuses it (`Err` with the reason:
+/// such a state directory is then refused, never misread).
+pub const UPGRADES: &[Upgrade] = &[
+    // 0 → 1: formats are recorded from format 1 on; the layout is unchanged,
+    // so a state written before (format 0) is read as it is
+    |_, v| Ok(v),
+];
+
+/// The state format this build writes (see [`UPGRADES`]).
+pub const STATE_FORMAT: i64 = UPGRADES.len() as i64;
+
+/// A state format as the messages name it.
+pub fn format_name(format: i64) -> String {
+    match format {
+        0 => "state format 0 (Tessera before versioned state)".to_string(),
+        f if f > STATE_FORMAT => format!("state format {f} (a newer Tessera than this one)"),
+        f => format!("state format {f}"),
+    }
+}
+
+/// The JSON of a row of state format `format` (`text`), upgraded to this
+/// build's format. `Err(None)`: a format this build does not know (a newer
+/// one); `Err(Some(why))`: an upgrade refused it.
+pub fn upgrade(what: Stored, format: i64, text: &str) -> Result<Value, Option<String>> {
+    if !(0..=STATE_FORMAT).contains(&format) {
+        return Err(None);
+    }
+    let mut v: Value = serde_json::from_str(text).map_err(|e| Some(format!("not JSON: {e}")))?;
+    for up in &UPGRADES[format as usize..] {
+        v = up(what, v).map_err(Some)?;
+    }
+    Ok(v)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
@@ -33,6 +104,33 @@ pub enum JournalError {
     },
     #[error("state database {path} has schema version {found}; this build knows up to {known}")]
     TooNew { path: PathBuf, found: i64, known: i64 },
+    #[error("state database {path}: {}", refusal(*what, *seq, *found, why.as_deref()))]
+    Format {
+        path: PathBuf,
+        what: Stored,
+        seq: i64,
+        found: i64,
+        /// Why the upgrade refused it; None: a format this build does not know.
+        why: Option<String>,
+    },
+}
+
+/// Why a row of state format `found` is not read, and what to do.
+fn refusal(what: Stored, seq: i64, found: i64, why: Option<&str>) -> String {
+    let head = format!("{} was written in {}; this build writes state format {STATE_FORMAT}", what.describe(seq), format_name(found));
+    match why {
+        Some(why) => format!("{head} and does not upgrade format {found}: {why}. Run a Tessera that reads format {found}, or give this one another --state-dir"),
+        None => format!("{head} and reads formats 0 to {STATE_FORMAT}. Run the Tessera that wrote it (or a newer one), or give this one another --state-dir"),
+    }
+}
+
+impl Stored {
+    fn describe(self, seq: i64) -> String {
+        match self {
+            Stored::Snapshot => format!("the snapshot (as of entry {seq})"),
+            Stored::Events => format!("journal entry {seq}"),
+        }
+    }
 }
 
 pub struct Journal {
@@ -88,7 +186,11 @@ impl Journal {
         let text = serde_json::to_string(events).expect("events serialize");
         self.last_seq += 1;
         let seq = self.last_seq;
-        self.conn.prepare_cached("INSERT INTO journal (seq, now, events) VALUES (?1, ?2, ?3)").map_err(self.err())?.execute(params![seq, now, text]).map_err(self.err())?;
+        self.conn
+            .prepare_cached("INSERT INTO journal (seq, now, events, format) VALUES (?1, ?2, ?3, ?4)")
+            .map_err(self.err())?
+            .execute(params![seq, now, text, STATE_FORMAT])
+            .map_err(self.err())?;
         self.since_snapshot += 1;
         Ok(seq)
     }
@@ -100,31 +202,44 @@ impl Journal {
         let seq = self.last_seq;
         let tx = self.conn.transaction().map_err(|source| JournalError::Sqlite { path: self.path.clone(), source })?;
         let e = |source| JournalError::Sqlite { path: self.path.clone(), source };
-        tx.execute("INSERT OR REPLACE INTO snapshot (id, seq, state) VALUES (1, ?1, ?2)", params![seq, text]).map_err(e)?;
+        tx.execute("INSERT OR REPLACE INTO snapshot (id, seq, state, format) VALUES (1, ?1, ?2, ?3)", params![seq, text, STATE_FORMAT]).map_err(e)?;
         tx.execute("DELETE FROM journal WHERE seq <= ?1", params![seq]).map_err(e)?;
         tx.commit().map_err(e)?;
         self.since_snapshot = 0;
         Ok(())
     }
 
-    /// The snapshot and the journal after it.
+    /// The snapshot and the journal after it, each row upgraded from its state
+    /// format (or refused: [`JournalError::Format`]).
     pub fn recover(&self) -> Result<Recovered, JournalError> {
-        let snap: Option<(i64, String)> = self.conn.query_row("SELECT seq, state FROM snapshot WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(self.err())?;
+        let snap: Option<(i64, String, i64)> =
+            self.conn.query_row("SELECT seq, state, format FROM snapshot WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional().map_err(self.err())?;
         let snapshot = match snap {
-            Some((seq, text)) => Some((seq, serde_json::from_str(&text).map_err(|source| JournalError::Decode { path: self.path.clone(), seq, source })?)),
+            Some((seq, text, format)) => Some((seq, self.decode(Stored::Snapshot, seq, format, &text)?)),
             None => None,
         };
         let after = snapshot.as_ref().map_or(0, |(s, _)| *s);
-        let mut stmt = self.conn.prepare("SELECT seq, now, events FROM journal WHERE seq > ?1 ORDER BY seq").map_err(self.err())?;
+        let mut stmt = self.conn.prepare("SELECT seq, now, events, format FROM journal WHERE seq > ?1 ORDER BY seq").map_err(self.err())?;
         let rows = stmt
-            .query_map(params![after], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)))
+            .query_map(params![after], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?)))
             .map_err(self.err())?;
         let mut entries = Vec::new();
         for row in rows {
-            let (seq, now, text) = row.map_err(self.err())?;
-            let events = serde_json::from_str(&text).map_err(|source| JournalError::Decode { path: self.path.clone(), seq, source })?;
-            entries.push((seq, now, events));
+            let (seq, now, text, format) = row.map_err(self.err())?;
+            entries.push((seq, now, self.decode(Stored::Events, seq, format, &text)?));
         }
         Ok(Recovered { snapshot, entries })
+    }
+
+    /// Decode row `seq` of state format `format`: directly if it is this
+    /// build's, else through [`upgrade`].
+    fn decode<T: DeserializeOwned>(&self, what: Stored, seq: i64, format: i64, text: &str) -> Result<T, JournalError> {
+        let decoded = if format == STATE_FORMAT {
+            serde_json::from_str(text)
+        } else {
+            let v = upgrade(what, format, text).map_err(|why| JournalError::Format { path: self.path.clone(), what, seq, found: format, why })?;
+            serde_json::from_value(v)
+        };
+        decoded.map_err(|source| JournalError::Decode { path: self.path.clone(), seq, source })
     }
 }

@@ -9,10 +9,12 @@
 //! resulting actions (a start becomes a command to the node's agent, a finished
 //! job a record in the accounting store) and answers. A restart restores the
 //! last snapshot, replays the journal and lets agents re-register with what they
-//! hold.
+//! hold. The controller is fail-stop ([`failstop`]): a panic anywhere ends the
+//! process, for its supervisor to start it again and recovery to run.
 
 pub mod actor;
 pub mod auth;
+pub mod failstop;
 pub mod http;
 pub mod journal;
 pub mod metrics;

@@ -190,10 +190,15 @@ impl Local {
         Ok(())
     }
 
-    /// Start the controller again with its first command line (listen on a
-    /// fixed port for the agents to find it again); return once it serves.
+    /// Start the controller again with its first command line, listening
+    /// where the previous one served (for the agents to find it again: a
+    /// `--listen` of port 0 picked a port at the first start); return once it
+    /// serves.
     pub fn restart_controller(&mut self) -> Result<()> {
         let _ = std::fs::remove_file(self.dir.join("controller.json"));
+        if let (Some(addr), Some(i)) = (self.ep.url.strip_prefix("http://"), self.controller_args.iter().position(|a| a == "--listen")) {
+            self.controller_args[i + 1] = addr.to_string();
+        }
         self.controller = spawn_daemon(&self.controller_args, &self.dir.join("controller.log"))?;
         write_up_file(&self.dir, &self.file())?;
         self.ep = wait_for_endpoint(&self.dir, &mut self.controller)?;
@@ -451,19 +456,108 @@ pub fn up(a: UpArgs) -> Result<()> {
     }
     outln!("Ctrl-C stops the controller and the agents (running jobs continue and are re-adopted by the next `tessera up`).")?;
     let mut signals = signal_hook_lite()?;
-    loop {
+    let mut restarts = Restarts::new(Instant::now());
+    'supervise: loop {
         if signals() {
             break;
         }
         if let Some(st) = local.controller.try_wait()? {
-            stop(&f);
-            bail!("the controller exited ({st}):\n{}", tail(&clog));
+            // fail-stop: a controller that ends abnormally (a panic, a failed
+            // write: status 70; a signal) is started again, and recovers
+            let pid = local.controller.id();
+            crate::interrupt::forget(&[pid]);
+            let why = if st.success() {
+                Some("it exited without being asked to".to_string())
+            } else {
+                restarts.exited(Instant::now()).err()
+            };
+            let pause = match why {
+                Some(why) => {
+                    stop(&local.file());
+                    let _ = std::fs::remove_file(dir.join("up.json"));
+                    bail!("the controller exited ({st}); {why}: stopped the agents.\n{}", tail(&clog));
+                }
+                None => restarts.pause(),
+            };
+            let msg = format!("tessera up: the controller (pid {pid}) exited abnormally ({st}); restarting it in {} ms (restart {})", pause.as_millis(), restarts.total);
+            eprintln!("{msg}");
+            note(&clog, &msg);
+            let until = Instant::now() + pause;
+            while Instant::now() < until {
+                if signals() {
+                    break 'supervise;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            match local.restart_controller() {
+                Ok(()) => {
+                    let msg = format!("tessera up: the controller is back (pid {}, restart {})", local.controller.id(), restarts.total);
+                    eprintln!("{msg}");
+                    note(&clog, &msg);
+                }
+                // it exited starting (seen next round), or was killed after 30 s
+                Err(e) => eprintln!("tessera up: the restarted controller did not come up: {e:#}"),
+            }
+            restarts.started(Instant::now());
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    stop(&f);
+    stop(&local.file());
     let _ = std::fs::remove_file(dir.join("up.json"));
     Ok(())
+}
+
+/// When `tessera up` restarts a controller that exited abnormally: after a
+/// pause that doubles with each exit in a row (from [`Restarts::FIRST_PAUSE`]:
+/// 0.25, 0.5, 1, 2, 4 s), and not after more than [`Restarts::MAX_RAPID`]
+/// exits in a row within [`Restarts::RAPID`] of their start (a controller that
+/// cannot start, or that panics again on what it replays, is left stopped). A
+/// controller that ran longer before it exited starts a new series.
+struct Restarts {
+    /// Restarts so far.
+    total: u32,
+    /// Exits in a row, each within `RAPID` of its start.
+    rapid: u32,
+    since: Instant,
+}
+
+impl Restarts {
+    const FIRST_PAUSE: Duration = Duration::from_millis(250);
+    const RAPID: Duration = Duration::from_secs(60);
+    const MAX_RAPID: u32 = 5;
+
+    fn new(started: Instant) -> Restarts {
+        Restarts { total: 0, rapid: 0, since: started }
+    }
+
+    /// The controller exited at `now`: Ok to restart it (counted), or why not.
+    fn exited(&mut self, now: Instant) -> Result<(), String> {
+        if now.duration_since(self.since) >= Self::RAPID {
+            self.rapid = 0;
+        }
+        self.rapid += 1;
+        if self.rapid > Self::MAX_RAPID {
+            return Err(format!("it exited {} times in a row within {} s of its start: not restarted again", self.rapid, Self::RAPID.as_secs()));
+        }
+        self.total += 1;
+        Ok(())
+    }
+
+    /// The pause before the restart just counted.
+    fn pause(&self) -> Duration {
+        Self::FIRST_PAUSE * 2u32.pow(self.rapid.clamp(1, Self::MAX_RAPID) - 1)
+    }
+
+    fn started(&mut self, now: Instant) {
+        self.since = now;
+    }
+}
+
+/// Append `line` to the controller's log, among its own lines.
+fn note(log: &Path, line: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(log) {
+        let _ = std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
+    }
 }
 
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -520,4 +614,36 @@ pub fn down(a: DownArgs) -> Result<()> {
     let _ = std::fs::remove_file(&p);
     outln!("Stopped the controller and {} agents of {}.", f.agents.len(), a.state_dir.display())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Restarts;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn restarts_back_off_and_stop_after_five_rapid_exits_in_a_row() {
+        let t0 = Instant::now();
+        let s = |x: f64| t0 + Duration::from_secs_f64(x);
+        let mut r = Restarts::new(t0);
+        let mut pauses = Vec::new();
+        let mut at = 0.0;
+        for _ in 0..5 {
+            at += 1.0;
+            assert!(r.exited(s(at)).is_ok());
+            pauses.push(r.pause().as_millis());
+            r.started(s(at));
+        }
+        assert_eq!(pauses, [250, 500, 1000, 2000, 4000]);
+        let why = r.exited(s(at + 1.0)).unwrap_err();
+        assert!(why.contains("6 times in a row within 60 s"), "{why}");
+        // one that ran a minute starts a new series, from the first pause
+        let mut r = Restarts::new(t0);
+        for k in 1..=10 {
+            assert!(r.exited(s(k as f64 * 61.0)).is_ok(), "exit {k}");
+            assert_eq!(r.pause(), Duration::from_millis(250));
+            r.started(s(k as f64 * 61.0));
+        }
+        assert_eq!(r.total, 10);
+    }
 }

@@ -8,7 +8,10 @@
 //! `tessera token create`.
 //!
 //! Exit codes: 0 success; 1 an error (bad input, I/O), printed once as a chain;
-//! 2 a usage error (unknown flag or value), printed by the argument parser.
+//! 2 a usage error (unknown flag or value), printed by the argument parser;
+//! 70 (`tessera controller`) the controller stopped itself, fail-stop: a panic,
+//! or its journal or accounting store could not be written; its supervisor
+//! (`tessera up`, systemd) starts it again and recovery runs.
 
 mod acct_cmd;
 mod out;

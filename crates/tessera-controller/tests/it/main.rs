@@ -1,10 +1,12 @@
-//! Integration tests of the controller crate: the API's description, GPU requests, and the
-//! state machine's replay.
+//! Integration tests of the controller crate: the API's description, GPU requests, fail-stop, the
+//! state machine's replay, and state directories written by earlier builds.
 
 mod bom;
+mod failstop;
 mod gpus;
 mod openapi;
 mod replay;
+mod state_format;
 
 use tessera_proto::api::{OptionArg, SubmitRequest};
 

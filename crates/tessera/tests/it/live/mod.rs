@@ -7,6 +7,7 @@ mod browser;
 mod chaos;
 mod cleanup;
 mod e2e;
+mod failstop;
 mod loadtest;
 mod naming;
 mod netns;
