@@ -59,7 +59,70 @@ pub const UPGRADES: &[Upgrade] = &[
     // 0 → 1: formats are recorded from format 1 on; the layout is unchanged,
     // so a state written before (format 0) is read as it is
     |_, v| Ok(v),
+    // 1 → 2: a job's own node-set request travels with it (the engine kept
+    // registered requests, never freed, that specs named by index); set lists
+    // count their users; the controller keeps the engine's wake-up and
+    // whether a run's agent enforced its limit
+    upgrade_1_to_2,
 ];
+
+/// Format 1 → 2 (see [`UPGRADES`]).
+fn upgrade_1_to_2(what: Stored, mut v: Value) -> Result<Value, String> {
+    if what == Stored::Events {
+        return Ok(v); // events are unchanged
+    }
+    let bad = |what: &str| format!("a format-1 snapshot without {what}");
+    let wake = v["engine"]["wake"].clone();
+    v["wake"] = wake;
+    for m in v["jobs"].as_object_mut().ok_or_else(|| bad("jobs"))?.values_mut() {
+        m["limit_hit"] = Value::Bool(false);
+    }
+    let engine = &mut v["engine"];
+    // each live slot's own node-set request, taken from the spec's index
+    let mut own_of: Vec<Option<u64>> = Vec::new();
+    for slot in engine["t"]["slots"].as_array_mut().ok_or_else(|| bad("the job table"))? {
+        let own = match slot.get_mut("spec").and_then(|s| s.as_object_mut()) {
+            Some(spec) => spec.remove("nodeset").and_then(|n| n.as_u64()),
+            None => None, // a free slot
+        };
+        own_of.push(own);
+    }
+    let live: Vec<bool> = engine["t"]["slots"].as_array().map_or(Vec::new(), |s| s.iter().map(|x| !x.is_null()).collect());
+    if let Some(m) = engine["m"].get_mut("Nodes") {
+        let requests = m["board"].as_object_mut().and_then(|b| b.remove("requests")).unwrap_or(Value::Array(Vec::new()));
+        let demands = m["demand"].as_array().cloned().unwrap_or_default();
+        let mut own = Vec::with_capacity(demands.len());
+        let mut users = vec![0u64; m["board"]["sets"].as_array().map_or(0, |s| s.len())];
+        for (i, d) in demands.iter().enumerate() {
+            let is_live = live.get(i).copied().unwrap_or(false);
+            let request = own_of.get(i).copied().flatten().filter(|_| is_live);
+            own.push(match request {
+                Some(k) => requests.get(k as usize).cloned().ok_or_else(|| bad(&format!("node-set request {k}")))?,
+                None => Value::Null,
+            });
+            if let (true, Some(k)) = (is_live, d["sets"].as_u64()) {
+                *users.get_mut(k as usize).ok_or_else(|| bad(&format!("set list {k}")))? += 1;
+            }
+        }
+        // a dead slot's demand names no set list
+        if let Some(ds) = m["demand"].as_array_mut() {
+            for (i, d) in ds.iter_mut().enumerate() {
+                if !live.get(i).copied().unwrap_or(false) {
+                    d["sets"] = Value::Null;
+                }
+            }
+        }
+        let own_sets = own.iter().filter(|o| !o.is_null()).count();
+        m["own"] = Value::Array(own);
+        m["own_sets"] = own_sets.into();
+        if let Some(sets) = m["board"]["sets"].as_array_mut() {
+            for (l, u) in sets.iter_mut().zip(users) {
+                l["users"] = u.into();
+            }
+        }
+    }
+    Ok(v)
+}
 
 /// The state format this build writes (see [`UPGRADES`]).
 pub const STATE_FORMAT: i64 = UPGRADES.len() as i64;

@@ -82,7 +82,15 @@ fn scenario(c: &Cluster) -> (Vec<(i64, Vec<Event>)>, usize) {
             ],
         ),
         (T0 + 2, vec![submit(c, 4, bob, &[("-n", "8"), ("--array", "0-3%2"), ("-o", "arr-%A_%a.out")], None), submit(c, 8, alice, &[("-n", "136"), ("-d", "afterok:1")], None)]),
-        (T0 + 3, vec![submit(c, 9, bob, &[("-n", "16"), ("--hold", "")], Some("fixture-key")), Event::PassLater]),
+        (
+            T0 + 3,
+            vec![
+                submit(c, 9, bob, &[("-n", "16"), ("--hold", "")], Some("fixture-key")),
+                // a job with its own node-set request
+                submit(c, 13, bob, &[("-n", "8"), ("--nodeset", "ONEOF:MEMORY")], None),
+                Event::PassLater,
+            ],
+        ),
         (T0 + 3, vec![]),
         (T0 + 10, vec![ended(1, 1, 0, T0 + 1, T0 + 10)]),
         (T0 + 11, vec![Event::Node { node: 31, change: NodeChange::Drain, reason: "fixture: drained".into() }, Event::Cancel(3)]),
@@ -104,7 +112,7 @@ fn scenario(c: &Cluster) -> (Vec<(i64, Vec<Event>)>, usize) {
 /// The jobs as `GET /v1/jobs` lists them.
 fn listing(s: &mut State, c: &Cluster) -> Vec<JobInfo> {
     let mut v: Vec<JobInfo> = s.live_ids().into_iter().filter_map(|id| s.job_info(c, id)).collect();
-    v.extend(s.done.values().map(|d| d.info.clone()));
+    v.extend(s.ledger.done.values().map(|d| d.info.clone()));
     v
 }
 
@@ -129,7 +137,7 @@ fn write_fixture(dir: &Path) -> Vec<JobInfo> {
     for (k, (now, events)) in batches.iter().enumerate() {
         journal.append(*now, events).unwrap();
         s.apply(&mut c, *now, events, &mut out);
-        s.engine.sanity_check();
+        s.engine().sanity_check();
         if k + 1 == snapshot_after {
             journal.snapshot(&s).unwrap();
         }
@@ -255,7 +263,12 @@ fn reads_back_as_written(db: &Path) -> Result<(), String> {
         }
         let v = upgrade(what, format, &text).map_err(|why| format!("{what:?} {seq} of format {format}: not upgraded ({why:?})"))?;
         let again = match what {
-            Stored::Snapshot => serde_json::from_value::<State>(v.clone()).map(|s| serde_json::to_value(s).unwrap()),
+            Stored::Snapshot => serde_json::from_value::<State>(v.clone()).map(|s| {
+                // an upgraded engine holds its invariants (set lists counted
+                // by their users, own node-set requests of live jobs only)
+                s.engine().sanity_check();
+                serde_json::to_value(s).unwrap()
+            }),
             Stored::Events => serde_json::from_value::<Vec<Event>>(v.clone()).map(|e| serde_json::to_value(e).unwrap()),
         }
         .map_err(|e| format!("{what:?} {seq} of format {format}: does not decode: {e}"))?;
