@@ -64,7 +64,77 @@ pub const UPGRADES: &[Upgrade] = &[
     // count their users; the controller keeps the engine's wake-up and
     // whether a run's agent enforced its limit
     upgrade_1_to_2,
+    // 2 → 3: dependencies, array throttles and holds are the engine's (they
+    // were the controller's): each queued job's gate, each array's throttle
+    upgrade_2_to_3,
 ];
+
+/// Format 2 → 3 (see [`UPGRADES`]).
+fn upgrade_2_to_3(what: Stored, mut v: Value) -> Result<Value, String> {
+    use serde_json::json;
+    if what == Stored::Events {
+        return Ok(v);
+    }
+    let bad = |what: &str| format!("a format-2 snapshot without {what}");
+    let obj = v.as_object_mut().ok_or_else(|| bad("an object"))?;
+    let dependents = obj.remove("dependents").unwrap_or(json!({}));
+    let arrays = obj.remove("arrays").unwrap_or(json!({}));
+    // each job's meta, without the fields the engine now keeps
+    let mut metas = serde_json::Map::new();
+    for (id, m) in obj.get_mut("jobs").and_then(Value::as_object_mut).ok_or_else(|| bad("jobs"))? {
+        let m = m.as_object_mut().ok_or_else(|| bad("a job's meta"))?;
+        let waits = m.remove("waits_for").unwrap_or(json!([]));
+        let throttled = m.remove("throttled").unwrap_or(json!(false));
+        metas.insert(id.clone(), json!({ "waits": waits, "throttled": throttled, "hold": m.get("user_hold").cloned().unwrap_or(json!(false)), "array": m.get("array").cloned().unwrap_or(Value::Null) }));
+    }
+    let engine = obj.get_mut("engine").ok_or_else(|| bad("the engine"))?;
+    let slot_of: std::collections::BTreeMap<String, Value> = engine["t"]["ids"].as_object().cloned().unwrap_or_default().into_iter().collect();
+    let kind = |k: &Value| match k.as_str() {
+        Some("AfterAny") => Ok(json!("Any")),
+        Some("AfterOk") => Ok(json!("Ok")),
+        Some("AfterNotOk") => Ok(json!("NotOk")),
+        _ => Err(format!("a format-2 dependency of unknown kind {k}")),
+    };
+    let limit_of = |a: &Value| arrays.get(a.to_string()).map(|x| x[0].clone());
+    let mut gates = Vec::new();
+    for slot in engine["t"]["slots"].as_array_mut().ok_or_else(|| bad("the job table"))? {
+        let mut gate = json!({ "user": false, "after": [], "until": null, "throttled": false, "second": false });
+        if let Some(e) = slot.as_object_mut() {
+            let id = e["spec"]["id"].to_string();
+            let queued = matches!(e["state"].as_str(), Some("Pending" | "Held"));
+            let meta = metas.get(&id).cloned().unwrap_or(json!({}));
+            let array = &meta["array"];
+            let spec = e.get_mut("spec").and_then(Value::as_object_mut).ok_or_else(|| bad("a job's spec"))?;
+            spec.insert("begin".into(), Value::Null);
+            spec.insert("singleton".into(), Value::Null);
+            let throttle = match array.get(0).and_then(|a| limit_of(a).map(|l| (a.clone(), l))) {
+                Some((a, l)) => json!({ "array": a, "limit": l }),
+                None => Value::Null,
+            };
+            spec.insert("throttle".into(), throttle);
+            if queued {
+                let after: Result<Vec<Value>, String> = meta["waits"].as_array().cloned().unwrap_or_default().iter().map(|w| Ok(json!({ "kind": kind(&w[0])?, "job": w[1], "delay": 0 }))).collect();
+                gate = json!({ "user": meta["hold"], "after": after?, "until": null, "throttled": meta["throttled"], "second": false });
+            }
+        }
+        gates.push(gate);
+    }
+    let live = |id: &Value| slot_of.get(&id.to_string()).map(|s| json!([s, id]));
+    let mut deps = serde_json::Map::new();
+    for (p, ds) in dependents.as_object().cloned().unwrap_or_default() {
+        let waiting: Vec<Value> = ds.as_array().cloned().unwrap_or_default().iter().filter_map(live).collect();
+        if slot_of.contains_key(&p) && !waiting.is_empty() {
+            deps.insert(p, Value::Array(waiting));
+        }
+    }
+    let mut arr = serde_json::Map::new();
+    for (a, x) in arrays.as_object().cloned().unwrap_or_default() {
+        let waiting: Vec<Value> = x[1].as_array().cloned().unwrap_or_default().iter().filter_map(live).collect();
+        arr.insert(a, json!({ "limit": x[0], "through": x[2], "waiting": waiting }));
+    }
+    engine["gates"] = json!({ "slots": gates, "dependents": deps, "arrays": arr, "singletons": {}, "timers": [], "ended": [], "ended_at": 0 });
+    Ok(v)
+}
 
 /// Format 1 → 2 (see [`UPGRADES`]).
 fn upgrade_1_to_2(what: Stored, mut v: Value) -> Result<Value, String> {

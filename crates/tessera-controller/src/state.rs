@@ -11,9 +11,9 @@
 
 use crate::request::{expand_pattern, JobRequest};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use tessera_accounting::store::{AllocationRecord, JobRecord as AcctRecord, JobStateTag};
-use tessera_core::{hostlist, Cluster, Effect, Engine, FinalState, Input, JobId, JobSpec, JobState, NodeChange, Outcome, PendingReason};
+use tessera_core::{hostlist, After, AfterKind, Cluster, Effect, Engine, FinalState, Input, JobId, JobSpec, JobState, NodeChange, Outcome, PendingReason, Throttle};
 use tessera_proto::api::{JobExit, JobInfo, JobStateCode, Launch, LaunchFailure};
 use tessera_proto::submit::DependencyKind;
 
@@ -29,10 +29,6 @@ pub struct JobMeta {
     pub array: Option<(u64, u32)>,
     pub submit: i64,
     pub user_hold: bool,
-    /// Dependencies not yet met.
-    pub waits_for: Vec<(DependencyKind, u64)>,
-    /// Held back by its array's `%N`.
-    pub throttled: bool,
     /// Starts so far; the current run is attempt `attempt`.
     pub attempt: u32,
     pub nodes: Vec<u32>,
@@ -132,8 +128,6 @@ struct Saved {
     done: BTreeMap<u64, Done>,
     done_order: VecDeque<(i64, u64)>,
     outcomes: BTreeMap<u64, bool>,
-    dependents: BTreeMap<u64, Vec<u64>>,
-    arrays: BTreeMap<u64, (u32, BTreeSet<u64>, u32)>,
     next_id: u64,
     node_agent: Vec<Option<String>>,
     admin_down: Vec<bool>,
@@ -157,8 +151,6 @@ impl<'de> Deserialize<'de> for State {
             done: s.done,
             done_order: s.done_order,
             outcomes: s.outcomes,
-            dependents: s.dependents,
-            arrays: s.arrays,
             next_id: s.next_id,
             node_agent: s.node_agent,
             admin_down: s.admin_down,
@@ -177,14 +169,12 @@ impl Serialize for State {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let l = &self.ledger;
-        let mut st = s.serialize_struct("State", 16)?;
+        let mut st = s.serialize_struct("State", 14)?;
         st.serialize_field("engine", &self.engine)?;
         st.serialize_field("jobs", &l.jobs)?;
         st.serialize_field("done", &l.done)?;
         st.serialize_field("done_order", &l.done_order)?;
         st.serialize_field("outcomes", &l.outcomes)?;
-        st.serialize_field("dependents", &l.dependents)?;
-        st.serialize_field("arrays", &l.arrays)?;
         st.serialize_field("next_id", &l.next_id)?;
         st.serialize_field("node_agent", &l.node_agent)?;
         st.serialize_field("admin_down", &l.admin_down)?;
@@ -212,9 +202,6 @@ pub struct Ledger {
     /// long as the job is listed ([`DONE_KEEP_S`]), as Slurm forgets a job
     /// after MinJobAge: a dependency on an older job is refused.
     pub outcomes: BTreeMap<u64, bool>,
-    dependents: BTreeMap<u64, Vec<u64>>,
-    /// Array job id → (%N, tasks throttled, tasks let through and not ended).
-    arrays: BTreeMap<u64, (u32, BTreeSet<u64>, u32)>,
     pub next_id: u64,
     /// The agent presenting each node.
     pub node_agent: Vec<Option<String>>,
@@ -253,8 +240,6 @@ impl State {
                 done: BTreeMap::new(),
                 done_order: VecDeque::new(),
                 outcomes: BTreeMap::new(),
-                dependents: BTreeMap::new(),
-                arrays: BTreeMap::new(),
                 next_id: 1,
                 node_agent: vec![None; cluster.nodes.len()],
                 admin_down: vec![false; cluster.nodes.len()],
@@ -391,9 +376,7 @@ impl State {
             Event::Release(j) => {
                 if let Some(m) = self.ledger.jobs.get_mut(j) {
                     m.user_hold = false;
-                    if m.waits_for.is_empty() && !m.throttled {
-                        inputs.push_back(Input::Release(JobId(*j)));
-                    }
+                    inputs.push_back(Input::Release(JobId(*j)));
                 }
             }
             Event::Suspend(j) => inputs.push_back(Input::Suspend(JobId(*j))),
@@ -481,28 +464,30 @@ impl State {
             }
             self.ledger.keys.insert(k, (first, tasks.len() as u64, tasks.len() as u64, crate::request::digest(req)));
         }
-        // dependencies met already are dropped; one that can never be met was refused at submit
-        let waits: Vec<(DependencyKind, u64)> = req.dependencies.iter().copied().filter(|(_, d)| !self.ledger.outcomes.contains_key(d)).collect();
+        // dependencies on jobs that ended before are met (one that can never
+        // be met was refused at submit); the engine waits for the others
+        let after: Vec<After> = req
+            .dependencies
+            .iter()
+            .filter(|(_, d)| !self.ledger.outcomes.contains_key(d))
+            .filter(|(_, d)| {
+                let live = self.engine.job(JobId(*d)).is_some();
+                if !live {
+                    tracing::warn!(job = first, on = d, "a dependency on a job the controller no longer knows: taken as met");
+                }
+                live
+            })
+            .map(|&(kind, d)| After { kind: after_kind(kind), job: JobId(d), delay: 0 })
+            .collect();
         for (k, task) in tasks.iter().enumerate() {
             let id = first + k as u64;
-            let throttled = throttle.is_some_and(|n| k as u32 >= n);
             let mut spec = JobSpec::new(JobId(id), req.procs, req.limit_s);
             spec.partition = Some(req.partition);
             spec.mem_per_proc_mb = req.mem_per_proc_mb;
             spec.gpus_per_node = req.gpus_per_node;
             spec.requeue = req.requeue;
-            spec.hold = req.hold || !waits.is_empty() || throttled;
-            for &(_, d) in &waits {
-                self.ledger.dependents.entry(d).or_default().push(id);
-            }
-            if let Some(n) = throttle {
-                let e = self.ledger.arrays.entry(first).or_insert((n, BTreeSet::new(), 0));
-                if throttled {
-                    e.1.insert(id);
-                } else {
-                    e.2 += 1;
-                }
-            }
+            spec.hold = req.hold;
+            spec.throttle = throttle.map(|limit| Throttle { array: first, limit });
             self.ledger.jobs.insert(
                 id,
                 JobMeta {
@@ -514,8 +499,6 @@ impl State {
                     array: task.map(|t| (first, t)),
                     submit: now,
                     user_hold: req.hold,
-                    waits_for: waits.clone(),
-                    throttled,
                     attempt: 0,
                     nodes: Vec::new(),
                     start: None,
@@ -530,22 +513,20 @@ impl State {
                     limit_hit: false,
                 },
             );
-            inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone() });
+            inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone(), after: after.clone() });
         }
         self.ledger.next_id = self.ledger.next_id.max(first + tasks.len() as u64);
     }
 
     /// Why a queued job waits.
     fn waiting(&mut self, id: u64) -> Option<Waiting> {
-        let m = self.ledger.jobs.get(&id)?;
-        Some(if m.user_hold {
-            Waiting::UserHold
-        } else if !m.waits_for.is_empty() {
-            Waiting::Dependency
-        } else if m.throttled {
-            Waiting::ArrayLimit
-        } else {
-            self.engine.pending_reason(self.ledger.now, JobId(id)).map_or(Waiting::Eligible, Waiting::Engine)
+        self.ledger.jobs.get(&id)?;
+        Some(match self.engine.pending_reason(self.ledger.now, JobId(id)) {
+            Some(PendingReason::Held) => Waiting::UserHold,
+            Some(PendingReason::Dependency) => Waiting::Dependency,
+            Some(PendingReason::ArrayLimit) => Waiting::ArrayLimit,
+            Some(r) => Waiting::Engine(r),
+            None => Waiting::Eligible,
         })
     }
 
@@ -561,7 +542,7 @@ impl State {
         let text = match &w {
             Waiting::UserHold => "held by its user (tessera job release)".to_string(),
             Waiting::Dependency => {
-                let on: Vec<String> = self.ledger.jobs.get(&id)?.waits_for.iter().map(|(k, j)| format!("{}:{j}", dependency_name(*k))).collect();
+                let on: Vec<String> = self.engine.waits_for(JobId(id)).iter().map(|a| format!("{}:{}", after_name(a.kind), a.job)).collect();
                 format!("waits for {}", on.join(","))
             }
             Waiting::ArrayLimit => "its array's %N limit of running tasks".to_string(),
@@ -765,10 +746,10 @@ impl Ledger {
             Effect::Rejected { input, job, reason } => {
                 tracing::warn!(job = job.map(|j| j.0), input, %reason, "the engine refused an input");
             }
-            Effect::Finished(rec) => self.finished(cluster, now, *rec, inputs, out),
+            Effect::Finished(rec) => self.finished(cluster, now, *rec, out),
         }
     }
-    fn finished(&mut self, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, inputs: &mut VecDeque<Input>, out: &mut Vec<Action>) {
+    fn finished(&mut self, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, out: &mut Vec<Action>) {
         let id = rec.spec.id.0;
         let Some(m) = self.jobs.remove(&id) else { return };
         // a run that exited by itself before its limit, whose end reached the
@@ -855,48 +836,6 @@ impl Ledger {
         self.done.insert(id, Done { info, ok });
         self.done_order.push_back((now, id));
         self.outcomes.insert(id, ok);
-        // dependents
-        for d in self.dependents.remove(&id).unwrap_or_default() {
-            let Some(dm) = self.jobs.get_mut(&d) else { continue };
-            let mut never = false;
-            dm.waits_for.retain(|&(kind, on)| {
-                if on != id {
-                    return true;
-                }
-                never |= match kind {
-                    DependencyKind::AfterAny => false,
-                    DependencyKind::AfterOk => !ok,
-                    DependencyKind::AfterNotOk => ok,
-                };
-                false
-            });
-            if never {
-                tracing::info!(job = d, on = id, "dependency can never be satisfied: cancelled");
-                inputs.push_back(Input::Cancel(JobId(d)));
-            } else if dm.waits_for.is_empty() && !dm.user_hold && !dm.throttled {
-                inputs.push_back(Input::Release(JobId(d)));
-            }
-        }
-        // array throttle
-        if let Some((a, _)) = m.array {
-            if let Some((_, waiting, active)) = self.arrays.get_mut(&a) {
-                if !m.throttled {
-                    *active = active.saturating_sub(1);
-                }
-                if let Some(next) = waiting.pop_first() {
-                    *active += 1;
-                    if let Some(nm) = self.jobs.get_mut(&next) {
-                        nm.throttled = false;
-                        if nm.waits_for.is_empty() && !nm.user_hold {
-                            inputs.push_back(Input::Release(JobId(next)));
-                        }
-                    }
-                }
-                if waiting.is_empty() && *active == 0 {
-                    self.arrays.remove(&a);
-                }
-            }
-        }
     }
     /// What the agent of a running job's first node runs: the script with its
     /// environment (Slurm's and Tessera's variables), output paths and limit.
@@ -1032,6 +971,27 @@ pub fn reason_name(r: &PendingReason) -> &'static str {
         PendingReason::NodeSet { .. } => "NodeSet",
         PendingReason::Held => "JobHeldUser",
         PendingReason::PowerBudget { .. } => "PowerBudget",
+        PendingReason::Dependency => "Dependency",
+        PendingReason::ArrayLimit => "JobArrayTaskLimit",
+        PendingReason::BeginTime { .. } => "BeginTime",
+    }
+}
+
+/// The engine's kind of a dependency.
+pub fn after_kind(k: DependencyKind) -> AfterKind {
+    match k {
+        DependencyKind::AfterAny => AfterKind::Any,
+        DependencyKind::AfterOk => AfterKind::Ok,
+        DependencyKind::AfterNotOk => AfterKind::NotOk,
+    }
+}
+
+/// A dependency's name, as `--dependency` spells it.
+pub fn after_name(k: AfterKind) -> &'static str {
+    match k {
+        AfterKind::Any => "afterany",
+        AfterKind::Ok => "afterok",
+        AfterKind::NotOk => "afternotok",
     }
 }
 

@@ -5,7 +5,7 @@
 //! (the simulator, the controller, benches, tests) consume them. See
 //! ARCHITECTURE.md, "The engine contract".
 
-use crate::job::{FinalState, JobId, JobSpec, KillReason, Outcome};
+use crate::job::{After, FinalState, JobId, JobSpec, KillReason, Outcome};
 use crate::nodes::Allocation;
 use crate::nodeset::NodeSetSpec;
 use crate::power::Usage;
@@ -41,9 +41,13 @@ pub enum Input {
     /// request if it has one (None: its partition's or the site's default). Its
     /// id must be new among the jobs the engine holds. The request leaves the
     /// engine with the job.
+    /// `after`: its dependencies, on jobs in the engine or that ended at this
+    /// instant (a driver resolves those that ended before: drops the met,
+    /// refuses the impossible, turns a delay still to run into `spec.begin`).
     Submit {
         spec: JobSpec,
         nodeset: Option<NodeSetSpec>,
+        after: Vec<After>,
     },
     /// Cancel a queued job (it leaves at once) or a running one (it is killed).
     Cancel(JobId),
@@ -87,6 +91,7 @@ impl Input {
         Input::Submit {
             spec,
             nodeset: None,
+            after: Vec::new(),
         }
     }
 

@@ -18,7 +18,8 @@ use crate::contract::{
     Effect, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, MAX_MEM_PER_PROC_MB,
     MAX_TIME,
 };
-use crate::job::{FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, Outcome, SuspendedBy};
+use crate::gate::{Admission, Gates};
+use crate::job::{After, FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, Outcome, SuspendedBy};
 use crate::nodes::{Allocation, NodeEngine, NodeStatus};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
@@ -48,6 +49,10 @@ pub struct Engine {
     now: Time,
     /// The last wake-up asked for.
     wake: Option<Time>,
+    /// What queued jobs wait for besides resources (holds, dependencies,
+    /// array throttles, begin times).
+    #[serde(default)]
+    gates: Gates,
     /// Node-set DELAY instants of pending jobs (when they may span sets). Entries
     /// of jobs that have started or left stay until their instant passes: they
     /// only cost a pass.
@@ -98,6 +103,7 @@ impl Engine {
             m,
             now: Time::MIN,
             wake: None,
+            gates: Gates::default(),
             delays: Default::default(),
         }
     }
@@ -130,7 +136,7 @@ impl Engine {
         }
         self.now = now;
         match input {
-            Input::Submit { spec, nodeset } => self.submit(now, spec, nodeset),
+            Input::Submit { spec, nodeset, after } => self.submit(now, spec, nodeset, after, out),
             Input::Cancel(id) => {
                 let j = self.lookup(id)?;
                 match self.t.state(j) {
@@ -150,17 +156,16 @@ impl Engine {
             Input::Hold(id) | Input::Release(id) => {
                 let hold = matches!(input, Input::Hold(_));
                 let j = self.lookup(id)?;
-                let (from, needs) = if hold {
-                    (JobState::Pending, "pending")
-                } else {
-                    (JobState::Held, "held")
-                };
-                match self.t.state(j) {
-                    s if s == from => {
-                        self.t.set_held(j, hold);
+                let s = self.t.state(j);
+                let by_user = self.gates.gate(j).is_some_and(|g| g.user);
+                match (hold, s.queued(), by_user) {
+                    (true, true, false) | (false, true, true) => {
+                        self.gates.set_user(j, hold);
+                        self.t.set_held(j, self.gates.closed(j));
                         Ok(())
                     }
-                    s => Err(wrong(id, s, input.kind(), needs)),
+                    (true, ..) => Err(wrong(id, s, "hold", "queued and not held already")),
+                    (false, ..) => Err(wrong(id, s, "release", "held by its user")),
                 }
             }
             Input::Suspend(id) => {
@@ -310,6 +315,10 @@ impl Engine {
                 if self.wake.is_some_and(|w| w <= now) {
                     self.wake = None;
                 }
+                // begin times and dependencies' delays that have run out
+                let mut open = Vec::new();
+                self.gates.due(now, &mut open);
+                self.open(open);
                 while self.delays.first().is_some_and(|&(t, _)| t <= now) {
                     self.delays.pop_first();
                 }
@@ -398,12 +407,22 @@ impl Engine {
         now: Time,
         spec: JobSpec,
         nodeset: Option<NodeSetSpec>,
+        after: Vec<After>,
+        out: &mut Vec<Effect>,
     ) -> Result<(), Rejection> {
         let id = spec.id;
         if self.t.lookup(id).is_some() {
             return Err(Rejection::DuplicateJob(id));
         }
         self.vet(&spec)?;
+        if let Err(on) = self.gates.check(&self.t, now, id, &after) {
+            return Err(Rejection::InvalidSpec {
+                job: id,
+                field: "after",
+                value: on.to_string(),
+                expected: "jobs in the engine, or that ended at this instant, other than itself",
+            });
+        }
         let never = |why| Rejection::NeverFits { job: id, why };
         match &mut self.m {
             Machine::Nodes(m) => {
@@ -428,7 +447,23 @@ impl Engine {
                 m.attach(j, pj);
             }
         }
+        let j = self.t.lookup(id).expect("just inserted");
+        let spec = *self.t.spec(j);
+        let admission = self.gates.attach(&self.t, now, j, &spec, after);
+        self.t.set_held(j, self.gates.closed(j));
+        if let Admission::Never = admission {
+            self.finish(now, j, FinalState::Cancelled, None, out);
+        }
         Ok(())
+    }
+
+    /// Jobs whose gates opened: they may start.
+    fn open(&mut self, jobs: Vec<JobIdx>) {
+        for j in jobs {
+            if self.t.state(j) == JobState::Held && !self.gates.closed(j) {
+                self.t.set_held(j, false);
+            }
+        }
     }
 
     /// Remember when a pending job with a DELAY node set may start spanning sets.
@@ -509,6 +544,9 @@ impl Engine {
         if let Machine::Nodes(m) = &mut self.m {
             m.detach(j);
         }
+        let (mut open, mut never) = (Vec::new(), Vec::new());
+        let spec = *self.t.spec(j);
+        self.gates.leave(&self.t, now, j, &spec, state, &mut open, &mut never);
         let mut e = self.t.remove(j);
         if let JobState::Suspended { since, .. } = e.state {
             e.suspended_s += now - since;
@@ -526,6 +564,14 @@ impl Engine {
             requeues: e.requeues,
             usage,
         })));
+        self.open(open);
+        // jobs whose dependency can no longer be met are cancelled (and so
+        // are theirs, in turn)
+        for id in never {
+            if let Some(d) = self.t.lookup(id).filter(|&d| self.t.state(d).queued()) {
+                self.finish(now, d, FinalState::Cancelled, None, out);
+            }
+        }
     }
 
     /// Emit a wake-up when the next instant the engine needs a pass has changed.
@@ -534,7 +580,7 @@ impl Engine {
             Machine::Nodes(m) => m.next_deadline(&self.t),
             Machine::Parm(_) => None,
         };
-        let delay = self.delays.first().map(|d| d.0);
+        let delay = [self.delays.first().map(|d| d.0), self.gates.next_timer()].into_iter().flatten().min();
         let next = match (deadline, delay) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -638,6 +684,11 @@ impl Engine {
         self.t.queued().map(|(_, j)| self.t.spec(j).id)
     }
 
+    /// The dependencies a queued job still waits for.
+    pub fn waits_for(&self, id: JobId) -> &[After] {
+        self.t.lookup(id).map_or(&[], |j| self.gates.waits_for(j))
+    }
+
     /// The instant of the pending wake-up the engine asked for, if any.
     pub fn wake_at(&self) -> Option<Time> {
         self.wake
@@ -681,6 +732,9 @@ impl Engine {
     /// Why a queued job has not started, as of the last pass at `now`.
     pub fn pending_reason(&self, now: Time, id: JobId) -> Option<PendingReason> {
         let j = self.t.lookup(id)?;
+        if self.t.state(j) == JobState::Held {
+            return self.gates.reason(j);
+        }
         match &self.m {
             Machine::Nodes(e) => e.pending_reason(now, &self.t, j),
             Machine::Parm(e) => e.pending_reason(&self.t, j),
@@ -693,6 +747,7 @@ impl Engine {
     /// ending; the running list is ordered. Debug builds run it after every call.
     pub fn sanity_check(&self) {
         self.t.sanity_check();
+        self.gates.sanity_check(&self.t);
         match &self.m {
             Machine::Nodes(e) => e.sanity_check(&self.t),
             Machine::Parm(e) => e.sanity_check(&self.t),

@@ -52,6 +52,60 @@ pub struct JobSpec {
     pub hold: bool,
     /// The job's power profile (moldable and malleable jobs of a PARM engine).
     pub power: Option<PowerJob>,
+    /// It may not start before this instant (Slurm's `--begin`).
+    #[serde(default)]
+    pub begin: Option<Time>,
+    /// An array task under its array's limit of tasks let through at once
+    /// (Slurm's `--array=...%N`).
+    #[serde(default)]
+    pub throttle: Option<Throttle>,
+    /// Only one live job of this key runs at a time, in submission order
+    /// (Slurm's `--dependency=singleton`: the driver keys a user's job name).
+    #[serde(default)]
+    pub singleton: Option<u64>,
+}
+
+/// An array task's throttle: at most `limit` tasks of array `array` are let
+/// through (pending for resources, running or suspended) at once; the others
+/// wait, in submission order, for one to end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Throttle {
+    pub array: u64,
+    pub limit: u32,
+}
+
+/// What a dependency waits for of the job it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AfterKind {
+    /// That it ended, however (`afterany`).
+    Any,
+    /// That it completed successfully (`afterok`).
+    Ok,
+    /// That it ended otherwise: failed, cancelled, timed out, its node failed
+    /// (`afternotok`).
+    NotOk,
+}
+
+/// A dependency: the job may start `delay` seconds after job `job` ends as
+/// `kind` asks (Slurm's dependencies have no delay; a trace's think time,
+/// SWF field 18, is one). If `job` ends otherwise, the dependent job can never
+/// start: it is cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct After {
+    pub kind: AfterKind,
+    pub job: JobId,
+    pub delay: Time,
+}
+
+impl After {
+    /// Whether an end in `state` meets it.
+    pub fn met_by(&self, state: FinalState) -> bool {
+        match self.kind {
+            AfterKind::Any => true,
+            AfterKind::Ok => state == FinalState::Completed,
+            AfterKind::NotOk => state != FinalState::Completed,
+        }
+    }
 }
 
 impl JobSpec {
@@ -66,6 +120,9 @@ impl JobSpec {
             requeue: false,
             hold: false,
             power: None,
+            begin: None,
+            throttle: None,
+            singleton: None,
         }
     }
 }

@@ -14,6 +14,7 @@
 pub mod cluster;
 pub mod contract;
 pub mod engine;
+mod gate;
 pub mod hostlist;
 pub mod quote;
 pub mod job;
@@ -33,7 +34,7 @@ pub use nodeset::{NodeSetError, NodeSetSpec, SetAttribute, SetPlus, SetPolicy, S
 pub use contract::{Effect, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, MAX_TIME};
 pub use engine::{Engine, Snapshot};
 pub use step::{step, Driver};
-pub use job::{scaled, FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, Outcome, SuspendedBy};
+pub use job::{scaled, After, AfterKind, FinalState, JobId, JobIdx, JobSpec, JobState, KillReason, Outcome, SuspendedBy, Throttle};
 pub use nodes::{AllocPart, Allocation, NodeStatus};
 pub use pending::PendingReason;
 pub use policy::{PolicyKind, UnknownPolicy};

@@ -19,6 +19,13 @@ pub enum PendingReason {
     NodeSet { policy: SetPolicy, attribute: SetAttribute },
     /// Held by its user or an operator: it waits until released.
     Held,
+    /// It waits for jobs it depends on to end (or for an earlier job of its
+    /// singleton key).
+    Dependency,
+    /// Its array has as many tasks let through as its `%N` allows.
+    ArrayLimit,
+    /// It may not start before `at` (its begin time, or a dependency's delay).
+    BeginTime { at: Time },
     /// The power budget cannot feed even the job's smallest, lowest-cap shape now.
     PowerBudget { needed_w: u64, free_w: u64 },
 }
@@ -31,6 +38,9 @@ impl fmt::Display for PendingReason {
             }
             PendingReason::Priority => write!(f, "Priority"),
             PendingReason::Held => write!(f, "JobHeld"),
+            PendingReason::Dependency => write!(f, "Dependency"),
+            PendingReason::ArrayLimit => write!(f, "JobArrayTaskLimit"),
+            PendingReason::BeginTime { at } => write!(f, "BeginTime (not before {at})"),
             PendingReason::ReservedFor { start } => write!(f, "ReservedFor (start at {start})"),
             PendingReason::NodeSet { policy, attribute } => write!(f, "NodeSet (waiting for a complete {policy}:{attribute} set)"),
             PendingReason::PowerBudget { needed_w, free_w } => write!(f, "PowerBudget (needs {needed_w} W, {free_w} W free)"),

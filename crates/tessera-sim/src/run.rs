@@ -5,7 +5,7 @@ use crate::workload::{Machine, Workload};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tessera_core::power::ParmStats;
-use tessera_core::{scaled, step, Allocation, Driver, Effect, Engine, Input, JobId, Outcome, PolicyKind, Time};
+use tessera_core::{scaled, step, After, AfterKind, Allocation, Driver, Effect, Engine, Input, JobId, Outcome, PolicyKind, Time};
 
 /// Start and end of every job of a [`Workload`], by index, plus loop statistics.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,6 +128,12 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         max_queue: 0,
         observe,
     };
+    // each job's index by its trace number (the first job of a number), for
+    // SWF's preceding-job field
+    let index_of: std::collections::BTreeMap<i64, usize> = match w.jobs.iter().any(|j| j.preceding > 0) {
+        true => w.jobs.iter().enumerate().rev().map(|(i, j)| (j.id, i)).collect(),
+        false => Default::default(),
+    };
     let mut inputs: Vec<Input> = Vec::with_capacity(64);
     let mut next = 0usize;
     let mut passes = 0u64;
@@ -149,7 +155,18 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
             if parm {
                 spec.power = Some(w.power_jobs[next]);
             }
-            inputs.push(Input::Submit { spec, nodeset: nodeset.clone() });
+            // SWF fields 17 and 18: the job may start `think` seconds after its
+            // preceding job ends (a preceding job later in the trace, or not
+            // replayed, is no dependency)
+            let mut after = Vec::new();
+            if let Some(&k) = (j.preceding > 0).then(|| index_of.get(&j.preceding)).flatten().filter(|&&k| k < next) {
+                let think = j.think.max(0);
+                match book.end[k] {
+                    Time::MIN => after.push(After { kind: AfterKind::Any, job: JobId(k as u64), delay: think }),
+                    end => spec.begin = Some(end.saturating_add(think)).filter(|&b| b > now),
+                }
+            }
+            inputs.push(Input::Submit { spec, nodeset: nodeset.clone(), after });
             next += 1;
         }
         passes += step(&mut engine, now, inputs.drain(..), true, &mut book);

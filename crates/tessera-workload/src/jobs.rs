@@ -21,6 +21,12 @@ pub struct TraceJob {
     /// Field 15: the queue number (-1 if unknown); a cluster file may map queues
     /// to partitions.
     pub queue: i64,
+    /// Field 17: the job (its field 1) that must end before this one may
+    /// start; -1 if none.
+    pub preceding: i64,
+    /// Field 18: seconds after the preceding job's end before this one may
+    /// start (-1 if unknown: none).
+    pub think: i64,
 }
 
 impl TraceJob {
@@ -75,7 +81,7 @@ pub fn job_from_record(r: &SwfRecord) -> Result<TraceJob, SkipReason> {
     let procs = u32::try_from(procs).map_err(|_| SkipReason::LargerThanMachine)?;
     let estimate = if r.requested_time > 0 { r.requested_time } else { r.run_time };
     let mem_per_proc_mb = if r.requested_memory > 0 { (r.requested_memory as u64).div_ceil(1024) } else { 0 };
-    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time, mem_per_proc_mb, queue: r.queue })
+    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time, mem_per_proc_mb, queue: r.queue, preceding: r.preceding_job, think: r.think_time })
 }
 
 #[cfg(test)]

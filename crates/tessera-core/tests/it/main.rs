@@ -4,6 +4,7 @@ mod contract;
 mod drained;
 mod env;
 mod fuzz;
+mod gates;
 mod heterogeneous;
 mod knapsack;
 mod nodesets;

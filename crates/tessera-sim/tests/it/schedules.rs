@@ -147,3 +147,23 @@ fn mixed_speeds_in_the_simulator() {
     assert!(csv.contains("\n3,100,100,150,1,100,0,1,2,50,100,\"f1\"\n"), "{csv}");
     assert!(csv.contains("\n1,0,0,100,2,200,0,0,1,100,100,\"s1,f1\"\n"), "{csv}");
 }
+
+#[test]
+fn a_preceding_job_and_think_time_hold_a_job_until_then() {
+    use tessera_workload::swf::SwfRecord;
+    let after = |r: SwfRecord, p: i64, think: i64| SwfRecord { preceding_job: p, think_time: think, ..r };
+    for p in ALL {
+        let r = [
+            rec(1, 0, 100, 2, 100),
+            // after job 1 ends (100) and 20 s of thinking; it keeps its place
+            after(rec(2, 0, 10, 2, 10), 1, 20),
+            // its preceding job ended (at 100) before it came (at 150): it waits
+            // until 190
+            after(rec(3, 150, 10, 2, 10), 1, 90),
+            // a preceding job later in the trace, or not in it: no dependency
+            after(rec(4, 0, 10, 2, 10), 5, 0),
+            after(rec(5, 1, 10, 2, 10), 99, 0),
+        ];
+        assert_eq!(schedule(&r, 8, p), vec![(1, 0, 100), (2, 120, 130), (4, 0, 10), (5, 1, 11), (3, 190, 200)], "{p}");
+    }
+}
