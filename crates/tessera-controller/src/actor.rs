@@ -10,7 +10,7 @@ use tessera_proto::unix_now;
 use crate::auth::{Identity, Role};
 use crate::journal::Journal;
 use crate::metrics::Metrics;
-use crate::request;
+pub use crate::admission::JobOp;
 use crate::state::{Action, Event, State};
 use crate::{ApiError, Config};
 use anyhow::{bail, Context, Result};
@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use tessera_accounting::store::{NodeRecord, RunInfo, RunKind, Store};
-use tessera_core::{Cluster, Engine, JobId, JobSpec, JobState, NodeChange};
+use tessera_core::{Cluster, Engine, JobId, JobState, NodeChange};
 use tessera_proto::api::*;
 use tokio::sync::oneshot;
 
@@ -30,30 +30,6 @@ pub const POLL_HOLD: Duration = Duration::from_secs(5);
 pub const SNAPSHOT_EVERY: u64 = 20_000;
 
 pub type Reply<T> = oneshot::Sender<Result<T, ApiError>>;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobOp {
-    Cancel,
-    Hold,
-    Release,
-    Suspend,
-    Resume,
-    Requeue,
-}
-
-impl JobOp {
-    pub fn parse(s: &str) -> Option<JobOp> {
-        Some(match s {
-            "cancel" => JobOp::Cancel,
-            "hold" => JobOp::Hold,
-            "release" => JobOp::Release,
-            "suspend" => JobOp::Suspend,
-            "resume" => JobOp::Resume,
-            "requeue" => JobOp::Requeue,
-            _ => return None,
-        })
-    }
-}
 
 /// What handlers ask of the actor.
 pub enum Msg {
@@ -400,13 +376,13 @@ impl Actor {
     fn admit(&mut self, m: Msg, events: &mut Vec<Event>, after: &mut Vec<After>, next_id: &mut u64) {
         match m {
             Msg::Shutdown => {}
-            Msg::Submit { who, req, reply } => match self.seen(&who, &req, events) {
+            Msg::Submit { who, req, reply } => match self.state.seen(&self.cluster, self.cfg.default_limit_s, &who, &req, events) {
                 Err(e) => drop(reply.send(Err(e))),
                 Ok(Some(ids)) => {
                     tracing::info!(user = %who.user, jobs = ?ids, "a submission sent again: the jobs its key created");
                     after.push(After::Submit(reply, ids));
                 }
-                Ok(None) => match self.admit_submit(&who, &req, *next_id) {
+                Ok(None) => match self.state.admit_submit(&self.cluster, self.cfg.default_limit_s, &who, &req, *next_id) {
                     Ok(ev) => {
                         let Event::Submit { first, req: r, .. } = &ev else { unreachable!() };
                         let n = r.array.as_ref().map_or(1, |a| a.indices.len() as u64);
@@ -419,7 +395,7 @@ impl Actor {
                     Err(e) => drop(reply.send(Err(e))),
                 },
             },
-            Msg::JobOp { who, job, op, reply } => match self.state.resolve(job).and_then(|job| Ok((job, self.admit_op(&who, job, op)?))) {
+            Msg::JobOp { who, job, op, reply } => match self.state.resolve(job).and_then(|job| Ok((job, self.state.admit_op(&who, job, op)?))) {
                 Ok((job, ev)) => {
                     events.push(ev);
                     after.push(After::Job(reply, job));
@@ -450,7 +426,7 @@ impl Actor {
                 let _ = reply.send(self.state.resolve(id).and_then(|id| self.state.job_info(&self.cluster, id).ok_or_else(|| ApiError::new(404, format!("no job {id} (finished jobs are in tessera acct)")))));
             }
             Msg::Script { who, id, reply } => {
-                let _ = reply.send(self.state.resolve(id).and_then(|id| self.script(&who, id)));
+                let _ = reply.send(self.state.resolve(id).and_then(|id| self.state.script(&who, id)));
             }
             Msg::Nodes { reply } => {
                 let used = self.node_usage();
@@ -499,139 +475,6 @@ impl Actor {
                 Err(e) => drop(reply.send(Err(e))),
             },
         }
-    }
-
-    /// The jobs an earlier submission with this one's key created (filed in the
-    /// state, or in this batch, not yet applied); an error if this one is
-    /// invalid, or is not the same request (409: the key names another one).
-    fn seen(&self, who: &Identity, req: &SubmitRequest, batch: &[Event]) -> Result<Option<Vec<u64>>, ApiError> {
-        let Some(key) = req.idempotency_key.as_deref() else { return Ok(None) };
-        let earlier = self.state.keyed(who.uid, key).or_else(|| {
-            batch.iter().find_map(|e| match e {
-                Event::Submit { first, uid, req: r, .. } if *uid == who.uid && r.idempotency_key.as_deref() == Some(key) => {
-                    Some(((*first..*first + r.array.as_ref().map_or(1, |a| a.indices.len() as u64)).collect(), request::digest(r)))
-                }
-                _ => None,
-            })
-        });
-        let Some((ids, d)) = earlier else { return Ok(None) };
-        let mut r = request::validate(req, &self.cluster, self.cfg.default_limit_s).map_err(ApiError::option)?;
-        self.state.resolve_dependencies(&mut r)?;
-        if request::digest(&r) != d {
-            return Err(ApiError::new(409, format!("idempotency key {}: it names another submission (jobs {}…); a new submission needs a new key", tessera_core::quote::bounded(key), ids[0])));
-        }
-        Ok(Some(ids))
-    }
-
-    fn admit_submit(&mut self, who: &Identity, req: &SubmitRequest, first: u64) -> Result<Event, ApiError> {
-        if who.role == Role::Agent {
-            return Err(ApiError::new(403, "agents do not submit jobs"));
-        }
-        let mut r = request::validate(req, &self.cluster, self.cfg.default_limit_s).map_err(ApiError::option)?;
-        self.state.resolve_dependencies(&mut r)?;
-        for &(kind, on) in &r.dependencies {
-            let option = "--dependency".to_string();
-            let bad = |expected: String| ApiError::option(tessera_proto::submit::OptionError { option: option.clone(), value: format!("{}:{on}", crate::state::dependency_name(kind)), expected, line: None });
-            if self.state.ledger.jobs.contains_key(&on) || (on >= self.state.ledger.next_id && on < first) {
-                continue;
-            }
-            match self.state.ledger.outcomes.get(&on) {
-                None => return Err(bad(format!("a job that exists or ended less than {} s ago (job {on} is not known)", crate::state::DONE_KEEP_S))),
-                Some(&ok) => {
-                    let never = match kind {
-                        tessera_proto::submit::DependencyKind::AfterAny => false,
-                        tessera_proto::submit::DependencyKind::AfterOk => !ok,
-                        tessera_proto::submit::DependencyKind::AfterNotOk => ok,
-                    };
-                    if never {
-                        return Err(bad(format!("a condition that can still hold (job {on} ended {})", if ok { "successfully" } else { "unsuccessfully" })));
-                    }
-                }
-            }
-        }
-        let mut spec = JobSpec::new(JobId(first), r.procs, r.limit_s);
-        spec.partition = Some(r.partition);
-        spec.mem_per_proc_mb = r.mem_per_proc_mb;
-        spec.gpus_per_node = r.gpus_per_node;
-        let nodeset = r.nodeset.as_deref().map(|s| tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit"));
-        {
-            if let Err(e) = self.state.engine().can_run(&spec, nodeset.as_ref()) {
-                // the request is no job yet: its options are named, not an id
-                let why = match e {
-                    tessera_core::Rejection::NeverFits { why, .. } => why.to_string(),
-                    tessera_core::Rejection::InvalidSpec { field, value, expected, .. } => format!("{field} is {value}: expected {expected}"),
-                    other => other.to_string(),
-                };
-                let part = &self.cluster.partitions[r.partition as usize].name;
-                return Err(ApiError::option(tessera_proto::submit::OptionError {
-                    option: "--ntasks, --mem-per-cpu, --gpus-per-node".into(),
-                    value: format!("-n {} --mem-per-cpu {}M --gpus-per-node {}", r.procs, r.mem_per_proc_mb, r.gpus_per_node),
-                    expected: format!("a request that the nodes of partition {part} of cluster {} can hold together ({why})", self.cluster.name),
-                    line: None,
-                }));
-            }
-        }
-        Ok(Event::Submit { first, user: who.user.clone(), uid: who.uid, gid: who.gid, req: Box::new(r) })
-    }
-
-    /// A live job's script and environment: its owner's and the operators'
-    /// (they hold what users export: tokens, passwords).
-    fn script(&self, who: &Identity, job: u64) -> Result<JobScript, ApiError> {
-        let m = self.owned(who, job, true)?;
-        Ok(JobScript { id: job, script: m.req.script.clone(), env: m.req.env.clone() })
-    }
-
-    /// Live job `job`, if `who` may act on it (`script`: read its script and
-    /// environment): its owner or an operator, never an agent.
-    fn owned(&self, who: &Identity, job: u64, script: bool) -> Result<&crate::state::JobMeta, ApiError> {
-        if who.role == Role::Agent {
-            return Err(ApiError::new(403, if script { "agents read scripts only in their launches" } else { "agents do not act on jobs" }));
-        }
-        let Some(m) = self.state.ledger.jobs.get(&job) else {
-            return Err(match self.state.ledger.done.get(&job) {
-                Some(d) if script => ApiError::new(404, format!("job {job} has ended ({}): its script is kept only while it is queued or running", d.info.state.name())),
-                Some(d) => ApiError::new(409, format!("job {job} has already ended ({})", d.info.state.name())),
-                None => ApiError::new(404, format!("no job {job}")),
-            });
-        };
-        if who.role != Role::Operator && m.uid != who.uid {
-            return Err(ApiError::new(
-                403,
-                if script {
-                    format!("job {job} belongs to {}: its script and environment are shown to its owner and the operators only", m.user)
-                } else {
-                    format!("job {job} belongs to {}; {} may act only on their own jobs", m.user, who.user)
-                },
-            ));
-        }
-        Ok(m)
-    }
-
-    fn admit_op(&mut self, who: &Identity, job: u64, op: JobOp) -> Result<Event, ApiError> {
-        let m = self.owned(who, job, false)?;
-        if matches!(op, JobOp::Suspend | JobOp::Resume) && who.role != Role::Operator {
-            return Err(ApiError::new(403, "only operators suspend and resume jobs (as with scontrol)"));
-        }
-        let st = self.state.engine().job(JobId(job)).map(|(_, s)| s).expect("a live job is in the engine");
-        let ok = match op {
-            JobOp::Cancel => !matches!(st, JobState::Ending { .. }),
-            JobOp::Hold => st.queued(),
-            JobOp::Release => st.queued() && m.user_hold,
-            JobOp::Suspend => matches!(st, JobState::Running { .. }),
-            JobOp::Resume => matches!(st, JobState::Suspended { by: tessera_core::SuspendedBy::Operator, .. }),
-            JobOp::Requeue => matches!(st, JobState::Running { .. } | JobState::Suspended { .. }),
-        };
-        if !ok {
-            return Err(ApiError::new(409, format!("job {job} is {}: cannot {op:?}", st.name()).to_lowercase()));
-        }
-        Ok(match op {
-            JobOp::Cancel => Event::Cancel(job),
-            JobOp::Hold => Event::Hold(job),
-            JobOp::Release => Event::Release(job),
-            JobOp::Suspend => Event::Suspend(job),
-            JobOp::Resume => Event::Resume(job),
-            JobOp::Requeue => Event::Requeue(job),
-        })
     }
 
     /// The nodes an agent registers, and those it presents that the cluster

@@ -13,6 +13,7 @@
 //! process, for its supervisor to start it again and recovery to run.
 
 pub mod actor;
+mod admission;
 pub mod auth;
 pub mod failstop;
 pub mod http;

@@ -6,6 +6,7 @@ mod failstop;
 mod gpus;
 mod openapi;
 mod replay;
+mod state_env;
 mod state_format;
 
 use tessera_proto::api::{OptionArg, SubmitRequest};

@@ -1,0 +1,171 @@
+//! Admission: whether a request may become a journaled event, decided on the
+//! state as it stands (pure, like [`State::apply`]): who may act on which job,
+//! what a submission must satisfy (its options, its dependencies, a cluster
+//! that can hold it), and which earlier submission an idempotency key names.
+
+use crate::auth::{Identity, Role};
+use crate::request;
+use crate::state::{Event, State};
+use crate::ApiError;
+use tessera_core::{Cluster, JobId, JobSpec, JobState};
+use tessera_proto::api::*;
+
+/// What a user or an operator asks of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobOp {
+    Cancel,
+    Hold,
+    Release,
+    Suspend,
+    Resume,
+    Requeue,
+}
+
+impl JobOp {
+    pub fn parse(s: &str) -> Option<JobOp> {
+        Some(match s {
+            "cancel" => JobOp::Cancel,
+            "hold" => JobOp::Hold,
+            "release" => JobOp::Release,
+            "suspend" => JobOp::Suspend,
+            "resume" => JobOp::Resume,
+            "requeue" => JobOp::Requeue,
+            _ => return None,
+        })
+    }
+}
+
+impl State {
+    /// The jobs an earlier submission with this one's key created (filed in the
+    /// state, or in this batch, not yet applied); an error if this one is
+    /// invalid, or is not the same request (409: the key names another one).
+    pub fn seen(&self, cluster: &Cluster, default_limit_s: i64, who: &Identity, req: &SubmitRequest, batch: &[Event]) -> Result<Option<Vec<u64>>, ApiError> {
+        let Some(key) = req.idempotency_key.as_deref() else { return Ok(None) };
+        let earlier = self.keyed(who.uid, key).or_else(|| {
+            batch.iter().find_map(|e| match e {
+                Event::Submit { first, uid, req: r, .. } if *uid == who.uid && r.idempotency_key.as_deref() == Some(key) => {
+                    Some(((*first..*first + r.array.as_ref().map_or(1, |a| a.indices.len() as u64)).collect(), request::digest(r)))
+                }
+                _ => None,
+            })
+        });
+        let Some((ids, d)) = earlier else { return Ok(None) };
+        let mut r = request::validate(req, &cluster, default_limit_s).map_err(ApiError::option)?;
+        self.resolve_dependencies(&mut r)?;
+        if request::digest(&r) != d {
+            return Err(ApiError::new(409, format!("idempotency key {}: it names another submission (jobs {}…); a new submission needs a new key", tessera_core::quote::bounded(key), ids[0])));
+        }
+        Ok(Some(ids))
+    }
+
+    pub fn admit_submit(&self, cluster: &Cluster, default_limit_s: i64, who: &Identity, req: &SubmitRequest, first: u64) -> Result<Event, ApiError> {
+        if who.role == Role::Agent {
+            return Err(ApiError::new(403, "agents do not submit jobs"));
+        }
+        let mut r = request::validate(req, &cluster, default_limit_s).map_err(ApiError::option)?;
+        self.resolve_dependencies(&mut r)?;
+        for &(kind, on) in &r.dependencies {
+            let option = "--dependency".to_string();
+            let bad = |expected: String| ApiError::option(tessera_proto::submit::OptionError { option: option.clone(), value: format!("{}:{on}", crate::state::dependency_name(kind)), expected, line: None });
+            if self.ledger.jobs.contains_key(&on) || (on >= self.ledger.next_id && on < first) {
+                continue;
+            }
+            match self.ledger.outcomes.get(&on) {
+                None => return Err(bad(format!("a job that exists or ended less than {} s ago (job {on} is not known)", crate::state::DONE_KEEP_S))),
+                Some(&ok) => {
+                    let never = match kind {
+                        tessera_proto::submit::DependencyKind::AfterAny => false,
+                        tessera_proto::submit::DependencyKind::AfterOk => !ok,
+                        tessera_proto::submit::DependencyKind::AfterNotOk => ok,
+                    };
+                    if never {
+                        return Err(bad(format!("a condition that can still hold (job {on} ended {})", if ok { "successfully" } else { "unsuccessfully" })));
+                    }
+                }
+            }
+        }
+        let mut spec = JobSpec::new(JobId(first), r.procs, r.limit_s);
+        spec.partition = Some(r.partition);
+        spec.mem_per_proc_mb = r.mem_per_proc_mb;
+        spec.gpus_per_node = r.gpus_per_node;
+        let nodeset = r.nodeset.as_deref().map(|s| tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit"));
+        {
+            if let Err(e) = self.engine().can_run(&spec, nodeset.as_ref()) {
+                // the request is no job yet: its options are named, not an id
+                let why = match e {
+                    tessera_core::Rejection::NeverFits { why, .. } => why.to_string(),
+                    tessera_core::Rejection::InvalidSpec { field, value, expected, .. } => format!("{field} is {value}: expected {expected}"),
+                    other => other.to_string(),
+                };
+                let part = &cluster.partitions[r.partition as usize].name;
+                return Err(ApiError::option(tessera_proto::submit::OptionError {
+                    option: "--ntasks, --mem-per-cpu, --gpus-per-node".into(),
+                    value: format!("-n {} --mem-per-cpu {}M --gpus-per-node {}", r.procs, r.mem_per_proc_mb, r.gpus_per_node),
+                    expected: format!("a request that the nodes of partition {part} of cluster {} can hold together ({why})", cluster.name),
+                    line: None,
+                }));
+            }
+        }
+        Ok(Event::Submit { first, user: who.user.clone(), uid: who.uid, gid: who.gid, req: Box::new(r) })
+    }
+
+    /// A live job's script and environment: its owner's and the operators'
+    /// (they hold what users export: tokens, passwords).
+    pub fn script(&self, who: &Identity, job: u64) -> Result<JobScript, ApiError> {
+        let m = self.owned(who, job, true)?;
+        Ok(JobScript { id: job, script: m.req.script.clone(), env: m.req.env.clone() })
+    }
+
+    /// Live job `job`, if `who` may act on it (`script`: read its script and
+    /// environment): its owner or an operator, never an agent.
+    fn owned(&self, who: &Identity, job: u64, script: bool) -> Result<&crate::state::JobMeta, ApiError> {
+        if who.role == Role::Agent {
+            return Err(ApiError::new(403, if script { "agents read scripts only in their launches" } else { "agents do not act on jobs" }));
+        }
+        let Some(m) = self.ledger.jobs.get(&job) else {
+            return Err(match self.ledger.done.get(&job) {
+                Some(d) if script => ApiError::new(404, format!("job {job} has ended ({}): its script is kept only while it is queued or running", d.info.state.name())),
+                Some(d) => ApiError::new(409, format!("job {job} has already ended ({})", d.info.state.name())),
+                None => ApiError::new(404, format!("no job {job}")),
+            });
+        };
+        if who.role != Role::Operator && m.uid != who.uid {
+            return Err(ApiError::new(
+                403,
+                if script {
+                    format!("job {job} belongs to {}: its script and environment are shown to its owner and the operators only", m.user)
+                } else {
+                    format!("job {job} belongs to {}; {} may act only on their own jobs", m.user, who.user)
+                },
+            ));
+        }
+        Ok(m)
+    }
+
+    pub fn admit_op(&self, who: &Identity, job: u64, op: JobOp) -> Result<Event, ApiError> {
+        let m = self.owned(who, job, false)?;
+        if matches!(op, JobOp::Suspend | JobOp::Resume) && who.role != Role::Operator {
+            return Err(ApiError::new(403, "only operators suspend and resume jobs (as with scontrol)"));
+        }
+        let st = self.engine().job(JobId(job)).map(|(_, s)| s).expect("a live job is in the engine");
+        let ok = match op {
+            JobOp::Cancel => !matches!(st, JobState::Ending { .. }),
+            JobOp::Hold => st.queued(),
+            JobOp::Release => st.queued() && m.user_hold,
+            JobOp::Suspend => matches!(st, JobState::Running { .. }),
+            JobOp::Resume => matches!(st, JobState::Suspended { by: tessera_core::SuspendedBy::Operator, .. }),
+            JobOp::Requeue => matches!(st, JobState::Running { .. } | JobState::Suspended { .. }),
+        };
+        if !ok {
+            return Err(ApiError::new(409, format!("job {job} is {}: cannot {op:?}", st.name()).to_lowercase()));
+        }
+        Ok(match op {
+            JobOp::Cancel => Event::Cancel(job),
+            JobOp::Hold => Event::Hold(job),
+            JobOp::Release => Event::Release(job),
+            JobOp::Suspend => Event::Suspend(job),
+            JobOp::Resume => Event::Resume(job),
+            JobOp::Requeue => Event::Requeue(job),
+        })
+    }
+}
