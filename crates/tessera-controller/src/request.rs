@@ -38,6 +38,9 @@ pub struct JobRequest {
     /// Array tasks named `N_T`, until resolved into `dependencies`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependency_tasks: Vec<(DependencyKind, u64, u32)>,
+    /// `--dependency=singleton`: after every earlier job of its name and user.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub singleton: bool,
     pub array: Option<ArraySpec>,
     pub script: String,
     pub workdir: String,
@@ -221,9 +224,11 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         }
         (None, None) => None,
     };
-    let (mut dependencies, mut dependency_tasks) = (Vec::new(), Vec::new());
+    let (mut dependencies, mut dependency_tasks, mut singleton) = (Vec::new(), Vec::new(), false);
     if let Some((v, l)) = get("--dependency") {
-        for (kind, r) in parse_dependency("--dependency", v).map_err(|e| at(e, l))? {
+        let d = parse_dependency("--dependency", v).map_err(|e| at(e, l))?;
+        singleton = d.singleton;
+        for (kind, r) in d.after {
             match r {
                 tessera_proto::api::JobRef::Id(id) => dependencies.push((kind, id)),
                 tessera_proto::api::JobRef::Task(a, t) => dependency_tasks.push((kind, a, t)),
@@ -269,6 +274,7 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         requeue: get("--requeue").is_some() && get("--no-requeue").is_none(),
         hold: get("--hold").is_some(),
         dependencies,
+        singleton,
         dependency_tasks,
         array,
         // a byte-order mark would hide the #! from the kernel on the node

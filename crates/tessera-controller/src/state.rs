@@ -488,6 +488,7 @@ impl State {
             spec.requeue = req.requeue;
             spec.hold = req.hold;
             spec.throttle = throttle.map(|limit| Throttle { array: first, limit });
+            spec.singleton = req.singleton.then(|| singleton_key(user, &req.name));
             self.ledger.jobs.insert(
                 id,
                 JobMeta {
@@ -543,7 +544,10 @@ impl State {
             Waiting::UserHold => "held by its user (tessera job release)".to_string(),
             Waiting::Dependency => {
                 let on: Vec<String> = self.engine.waits_for(JobId(id)).iter().map(|a| format!("{}:{}", after_name(a.kind), a.job)).collect();
-                format!("waits for {}", on.join(","))
+                match on.is_empty() {
+                    true => "waits for an earlier job of its name and user to end (singleton)".to_string(),
+                    false => format!("waits for {}", on.join(",")),
+                }
             }
             Waiting::ArrayLimit => "its array's %N limit of running tasks".to_string(),
             Waiting::Engine(r) => r.to_string(),
@@ -975,6 +979,16 @@ pub fn reason_name(r: &PendingReason) -> &'static str {
         PendingReason::ArrayLimit => "JobArrayTaskLimit",
         PendingReason::BeginTime { .. } => "BeginTime",
     }
+}
+
+/// The singleton key of a user's job name (FNV-1a over `user`, a NUL byte and
+/// `name`: the same on every build and every replay).
+pub fn singleton_key(user: &str, name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in user.bytes().chain([0]).chain(name.bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 /// The engine's kind of a dependency.

@@ -195,25 +195,30 @@ pub enum DependencyKind {
     AfterNotOk,
 }
 
-/// `--dependency=afterok:ID[:ID...][,afterany:ID...]`: every condition must
-/// hold. An ID is a job (an array job: every one of its tasks) or an array
-/// task (`7_3`), as with Slurm.
-pub fn parse_dependency(option: &str, s: &str) -> Result<Vec<(DependencyKind, crate::api::JobRef)>, OptionError> {
-    let expected = "afterok:ID[:ID...], afterany:ID... or afternotok:ID..., joined by commas (an ID is a job id, a positive integer, or an array task, 7_3)";
+/// `--dependency=afterok:ID[:ID...][,afterany:ID...][,singleton]`: every
+/// condition must hold. An ID is a job (an array job: every one of its tasks)
+/// or an array task (`7_3`), as with Slurm; `singleton` waits for every
+/// earlier job of the same name and user to end.
+pub fn parse_dependency(option: &str, s: &str) -> Result<Dependencies, OptionError> {
+    let expected = "afterok:ID[:ID...], afterany:ID..., afternotok:ID... or singleton, joined by commas (an ID is a job id, a positive integer, or an array task, 7_3)";
     let bad = || err(option, s, expected);
-    let mut out = Vec::new();
+    let mut out = Dependencies::default();
     for cond in s.trim().split(',') {
         let mut parts = cond.split(':');
         let kind = match parts.next().map(str::to_ascii_lowercase).as_deref() {
             Some("afterok") => DependencyKind::AfterOk,
             Some("afterany") => DependencyKind::AfterAny,
             Some("afternotok") => DependencyKind::AfterNotOk,
+            Some("singleton") if cond.trim().eq_ignore_ascii_case("singleton") => {
+                out.singleton = true;
+                continue;
+            }
             _ => return Err(bad()),
         };
         let mut any = false;
         for id in parts {
             let v: crate::api::JobRef = id.parse().ok().filter(|r| !matches!(r, crate::api::JobRef::Id(0) | crate::api::JobRef::Task(0, _))).ok_or_else(bad)?;
-            out.push((kind, v));
+            out.after.push((kind, v));
             any = true;
         }
         if !any {
@@ -221,6 +226,13 @@ pub fn parse_dependency(option: &str, s: &str) -> Result<Vec<(DependencyKind, cr
         }
     }
     Ok(out)
+}
+
+/// A `--dependency` value: conditions on jobs, and `singleton`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dependencies {
+    pub after: Vec<(DependencyKind, crate::api::JobRef)>,
+    pub singleton: bool,
 }
 
 /// The submission options understood, as `(short, long, takes a value)`.

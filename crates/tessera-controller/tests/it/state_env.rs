@@ -197,3 +197,19 @@ fn an_idempotency_key_names_one_submission_while_its_jobs_are_known() {
     env.at(10 + tessera_controller::state::DONE_KEEP_S).apply(Vec::new());
     assert_ne!(env.submit(&alice, &[("-n", "4")], Some("k1")).unwrap(), first);
 }
+
+#[test]
+fn singleton_jobs_of_a_user_and_name_run_one_at_a_time() {
+    let mut env = StateEnv::new(PolicyKind::Easy);
+    let (alice, bob) = (user("alice", 1001), user("bob", 1002));
+    let a1 = env.submit(&alice, &[("-n", "1"), ("-J", "sim"), ("-d", "singleton")], None).unwrap()[0];
+    let a2 = env.submit(&alice, &[("-n", "1"), ("-J", "sim"), ("-d", "singleton")], None).unwrap()[0];
+    let other = env.submit(&alice, &[("-n", "1"), ("-J", "post"), ("-d", "singleton")], None).unwrap()[0];
+    let b1 = env.submit(&bob, &[("-n", "1"), ("-J", "sim"), ("-d", "singleton")], None).unwrap()[0];
+    assert_eq!(env.launched(), vec![a1, other, b1], "one per user and name");
+    assert_eq!(env.shown(a2).1, "Dependency");
+    let detail = env.state.job_info(&env.cluster, a2).unwrap().reason_detail;
+    assert!(detail.contains("singleton"), "{detail}");
+    env.at(3).exit(a1, 1);
+    assert_eq!(env.launched(), vec![a1, other, b1, a2], "the next starts when the first ends, however");
+}

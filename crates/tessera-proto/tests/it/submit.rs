@@ -64,12 +64,14 @@ fn arrays_expand_ranges_steps_and_limits() {
 fn dependencies_list_every_condition() {
     use tessera_proto::api::JobRef::{Id, Task};
     assert_eq!(
-        parse_dependency("--dependency", "afterok:12:13,afterany:14").unwrap(),
+        parse_dependency("--dependency", "afterok:12:13,afterany:14").unwrap().after,
         [(DependencyKind::AfterOk, Id(12)), (DependencyKind::AfterOk, Id(13)), (DependencyKind::AfterAny, Id(14))]
     );
-    assert_eq!(parse_dependency("-d", "afternotok:7").unwrap(), [(DependencyKind::AfterNotOk, Id(7))]);
+    assert_eq!(parse_dependency("-d", "afternotok:7").unwrap().after, [(DependencyKind::AfterNotOk, Id(7))]);
     // an array task, as Slurm names it
-    assert_eq!(parse_dependency("-d", "afterok:7_3:8").unwrap(), [(DependencyKind::AfterOk, Task(7, 3)), (DependencyKind::AfterOk, Id(8))]);
+    let d = parse_dependency("-d", "singleton,afterany:4").unwrap();
+    assert!(d.singleton && d.after == [(DependencyKind::AfterAny, Id(4))], "{d:?}");
+    assert_eq!(parse_dependency("-d", "afterok:7_3:8").unwrap().after, [(DependencyKind::AfterOk, Task(7, 3)), (DependencyKind::AfterOk, Id(8))]);
     for s in ["", "afterok", "afterok:", "afterok:0", "afterok:x", "before:3", "afterok:+3", "afterok:3,", "afterok:0_1", "afterok:7_", "afterok:7_x", "afterok:_3"] {
         let e = parse_dependency("--dependency", s).expect_err(s);
         assert!(e.expected.contains("afterok:ID"), "{e}");
