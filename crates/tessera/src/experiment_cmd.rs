@@ -14,7 +14,7 @@ const SDSC_BLUE_3GEN: &str = include_str!("../../../examples/clusters/sdsc-blue-
 pub fn trace_or_shared(given: &Option<std::path::PathBuf>, default: &str) -> Result<std::path::PathBuf> {
     match given {
         Some(t) => Ok(tessera_workload::traces::resolve(t)?),
-        None => tessera_workload::traces::shared_trace(default)
+        None => tessera_workload::traces::find_shared(default)
             .with_context(|| format!("no --trace given and {default} is not in the shared traces directory (set TESSERA_TRACES)")),
     }
 }
