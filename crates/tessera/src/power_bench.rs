@@ -89,6 +89,7 @@ fn mps_dir(dir: &Path, jobs: &[usize], instances: usize, inputs: &[(&str, &Path)
 }
 
 pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
+    crate::highs_mip::require("tessera power bench")?;
     let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
     let (_, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
     let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
@@ -201,7 +202,7 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "highs"))]
 mod tests {
     use super::*;
     use crate::experiment_cmd::cluster_or_embedded;
