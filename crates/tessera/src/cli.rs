@@ -137,10 +137,10 @@ pub enum SimCommand {
     Run(SimRunArgs),
     /// Run several policies (or cluster files) on the same trace in parallel and
     /// write one report that overlays them, with the difference in each metric.
-    Compare(crate::study_cmd::CompareArgs),
+    Compare(CompareArgs),
     /// A parameter sweep from a TOML file (traces × clusters × policies ×
     /// parameters) -> one CSV; `--shard I/N` runs a slice; `merge` joins slices.
-    Sweep(crate::study_cmd::SweepArgs),
+    Sweep(SweepArgs),
     /// Time parsing and every policy on traces; compare with the naive reference.
     Bench(SimBenchArgs),
     /// Time one scheduling pass as a live controller runs it: a large cluster,
@@ -149,6 +149,75 @@ pub enum SimCommand {
     /// Stream millions of resampled trace jobs through the engine; report jobs/s
     /// and memory.
     BenchStream(crate::bench_cmd::StreamBenchArgs),
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// SWF trace (default: the embedded default workload and cluster).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Policies to compare, comma-separated.
+    #[arg(long, default_value = "easy,conservative", value_parser = policies)]
+    pub policy: String,
+    /// Cluster files to compare (repeatable); each runs every policy.
+    #[arg(long)]
+    pub cluster: Vec<PathBuf>,
+    /// Further `sim run` flags for every variant (e.g. `--max-jobs 5000`), after `--`.
+    #[arg(last = true)]
+    pub flags: Vec<String>,
+    /// Where to write the report.
+    #[arg(long, default_value = "compare.html")]
+    pub report: PathBuf,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    pub merge: Option<SweepCommand>,
+    /// The sweep file (TOML; see docs/sweeps.md).
+    pub file: Option<PathBuf>,
+    /// Run only slice I of N (cases whose index modulo N is I; 0 <= I < N), e.g.
+    /// `--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// The results, one CSV row per case.
+    #[arg(long, short, default_value = "sweep.csv")]
+    pub out: PathBuf,
+    /// Also write an HTML report of the results.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// List the cases and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+#[derive(Subcommand)]
+pub enum SweepCommand {
+    /// Join the slices of a sharded sweep into one CSV (in case order).
+    Merge {
+        /// The slices' CSV files.
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// Where to write the merged results (CSV).
+        #[arg(long, short, default_value = "sweep.csv")]
+        out: PathBuf,
+        /// The sweep file: check that every case is there exactly once.
+        #[arg(long)]
+        sweep: Option<PathBuf>,
+        /// Also write an HTML report of the merged results.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]

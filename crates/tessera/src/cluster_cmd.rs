@@ -2,7 +2,7 @@
 
 use crate::out::{out, outln};
 use crate::cli::{PublishArgs, PublishFormat, ShowArgs};
-use crate::sim_cmd::{default_cluster, load_cluster};
+use tessera_studies::run::{default_cluster, load_cluster};
 use anyhow::Result;
 use tessera_core::hostlist;
 

@@ -20,7 +20,7 @@ use tessera_proto::client::{Client, Target};
 fn cluster_text(path: &Option<PathBuf>) -> Result<(String, String)> {
     match path {
         Some(p) => Ok((std::fs::read_to_string(p).with_context(|| format!("reading cluster file {}", p.display()))?, p.display().to_string())),
-        None => Ok((crate::sim_cmd::DEFAULT_CLUSTER.to_string(), "examples/clusters/default.toml".to_string())),
+        None => Ok((tessera_studies::run::DEFAULT_CLUSTER.to_string(), tessera_studies::run::DEFAULT_CLUSTER_PATH.to_string())),
     }
 }
 

@@ -12,7 +12,6 @@
 
 mod acct_cmd;
 mod out;
-mod paths;
 mod bench_cmd;
 mod cli;
 mod cluster_cmd;
@@ -24,11 +23,8 @@ mod metrics_cmd;
 mod experiment_cmd;
 mod highs_mip;
 mod interrupt;
-mod parm_exp;
 mod node_cmd;
 mod power_bench;
-mod power_cmd;
-mod record;
 mod replay_cmd;
 mod sim_cmd;
 mod sleep_job;
@@ -127,9 +123,9 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Report { command } => acct_cmd::report(command),
         cli::Command::Experiment { command } => match command {
             cli::ExperimentCommand::Nodesets(a) => experiment_cmd::nodesets(a),
-            cli::ExperimentCommand::Parm(a) => power_cmd::experiment(a),
-            cli::ExperimentCommand::ParmAttribution(a) => parm_exp::attribution(a),
-            cli::ExperimentCommand::ParmTestbed(a) => parm_exp::testbed(a),
+            cli::ExperimentCommand::Parm(a) => experiment_cmd::parm(a),
+            cli::ExperimentCommand::ParmAttribution(a) => experiment_cmd::attribution(a),
+            cli::ExperimentCommand::ParmTestbed(a) => experiment_cmd::testbed(a),
         },
     }
 }

@@ -7,8 +7,9 @@
 //! is a unit test because this crate is a binary with no library target.)
 
 use crate::out::outln;
-use crate::experiment_cmd::{cluster_or_embedded, trace_or_shared};
-use crate::power_cmd::{time_limit_ms, THETA, THETA_PATH, THETA_TRACE};
+use tessera_studies::parm::{THETA, THETA_PATH, THETA_TRACE};
+use tessera_studies::power::time_limit_ms;
+use tessera_studies::run::{cluster_or_embedded, trace_or_shared};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use tessera_core::power::{knapsack, ParmConfig, ParmVariant, PowerMachine, Problem, Solver, Status};
@@ -84,7 +85,7 @@ fn mps_dir(dir: &Path, jobs: &[usize], instances: usize, inputs: &[(&str, &Path)
     std::fs::create_dir_all(dir).with_context(|| format!("--mps-dir {}: creating it", dir.display()))?;
     let files: Vec<PathBuf> = jobs.iter().flat_map(|&k| (0..instances).map(move |inst| dir.join(mps_name(k, inst)))).collect();
     let outputs: Vec<(&str, &Path)> = files.iter().map(|f| ("--mps-dir", f.as_path())).collect();
-    crate::paths::check(inputs, &outputs)?;
+    tessera_studies::files::check(inputs, &outputs)?;
     Ok(dir.to_path_buf())
 }
 
@@ -205,7 +206,6 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
 #[cfg(all(test, feature = "highs"))]
 mod tests {
     use super::*;
-    use crate::experiment_cmd::cluster_or_embedded;
 
     /// Decisions of the benchmark's sizes, a few of each spread over the Theta
     /// trace, in both PARM variants whose decisions differ in shape (wSE: running
