@@ -145,10 +145,10 @@ pub enum SimCommand {
     Bench(SimBenchArgs),
     /// Time one scheduling pass as a live controller runs it: a large cluster,
     /// half busy, a deep queue of trace jobs.
-    BenchPass(crate::bench_cmd::PassBenchArgs),
+    BenchPass(PassBenchArgs),
     /// Stream millions of resampled trace jobs through the engine; report jobs/s
     /// and memory.
-    BenchStream(crate::bench_cmd::StreamBenchArgs),
+    BenchStream(StreamBenchArgs),
 }
 
 #[derive(Args)]
@@ -218,6 +218,82 @@ pub enum SweepCommand {
         #[arg(long)]
         report: Option<PathBuf>,
     },
+}
+
+#[derive(Args)]
+pub struct PassBenchArgs {
+    /// SWF trace the jobs come from [default: RICC-2010-2 from the shared traces directory].
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Trace records to skip before the first job.
+    #[arg(long, default_value_t = 100_000)]
+    pub skip: usize,
+    /// Nodes of the cluster (one shared partition: jobs get cores).
+    #[arg(long, default_value_t = 3600)]
+    pub nodes: u32,
+    /// Cores per node.
+    #[arg(long, default_value_t = 16)]
+    pub cores: u32,
+    /// Share of the cores busy with running jobs when the queue is submitted.
+    #[arg(long, default_value_t = 0.5)]
+    pub busy: f64,
+    /// Jobs kept in the queue.
+    #[arg(long, default_value_t = 10_000)]
+    pub queued: usize,
+    /// The first queued job asks for this share of the cores instead of its own
+    /// (a machine draining for a wide job) [default: every job as in the trace].
+    #[arg(long)]
+    pub wide_head: Option<f64>,
+    /// Nodes drained (out of service) before the setup, spread over the cluster.
+    #[arg(long, default_value_t = 0)]
+    pub drained: u32,
+    /// Track memory: each node has this many MiB per core, and each job asks
+    /// for the trace's requested memory per processor (at most a node's), or
+    /// this much where the trace does not say [default: memory not tracked].
+    #[arg(long, default_value_t = 0)]
+    pub mem_per_core: u64,
+    /// Timed passes per policy after the first.
+    #[arg(long, default_value_t = 200)]
+    pub passes: usize,
+    /// Policies to time [default: fcfs, easy, conservative].
+    #[arg(long = "policy")]
+    pub policies: Vec<String>,
+    /// Seed of the setup (how far each running job has got).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also time each policy's reference: the engine without its shortcuts
+    /// (every queued job tried, every node worked out in full at every
+    /// candidate instant), which the property tests compare the engine with.
+    #[arg(long)]
+    pub reference: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct StreamBenchArgs {
+    /// SWF trace whose jobs are resampled [default: RICC-2010-2 from the shared traces directory].
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Jobs to run through the engine.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub jobs: u64,
+    /// Processors of the pool (jobs larger than it are cut to it).
+    #[arg(long, default_value_t = 1024)]
+    pub capacity: u32,
+    /// Jobs kept waiting: new ones arrive whenever the queue is shorter.
+    #[arg(long, default_value_t = 100)]
+    pub queued: usize,
+    /// Scheduling policy: fcfs, easy or conservative.
+    #[arg(long, default_value = "easy")]
+    pub policy: String,
+    /// Seed of the resampling.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]

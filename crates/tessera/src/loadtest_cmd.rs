@@ -14,7 +14,7 @@
 //! The directory it creates is an ext4 top directory (see [`top_directory`]).
 
 use crate::out::outln;
-use crate::bench_cmd::{proc_status_kib, quantiles};
+use tessera_bench::measure::{proc_status_kib, quantiles};
 use crate::daemon_cmd::{start_local, Local};
 use crate::live_args::ListFormat;
 use anyhow::{anyhow, bail, Context, Result};

@@ -21,10 +21,8 @@ mod live_cmd;
 mod loadtest_cmd;
 mod metrics_cmd;
 mod experiment_cmd;
-mod highs_mip;
 mod interrupt;
 mod node_cmd;
-mod power_bench;
 mod replay_cmd;
 mod sim_cmd;
 mod sleep_job;
@@ -68,9 +66,9 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::SimCommand::Run(a) => sim_cmd::run(a),
             cli::SimCommand::Compare(a) => study_cmd::compare(a),
             cli::SimCommand::Sweep(a) => study_cmd::sweep(a),
-            cli::SimCommand::Bench(a) => sim_cmd::bench(a),
-            cli::SimCommand::BenchPass(a) => bench_cmd::bench_pass(a),
-            cli::SimCommand::BenchStream(a) => bench_cmd::bench_stream(a),
+            cli::SimCommand::Bench(a) => bench_cmd::sim(a),
+            cli::SimCommand::BenchPass(a) => bench_cmd::pass(a),
+            cli::SimCommand::BenchStream(a) => bench_cmd::stream(a),
         },
         cli::Command::Workload { command } => match command {
             cli::WorkloadCommand::Generate(a) => workload_cmd::generate(a),
@@ -114,7 +112,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             live_args::JobCommand::Script(a) => live_cmd::job_script(a),
         },
         cli::Command::Power { command } => match command {
-            cli::PowerCommand::Bench(a) => power_bench::bench(a),
+            cli::PowerCommand::Bench(a) => bench_cmd::power(a),
         },
         cli::Command::Acct { command: Some(cli::AcctCommand::Apel(a)), .. } => acct_cmd::apel_export(a),
         cli::Command::Acct { command: Some(cli::AcctCommand::Runs(a)), .. } => acct_cmd::runs(a),

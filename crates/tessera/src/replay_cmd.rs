@@ -439,7 +439,7 @@ pub fn run(
     let times: Vec<JobTimes> = log.iter().map(SleepRecord::times).collect();
     let metrics = Classic::compute(&times, Some(info.cores as f64));
     let metrics_json = files.dir.join("metrics.json");
-    let (p50, p99, max) = crate::bench_cmd::quantiles(late);
+    let (p50, p99, max) = tessera_bench::measure::quantiles(late);
     let o = Outcome {
         trace: trace.to_string(),
         shrink_pct,
