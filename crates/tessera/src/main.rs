@@ -11,25 +11,20 @@
 //! 2 a usage error (unknown flag or value), printed by the argument parser.
 
 mod acct_cmd;
-mod out;
 mod bench_cmd;
 mod cli;
 mod cluster_cmd;
 mod daemon_cmd;
+mod experiment_cmd;
 mod live_args;
 mod live_cmd;
-mod loadtest_cmd;
-mod metrics_cmd;
-mod experiment_cmd;
-mod interrupt;
 mod node_cmd;
-mod replay_cmd;
+mod out;
 mod sim_cmd;
-mod sleep_job;
 mod study_cmd;
-mod twin_cmd;
-mod chaos_cmd;
-mod soak_cmd;
+mod tool_args;
+mod tools_cmd;
+mod values;
 mod workload_cmd;
 
 use clap::Parser;
@@ -87,15 +82,15 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::NodeCommand::Up(a) => live_cmd::node_action("up", a),
         },
         cli::Command::Controller(a) => daemon_cmd::controller(a),
-        cli::Command::SleepJob(a) => sleep_job::sleep_job(a),
-        cli::Command::Replay(a) => replay_cmd::replay(a),
-        cli::Command::Metrics(a) => metrics_cmd::metrics(a),
-        cli::Command::Twin(a) => twin_cmd::twin(a),
-        cli::Command::Chaos(a) => chaos_cmd::chaos(a),
-        cli::Command::Soak(a) => soak_cmd::soak(a),
+        cli::Command::SleepJob(a) => tools_cmd::sleep_job(a),
+        cli::Command::Replay(a) => tools_cmd::replay(a),
+        cli::Command::Metrics(a) => tools_cmd::metrics(a),
+        cli::Command::Twin(a) => tools_cmd::twin(a),
+        cli::Command::Chaos(a) => tools_cmd::chaos(a),
+        cli::Command::Soak(a) => tools_cmd::soak(a),
         cli::Command::Agent(a) => daemon_cmd::agent(a),
         cli::Command::Up(a) => daemon_cmd::up(a),
-        cli::Command::Loadtest(a) => loadtest_cmd::loadtest(a),
+        cli::Command::Loadtest(a) => tools_cmd::loadtest(a),
         cli::Command::Down(a) => daemon_cmd::down(a),
         cli::Command::Token { command: live_args::TokenCommand::Create(a) } => daemon_cmd::token(a),
         cli::Command::Queue(a) => live_cmd::queue(a),
