@@ -129,10 +129,10 @@ fn stop_all(sig: libc::c_int) {
         let dirs: Vec<String> = s.dirs.keys().map(|d| d.display().to_string()).collect();
         eprintln!("tessera: {name}: stopping the {} daemon(s) it started (state in {})", pids.len(), if dirs.is_empty() { "?".into() } else { dirs.join(", ") });
     }
-    crate::local::stop_pids(&pids);
+    crate::stop::stop_pids(&pids);
     for (dir, kill_jobs) in &s.dirs {
         if *kill_jobs {
-            crate::local::kill_jobs(dir);
+            crate::stop::kill_jobs(dir);
         }
         let _ = std::fs::remove_file(dir.join("up.json"));
     }

@@ -4,7 +4,7 @@
 //! * [`local`]: a local cluster of real daemons (a controller and agents,
 //!   processes of the `tessera` binary), every node registered; `tessera up`,
 //!   the tools below and the live tests start theirs through it; [`interrupt`]
-//!   stops them on SIGINT or SIGTERM.
+//!   stops them on SIGINT or SIGTERM, through [`stop`].
 //! * [`sleep_job`]: the job of an emulated cluster, suspension-aware.
 //! * [`replay`]: a trace replayed against a running controller with sleep jobs;
 //!   [`metrics`] the classical metrics of a live run.
@@ -26,4 +26,5 @@ pub mod metrics;
 pub mod replay;
 pub mod sleep_job;
 pub mod soak;
+pub mod stop;
 pub mod twin;

@@ -11,6 +11,7 @@
 //! agents present the same nodes at every start (`agents.json`).
 
 use crate::client::{changes, runtime};
+use crate::stop::{kill_jobs, stop_pids};
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -348,32 +349,6 @@ pub fn stop(f: &UpFile) {
     stop_pids(&f.pids());
 }
 
-/// SIGTERM to each of `pids`, then SIGKILL to those still there after 10 s;
-/// reaps them if they are this process's children.
-pub fn stop_pids(pids: &[u32]) {
-    use nix::sys::signal::{kill, Signal};
-    use nix::unistd::Pid;
-    for &p in pids {
-        let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
-    }
-    let t0 = Instant::now();
-    while pids.iter().any(|&p| kill(Pid::from_raw(p as i32), None).is_ok() && !reap(p)) {
-        if t0.elapsed() > Duration::from_secs(10) {
-            for &p in pids {
-                let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
-            }
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Reap `pid` if it is our exited child; true if it is gone.
-fn reap(pid: u32) -> bool {
-    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-    matches!(waitpid(nix::unistd::Pid::from_raw(pid as i32), Some(WaitPidFlag::WNOHANG)), Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)))
-}
-
 /// Stops the daemons however the test ends, and then any job still running
 /// (jobs outlive their agents by design; a test cut short must not leave its
 /// fillers behind): on return, on an error, and on SIGINT or SIGTERM (through
@@ -403,23 +378,6 @@ impl Drop for Guard {
         if let Some(l) = self.0.take() {
             l.stop();
             kill_jobs(&self.1);
-        }
-    }
-}
-
-/// SIGKILL to the process group of every job in the spools of the agents
-/// under `state`.
-pub fn kill_jobs(state: &Path) {
-    let Ok(agents) = std::fs::read_dir(state.join("agents")) else { return };
-    for a in agents.flatten() {
-        let Ok(files) = std::fs::read_dir(a.path().join("jobs")) else { continue };
-        for f in files.flatten() {
-            let Some(n) = f.file_name().to_str().filter(|n| !n.ends_with(".sh")).and_then(tessera_agent::launch::Slot::parse_name) else { continue };
-            let slot = tessera_agent::launch::Slot::new(&a.path(), n);
-            let rec = slot.read();
-            if let (Some(p), None) = (rec.pids, rec.exit) {
-                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(p.pgid), nix::sys::signal::Signal::SIGKILL);
-            }
         }
     }
 }

@@ -508,6 +508,7 @@ pub enum PowercapCommand {
 pub enum PowerCommand {
     /// Time PARM's decision (one knapsack) with the structured solver, the MILP
     /// (microlp) and HiGHS, on decisions built from a trace; --mps-dir writes them as MPS.
+    /// Needs a build with HiGHS (`cargo build --release --features highs`).
     Bench(PowerBenchArgs),
 }
 
