@@ -10,6 +10,7 @@
 //!   ([`parm_paper`]), its attribution ([`attribution`]) and testbed
 //!   ([`testbed`]), on the machinery of [`parm`].
 //! * [`files`]: outputs never overwrite inputs; HTML pages written.
+//! * [`trace_info`]: what a trace holds, and what a simulation would replay of it.
 //!
 //! Errors name the `sim run` flag (or experiment flag) whose value is wrong,
 //! since that is how users and sweep files name a run's settings.
@@ -27,6 +28,7 @@ pub mod run;
 pub mod spec;
 pub mod sweep;
 pub mod testbed;
+pub mod trace_info;
 
 pub use run::{execute, Executed, Outputs};
 pub use spec::{PowerSpec, RunSpec};
