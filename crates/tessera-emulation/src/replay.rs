@@ -279,13 +279,13 @@ pub fn replay(a: &Options, connect: impl FnOnce() -> Result<Client>, bin: &Path,
     Ok(outcomes)
 }
 
-/// Submit every planned job at its instant, wait until none is queued or
-/// running, then write the per-job records and metrics.
-#[allow(clippy::too_many_arguments)]
 /// How long the replay waits for a controller that cannot be reached (one
 /// restarting) before it gives up.
 const PATIENCE: Duration = Duration::from_secs(300);
 
+/// Submit every planned job at its instant, wait until none is queued or
+/// running, then write the per-job records and metrics.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     rt: &tokio::runtime::Runtime,
     client: &mut Client,
