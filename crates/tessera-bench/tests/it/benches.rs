@@ -1,6 +1,6 @@
 //! The benchmarks at toy sizes, from their typed settings.
 
-use tessera_bench::{pass, power, sim, stream};
+use tessera_bench::{pass, sim, stream};
 use tessera_core::PolicyKind;
 
 fn ricc(what: &str) -> Option<std::path::PathBuf> {
@@ -57,6 +57,7 @@ fn a_replay_is_timed_against_the_reference() {
 #[cfg(not(feature = "highs"))]
 #[test]
 fn power_bench_without_highs_says_to_rebuild_with_the_feature() {
+    use tessera_bench::power;
     let o = power::Options { trace: None, cluster: None, jobs: vec![30], instances: 1, repeat: 1, variant: "wSE".into(), milp_node_limit: 1, milp_time_limit: 1.0, highs_time_limit: 1.0, mps_dir: None };
     let e = power::run(&o, false).unwrap_err().to_string();
     assert!(e.starts_with("tessera power bench needs HiGHS, which is not in this build: rebuild with `--features highs`"), "{e}");
