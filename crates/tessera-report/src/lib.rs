@@ -1,12 +1,16 @@
 //! `tessera-report`: how Tessera shows its results. Tables in four renderings,
 //! charts drawn with plotters as SVG, and self-contained HTML pages: the report
 //! of a recorded run, the comparison of several simulations, a sweep's report
-//! and the live dashboard. The CLI and the controller only gather the data.
+//! and the live dashboard; the live system's listings (queue, nodes, a job) and
+//! a cluster file's summary as the CLI prints them. The CLI and the controller
+//! only gather the data.
 
 pub mod acct;
 pub mod chart;
+pub mod cluster;
 pub mod dashboard;
 pub mod html;
+pub mod live;
 pub mod run;
 pub mod series;
 pub mod study;

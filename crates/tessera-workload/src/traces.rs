@@ -125,12 +125,18 @@ fn resolve_with(base: &Path, given: &Path, env: Option<OsString>, beside: Option
     Err(TraceNotFound { given: given.to_path_buf(), tried, looked_in })
 }
 
+/// Whether the shared traces must be there (`TESSERA_REQUIRE_TRACES=1`, set by
+/// `.ci/run`): a test that would skip without them fails instead.
+fn traces_required() -> bool {
+    std::env::var("TESSERA_REQUIRE_TRACES").is_ok_and(|v| v == "1")
+}
+
 /// The shared traces directory, or `None` after printing why the caller is
 /// skipped. Panics when `TESSERA_REQUIRE_TRACES=1` and the traces are missing.
 pub fn shared_dir_or_skip(what: &str) -> Option<PathBuf> {
     let dir = shared_dir();
     if dir.is_none() {
-        if std::env::var("TESSERA_REQUIRE_TRACES").is_ok_and(|v| v == "1") {
+        if traces_required() {
             panic!("{what}: shared traces not found (set TESSERA_TRACES or check out ../shared/traces) and TESSERA_REQUIRE_TRACES=1");
         }
         eprintln!("SKIPPED {what}: shared traces not found (set TESSERA_TRACES or provide ../shared/traces)");
@@ -138,8 +144,21 @@ pub fn shared_dir_or_skip(what: &str) -> Option<PathBuf> {
     dir
 }
 
-/// A named shared trace (file name inside the shared directory), if present.
+/// A named shared trace (file name inside the shared directory), for tests and
+/// benchmarks, which skip without it. Panics when `TESSERA_REQUIRE_TRACES=1` and
+/// the trace is missing, as [`shared_dir_or_skip`] does, so that a test that
+/// returns early without it cannot pass unnoticed in CI. Commands use
+/// [`find_shared`], which never panics.
 pub fn shared_trace(file: &str) -> Option<PathBuf> {
+    let found = find_shared(file);
+    if found.is_none() && traces_required() {
+        panic!("shared trace {file} not found (set TESSERA_TRACES or check out ../shared/traces) and TESSERA_REQUIRE_TRACES=1");
+    }
+    found
+}
+
+/// A named shared trace (file name inside the shared directory), if present.
+pub fn find_shared(file: &str) -> Option<PathBuf> {
     shared_dir().map(|d| d.join(file)).filter(|p| p.is_file())
 }
 

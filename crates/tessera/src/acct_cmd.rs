@@ -100,7 +100,7 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
 pub fn apel_export(a: ApelArgs) -> Result<()> {
     let kind = Message::from_kind(&format!("{:?}", a.kind).to_ascii_lowercase(), a.version.as_deref()).map_err(anyhow::Error::msg)?;
     if let Some(o) = &a.output {
-        crate::paths::check(&[("accounting store", &store_path(&a.db.store))], &[("--output", o)])?;
+        tessera_studies::files::check(&[("accounting store", &store_path(&a.db.store))], &[("--output", o)])?;
     }
     let (store, run) = open(&a.db)?;
     let (site, cluster): (String, String) = store.connection().query_row("SELECT site, cluster FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -167,10 +167,10 @@ pub fn report(cmd: ReportCommand) -> Result<()> {
             out!("{}", bill_text(&r, table_format(a.format)))?;
         }
         ReportCommand::Html { db, output, prices } => {
-            crate::paths::check(&[("accounting store", &store_path(&db.store))], &[("--output", &output)])?;
+            tessera_studies::files::check(&[("accounting store", &store_path(&db.store))], &[("--output", &output)])?;
             let (store, run) = open(&db)?;
             let data = RunData::load(&store, run, prices.prices())?;
-            write_report(&output, &data.page())?;
+            tessera_studies::files::write_report(&output, &data.page())?;
         }
     }
     Ok(())
@@ -185,13 +185,6 @@ fn caption(store: &Store, run: i64, format: ReportFormat) -> Result<()> {
     let (label, policy, site): (String, String, String) = store.connection().query_row("SELECT label, policy, site FROM runs WHERE id = ?1", [run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     let q = tessera_core::quote::text;
     outln!("run {run} of {}: {} (site {}, policy {})\n", q(store.path()), q(&label), q(&site), q(&policy))?;
-    Ok(())
-}
-
-/// Write an HTML page, and say where.
-pub fn write_report(path: &std::path::Path, page: &tessera_report::Page) -> Result<()> {
-    std::fs::write(path, page.render()).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("report: {} ({} charts; open it in a browser)", path.display(), page.charts().count());
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! Command-line interface (clap derive).
 
+use crate::values::{acct_fields, acct_states, at_least_one, duration_s, parsed_as, policies, policy, price};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -59,28 +60,28 @@ pub enum Command {
     /// Load-test the live system on this machine: a controller and agents on
     /// loopback, concurrent clients submitting real short jobs; submissions/s,
     /// starts/s, pass time and memory with the load queued, nothing lost.
-    Loadtest(crate::loadtest_cmd::LoadTestArgs),
+    Loadtest(crate::tool_args::LoadTestArgs),
     /// A job that sleeps for its runtime, suspension-aware (SIGTSTP stops it
     /// and is recorded, SIGCONT resumes it for the time that remained), and
     /// appends one JSON line to a log when it ends (for emulation and replay).
-    SleepJob(crate::sleep_job::SleepJobArgs),
+    SleepJob(crate::tool_args::SleepJobArgs),
     /// Replay a trace against a running controller with sleep jobs (shrink
     /// sweeps, warm-up and groups), then report its metrics.
-    Replay(crate::replay_cmd::ReplayArgs),
+    Replay(crate::tool_args::ReplayArgs),
     /// The classical scheduling metrics of a live run: from the sleep jobs'
     /// log or an accounting store (the simulator's own definitions).
-    Metrics(crate::metrics_cmd::MetricsArgs),
+    Metrics(crate::tool_args::MetricsArgs),
     /// Does the simulator predict the live system? Replay a shrunk trace on a
     /// local emulated cluster, simulate the same workload, compare job by job.
-    Twin(crate::twin_cmd::TwinArgs),
+    Twin(crate::tool_args::TwinArgs),
     /// The live system under kill -9: replay a trace on a local emulated
     /// cluster while killing the controller and agents at random moments;
     /// check that every job ran once and is accounted once.
-    Chaos(crate::chaos_cmd::ChaosArgs),
+    Chaos(crate::tool_args::ChaosArgs),
     /// The live system at a steady rate for a long time: short real jobs
     /// submitted at --rate per minute; the controller's and agents' memory
     /// must stay flat after the warm-up, and every job be accounted once.
-    Soak(crate::soak_cmd::SoakArgs),
+    Soak(crate::tool_args::SoakArgs),
     /// Stop what `tessera up --detach` started.
     Down(crate::live_args::DownArgs),
     /// Jobs on a running controller: submit (sbatch), cancel, hold, release,
@@ -137,18 +138,163 @@ pub enum SimCommand {
     Run(SimRunArgs),
     /// Run several policies (or cluster files) on the same trace in parallel and
     /// write one report that overlays them, with the difference in each metric.
-    Compare(crate::study_cmd::CompareArgs),
+    Compare(CompareArgs),
     /// A parameter sweep from a TOML file (traces × clusters × policies ×
     /// parameters) -> one CSV; `--shard I/N` runs a slice; `merge` joins slices.
-    Sweep(crate::study_cmd::SweepArgs),
+    Sweep(SweepArgs),
     /// Time parsing and every policy on traces; compare with the naive reference.
     Bench(SimBenchArgs),
     /// Time one scheduling pass as a live controller runs it: a large cluster,
     /// half busy, a deep queue of trace jobs.
-    BenchPass(crate::bench_cmd::PassBenchArgs),
+    BenchPass(PassBenchArgs),
     /// Stream millions of resampled trace jobs through the engine; report jobs/s
     /// and memory.
-    BenchStream(crate::bench_cmd::StreamBenchArgs),
+    BenchStream(StreamBenchArgs),
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// SWF trace (default: the embedded default workload and cluster).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Policies to compare, comma-separated.
+    #[arg(long, default_value = "easy,conservative", value_parser = policies)]
+    pub policy: String,
+    /// Cluster files to compare (repeatable); each runs every policy.
+    #[arg(long)]
+    pub cluster: Vec<PathBuf>,
+    /// Further `sim run` flags for every variant (e.g. `--max-jobs 5000`), after `--`.
+    #[arg(last = true)]
+    pub flags: Vec<String>,
+    /// Where to write the report.
+    #[arg(long, default_value = "compare.html")]
+    pub report: PathBuf,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    pub merge: Option<SweepCommand>,
+    /// The sweep file (TOML; see docs/sweeps.md).
+    pub file: Option<PathBuf>,
+    /// Run only slice I of N (cases whose index modulo N is I; 0 <= I < N), e.g.
+    /// `--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// The results, one CSV row per case.
+    #[arg(long, short, default_value = "sweep.csv")]
+    pub out: PathBuf,
+    /// Also write an HTML report of the results.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// List the cases and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+#[derive(Subcommand)]
+pub enum SweepCommand {
+    /// Join the slices of a sharded sweep into one CSV (in case order).
+    Merge {
+        /// The slices' CSV files.
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// Where to write the merged results (CSV).
+        #[arg(long, short, default_value = "sweep.csv")]
+        out: PathBuf,
+        /// The sweep file: check that every case is there exactly once.
+        #[arg(long)]
+        sweep: Option<PathBuf>,
+        /// Also write an HTML report of the merged results.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+pub struct PassBenchArgs {
+    /// SWF trace the jobs come from [default: RICC-2010-2 from the shared traces directory].
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Trace records to skip before the first job.
+    #[arg(long, default_value_t = 100_000)]
+    pub skip: usize,
+    /// Nodes of the cluster (one shared partition: jobs get cores).
+    #[arg(long, default_value_t = 3600)]
+    pub nodes: u32,
+    /// Cores per node.
+    #[arg(long, default_value_t = 16)]
+    pub cores: u32,
+    /// Share of the cores busy with running jobs when the queue is submitted.
+    #[arg(long, default_value_t = 0.5)]
+    pub busy: f64,
+    /// Jobs kept in the queue.
+    #[arg(long, default_value_t = 10_000)]
+    pub queued: usize,
+    /// The first queued job asks for this share of the cores instead of its own
+    /// (a machine draining for a wide job) [default: every job as in the trace].
+    #[arg(long)]
+    pub wide_head: Option<f64>,
+    /// Nodes drained (out of service) before the setup, spread over the cluster.
+    #[arg(long, default_value_t = 0)]
+    pub drained: u32,
+    /// Track memory: each node has this many MiB per core, and each job asks
+    /// for the trace's requested memory per processor (at most a node's), or
+    /// this much where the trace does not say [default: memory not tracked].
+    #[arg(long, default_value_t = 0)]
+    pub mem_per_core: u64,
+    /// Timed passes per policy after the first.
+    #[arg(long, default_value_t = 200)]
+    pub passes: usize,
+    /// Policies to time [default: fcfs, easy, conservative].
+    #[arg(long = "policy")]
+    pub policies: Vec<String>,
+    /// Seed of the setup (how far each running job has got).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also time each policy's reference: the engine without its shortcuts
+    /// (every queued job tried, every node worked out in full at every
+    /// candidate instant), which the property tests compare the engine with.
+    #[arg(long)]
+    pub reference: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Args)]
+pub struct StreamBenchArgs {
+    /// SWF trace whose jobs are resampled [default: RICC-2010-2 from the shared traces directory].
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Jobs to run through the engine.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub jobs: u64,
+    /// Processors of the pool (jobs larger than it are cut to it).
+    #[arg(long, default_value_t = 1024)]
+    pub capacity: u32,
+    /// Jobs kept waiting: new ones arrive whenever the queue is shorter.
+    #[arg(long, default_value_t = 100)]
+    pub queued: usize,
+    /// Scheduling policy: fcfs, easy or conservative.
+    #[arg(long, default_value = "easy")]
+    pub policy: String,
+    /// Seed of the resampling.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -306,7 +452,7 @@ pub struct PowerArgs {
 #[derive(Subcommand)]
 pub enum NodeCommand {
     /// CPU power caps through the Linux powercap sysfs interface (RAPL).
-    Powercap(crate::node_cmd::PowercapArgs),
+    Powercap(PowercapArgs),
     /// Let running jobs finish and start no new ones (operators).
     Drain(crate::live_args::NodeStateArgs),
     /// Return drained or downed nodes to service (operators).
@@ -317,10 +463,52 @@ pub enum NodeCommand {
     Up(crate::live_args::NodeStateArgs),
 }
 
+#[derive(Args)]
+pub struct PowercapArgs {
+    #[command(subcommand)]
+    pub command: PowercapCommand,
+}
+
+#[derive(Subcommand)]
+pub enum PowercapCommand {
+    /// Show the power zones and their constraints (limits, maxima, time windows).
+    Show {
+        /// The powercap class directory.
+        #[arg(long, default_value = tessera_agent::powercap::DEFAULT_ROOT)]
+        root: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
+    /// Set a power limit: on one zone (--zone, --watts), on every CPU package (--watts),
+    /// or a whole node's cap split evenly over its packages (--node-watts).
+    Set {
+        /// The powercap class directory.
+        #[arg(long, default_value = tessera_agent::powercap::DEFAULT_ROOT)]
+        root: PathBuf,
+        /// Zone id (intel-rapl:0) or name (package-0, dram) [default: every CPU package].
+        #[arg(long, conflicts_with = "node_watts")]
+        zone: Option<String>,
+        /// Constraint, by name: long_term, short_term or peak_power.
+        #[arg(long, default_value = "long_term")]
+        constraint: String,
+        /// Limit in watts for each selected zone.
+        #[arg(long, required_unless_present = "node_watts", conflicts_with = "node_watts")]
+        watts: Option<f64>,
+        /// Limit in watts for the whole node, split evenly over its CPU packages.
+        #[arg(long)]
+        node_watts: Option<f64>,
+        /// Validate and print the changes without writing anything.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
 #[derive(Subcommand)]
 pub enum PowerCommand {
     /// Time PARM's decision (one knapsack) with the structured solver, the MILP
     /// (microlp) and HiGHS, on decisions built from a trace; --mps-dir writes them as MPS.
+    /// Needs a build with HiGHS (`cargo build --release --features highs`).
     Bench(PowerBenchArgs),
 }
 
@@ -742,23 +930,6 @@ pub struct PruneArgs {
     pub dry_run: bool,
 }
 
-/// `90`, `90s`, `15m`, `1h`, `2d`: seconds, at least 0.
-pub fn duration_s(s: &str) -> Result<i64, String> {
-    let t = s.trim();
-    let (num, unit) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c),
-        _ => (t, 's'),
-    };
-    let scale = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86400,
-        _ => return Err(format!("`{t}`: expected seconds, or a number with s, m, h or d")),
-    };
-    num.parse::<i64>().ok().filter(|n| *n >= 0).and_then(|n| n.checked_mul(scale)).ok_or_else(|| format!("`{t}`: expected a whole number of at least 0, with s, m, h or d"))
-}
-
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
 pub enum ApelKind {
     Individual,
@@ -856,65 +1027,10 @@ pub struct PriceArgs {
     pub price_gpu_hour: f64,
 }
 
-/// A price: a finite number >= 0 (NaN, infinities and negative prices refused).
-fn price(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x + 0.0),
-        _ => Err(format!("expected a finite price >= 0, e.g. 0.05, not {}", tessera_workload::quote::bounded(s))),
-    }
-}
-
 impl PriceArgs {
     pub fn prices(&self) -> tessera_accounting::billing::Prices {
         tessera_accounting::billing::Prices { core_hour: self.price_core_hour, gb_hour: self.price_gb_hour, gpu_hour: self.price_gpu_hour }
     }
-}
-
-/// A value clap checks by parsing it as `T`, kept as text: an unknown value is a
-/// usage error (exit 2), like an unknown flag.
-pub fn parsed_as<T: std::str::FromStr>(s: &str) -> Result<String, String>
-where
-    T::Err: std::fmt::Display,
-{
-    s.parse::<T>().map(|_| s.to_string()).map_err(|e| e.to_string())
-}
-
-/// A comma-separated list whose every element `ok` accepts, kept as text.
-fn each(s: &str, ok: impl Fn(&str) -> Result<(), String>) -> Result<String, String> {
-    for x in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-        ok(x)?;
-    }
-    Ok(s.to_string())
-}
-
-/// A count of at least 1 (`--max-jobs 0` would replay nothing: omit the flag
-/// for all).
-pub fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err("expected a whole number >= 1 (omit the flag for all)".to_string()),
-    }
-}
-
-/// `--policy`: a known policy.
-pub fn policy(s: &str) -> Result<String, String> {
-    parsed_as::<tessera_core::PolicyKind>(s)
-}
-
-/// `--policy a,b`: known policies.
-pub fn policies(s: &str) -> Result<String, String> {
-    each(s, |p| policy(p).map(|_| ()))
-}
-
-/// `acct --format`: sacct field names.
-fn acct_fields(s: &str) -> Result<String, String> {
-    use tessera_accounting::acct::{field_name, FIELDS};
-    each(s, |f| field_name(f).map(|_| ()).ok_or_else(|| format!("unknown field `{f}`; known: {}", FIELDS.iter().map(|f| f.0).collect::<Vec<_>>().join(", "))))
-}
-
-/// `acct --state`: job states.
-fn acct_states(s: &str) -> Result<String, String> {
-    each(s, |x| tessera_accounting::acct::state_name(x).map(|_| ()).ok_or_else(|| format!("unknown state `{x}`; known: COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO), NODE_FAIL (NF)")))
 }
 
 #[cfg(test)]

@@ -1,90 +1,17 @@
 //! `tessera cluster show` and `tessera publish`.
 
-use crate::out::{out, outln};
+use crate::out::out;
 use crate::cli::{PublishArgs, PublishFormat, ShowArgs};
-use crate::sim_cmd::{default_cluster, load_cluster};
+use tessera_studies::run::{default_cluster, load_cluster};
 use anyhow::Result;
-use tessera_core::hostlist;
 
-/// The cluster's node types, partitions and power; names as
-/// `tessera_core::quote::text` shows them (control characters escaped).
+/// The cluster's node types, partitions and power (`tessera_report::cluster`).
 pub fn show(a: ShowArgs) -> Result<()> {
-    let q = tessera_core::quote::text;
     let c = match &a.cluster {
         Some(p) => load_cluster(p)?,
         None => default_cluster(),
     };
-    outln!("cluster {}: {} nodes, {} cores, reference {}", q(&c.name), c.nodes.len(), c.total_cores(), q(&c.reference.name))?;
-    outln!(
-        "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} nodes",
-        "NODETYPE", "COUNT", "SOCKETS", "CORES", "MEMORY_MB", "GPUS", "SPEED", "FACTOR", "FEATURES"
-    )?;
-    // the nodes of each type, in one pass over the nodes (not one per type)
-    let mut by_type: Vec<Vec<&str>> = vec![Vec::new(); c.node_types.len()];
-    for n in &c.nodes {
-        by_type[n.node_type].push(n.name.as_str());
-    }
-    for (t, names) in c.node_types.iter().zip(&by_type) {
-        outln!(
-            "{:<12} {:>6} {:>8} {:>6} {:>10} {:>5} {:>8} {:>7}  {:<20} {}",
-            q(&t.name),
-            names.len(),
-            t.sockets,
-            t.cores(),
-            t.memory_mb,
-            t.gpus,
-            tessera_accounting::publish::num(t.speed, 3),
-            tessera_accounting::publish::num(t.factor, 4),
-            if t.features.is_empty() { "-".to_string() } else { q(&t.features.join(",")).into_owned() },
-            q(&hostlist::compress(&names))
-        )?;
-    }
-    outln!("{:<12} {:>6} {:>8} {:>10}  {:<24} nodes", "PARTITION", "NODES", "DEFAULT", "ALLOCATION", "NODESET")?;
-    for p in &c.partitions {
-        let names: Vec<&str> = p.nodes.iter().map(|&i| c.nodes[i].name.as_str()).collect();
-        outln!(
-            "{:<12} {:>6} {:>8} {:>10}  {:<24} {}",
-            q(&p.name),
-            p.nodes.len(),
-            if p.default { "yes" } else { "" },
-            if p.exclusive { "exclusive" } else { "shared" },
-            p.nodeset.as_ref().map_or("-".to_string(), |s| q(&s.to_string()).into_owned()),
-            q(&hostlist::compress(&names))
-        )?;
-    }
-    if let Some(ns) = &c.nodeset {
-        outln!("site node set: {} (optional {}, priority {}, plus {})", q(&ns.to_string()), ns.optional, ns.priority, ns.plus)?;
-    }
-    for t in &c.node_types {
-        if let Some(pw) = &t.power {
-            let caps: Vec<String> = pw.cap_levels_w.iter().map(|w| w.to_string()).collect();
-            outln!(
-                "power {}: base {} W + memory {} W + CPU up to {} W (caps {} W) per busy node; idle {} W",
-                q(&t.name),
-                pw.base_w,
-                pw.memory_w,
-                pw.cpu_max_w,
-                caps.join(", "),
-                pw.idle_w
-            )?;
-        }
-    }
-    if let Some(b) = c.power_budget_w {
-        match c.power_machine() {
-            Ok(info) => {
-                let full = info.cpu_max_w + info.machine.node_base_w;
-                let low = info.machine.cap_levels_w[0] + info.machine.node_base_w;
-                outln!(
-                    "power budget {b} W: {} nodes at full power ({full} W each), {} at the lowest cap ({low} W), of {}",
-                    ((b / full).floor() as u64).min(info.machine.nodes as u64),
-                    ((b / low).floor() as u64).min(info.machine.nodes as u64),
-                    info.machine.nodes
-                )?;
-            }
-            Err(e) => outln!("power budget {b} W: not usable for power-aware scheduling: {e}")?,
-        }
-    }
-    Ok(())
+    out!("{}", tessera_report::cluster::cluster_text(&c))
 }
 
 pub fn publish(a: PublishArgs) -> Result<()> {

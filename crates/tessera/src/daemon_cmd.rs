@@ -1,27 +1,26 @@
 //! The daemons: `tessera controller`, `tessera agent`, and `tessera up` /
 //! `tessera down`, which start and stop a controller and agents emulating a
-//! cluster on this machine; `tessera token create`.
+//! cluster on this machine (through `tessera_emulation::local`, which `up`
+//! supervises here); `tessera token create`.
 
 use crate::out::outln;
 use tessera_proto::unix_now;
 use crate::live_args::*;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tessera_agent::agent::{Agent, AgentConfig};
 use tessera_controller::auth::{Key, Role};
 use tessera_controller::Config;
 use tessera_core::{hostlist, Cluster};
-use tessera_proto::api::{AgentNode, NodeInfo};
-use tessera_proto::client::{Client, Target};
+use tessera_emulation::local::{cluster_text, start_local, stop, tail, write_up_file, UpFile};
+use tessera_proto::api::AgentNode;
+use tessera_proto::client::Target;
 
-
-fn cluster_text(path: &Option<PathBuf>) -> Result<(String, String)> {
-    match path {
-        Some(p) => Ok((std::fs::read_to_string(p).with_context(|| format!("reading cluster file {}", p.display()))?, p.display().to_string())),
-        None => Ok((crate::sim_cmd::DEFAULT_CLUSTER.to_string(), "examples/clusters/default.toml".to_string())),
-    }
+/// This `tessera` binary, which the daemons of a local cluster and the sleep
+/// jobs of a replay run.
+pub fn bin() -> Result<PathBuf> {
+    std::env::current_exe().context("finding the tessera binary")
 }
 
 pub fn controller(a: ControllerArgs) -> Result<()> {
@@ -119,318 +118,6 @@ pub fn token(a: TokenArgs) -> Result<()> {
     Ok(())
 }
 
-/// What `tessera up` started, for `tessera down`.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct UpFile {
-    controller: u32,
-    agents: Vec<u32>,
-}
-
-fn spawn_daemon(args: &[String], log: &Path) -> Result<Child> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().context("finding the tessera binary")?;
-    // appended: a restarted daemon's log follows its previous run's
-    // the operator's only, as the rest of the state directory
-    let out = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(log).with_context(|| format!("opening {}", log.display()))?;
-    let err = out.try_clone()?;
-    // in a process group of its own: a Ctrl-C at the terminal is the command's
-    // (which stops it: see `crate::interrupt`), and `up --detach` leaves it running
-    crate::interrupt::spawn(|| {
-        Command::new(exe)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .env("TESSERA_LOG", std::env::var("TESSERA_LOG").unwrap_or_else(|_| "info".into()))
-            .process_group(0)
-            .spawn()
-            .context("starting a daemon")
-    })
-}
-
-fn tail(log: &Path) -> String {
-    let t = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = t.lines().collect();
-    lines[lines.len().saturating_sub(15)..].join("\n")
-}
-
-/// A controller and agents started on this machine, every node registered.
-pub struct Local {
-    pub controller: Child,
-    pub agents: Vec<Child>,
-    pub ep: tessera_controller::Endpoint,
-    pub cluster: Cluster,
-    dir: PathBuf,
-    /// The command lines each daemon was started with, to start it again.
-    controller_args: Vec<String>,
-    agent_args: Vec<Vec<String>>,
-}
-
-impl Local {
-    fn file(&self) -> UpFile {
-        UpFile { controller: self.controller.id(), agents: self.agents.iter().map(|c| c.id()).collect() }
-    }
-
-    /// Stop the agents and the controller (SIGTERM, then SIGKILL after 10 s),
-    /// and remove `up.json`.
-    pub fn stop(&self) {
-        let f = self.file();
-        stop(&f);
-        crate::interrupt::forget(&f.pids());
-        crate::interrupt::forget_dir(&self.dir);
-        let _ = std::fs::remove_file(self.dir.join("up.json"));
-    }
-
-    /// SIGKILL the controller (it gets no chance to clean up), and reap it.
-    pub fn kill9_controller(&mut self) -> Result<()> {
-        self.controller.kill().context("killing the controller")?;
-        self.controller.wait()?;
-        crate::interrupt::forget(&[self.controller.id()]);
-        Ok(())
-    }
-
-    /// Start the controller again with its first command line, listening
-    /// where the previous one served (for the agents to find it again: a
-    /// `--listen` of port 0 picked a port at the first start); return once it
-    /// serves.
-    pub fn restart_controller(&mut self) -> Result<()> {
-        let _ = std::fs::remove_file(self.dir.join("controller.json"));
-        if let (Some(addr), Some(i)) = (self.ep.url.strip_prefix("http://"), self.controller_args.iter().position(|a| a == "--listen")) {
-            self.controller_args[i + 1] = addr.to_string();
-        }
-        self.controller = spawn_daemon(&self.controller_args, &self.dir.join("controller.log"))?;
-        write_up_file(&self.dir, &self.file())?;
-        self.ep = wait_for_endpoint(&self.dir, &mut self.controller)?;
-        Ok(())
-    }
-
-    pub fn kill9_agent(&mut self, k: usize) -> Result<()> {
-        self.agents[k].kill().with_context(|| format!("killing agent{}", k + 1))?;
-        self.agents[k].wait()?;
-        crate::interrupt::forget(&[self.agents[k].id()]);
-        Ok(())
-    }
-
-    pub fn restart_agent(&mut self, k: usize) -> Result<()> {
-        self.agents[k] = spawn_daemon(&self.agent_args[k], &self.dir.join(format!("agent{}.log", k + 1)))?;
-        write_up_file(&self.dir, &self.file())
-    }
-}
-
-impl UpFile {
-    fn pids(&self) -> Vec<u32> {
-        self.agents.iter().copied().chain(std::iter::once(self.controller)).collect()
-    }
-}
-
-/// `up.json` in `dir`: the daemons' pids, for `tessera down --state-dir DIR`
-/// to stop them should the command that started them be killed (kill -9).
-fn write_up_file(dir: &Path, f: &UpFile) -> Result<()> {
-    write_private(&dir.join("up.json"), &serde_json::to_vec_pretty(f)?)
-}
-
-/// Write a file of the state directory, readable by the operator alone.
-fn write_private(p: &Path, bytes: &[u8]) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut w = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(p).with_context(|| format!("writing {}", p.display()))?;
-    std::io::Write::write_all(&mut w, bytes).with_context(|| format!("writing {}", p.display()))
-}
-
-/// The endpoint a starting controller writes once it serves (30 s at most).
-fn wait_for_endpoint(dir: &Path, controller: &mut Child) -> Result<tessera_controller::Endpoint> {
-    let clog = dir.join("controller.log");
-    let t0 = Instant::now();
-    loop {
-        if let Ok(t) = std::fs::read_to_string(dir.join("controller.json")) {
-            if let Ok(ep) = serde_json::from_str(&t) {
-                return Ok(ep);
-            }
-        }
-        if let Some(st) = controller.try_wait()? {
-            bail!("the controller exited ({st}):\n{}", tail(&clog));
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            let _ = controller.kill();
-            bail!("the controller did not start within 30 s:\n{}", tail(&clog));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Start a controller with state in `dir` (extra arguments appended) and
-/// `agents` agents sharing the cluster's nodes; return once every node is
-/// registered. From the first daemon on, their pids are in `dir/up.json`
-/// (`tessera down --state-dir DIR` stops them), a SIGINT or SIGTERM stops them
-/// (`crate::interrupt`), and so does an error here; the caller stops them with
-/// [`Local::stop`] (the tools through `loadtest_cmd::Guard`, which does so
-/// however the command ends).
-///
-/// On a state directory that runs another cluster, `reconfigure` applies the
-/// file given (`POST /v1/cluster`); otherwise the state's cluster is kept.
-pub fn start_local(dir: &Path, cluster_file: &Option<PathBuf>, agents: usize, listen: std::net::SocketAddr, policy: &str, extra: &[String], reconfigure: bool) -> Result<Local> {
-    let (text, path) = cluster_text(cluster_file)?;
-    let cluster = Cluster::from_toml(&text, &path).map_err(|e| anyhow!("{e}"))?;
-    // everything that can fail before the first daemon starts
-    let cluster_arg = match cluster_file {
-        Some(c) => Some(c.canonicalize().with_context(|| format!("finding cluster file {}", c.display()))?.display().to_string()),
-        None => None,
-    };
-    let rt = crate::live_cmd::runtime()?;
-    crate::interrupt::install();
-    crate::interrupt::watch_dir(dir, false);
-    let _ = std::fs::remove_file(dir.join("controller.json"));
-    let mut args = vec!["controller".to_string(), "--state-dir".into(), dir.display().to_string(), "--listen".into(), listen.to_string(), "--policy".into(), policy.to_string()];
-    if let Some(c) = &cluster_arg {
-        args.extend(["--cluster".into(), c.clone()]);
-    }
-    args.extend(extra.iter().cloned());
-    let mut controller = match spawn_daemon(&args, &dir.join("controller.log")) {
-        Ok(c) => c,
-        Err(e) => {
-            crate::interrupt::forget_dir(dir);
-            return Err(e);
-        }
-    };
-    let t0 = Instant::now();
-    let first = UpFile { controller: controller.id(), agents: Vec::new() };
-    // a state directory keeps the cluster it was created with: say so when the
-    // file given now differs, and present the state's nodes
-    let serving = write_up_file(dir, &first)
-        .and_then(|()| wait_for_endpoint(dir, &mut controller))
-        .and_then(|ep| Ok((kept_cluster(dir, &ep, &rt, &text, &path, reconfigure)?, ep)));
-    let (kept, ep) = match serving {
-        Ok(x) => x,
-        Err(e) => {
-            stop(&first);
-            crate::interrupt::forget(&[first.controller]);
-            crate::interrupt::forget_dir(dir);
-            let _ = std::fs::remove_file(dir.join("up.json"));
-            return Err(e);
-        }
-    };
-    let (cluster, cluster_arg) = match kept {
-        Some((c, file)) => (c, Some(file)),
-        None => (cluster, cluster_arg),
-    };
-    let mut local = Local { controller, agents: Vec::new(), ep, cluster, dir: dir.to_path_buf(), controller_args: args, agent_args: Vec::new() };
-    match start_agents(&mut local, agents, &cluster_arg, &rt, t0) {
-        Ok(()) => Ok(local),
-        Err(e) => {
-            local.stop();
-            Err(e)
-        }
-    }
-}
-
-/// The cluster a controller serves, when it is not the one given (`text`
-/// read from `path`): its state directory runs another. With `reconfigure`,
-/// applies the one given instead (and says what changed). Otherwise warns on
-/// the terminal, naming the nodes added, removed and changed, and writes the
-/// state's cluster to `DIR/cluster-in-use.toml` for the agents.
-fn kept_cluster(dir: &Path, ep: &tessera_controller::Endpoint, rt: &tokio::runtime::Runtime, text: &str, path: &str, reconfigure: bool) -> Result<Option<(Cluster, String)>> {
-    let mut client = Client::new(Target::Unix(ep.socket.clone()), None);
-    let info: tessera_proto::api::ClusterInfo = rt.block_on(client.call::<(), _>(hyper::Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
-    if info.toml == text {
-        return Ok(None);
-    }
-    let was = if info.path.is_empty() { "the embedded default".to_string() } else { info.path.clone() };
-    if reconfigure {
-        let r = crate::live_cmd::reconfigure(&mut client, rt, text, path)?;
-        eprintln!("{} now runs cluster file {path} instead of {was}: {}", dir.display(), r);
-        return Ok(None);
-    }
-    let kept = Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?;
-    let given = Cluster::from_toml(text, path).map_err(|e| anyhow!("{e}"))?;
-    eprintln!(
-        "warning: {} runs cluster {} ({was}, {} nodes) and keeps it; the cluster file given now ({path}) differs ({}) and is not used.\n\
-         To apply it, with running jobs kept: tessera up --reconfigure (or, while Tessera runs, tessera cluster reconfigure FILE).",
-        dir.display(),
-        kept.name,
-        kept.nodes.len(),
-        crate::live_cmd::changes(&tessera_core::Reconfiguration::differences(&kept, &given)),
-    );
-    let file = dir.join("cluster-in-use.toml");
-    std::fs::write(&file, &info.toml).with_context(|| format!("writing {}", file.display()))?;
-    Ok(Some((kept, file.display().to_string())))
-}
-
-/// Which agent presents which nodes: kept in `DIR/agents.json`, so that a
-/// state directory's agents present the same nodes at every start (an agent's
-/// running jobs are on its own nodes). The first start shares the nodes among
-/// `n` agents; nodes a changed cluster adds go to one new agent, and nodes it
-/// removes leave their agent.
-fn agents_plan(dir: &Path, cluster: &Cluster, n: usize) -> Result<Vec<(String, Vec<String>)>> {
-    let file = dir.join("agents.json");
-    let names: Vec<&str> = cluster.nodes.iter().map(|x| x.name.as_str()).collect();
-    let mut plan: Vec<(String, Vec<String>)> = match std::fs::read_to_string(&file) {
-        Ok(t) => serde_json::from_str(&t).with_context(|| format!("reading {}: expected [[agent, [nodes]], ...]", file.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
-    };
-    if plan.is_empty() {
-        let n = n.clamp(1, names.len());
-        plan = (0..n).map(|k| (format!("agent{}", k + 1), names[k * names.len() / n..(k + 1) * names.len() / n].iter().map(|s| s.to_string()).collect())).collect();
-    } else {
-        let present: std::collections::BTreeSet<&str> = names.iter().copied().collect();
-        for (_, nodes) in plan.iter_mut() {
-            nodes.retain(|x| present.contains(x.as_str()));
-        }
-        let placed: std::collections::BTreeSet<String> = plan.iter().flat_map(|(_, v)| v.iter().cloned()).collect();
-        let added: Vec<String> = names.iter().filter(|x| !placed.contains(**x)).map(|x| x.to_string()).collect();
-        if !added.is_empty() {
-            let next = plan.iter().filter_map(|(a, _)| a.strip_prefix("agent")?.parse::<usize>().ok()).max().unwrap_or(0) + 1;
-            plan.push((format!("agent{next}"), added));
-        }
-        plan.retain(|(_, v)| !v.is_empty());
-    }
-    write_private(&file, &serde_json::to_vec_pretty(&plan)?)?;
-    Ok(plan)
-}
-
-/// `start_local`'s agents (`n` of them sharing the nodes of a new state
-/// directory: [`agents_plan`]); returns once every node is registered. On an
-/// error the caller stops what was started.
-fn start_agents(local: &mut Local, n: usize, cluster_arg: &Option<String>, rt: &tokio::runtime::Runtime, t0: Instant) -> Result<()> {
-    let dir = local.dir.clone();
-    for (name, names) in agents_plan(&dir, &local.cluster, n)? {
-        let names: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-        let mut args = vec![
-            "agent".to_string(),
-            "--name".into(),
-            name.clone(),
-            "--controller".into(),
-            local.ep.url.clone(),
-            "--key-file".into(),
-            dir.join("cluster.key").display().to_string(),
-            "--nodes".into(),
-            hostlist::compress(&names),
-            "--state-dir".into(),
-            dir.join("agents").join(&name).display().to_string(),
-        ];
-        match cluster_arg {
-            Some(c) => args.extend(["--cluster".into(), c.clone()]),
-            None => args.push("--default-cluster".into()),
-        }
-        let c = spawn_daemon(&args, &dir.join(format!("{name}.log")))?;
-        local.agents.push(c);
-        local.agent_args.push(args);
-        write_up_file(&dir, &local.file())?;
-    }
-    // ready once every node is registered
-    let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
-    loop {
-        let nodes: Vec<NodeInfo> = rt.block_on(client.call::<(), _>(hyper::Method::GET, "/v1/nodes", None)).unwrap_or_default();
-        if !nodes.is_empty() && nodes.iter().all(|x| x.state != "unknown") {
-            return Ok(());
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            bail!("the agents did not register within 30 s:\n{}", tail(&dir.join("agent1.log")));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 pub fn up(a: UpArgs) -> Result<()> {
     let dir = &a.state_dir;
     tessera_proto::statedir::create_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -440,7 +127,7 @@ pub fn up(a: UpArgs) -> Result<()> {
     if let Some(pid) = tessera_proto::statedir::holder(&dir, "controller")? {
         bail!("a controller (pid {pid}) already runs on {}: stop it with `tessera down --state-dir {}`", dir.display(), dir.display());
     }
-    let mut local = start_local(&dir, &a.cluster, a.agents, a.listen, &a.policy, &[], a.reconfigure)?;
+    let mut local = start_local(&bin()?, &dir, &a.cluster, a.agents, a.listen, &a.policy, &[], a.reconfigure)?;
     let f = local.file();
     write_up_file(&dir, &f)?;
     let (ep, cluster, n) = (&local.ep, &local.cluster, local.agents.len());
@@ -465,7 +152,7 @@ pub fn up(a: UpArgs) -> Result<()> {
             // fail-stop: a controller that ends abnormally (a panic, a failed
             // write: status 70; a signal) is started again, and recovers
             let pid = local.controller.id();
-            crate::interrupt::forget(&[pid]);
+            tessera_emulation::interrupt::forget(&[pid]);
             let why = if st.success() {
                 Some("it exited without being asked to".to_string())
             } else {
@@ -574,36 +261,6 @@ fn signal_hook_lite() -> Result<impl FnMut() -> bool> {
         libc::signal(libc::SIGTERM, on_stop as *const () as libc::sighandler_t);
     }
     Ok(|| STOP.load(std::sync::atomic::Ordering::SeqCst))
-}
-
-fn stop(f: &UpFile) {
-    stop_pids(&f.pids());
-}
-
-/// SIGTERM to each of `pids`, then SIGKILL to those still there after 10 s;
-/// reaps them if they are this process's children.
-pub fn stop_pids(pids: &[u32]) {
-    use nix::sys::signal::{kill, Signal};
-    use nix::unistd::Pid;
-    for &p in pids {
-        let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
-    }
-    let t0 = Instant::now();
-    while pids.iter().any(|&p| kill(Pid::from_raw(p as i32), None).is_ok() && !reap(p)) {
-        if t0.elapsed() > Duration::from_secs(10) {
-            for &p in pids {
-                let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
-            }
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Reap `pid` if it is our exited child; true if it is gone.
-fn reap(pid: u32) -> bool {
-    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-    matches!(waitpid(nix::unistd::Pid::from_raw(pid as i32), Some(WaitPidFlag::WNOHANG)), Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)))
 }
 
 pub fn down(a: DownArgs) -> Result<()> {

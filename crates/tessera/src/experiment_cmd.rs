@@ -1,156 +1,38 @@
-//! `tessera experiment nodesets`: node sets on a heterogeneous cluster.
+//! `tessera experiment nodesets|parm|parm-attribution|parm-testbed`: the
+//! reproducible experiments of `tessera_studies`, their reports printed.
 
-use crate::out::{out, outln};
-use crate::cli::{Format, NodesetsArgs};
-use crate::sim_cmd::load_cluster;
-use anyhow::{Context, Result};
-use std::sync::Arc;
-use tessera_core::{Cluster, NodeSetSpec, PolicyKind, SetPriority};
-
-/// The experiment's default cluster (also at examples/clusters/sdsc-blue-3gen.toml).
-const SDSC_BLUE_3GEN: &str = include_str!("../../../examples/clusters/sdsc-blue-3gen.toml");
-
-/// An experiment's trace: the one given, else `default` from the shared traces.
-pub fn trace_or_shared(given: &Option<std::path::PathBuf>, default: &str) -> Result<std::path::PathBuf> {
-    match given {
-        Some(t) => Ok(tessera_workload::traces::resolve(t)?),
-        None => tessera_workload::traces::shared_trace(default)
-            .with_context(|| format!("no --trace given and {default} is not in the shared traces directory (set TESSERA_TRACES)")),
-    }
-}
-
-/// An experiment's cluster and how to name it: the file given, else the embedded
-/// copy `text` of the repository's `path`.
-pub fn cluster_or_embedded(given: &Option<std::path::PathBuf>, path: &str, text: &str) -> Result<(String, Cluster)> {
-    match given {
-        Some(p) => Ok((p.display().to_string(), load_cluster(p)?)),
-        None => Ok((path.to_string(), Cluster::from_toml(text, path).expect("the embedded cluster is valid"))),
-    }
-}
-use tessera_sim::{prepare_on, simulate, Machine, Summary};
-use tessera_workload::swf::SwfReader;
-use tessera_workload::transform;
-
-#[derive(serde::Serialize)]
-struct Row {
-    arrival_scale: f64,
-    config: String,
-    jobs: u64,
-    mean_wait_s: f64,
-    mean_bounded_slowdown: f64,
-    utilization: f64,
-    makespan_days: f64,
-    jobs_per_day: f64,
-    throughput_vs_none_pct: f64,
-    normalized_throughput: f64,
-    lost_core_hours: f64,
-    lost_pct: f64,
-    nodesets_dropped: u64,
-    sim_wall_s: f64,
-}
-
-fn configs() -> Vec<(&'static str, Option<NodeSetSpec>)> {
-    let speed = NodeSetSpec::parse_job("ONEOF:PROCSPEED").unwrap();
-    let tolerant = NodeSetSpec { tolerance: Some(0.5), ..speed.clone() };
-    let minloss = NodeSetSpec { priority: SetPriority::MinLoss, ..tolerant.clone() };
-    vec![
-        ("no node sets", None),
-        ("ONEOF:PROCSPEED", Some(speed)),
-        ("ONEOF:PROCSPEED, TOLERANCE 0.5", Some(tolerant)),
-        ("ONEOF:PROCSPEED, TOLERANCE 0.5, MINLOSS", Some(minloss)),
-    ]
-}
+use crate::cli::{BaselineSize, Format, NodesetsArgs, ParmAttributionArgs, ParmExperimentArgs, ParmTestbedArgs};
+use crate::out::out;
+use anyhow::Result;
+use tessera_studies::{attribution, nodesets, parm_paper, testbed};
 
 pub fn nodesets(a: NodesetsArgs) -> Result<()> {
-    let trace = trace_or_shared(&a.trace, "SDSC-BLUE-2000-4.2-cln.swf.gz")?;
-    let (cluster_label, cluster) = cluster_or_embedded(&a.cluster, "examples/clusters/sdsc-blue-3gen.toml", SDSC_BLUE_3GEN)?;
-    let cluster = Arc::new(cluster);
-    let policy: PolicyKind = a.policy.parse()?;
-    let (_, mut records, _) = SwfReader::read_file(&trace, false)?;
-    if let Some(n) = a.max_jobs {
-        transform::first_jobs(&mut records, n);
-    }
-    let mut rows: Vec<Row> = Vec::new();
-    let label = trace.display().to_string();
-    let mut loads = Vec::new();
-    for &scale in &a.arrival_scales {
-        let mut recs = records.clone();
-        transform::scale_arrivals(&mut recs, scale).with_context(|| format!("--arrival-scale {scale:?} on {label}"))?;
-        loads.push(recs);
-    }
-    // every (load, configuration) run is independent: a worker per core takes
-    // the next one, the heaviest loads (smallest scale) first
-    let runs: Vec<(usize, usize)> = (0..loads.len()).flat_map(|l| (0..configs().len()).map(move |c| (l, c))).collect();
-    let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by(|&x, &y| a.arrival_scales[runs[x].0].total_cmp(&a.arrival_scales[runs[y].0]));
-    let done = crate::study_cmd::parallel(&order, crate::study_cmd::cores(), "experiment runs", |&r| {
-        let (l, c) = runs[r];
-        let nodeset = configs().swap_remove(c).1;
-        let result = (|| -> Result<(Summary, f64)> {
-            let w = prepare_on(&loads[l], Machine::Cluster { cluster: cluster.clone(), partition: None, nodeset });
-            w.check_time_range(&label)?;
-            let t = std::time::Instant::now();
-            let o = simulate(&w, policy);
-            let wall = t.elapsed().as_secs_f64();
-            Ok((Summary::compute("", &w, &o), wall))
-        })();
-        (r, result)
-    });
-    let mut results: Vec<Option<(Summary, f64)>> = (0..runs.len()).map(|_| None).collect();
-    for (r, result) in done {
-        results[r] = Some(result?);
-    }
-    for (l, &scale) in a.arrival_scales.iter().enumerate() {
-        let first = l * configs().len();
-        let base = results[first].as_ref().and_then(|r| r.0.cluster.as_ref()).map_or(1.0, |c| c.jobs_per_day);
-        for (c, (name, _)) in configs().into_iter().enumerate() {
-            let (s, wall) = results[first + c].take().expect("every run ran");
-            let c = s.cluster.as_ref().expect("cluster runs have cluster metrics");
-            rows.push(Row {
-                arrival_scale: scale,
-                config: name.to_string(),
-                jobs: s.jobs_simulated,
-                mean_wait_s: s.mean_wait,
-                mean_bounded_slowdown: s.mean_bounded_slowdown,
-                utilization: s.utilization,
-                makespan_days: s.makespan as f64 / 86400.0,
-                jobs_per_day: c.jobs_per_day,
-                throughput_vs_none_pct: 100.0 * (c.jobs_per_day / base - 1.0),
-                normalized_throughput: c.normalized_throughput,
-                lost_core_hours: c.lost_core_seconds / 3600.0,
-                lost_pct: 100.0 * c.lost_fraction,
-                nodesets_dropped: c.nodeset_dropped,
-                sim_wall_s: wall,
-            });
-        }
-    }
-    match a.format {
-        Format::Json => outln!("{}", serde_json::to_string_pretty(&rows)?)?,
-        Format::Table => {
-            outln!("trace: {}  cluster: {}  policy: {}", trace.display(), cluster_label, policy)?;
-            outln!()?;
-            let mut t = tessera_report::Table::new(&[
-                "arrival scale", "configuration", "jobs", "mean wait (s)", "mean bounded slowdown", "utilization", "makespan (days)", "jobs/day", "throughput vs none",
-                "reference core-s/s", "lost core-hours (%)", "node sets dropped",
-            ]);
-            for r in &rows {
-                t.row(vec![
-                    r.arrival_scale.to_string(),
-                    r.config.clone(),
-                    r.jobs.to_string(),
-                    format!("{:.0}", r.mean_wait_s),
-                    format!("{:.2}", r.mean_bounded_slowdown),
-                    format!("{:.3}", r.utilization),
-                    format!("{:.1}", r.makespan_days),
-                    format!("{:.1}", r.jobs_per_day),
-                    format!("{:+.1}%", r.throughput_vs_none_pct),
-                    format!("{:.1}", r.normalized_throughput),
-                    format!("{:.0} ({:.2}%)", r.lost_core_hours, r.lost_pct),
-                    r.nodesets_dropped.to_string(),
-                ]);
-            }
-            out!("{}", t.markdown())?;
-        }
-    }
-    Ok(())
+    let o = nodesets::Options { trace: a.trace, cluster: a.cluster, policy: a.policy.parse()?, arrival_scales: a.arrival_scales, max_jobs: a.max_jobs };
+    out!("{}", nodesets::run(&o, a.format == Format::Json)?)
+}
+
+pub fn parm(a: ParmExperimentArgs) -> Result<()> {
+    let o = parm_paper::Options {
+        trace: a.trace, cluster: a.cluster, jobs: a.jobs, set_starts: a.set_starts, gammas: a.gammas, variants: a.variants, table_alpha: a.table_alpha, alphas: a.alphas, naive_caps: a.naive_caps,
+        curve_gamma: a.curve_gamma, solver: a.solver, milp_node_limit: a.milp_node_limit, milp_time_limit: a.milp_time_limit, power_seed: a.power_seed, amortize_resizes: a.amortize_resizes,
+        parm_rule: a.parm_rule, no_solve_time: a.no_solve_time, threads: a.threads,
+    };
+    out!("{}", parm_paper::run(&o, a.format == Format::Json)?)
+}
+
+pub fn attribution(a: ParmAttributionArgs) -> Result<()> {
+    let o = attribution::Options {
+        trace: a.trace, cluster: a.cluster, jobs: a.jobs, set_starts: a.set_starts, gammas: a.gammas, seeds: a.seeds, alpha: a.alpha, variants: a.variants, naive_cap: a.naive_cap, solver: a.solver,
+        no_solve_time: a.no_solve_time, sweep_parallelism: a.sweep_parallelism, sweep_sigma: a.sweep_sigma, sweep_seeds: a.sweep_seeds, sweep_gamma: a.sweep_gamma, threads: a.threads,
+    };
+    out!("{}", attribution::run(&o, a.format == Format::Json)?)
+}
+
+pub fn testbed(a: ParmTestbedArgs) -> Result<()> {
+    let baseline_size = match a.baseline_size {
+        BaselineSize::Min => testbed::BaselineSize::Min,
+        BaselineSize::Max => testbed::BaselineSize::Max,
+    };
+    let o = testbed::Options { seeds: a.seeds, alpha: a.alpha, parm_rule: a.parm_rule, n_max_factor: a.n_max_factor, baseline_size, expand_boots: a.expand_boots, no_solve_time: a.no_solve_time, threads: a.threads };
+    out!("{}", testbed::run(&o, a.format == Format::Json)?)
 }

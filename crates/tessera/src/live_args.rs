@@ -39,7 +39,7 @@ pub struct ControllerArgs {
     #[arg(long)]
     pub cluster: Option<PathBuf>,
     /// Scheduling policy: fcfs, easy or conservative.
-    #[arg(long, default_value = "easy", value_parser = crate::cli::policy)]
+    #[arg(long, default_value = "easy", value_parser = crate::values::policy)]
     pub policy: String,
     /// TCP address for remote users and agents.
     #[arg(long, default_value = "127.0.0.1:6817")]
@@ -115,7 +115,7 @@ pub struct UpArgs {
     #[arg(long, default_value_t = 2)]
     pub agents: usize,
     /// Scheduling policy: fcfs, easy or conservative.
-    #[arg(long, default_value = "easy", value_parser = crate::cli::policy)]
+    #[arg(long, default_value = "easy", value_parser = crate::values::policy)]
     pub policy: String,
     /// TCP address of the controller (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0")]

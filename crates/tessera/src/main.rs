@@ -14,31 +14,20 @@
 //! (`tessera up`, systemd) starts it again and recovery runs.
 
 mod acct_cmd;
-mod out;
-mod paths;
 mod bench_cmd;
 mod cli;
 mod cluster_cmd;
 mod daemon_cmd;
+mod experiment_cmd;
 mod live_args;
 mod live_cmd;
-mod loadtest_cmd;
-mod metrics_cmd;
-mod experiment_cmd;
-mod highs_mip;
-mod interrupt;
-mod parm_exp;
 mod node_cmd;
-mod power_bench;
-mod power_cmd;
-mod record;
-mod replay_cmd;
+mod out;
 mod sim_cmd;
-mod sleep_job;
 mod study_cmd;
-mod twin_cmd;
-mod chaos_cmd;
-mod soak_cmd;
+mod tool_args;
+mod tools_cmd;
+mod values;
 mod workload_cmd;
 
 use clap::Parser;
@@ -75,9 +64,9 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::SimCommand::Run(a) => sim_cmd::run(a),
             cli::SimCommand::Compare(a) => study_cmd::compare(a),
             cli::SimCommand::Sweep(a) => study_cmd::sweep(a),
-            cli::SimCommand::Bench(a) => sim_cmd::bench(a),
-            cli::SimCommand::BenchPass(a) => bench_cmd::bench_pass(a),
-            cli::SimCommand::BenchStream(a) => bench_cmd::bench_stream(a),
+            cli::SimCommand::Bench(a) => bench_cmd::sim(a),
+            cli::SimCommand::BenchPass(a) => bench_cmd::pass(a),
+            cli::SimCommand::BenchStream(a) => bench_cmd::stream(a),
         },
         cli::Command::Workload { command } => match command {
             cli::WorkloadCommand::Generate(a) => workload_cmd::generate(a),
@@ -96,15 +85,15 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::NodeCommand::Up(a) => live_cmd::node_action("up", a),
         },
         cli::Command::Controller(a) => daemon_cmd::controller(a),
-        cli::Command::SleepJob(a) => sleep_job::sleep_job(a),
-        cli::Command::Replay(a) => replay_cmd::replay(a),
-        cli::Command::Metrics(a) => metrics_cmd::metrics(a),
-        cli::Command::Twin(a) => twin_cmd::twin(a),
-        cli::Command::Chaos(a) => chaos_cmd::chaos(a),
-        cli::Command::Soak(a) => soak_cmd::soak(a),
+        cli::Command::SleepJob(a) => tools_cmd::sleep_job(a),
+        cli::Command::Replay(a) => tools_cmd::replay(a),
+        cli::Command::Metrics(a) => tools_cmd::metrics(a),
+        cli::Command::Twin(a) => tools_cmd::twin(a),
+        cli::Command::Chaos(a) => tools_cmd::chaos(a),
+        cli::Command::Soak(a) => tools_cmd::soak(a),
         cli::Command::Agent(a) => daemon_cmd::agent(a),
         cli::Command::Up(a) => daemon_cmd::up(a),
-        cli::Command::Loadtest(a) => loadtest_cmd::loadtest(a),
+        cli::Command::Loadtest(a) => tools_cmd::loadtest(a),
         cli::Command::Down(a) => daemon_cmd::down(a),
         cli::Command::Token { command: live_args::TokenCommand::Create(a) } => daemon_cmd::token(a),
         cli::Command::Queue(a) => live_cmd::queue(a),
@@ -121,7 +110,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             live_args::JobCommand::Script(a) => live_cmd::job_script(a),
         },
         cli::Command::Power { command } => match command {
-            cli::PowerCommand::Bench(a) => power_bench::bench(a),
+            cli::PowerCommand::Bench(a) => bench_cmd::power(a),
         },
         cli::Command::Acct { command: Some(cli::AcctCommand::Apel(a)), .. } => acct_cmd::apel_export(a),
         cli::Command::Acct { command: Some(cli::AcctCommand::Runs(a)), .. } => acct_cmd::runs(a),
@@ -130,9 +119,9 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Report { command } => acct_cmd::report(command),
         cli::Command::Experiment { command } => match command {
             cli::ExperimentCommand::Nodesets(a) => experiment_cmd::nodesets(a),
-            cli::ExperimentCommand::Parm(a) => power_cmd::experiment(a),
-            cli::ExperimentCommand::ParmAttribution(a) => parm_exp::attribution(a),
-            cli::ExperimentCommand::ParmTestbed(a) => parm_exp::testbed(a),
+            cli::ExperimentCommand::Parm(a) => experiment_cmd::parm(a),
+            cli::ExperimentCommand::ParmAttribution(a) => experiment_cmd::attribution(a),
+            cli::ExperimentCommand::ParmTestbed(a) => experiment_cmd::testbed(a),
         },
     }
 }

@@ -1,12 +1,11 @@
 //! `tessera workload generate` and `tessera workload info`.
 
-use crate::out::outln;
+use crate::out::{out, outln};
 use crate::cli::{Format, GenerateArgs, InfoArgs, Model};
 use anyhow::{Context, Result};
 use std::io::Write;
-use tessera_sim::workload::prepare;
 use tessera_workload::lublin::{generate as lublin, LublinParams};
-use tessera_workload::swf::{SwfReader, SwfWriter};
+use tessera_workload::swf::SwfWriter;
 
 pub fn generate(a: GenerateArgs) -> Result<()> {
     anyhow::ensure!(a.procs >= 1, "--procs {}: expected at least 1 processor", a.procs);
@@ -36,56 +35,10 @@ pub fn generate(a: GenerateArgs) -> Result<()> {
     }
 }
 
-#[derive(serde::Serialize)]
-struct Info {
-    trace: String,
-    records: usize,
-    malformed_lines_skipped: u64,
-    version: Option<String>,
-    computer: Option<String>,
-    installation: Option<String>,
-    max_nodes: Option<u64>,
-    max_procs: Option<u64>,
-    unix_start_time: Option<i64>,
-    time_zone_string: Option<String>,
-    first_submit: Option<i64>,
-    last_submit: Option<i64>,
-    jobs_simulatable: usize,
-    jobs_skipped: std::collections::BTreeMap<String, u64>,
-}
-
-pub fn info(mut a: InfoArgs) -> Result<()> {
-    a.trace = tessera_workload::traces::resolve(&a.trace)?;
-    let (h, records, report) = SwfReader::read_file(&a.trace, a.lenient)?;
-    let size = h.machine_size().and_then(|s| u32::try_from(s).ok()).unwrap_or(u32::MAX);
-    let w = prepare(&records, size);
-    let info = Info {
-        trace: a.trace.display().to_string(),
-        records: records.len(),
-        malformed_lines_skipped: report.skipped,
-        version: h.version.clone(),
-        computer: h.computer.clone(),
-        installation: h.installation.clone(),
-        max_nodes: h.max_nodes,
-        max_procs: h.max_procs,
-        unix_start_time: h.unix_start_time,
-        time_zone_string: h.time_zone_string.clone(),
-        first_submit: records.iter().map(|r| r.submit_time).min(),
-        last_submit: records.iter().map(|r| r.submit_time).max(),
-        jobs_simulatable: w.jobs.len(),
-        jobs_skipped: w.skipped.iter().map(|(k, v)| (k.key().to_string(), *v)).collect(),
-    };
+pub fn info(a: InfoArgs) -> Result<()> {
+    let info = tessera_studies::trace_info::read(&tessera_workload::traces::resolve(&a.trace)?, a.lenient)?;
     match a.format {
-        Format::Json => outln!("{}", serde_json::to_string_pretty(&info)?)?,
-        Format::Table => {
-            let v = serde_json::to_value(&info)?;
-            for (k, val) in v.as_object().unwrap() {
-                outln!("{k:<24} {}", if val.is_string() { val.as_str().unwrap().to_string() } else { val.to_string() })?;
-            }
-            if report.skipped > 0 {
-                outln!("{report}")?;
-            }
-        }
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&info)?),
+        Format::Table => out!("{info}"),
     }
-    Ok(())
 }

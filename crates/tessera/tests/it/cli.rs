@@ -287,7 +287,9 @@ fn a_missing_trace_names_the_paths_tried_and_tessera_traces_in_every_command() {
         &["power", "bench", "--trace", t],
     ];
     let tried = format!("(tried {t} and {}/{t}); TESSERA_TRACES is {}", traces.display(), traces.display());
-    for args in commands {
+    // without HiGHS in the build, power bench says so before it looks for a trace
+    let n = commands.len() - usize::from(!cfg!(feature = "highs"));
+    for args in &commands[..n] {
         let out = tessera_in(&cwd, Some(&traces), args);
         let e = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");

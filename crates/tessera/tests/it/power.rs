@@ -201,6 +201,19 @@ fn the_attribution_runs_every_scheme_on_the_same_jobs() {
     assert!(text(&e.stderr).contains("--seeds 1: an interval needs at least 2 seeds"), "{}", text(&e.stderr));
 }
 
+/// Without the cargo feature `highs`, the command says how to build HiGHS in
+/// (and does nothing else).
+#[cfg(not(feature = "highs"))]
+#[test]
+fn power_bench_without_highs_says_to_rebuild_with_the_feature() {
+    let out = tessera(&["power", "bench", "--jobs", "30", "--instances", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = text(&out.stderr);
+    assert!(e.contains("tessera power bench needs HiGHS") && e.contains("--features highs"), "{e}");
+    assert!(out.stdout.is_empty());
+}
+
+#[cfg(feature = "highs")]
 #[test]
 fn power_bench_compares_the_solvers_and_writes_mps() {
     let Some(_) = theta() else { return };

@@ -17,23 +17,23 @@ mod recovery;
 mod suspend;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+use tessera_emulation::local::{start_local, Local};
 use tessera_proto::api::{JobInfo, NodeInfo};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tessera");
 
 /// A controller and agents over the embedded default cluster (32 nodes of 8
 /// cores, `node[001-032]`) or a cluster file whose nodes are named the same
-/// way, the nodes split evenly among the agents.
+/// way, the nodes split evenly among the agents: a local cluster started as
+/// `tessera up` starts one (`tessera_emulation::local`), state in `DIR/state`
+/// (the agents' spools in `DIR/state/agents/agentK`, every daemon's log
+/// beside), on a fixed port so that a restarted controller is where it was.
 pub struct Live {
     pub dir: tempfile::TempDir,
     pub port: u16,
-    pub controller: Option<Child>,
-    pub agents: Vec<Option<Child>>,
-    heartbeat: u64,
-    /// A cluster file (`node[001-NNN]`, `nodes` of them), or the default.
-    cluster: Option<(PathBuf, usize)>,
+    pub local: Local,
 }
 
 fn free_port() -> u16 {
@@ -49,99 +49,66 @@ impl Live {
     /// `node[001-NNN]`.
     pub fn start_on(agents: usize, heartbeat: u64, cluster: Option<(&str, usize)>) -> Live {
         let dir = tempfile::tempdir().unwrap();
-        let cluster = cluster.map(|(text, n)| {
+        let file = cluster.map(|(text, _)| {
             let p = dir.path().join("cluster.toml");
             std::fs::write(&p, text).unwrap();
-            (p, n)
+            p
         });
-        let mut l = Live { dir, port: free_port(), controller: None, agents: (0..agents).map(|_| None).collect(), heartbeat, cluster };
-        l.start_controller();
-        for k in 0..agents {
-            l.start_agent(k);
-        }
-        l.wait_for("every node registered", 30, |l| l.nodes().iter().all(|n| n.state != "unknown"));
-        l
+        let state = dir.path().join("state");
+        tessera_proto::statedir::create_dir(&state).unwrap();
+        let port = free_port();
+        let extra = ["--heartbeat-timeout".to_string(), heartbeat.to_string(), "--kill-grace".into(), "1".into()];
+        let local = start_local(Path::new(BIN), &state, &file, agents, format!("127.0.0.1:{port}").parse().unwrap(), "easy", &extra, false)
+            .unwrap_or_else(|e| panic!("starting a local cluster: {e:#}\n{}", logs_in(&state)));
+        Live { dir, port, local }
     }
 
     pub fn state(&self) -> PathBuf {
         self.dir.path().join("state")
     }
 
-    fn log(&self, name: &str) -> std::fs::File {
-        std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join(name)).unwrap()
+    /// Agent `k`'s spool (from 0).
+    pub fn agent_state(&self, k: usize) -> PathBuf {
+        self.state().join("agents").join(format!("agent{}", k + 1))
     }
 
+    pub fn controller_pid(&self) -> u32 {
+        self.local.controller.id()
+    }
+
+    pub fn agent_pid(&self, k: usize) -> u32 {
+        self.local.agents[k].id()
+    }
+
+    /// Start the controller again (after `kill9_controller`), as it first started.
     pub fn start_controller(&mut self) {
-        let _ = std::fs::remove_file(self.state().join("controller.json"));
-        let c = Command::new(BIN)
-            .args(["controller", "--state-dir", self.state().to_str().unwrap(), "--listen", &format!("127.0.0.1:{}", self.port)])
-            .args(["--heartbeat-timeout", &self.heartbeat.to_string(), "--kill-grace", "1"])
-            .args(self.cluster_args())
-            .env("TESSERA_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(self.log("controller.log"))
-            .spawn()
-            .unwrap();
-        self.controller = Some(c);
-        let t0 = Instant::now();
-        while !self.state().join("controller.json").exists() {
-            assert!(t0.elapsed() < Duration::from_secs(30), "the controller did not start:\n{}", self.logs());
-            std::thread::sleep(Duration::from_millis(20));
+        if let Err(e) = self.local.restart_controller() {
+            panic!("restarting the controller: {e:#}\n{}", self.logs());
         }
     }
 
-    fn cluster_args(&self) -> Vec<String> {
-        match &self.cluster {
-            Some((p, _)) => vec!["--cluster".into(), p.display().to_string()],
-            None => Vec::new(),
-        }
-    }
-
+    /// The nodes agent `k` presents (the embedded default's or `node[001-NNN]`).
     pub fn agent_nodes(&self, k: usize) -> String {
-        let n = self.agents.len();
-        let total = self.cluster.as_ref().map_or(32, |c| c.1);
+        let (n, total) = (self.local.agents.len(), self.local.cluster.nodes.len());
         let (lo, hi) = (k * total / n + 1, (k + 1) * total / n);
         format!("node[{lo:03}-{hi:03}]")
     }
 
+    /// Start agent `k` again (after `kill9_agent`), as it first started.
     pub fn start_agent(&mut self, k: usize) {
-        let c = Command::new(BIN)
-            .args(["agent", "--name", &format!("agent{}", k + 1), "--controller", &format!("http://127.0.0.1:{}", self.port)])
-            .args(["--key-file", self.state().join("cluster.key").to_str().unwrap(), "--nodes", &self.agent_nodes(k)])
-            .args(if self.cluster.is_some() { self.cluster_args() } else { vec!["--default-cluster".into()] })
-            .args(["--state-dir", self.dir.path().join(format!("agent{}", k + 1)).to_str().unwrap()])
-            .env("TESSERA_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(self.log(&format!("agent{}.log", k + 1)))
-            .spawn()
-            .unwrap();
-        self.agents[k] = Some(c);
+        self.local.restart_agent(k).unwrap();
     }
 
     pub fn kill9_controller(&mut self) {
-        if let Some(mut c) = self.controller.take() {
-            c.kill().unwrap();
-            c.wait().unwrap();
-        }
+        let _ = self.local.kill9_controller();
     }
 
     pub fn kill9_agent(&mut self, k: usize) {
-        if let Some(mut c) = self.agents[k].take() {
-            c.kill().unwrap();
-            c.wait().unwrap();
-        }
+        let _ = self.local.kill9_agent(k);
     }
 
     pub fn logs(&self) -> String {
-        let mut s = String::new();
-        for e in std::fs::read_dir(self.dir.path()).unwrap().flatten() {
-            if e.path().extension().is_some_and(|x| x == "log") {
-                let t = std::fs::read_to_string(e.path()).unwrap_or_default();
-                let lines: Vec<&str> = t.lines().collect();
-                s += &format!("--- {}\n{}\n", e.path().display(), lines[lines.len().saturating_sub(30)..].join("\n"));
-            }
-        }
-        s
+        logs_in(&self.state()) + &logs_in(self.dir.path())
     }
 
     /// Run a client command against this controller (over its Unix socket),
@@ -206,10 +173,23 @@ impl Live {
     }
 }
 
+/// The last lines of every log in `dir`.
+fn logs_in(dir: &Path) -> String {
+    let mut s = String::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.path().extension().is_some_and(|x| x == "log") {
+            let t = std::fs::read_to_string(e.path()).unwrap_or_default();
+            let lines: Vec<&str> = t.lines().collect();
+            s += &format!("--- {}\n{}\n", e.path().display(), lines[lines.len().saturating_sub(30)..].join("\n"));
+        }
+    }
+    s
+}
+
 impl Drop for Live {
     fn drop(&mut self) {
         self.kill9_controller();
-        for k in 0..self.agents.len() {
+        for k in 0..self.local.agents.len() {
             self.kill9_agent(k);
         }
     }

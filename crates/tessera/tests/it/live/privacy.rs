@@ -81,7 +81,7 @@ fn the_controllers_and_agents_state_is_the_operators_only() {
     assert!(!store.windows(12).any(|w| w == b"s3cret-token"), "the accounting store holds an environment");
     // the agent's spool: passable (a job's user runs the script it owns
     // there), its records the operator's
-    let agent = l.dir.path().join("agent1");
+    let agent = l.agent_state(0);
     assert_private(&agent, &[]);
     let jobs = agent.join("jobs");
     assert_eq!(mode(&jobs), 0o711);
@@ -104,7 +104,7 @@ fn the_controllers_and_agents_state_is_the_operators_only() {
 #[test]
 fn a_second_controller_or_agent_on_a_state_directory_is_refused_with_the_holders_pid() {
     let mut l = Live::start(1, 10);
-    let first = l.controller.as_ref().unwrap().id();
+    let first = l.controller_pid();
     let before = std::fs::read_to_string(l.state().join("controller.json")).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let o = Command::new(BIN).args(["controller", "--state-dir", l.state().to_str().unwrap(), "--listen", &format!("127.0.0.1:{port}")]).output().unwrap();
@@ -116,10 +116,10 @@ fn a_second_controller_or_agent_on_a_state_directory_is_refused_with_the_holders
     assert!(!o.status.success() && text(&o).contains(&format!("pid {first}")), "{}", text(&o));
     let o = Command::new(BIN)
         .args(["agent", "--name", "agent1", "--controller", &format!("http://127.0.0.1:{}", l.port), "--key-file", l.state().join("cluster.key").to_str().unwrap()])
-        .args(["--nodes", &l.agent_nodes(0), "--default-cluster", "--state-dir", l.dir.path().join("agent1").to_str().unwrap()])
+        .args(["--nodes", &l.agent_nodes(0), "--default-cluster", "--state-dir", l.agent_state(0).to_str().unwrap()])
         .output()
         .unwrap();
-    let agent = l.agents[0].as_ref().unwrap().id();
+    let agent = l.agent_pid(0);
     assert!(!o.status.success() && text(&o).contains(&format!("pid {agent}")), "{}", text(&o));
     // the first still serves, and runs a job
     let job = l.submit(&["--wrap", "true"]);

@@ -36,13 +36,13 @@ fn a_changed_cluster_file_applies_to_a_running_controller_with_its_jobs_kept() {
     let agent = Command::new(BIN)
         .args(["agent", "--name", "agent1", "--controller", &format!("http://127.0.0.1:{}", l.port)])
         .args(["--key-file", l.state().join("cluster.key").to_str().unwrap(), "--nodes", "node[001-006]"])
-        .args(["--cluster", every.to_str().unwrap(), "--state-dir", l.dir.path().join("agent1").to_str().unwrap()])
+        .args(["--cluster", every.to_str().unwrap(), "--state-dir", l.agent_state(0).to_str().unwrap()])
         .env("TESSERA_LOG", "info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(l.dir.path().join("agent1-every.log")).unwrap())
         .spawn()
         .unwrap();
-    l.agents[0] = Some(agent);
+    l.local.agents[0] = agent;
     let kept = l.submit(&["-n", "4", "--wrap", "sleep 20"]);
     l.wait_for("the job running", 30, |l| l.job(kept).is_some_and(|j| j.state == JobStateCode::Running));
     let on = l.job(kept).unwrap().nodelist;

@@ -3,7 +3,7 @@
 //! when it is interrupted.
 //!
 //! The daemons run in process groups of their own (`process_group(0)` in
-//! `daemon_cmd::spawn_daemon`), so that a Ctrl-C at the terminal reaches the
+//! `local::spawn_daemon`), so that a Ctrl-C at the terminal reaches the
 //! command and not them, and so that `tessera up --detach` can leave them
 //! running. The price is that nothing stops them when the command dies: a
 //! SIGINT or SIGTERM ended the command at once (no destructor runs) and left a
@@ -129,10 +129,10 @@ fn stop_all(sig: libc::c_int) {
         let dirs: Vec<String> = s.dirs.keys().map(|d| d.display().to_string()).collect();
         eprintln!("tessera: {name}: stopping the {} daemon(s) it started (state in {})", pids.len(), if dirs.is_empty() { "?".into() } else { dirs.join(", ") });
     }
-    crate::daemon_cmd::stop_pids(&pids);
+    crate::stop::stop_pids(&pids);
     for (dir, kill_jobs) in &s.dirs {
         if *kill_jobs {
-            crate::loadtest_cmd::kill_jobs(dir);
+            crate::stop::kill_jobs(dir);
         }
         let _ = std::fs::remove_file(dir.join("up.json"));
     }

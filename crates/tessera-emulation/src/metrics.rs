@@ -1,51 +1,42 @@
-//! `tessera metrics`: the classical scheduling metrics of a live run, from the
+//! The classical scheduling metrics of a live run (`tessera metrics`), from the
 //! sleep jobs' log (`tessera replay`) or from an accounting store, computed by
 //! the same code as the simulator's summary (`tessera_sim::metrics::Classic`),
 //! as the thesis's `calcmets` does from `sigsleep`'s log.
 
-use crate::out::{out, outln};
-use crate::live_args::ListFormat;
 use anyhow::{bail, Result};
-use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
 use tessera_accounting::store::Store;
 use tessera_sim::metrics::{Classic, Throughput};
 use tessera_sim::sleeplog::{read_log, SleepRecord};
 
-#[derive(Args, Debug)]
-pub struct MetricsArgs {
-    /// A sleep jobs' log (JSON lines, as `tessera sleep-job` writes).
-    #[arg(long, conflicts_with_all = ["db", "state_dir"])]
+/// Where a live run's jobs are: `tessera metrics`'s settings.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// A sleep jobs' log.
     pub log: Option<PathBuf>,
-    /// An accounting store (a simulation's --db, or a controller's accounting.db).
-    #[arg(long, conflicts_with = "state_dir")]
+    /// An accounting store.
     pub db: Option<PathBuf>,
-    /// A controller's state directory: its live accounting store.
-    #[arg(long)]
+    /// A controller's state directory (its live accounting store).
     pub state_dir: Option<PathBuf>,
     /// Run of the store (default: the latest).
-    #[arg(long)]
     pub run: Option<i64>,
-    /// Processors of the machine, for utilization (a store knows its nodes; a
-    /// log does not).
-    #[arg(long)]
+    /// Processors of the machine, for utilization.
     pub capacity: Option<u64>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ListFormat,
 }
 
-#[derive(Serialize)]
-struct Report {
-    source: String,
-    capacity: Option<u64>,
+/// The metrics of a run.
+#[derive(Serialize, Debug)]
+pub struct Report {
+    pub source: String,
+    pub capacity: Option<u64>,
     #[serde(flatten)]
-    metrics: Classic,
-    throughput: Throughput,
+    pub metrics: Classic,
+    pub throughput: Throughput,
 }
 
-pub fn metrics(a: MetricsArgs) -> Result<()> {
+/// The metrics of the jobs `a` names.
+pub fn compute(a: &Options) -> Result<Report> {
     // a power-budgeted run's nodes and power samples: its utilization is its
     // nodes busy as sampled (as the summary of sim run and the report count it)
     let (source, times, capacity, sampled) = if let Some(log) = &a.log {
@@ -76,14 +67,15 @@ pub fn metrics(a: MetricsArgs) -> Result<()> {
         m.utilization = Some(tessera_report::run::sampled_utilization(power, &m, *nodes));
     }
     let throughput = Throughput::compute(&times);
-    match a.format {
-        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&Report { source, capacity, metrics: m, throughput })?)?,
-        ListFormat::Table => {
-            outln!("{source}{}", capacity.map_or_else(|| " (utilization needs --capacity)".to_string(), |c| format!(" ({c} processors)")))?;
-            out!("{}", crate::replay_cmd::metrics_table(&m))?;
-            let t = &throughput;
-            outln!("  starts per second: {:.2} from the first start to the last, {:.1} in the busiest {} s ({} starts)", t.mean_starts_per_s, t.peak_starts_per_s, Throughput::WINDOW_S, t.starts)?;
-        }
+    Ok(Report { source, capacity, metrics: m, throughput })
+}
+
+impl std::fmt::Display for Report {
+    /// The metrics as a table, one line each, and the rate of starts.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}{}", self.source, self.capacity.map_or_else(|| " (utilization needs --capacity)".to_string(), |c| format!(" ({c} processors)")))?;
+        write!(f, "{}", crate::replay::metrics_table(&self.metrics))?;
+        let t = &self.throughput;
+        writeln!(f, "  starts per second: {:.2} from the first start to the last, {:.1} in the busiest {} s ({} starts)", t.mean_starts_per_s, t.peak_starts_per_s, Throughput::WINDOW_S, t.starts)
     }
-    Ok(())
 }

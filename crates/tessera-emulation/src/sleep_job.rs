@@ -36,7 +36,6 @@
 //! appending to one log never interleave.
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -45,37 +44,30 @@ use tessera_proto::unix_now_f64 as wall;
 use tessera_agent::suspensions;
 use tessera_sim::sleeplog::{SleepRecord, Suspension};
 
-#[derive(Args, Debug)]
-pub struct SleepJobArgs {
-    /// The job's id in the workload (written to the log).
-    #[arg(long)]
-    pub id: u64,
-    /// Seconds to sleep, suspended time excluded (fractions allowed).
-    #[arg(long)]
-    pub runtime: f64,
-    /// Log to append the job's line to (created if missing).
-    #[arg(long)]
-    pub log: PathBuf,
-    /// Submission instant (Unix seconds) to record; default
-    /// $TESSERA_SUBMIT_TIME, which the controller sets, else the start.
-    #[arg(long)]
-    pub submit: Option<f64>,
-    /// Cores to record; default $TESSERA_NTASKS (or $SLURM_NTASKS), else 1.
-    #[arg(long)]
-    pub cores: Option<u32>,
-    /// What the runtime counts from: `scheduler`, the start the controller
-    /// recorded ($TESSERA_START_TIME; this process's own start when unset),
-    /// so the scheduler sees the job run exactly its runtime, as in the trace;
-    /// or `process`, this process's start, as the thesis's sigsleep (each
-    /// launch's latency then lengthens the job as the scheduler sees it).
-    #[arg(long, value_enum, default_value = "scheduler")]
-    pub count_from: CountFrom,
+/// What the runtime counts from (see the module's documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountFrom {
+    /// The start the controller recorded (`$TESSERA_START_TIME`; this process's
+    /// own start when unset).
+    Scheduler,
+    /// This process's start, as the thesis's sigsleep.
+    Process,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CountFrom {
-    Scheduler,
-    Process,
+/// One sleep job: `tessera sleep-job`'s settings.
+#[derive(Clone, Debug)]
+pub struct SleepJob {
+    /// The job's id in the workload (written to the log).
+    pub id: u64,
+    /// Seconds to sleep, suspended time excluded.
+    pub runtime: f64,
+    /// Log to append the job's line to (created if missing).
+    pub log: PathBuf,
+    /// Submission instant to record (default `$TESSERA_SUBMIT_TIME`, else the start).
+    pub submit: Option<f64>,
+    /// Cores to record (default `$TESSERA_NTASKS` or `$SLURM_NTASKS`, else 1).
+    pub cores: Option<u32>,
+    pub count_from: CountFrom,
 }
 
 fn env_number<T: std::str::FromStr>(keys: &[&str]) -> Result<Option<T>> {
@@ -96,7 +88,9 @@ enum End {
     Signal(libc::c_int),
 }
 
-pub fn sleep_job(a: SleepJobArgs) -> Result<()> {
+/// Sleep as the job, then append its line to the log (and, ended by a signal,
+/// end by that signal).
+pub fn run(a: &SleepJob) -> Result<()> {
     let start = wall();
     if !(a.runtime.is_finite() && a.runtime >= 0.0 && a.runtime < 1e12) {
         bail!("--runtime {}: expected a number of seconds, at least 0", a.runtime);

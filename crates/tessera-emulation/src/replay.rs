@@ -16,11 +16,8 @@
 //! `--shrink 100:50:10` runs the replay once per percentage (100, 90, ..., 50),
 //! each after the previous one ended, with one output directory each.
 
-use crate::out::{out, outln};
-use crate::live_args::{ClientArgs, ListFormat};
-use crate::live_cmd::{connect, explain};
+use crate::client::{explain, runtime};
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
 use hyper::Method;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -44,60 +41,24 @@ use tessera_workload::transform::{first_jobs, Shrink};
 /// controller to list them (their states are in `tessera acct`).
 pub const UNLISTED: &str = "ENDED_EARLIER (see tessera acct)";
 
-#[derive(Args, Debug)]
-pub struct ReplayArgs {
-    /// SWF trace (plain or gzip). A bare file name not in the current directory is looked up in $TESSERA_TRACES.
-    #[arg(long)]
+/// `tessera replay`'s settings (see its `--help`), the controller aside.
+#[derive(Clone, Debug)]
+pub struct Options {
     pub trace: PathBuf,
-    /// Replay only the first N records of the trace (N >= 1; without it, all).
-    #[arg(long, value_parser = crate::cli::at_least_one)]
     pub max_jobs: Option<usize>,
-    /// Shrink factor in percent applied to submission offsets, runtimes and
-    /// estimates: P, or START:END:STEP for a sweep (100:50:10 runs 100, 90, ...,
-    /// 50; one output each).
-    #[arg(long, default_value = "100")]
+    /// P, or START:END:STEP in percent ([`parse_shrink`]).
     pub shrink: String,
-    /// Further percentage for runtimes only (multiplies --shrink).
-    #[arg(long, default_value_t = 100.0)]
     pub runtime_shrink: f64,
-    /// Further percentage for estimates (time limits) only.
-    #[arg(long, default_value_t = 100.0)]
     pub estimate_shrink: f64,
-    /// Further percentage for submission offsets only.
-    #[arg(long, default_value_t = 100.0)]
     pub submit_shrink: f64,
-    /// Submit the first N jobs at once, at the start (warm-up).
-    #[arg(long, default_value_t = 0)]
     pub warmup: usize,
-    /// After the warm-up, submit in groups of G jobs every --period seconds
-    /// instead of at the trace's submission times.
-    #[arg(long, requires = "period")]
     pub group: Option<usize>,
-    /// Seconds between groups (with --group).
-    #[arg(long, requires = "group")]
     pub period: Option<f64>,
-    /// Seconds from the start to the first group (with --group).
-    #[arg(long, default_value_t = 0.0, requires = "group")]
     pub warmup_period: f64,
-    /// Seconds added to each period (with --group): group g is due at
-    /// warmup-period + (period + drift) × g, in wall time from the start.
-    #[arg(long, default_value_t = 0.0, requires = "group")]
     pub drift: f64,
-    /// Output directory: the sleep jobs' log, per-job records, the workload as
-    /// submitted, metrics (a sweep: one subdirectory per percentage).
-    #[arg(long, default_value = "replay")]
     pub out: PathBuf,
-    /// Skip malformed trace lines (counted on stderr) instead of stopping.
-    #[arg(long)]
     pub lenient: bool,
-    /// Give up waiting for the jobs to end after this many seconds (0: wait).
-    #[arg(long, default_value_t = 0)]
     pub timeout: u64,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ListFormat,
-    #[command(flatten)]
-    pub client: ClientArgs,
 }
 
 /// When each job is submitted.
@@ -265,8 +226,11 @@ impl Files {
     }
 }
 
-pub fn replay(mut a: ReplayArgs) -> Result<()> {
-    a.trace = tessera_workload::traces::resolve(&a.trace)?;
+/// Replay the trace once per shrink percentage against the controller
+/// `connect` reaches, the sleep jobs running the `tessera` binary `bin`; `each`
+/// sees every replay's outcome as it ends.
+pub fn replay(a: &Options, connect: impl FnOnce() -> Result<Client>, bin: &Path, each: &mut dyn FnMut(&Outcome) -> Result<()>) -> Result<Vec<Outcome>> {
+    let trace = tessera_workload::traces::resolve(&a.trace)?;
     let shrinks = parse_shrink(&a.shrink)?;
     for (flag, v) in [("--runtime-shrink", a.runtime_shrink), ("--estimate-shrink", a.estimate_shrink), ("--submit-shrink", a.submit_shrink)] {
         if !(v.is_finite() && v > 0.0) {
@@ -283,51 +247,45 @@ pub fn replay(mut a: ReplayArgs) -> Result<()> {
         }
         _ => Pace::Trace { warmup: a.warmup },
     };
-    let rt = crate::live_cmd::runtime()?;
-    let mut client = connect(&a.client)?;
+    let rt = runtime()?;
+    let mut client = connect()?;
     let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(explain).context("asking the controller for its cluster")?;
     let cluster = Arc::new(Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("the controller's cluster: {e}"))?);
-    let (header, mut records, report) = SwfReader::read_file(&a.trace, a.lenient)?;
+    let (header, mut records, report) = SwfReader::read_file(&trace, a.lenient)?;
     if report.skipped > 0 {
-        eprintln!("{}: {report}", a.trace.display());
+        eprintln!("{}: {report}", trace.display());
     }
     if let Some(n) = a.max_jobs {
         first_jobs(&mut records, n);
     }
-    let bin = std::env::current_exe().context("finding this executable (the sleep jobs run it)")?;
     let mut outcomes = Vec::new();
     for &s in &shrinks {
         let shrink = Shrink { submit_pct: s * a.submit_shrink / 100.0, runtime_pct: s * a.runtime_shrink / 100.0, estimate_pct: s * a.estimate_shrink / 100.0 };
         let mut recs = records.clone();
-        shrink.apply(&mut recs).map_err(|e| anyhow!("{}: shrinking by {s}%: {e}", a.trace.display()))?;
+        shrink.apply(&mut recs).map_err(|e| anyhow!("{}: shrinking by {s}%: {e}", trace.display()))?;
         let (w, planned) = plan(&recs, cluster.clone(), pace)?;
         if planned.is_empty() {
-            bail!("{}: no job of the trace can run on cluster {} (skipped: {:?})", a.trace.display(), info.name, w.skipped);
+            bail!("{}: no job of the trace can run on cluster {} (skipped: {:?})", trace.display(), info.name, w.skipped);
         }
         let dir = if shrinks.len() == 1 { a.out.clone() } else { a.out.join(format!("shrink-{}", pct_name(s))) };
         let files = Files::new(&dir)?;
         if shrinks.len() > 1 {
             eprintln!("replay at {}% ({} of {})", pct_name(s), outcomes.len() + 1, shrinks.len());
         }
-        let o = run(&rt, &mut client, &info, &header, &w, &planned, &files, &bin, a.timeout, &a.trace.display().to_string(), s, shrink)?;
-        if a.format == ListFormat::Table {
-            print_outcome(&o)?;
-        }
+        let o = run(&rt, &mut client, &info, &header, &w, &planned, &files, bin, a.timeout, &trace.display().to_string(), s, shrink)?;
+        each(&o)?;
         outcomes.push(o);
     }
-    if a.format == ListFormat::Json {
-        outln!("{}", serde_json::to_string_pretty(&outcomes)?)?;
-    }
-    Ok(())
+    Ok(outcomes)
 }
 
-/// Submit every planned job at its instant, wait until none is queued or
-/// running, then write the per-job records and metrics.
-#[allow(clippy::too_many_arguments)]
 /// How long the replay waits for a controller that cannot be reached (one
 /// restarting) before it gives up.
 const PATIENCE: Duration = Duration::from_secs(300);
 
+/// Submit every planned job at its instant, wait until none is queued or
+/// running, then write the per-job records and metrics.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     rt: &tokio::runtime::Runtime,
     client: &mut Client,
@@ -439,7 +397,7 @@ pub fn run(
     let times: Vec<JobTimes> = log.iter().map(SleepRecord::times).collect();
     let metrics = Classic::compute(&times, Some(info.cores as f64));
     let metrics_json = files.dir.join("metrics.json");
-    let (p50, p99, max) = crate::bench_cmd::quantiles(late);
+    let (p50, p99, max) = tessera_bench::measure::quantiles(late);
     let o = Outcome {
         trace: trace.to_string(),
         shrink_pct,
@@ -561,31 +519,37 @@ pub fn metrics_table(m: &Classic) -> String {
     rows.iter().map(|(k, v)| format!("  {k:<width$}  {v}\n")).collect()
 }
 
-fn print_outcome(o: &Outcome) -> Result<()> {
-    outln!(
-        "Replayed {} jobs of {} at {}% (submit {}%, runtime {}%, estimate {}%) on cluster {} ({} cores), policy {}",
-        o.jobs,
-        o.trace,
-        pct_name(o.shrink_pct),
-        o.shrink.submit,
-        o.shrink.runtime,
-        o.shrink.estimate,
-        o.cluster,
-        o.cores,
-        o.policy
-    )?;
-    if !o.skipped.is_empty() {
-        outln!("  skipped as the simulator skips them: {:?}", o.skipped)?;
+impl std::fmt::Display for Outcome {
+    /// The replay as a report: what was replayed, how late, the final states,
+    /// the metrics and where the files are.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let o = self;
+        writeln!(
+            f,
+            "Replayed {} jobs of {} at {}% (submit {}%, runtime {}%, estimate {}%) on cluster {} ({} cores), policy {}",
+            o.jobs,
+            o.trace,
+            pct_name(o.shrink_pct),
+            o.shrink.submit,
+            o.shrink.runtime,
+            o.shrink.estimate,
+            o.cluster,
+            o.cores,
+            o.policy
+        )?;
+        if !o.skipped.is_empty() {
+            writeln!(f, "  skipped as the simulator skips them: {:?}", o.skipped)?;
+        }
+        writeln!(
+            f,
+            "  submitted over {:.1} s (late against plan: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms); all ended {:.1} s after the start",
+            o.submit_seconds, o.late_p50_ms, o.late_p99_ms, o.late_max_ms, o.seconds
+        )?;
+        writeln!(f, "  final states: {:?}; without a log line: {}", o.states, o.missing_from_log)?;
+        write!(f, "{}", metrics_table(&o.metrics))?;
+        writeln!(f, "  sleep jobs' log:         {}", o.log.display())?;
+        writeln!(f, "  per-job records:         {}", o.jobs_csv.display())?;
+        writeln!(f, "  workload as submitted:   {} (simulate it: tessera sim run --trace {} --cluster {} --policy {})", o.submitted_swf.display(), o.submitted_swf.display(), o.cluster_file.display(), o.policy)?;
+        writeln!(f, "  metrics and this report: {}", o.metrics_json.display())
     }
-    outln!(
-        "  submitted over {:.1} s (late against plan: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms); all ended {:.1} s after the start",
-        o.submit_seconds, o.late_p50_ms, o.late_p99_ms, o.late_max_ms, o.seconds
-    )?;
-    outln!("  final states: {:?}; without a log line: {}", o.states, o.missing_from_log)?;
-    out!("{}", metrics_table(&o.metrics))?;
-    outln!("  sleep jobs' log:         {}", o.log.display())?;
-    outln!("  per-job records:         {}", o.jobs_csv.display())?;
-    outln!("  workload as submitted:   {} (simulate it: tessera sim run --trace {} --cluster {} --policy {})", o.submitted_swf.display(), o.submitted_swf.display(), o.cluster_file.display(), o.policy)?;
-    outln!("  metrics and this report: {}", o.metrics_json.display())?;
-    Ok(())
 }

@@ -13,12 +13,8 @@
 //! without group commit (one transaction per submission) in the same run.
 //! The directory it creates is an ext4 top directory (see [`top_directory`]).
 
-use crate::out::outln;
-use crate::bench_cmd::{proc_status_kib, quantiles};
-use crate::daemon_cmd::{start_local, Local};
-use crate::live_args::ListFormat;
+use crate::local::Guard;
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
 use hyper::Method;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -26,44 +22,23 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tessera_proto::api::{OptionArg, SubmitReply, SubmitRequest};
 use tessera_proto::client::{Client, Target};
+use tessera_bench::measure::{proc_status_kib, quantiles};
 
-#[derive(Args, Debug)]
-pub struct LoadTestArgs {
-    /// Jobs submitted and run (each a real /bin/true process).
-    #[arg(long, default_value_t = 10_000)]
+/// `tessera loadtest`'s settings (see its `--help`).
+#[derive(Clone, Debug)]
+pub struct Options {
     pub jobs: usize,
-    /// Concurrent clients, each on its own connection, one submission at a time.
-    #[arg(long, default_value_t = 8)]
     pub clients: usize,
-    /// Agents presenting the cluster's nodes (each forks its jobs' shepherds
-    /// through its own launcher).
-    #[arg(long, default_value_t = 4)]
     pub agents: usize,
-    /// Cluster file (default: the embedded default cluster, 32 nodes of 8 cores).
-    #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// Scheduling policy: fcfs, easy or conservative.
-    #[arg(long, default_value = "easy")]
     pub policy: String,
-    /// Scheduling passes timed with the whole load queued.
-    #[arg(long, default_value_t = 100)]
     pub passes: usize,
-    /// Held jobs submitted to a controller with group commit and to one without
-    /// (one transaction per submission), for the ratio (0: skip the comparison).
-    #[arg(long, default_value_t = 2_000)]
+    /// Held jobs for the group-commit comparison (0: none).
     pub compare_jobs: usize,
-    /// Give up (stopping everything) after this many seconds.
-    #[arg(long, default_value_t = 600)]
+    /// Seconds before giving up.
     pub timeout: u64,
-    /// Directory for state, logs and job output (default: a fresh temporary
-    /// directory, removed afterwards). A directory the test creates is marked
-    /// an ext4 top directory (chattr +T), so that its files are not created
-    /// among inodes freed minutes before (see BENCHMARKS.md).
-    #[arg(long)]
+    /// Default: a fresh temporary directory, removed after a clean run.
     pub dir: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ListFormat,
 }
 
 #[derive(Serialize, Debug)]
@@ -82,6 +57,9 @@ pub struct Report {
     pub run: Run,
     pub check: Check,
     pub compare: Option<Compare>,
+    /// Where the state is.
+    #[serde(skip)]
+    pub dir: PathBuf,
 }
 
 /// Acknowledged submissions.
@@ -145,64 +123,9 @@ pub struct Compare {
     pub ratio: f64,
 }
 
-/// Stops the daemons however the test ends, and then any job still running
-/// (jobs outlive their agents by design; a test cut short must not leave its
-/// fillers behind): on return, on an error, and on SIGINT or SIGTERM (through
-/// `crate::interrupt`).
-pub(crate) struct Guard(pub(crate) Option<Local>, pub(crate) PathBuf);
-
-impl Guard {
-    /// `start_local` on the state directory `state`, guarded; says on stderr
-    /// where the daemons' state is and how to stop them should this command be
-    /// killed with SIGKILL (which nothing can catch).
-    pub(crate) fn start(state: &Path, cluster: &Option<PathBuf>, agents: usize, listen: std::net::SocketAddr, policy: &str, extra: &[String]) -> Result<Guard> {
-        let local = start_local(state, cluster, agents, listen, policy, extra, false)?;
-        crate::interrupt::watch_dir(state, true);
-        eprintln!(
-            "tessera: controller (pid {}) and {} agent(s) started, state in {}; were this command killed, `tessera down --state-dir {}` stops them",
-            local.controller.id(),
-            local.agents.len(),
-            state.display(),
-            state.display()
-        );
-        Ok(Guard(Some(local), state.to_path_buf()))
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Some(l) = self.0.take() {
-            l.stop();
-            kill_jobs(&self.1);
-        }
-    }
-}
-
-/// SIGKILL to the process group of every job in the spools of the agents
-/// under `state`.
-pub(crate) fn kill_jobs(state: &Path) {
-    let Ok(agents) = std::fs::read_dir(state.join("agents")) else { return };
-    for a in agents.flatten() {
-        let Ok(files) = std::fs::read_dir(a.path().join("jobs")) else { continue };
-        for f in files.flatten() {
-            let Some(n) = f.file_name().to_str().filter(|n| !n.ends_with(".sh")).and_then(tessera_agent::launch::Slot::parse_name) else { continue };
-            let slot = tessera_agent::launch::Slot::new(&a.path(), n);
-            let rec = slot.read();
-            if let (Some(p), None) = (rec.pids, rec.exit) {
-                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(p.pgid), nix::sys::signal::Signal::SIGKILL);
-            }
-        }
-    }
-}
-
-impl std::ops::Deref for Guard {
-    type Target = Local;
-    fn deref(&self) -> &Local {
-        self.0.as_ref().expect("started")
-    }
-}
-
-pub fn loadtest(a: LoadTestArgs) -> Result<()> {
+/// Run the load test on a local cluster (the `tessera` binary `bin`); the
+/// report ([`Report::check`] says whether every job ran once).
+pub fn run(a: &Options, bin: &Path) -> Result<Report> {
     if a.jobs == 0 || a.clients == 0 {
         bail!("--jobs and --clients: expected at least 1");
     }
@@ -214,21 +137,23 @@ pub fn loadtest(a: LoadTestArgs) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     let top = created && top_directory(&dir);
-    let r = run(&a, &dir).map(|r| Report { top_directory: top, ..r });
+    let r = measure(a, bin, &dir).map(|r| Report { top_directory: top, dir: dir.clone(), ..r });
     let clean = r.as_ref().is_ok_and(|r| r.check.lost + r.check.duplicates == 0 && r.check.completed == r.check.submitted);
     if temporary && clean {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let report = r?;
-    match a.format {
-        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
-        ListFormat::Table => print_table(&report)?,
+    r
+}
+
+impl Report {
+    /// An error if a job was lost, failed or accounted twice.
+    pub fn check(&self) -> Result<()> {
+        let c = &self.check;
+        if c.lost + c.duplicates + c.still_queued > 0 || c.completed != c.submitted || c.output_files != c.submitted {
+            bail!("jobs were lost, failed or accounted twice (see the check above; state kept in {})", self.dir.display());
+        }
+        Ok(())
     }
-    let c = &report.check;
-    if c.lost + c.duplicates + c.still_queued > 0 || c.completed != c.submitted || c.output_files != c.submitted {
-        bail!("jobs were lost, failed or accounted twice (see the check above; state kept in {})", dir.display());
-    }
-    Ok(())
 }
 
 /// Mark a directory the load test created as an ext4 top directory (`chattr
@@ -252,13 +177,13 @@ fn top_directory(dir: &Path) -> bool {
     unsafe { libc::ioctl(fd, libc::FS_IOC_GETFLAGS, &mut flags) == 0 && libc::ioctl(fd, libc::FS_IOC_SETFLAGS, &(flags | FS_TOPDIR_FL)) == 0 }
 }
 
-fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
+fn measure(a: &Options, bin: &Path, dir: &Path) -> Result<Report> {
     let deadline = Instant::now() + Duration::from_secs(a.timeout);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     // names of this run's own: see `top_directory`
     let state = dir.join(format!("state-{}", std::process::id()));
     std::fs::create_dir_all(&state)?;
-    let local = Guard::start(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
+    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
     let cores: u32 = local.cluster.nodes.iter().map(|n| n.cores).sum();
     let target = Target::Unix(local.ep.socket.clone());
     let out = dir.join(format!("out-{}", std::process::id()));
@@ -376,7 +301,7 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
         let rate = |name: &str, extra: &[String]| -> Result<Rate> {
             let d = dir.join(name);
             std::fs::create_dir_all(&d)?;
-            let l = Guard::start(&d, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, extra)?;
+            let l = Guard::start(bin, &d, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, extra)?;
             let t = Target::Unix(l.ep.socket.clone());
             // held, so that only the submissions are measured
             let mut held = load.clone();
@@ -390,7 +315,7 @@ fn run(a: &LoadTestArgs, dir: &Path) -> Result<Report> {
     } else {
         None
     };
-    Ok(Report { machine: machine(), cluster: cluster_name, nodes, cores, agents: a.agents, clients: a.clients, policy: a.policy.clone(), top_directory: false, submit, queued, run, check, compare })
+    Ok(Report { machine: machine(), cluster: cluster_name, nodes, cores, agents: a.agents, clients: a.clients, policy: a.policy.clone(), top_directory: false, submit, queued, run, check, compare, dir: dir.to_path_buf() })
 }
 
 pub(crate) fn opt(o: &str, v: &str) -> OptionArg {
@@ -508,37 +433,58 @@ fn machine() -> String {
     format!("{n} × {cpu}, {:.0} GiB", mem as f64 / 1024.0)
 }
 
-fn print_table(r: &Report) -> Result<()> {
-    outln!("Load test on {}: cluster {} ({} nodes, {} cores), {} agents, {} clients, policy {}", r.machine, r.cluster, r.nodes, r.cores, r.agents, r.clients, r.policy)?;
-    if r.top_directory {
-        outln!("  (job outputs in a fresh part of the inode table: the test's directory is an ext4 top directory)")?;
-    }
-    let s = &r.submit;
-    outln!(
-        "  submissions   {} acknowledged durable in {:.2} s: {:.0}/s (latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms)",
-        s.jobs, s.seconds, s.per_s, s.latency_p50_ms, s.latency_p99_ms, s.latency_max_ms
-    )?;
-    let q = &r.queued;
-    outln!(
-        "  queued        {} jobs: controller RSS {} → {} KiB, {:.0} bytes per queued job ({} of them its environment)",
-        q.jobs, q.rss_before_kib, q.rss_after_kib, q.bytes_per_job, q.env_bytes_per_job
-    )?;
-    outln!("  pass          with {} queued, {} passes: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (journal commit p50 {:.3} ms)", q.jobs, q.passes, q.pass_p50_ms, q.pass_p99_ms, q.pass_max_ms, q.commit_p50_ms)?;
-    let u = &r.run;
-    outln!(
-        "  run           {} jobs in {:.2} s: starts {:.0}/s; real processes ended {:.0}/s (median second {:.0}, slowest {:.0}, over {} whole seconds)",
-        r.check.submitted, u.seconds, u.starts_per_s, u.ends_per_s, u.ends_per_s_median, u.ends_per_s_min, u.whole_seconds
-    )?;
-    let c = &r.check;
-    outln!(
-        "  check         {} submitted, {} COMPLETED with exit 0, {} output files, {} fillers cancelled; lost {}, accounted twice {}, still queued {}",
-        c.submitted, c.completed, c.output_files, c.fillers_cancelled, c.lost, c.duplicates, c.still_queued
-    )?;
-    if let Some(x) = &r.compare {
-        outln!(
-            "  group commit  {} submissions: {:.0}/s with group commit, {:.0}/s with one transaction each: {:.1}×",
-            x.jobs, x.group_commit.per_s, x.one_transaction_each.per_s, x.ratio
+impl std::fmt::Display for Report {
+    /// The load test as a report: submissions, the queued controller, the run,
+    /// the check, group commit.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self;
+        writeln!(f, "Load test on {}: cluster {} ({} nodes, {} cores), {} agents, {} clients, policy {}", r.machine, r.cluster, r.nodes, r.cores, r.agents, r.clients, r.policy)?;
+        if r.top_directory {
+            writeln!(f, "  (job outputs in a fresh part of the inode table: the test's directory is an ext4 top directory)")?;
+        }
+        let s = &r.submit;
+        writeln!(f, 
+            "  submissions   {} acknowledged durable in {:.2} s: {:.0}/s (latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms)",
+            s.jobs, s.seconds, s.per_s, s.latency_p50_ms, s.latency_p99_ms, s.latency_max_ms
         )?;
+        let q = &r.queued;
+        writeln!(f, 
+            "  queued        {} jobs: controller RSS {} → {} KiB, {:.0} bytes per queued job ({} of them its environment)",
+            q.jobs, q.rss_before_kib, q.rss_after_kib, q.bytes_per_job, q.env_bytes_per_job
+        )?;
+        writeln!(f, "  pass          with {} queued, {} passes: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (journal commit p50 {:.3} ms)", q.jobs, q.passes, q.pass_p50_ms, q.pass_p99_ms, q.pass_max_ms, q.commit_p50_ms)?;
+        let u = &r.run;
+        writeln!(f, 
+            "  run           {} jobs in {:.2} s: starts {:.0}/s; real processes ended {:.0}/s (median second {:.0}, slowest {:.0}, over {} whole seconds)",
+            r.check.submitted, u.seconds, u.starts_per_s, u.ends_per_s, u.ends_per_s_median, u.ends_per_s_min, u.whole_seconds
+        )?;
+        let c = &r.check;
+        writeln!(f, 
+            "  check         {} submitted, {} COMPLETED with exit 0, {} output files, {} fillers cancelled; lost {}, accounted twice {}, still queued {}",
+            c.submitted, c.completed, c.output_files, c.fillers_cancelled, c.lost, c.duplicates, c.still_queued
+        )?;
+        if let Some(x) = &r.compare {
+            writeln!(f, 
+                "  group commit  {} submissions: {:.0}/s with group commit, {:.0}/s with one transaction each: {:.1}×",
+                x.jobs, x.group_commit.per_s, x.one_transaction_each.per_s, x.ratio
+            )?;
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first and last seconds are partial: only the whole ones between count.
+    #[test]
+    fn ends_per_second_over_the_whole_seconds() {
+        let ends: BTreeMap<i64, usize> = [(10, 1), (11, 4), (12, 6), (14, 2), (15, 9)].into();
+        // seconds 11 to 14: 4, 6, 0 and 2 ends
+        assert_eq!(per_second(&ends), (3.0, 4.0, 0.0, 4));
+        let short: BTreeMap<i64, usize> = [(10, 3), (11, 5)].into();
+        assert_eq!(per_second(&short), (4.0, 4.0, 4.0, 0));
+        assert_eq!(per_second(&BTreeMap::new()), (0.0, 0.0, 0.0, 0));
+    }
 }

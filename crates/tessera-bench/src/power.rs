@@ -2,14 +2,16 @@
 //! structured solver, microlp's branch and bound, HiGHS), on decisions built from
 //! a trace as the engine builds them; optionally every decision written as MPS.
 //!
-//! The decisions come from [`decision`], which the HiGHS cross-check test below
-//! uses too, so the test checks the very decisions the benchmark times. (The test
-//! is a unit test because this crate is a binary with no library target.)
+//! The decisions come from [`decision`], which the HiGHS cross-check test
+//! (`tests/it/power.rs`) uses too, so the test checks the very decisions the
+//! benchmark times. HiGHS is in a build only with the cargo feature `highs`
+//! ([`crate::highs_mip`]); without it the benchmark says how to build it in.
 
-use crate::out::outln;
-use crate::experiment_cmd::{cluster_or_embedded, trace_or_shared};
-use crate::power_cmd::{time_limit_ms, THETA, THETA_PATH, THETA_TRACE};
+use tessera_studies::parm::{THETA, THETA_PATH, THETA_TRACE};
+use tessera_studies::power::time_limit_ms;
+use tessera_studies::run::{cluster_or_embedded, trace_or_shared};
 use anyhow::{Context, Result};
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use tessera_core::power::{knapsack, ParmConfig, ParmVariant, PowerMachine, Problem, Solver, Status};
 use tessera_sim::{PowerMode, PowerRule, PowerSetup};
@@ -84,11 +86,30 @@ fn mps_dir(dir: &Path, jobs: &[usize], instances: usize, inputs: &[(&str, &Path)
     std::fs::create_dir_all(dir).with_context(|| format!("--mps-dir {}: creating it", dir.display()))?;
     let files: Vec<PathBuf> = jobs.iter().flat_map(|&k| (0..instances).map(move |inst| dir.join(mps_name(k, inst)))).collect();
     let outputs: Vec<(&str, &Path)> = files.iter().map(|f| ("--mps-dir", f.as_path())).collect();
-    crate::paths::check(inputs, &outputs)?;
+    tessera_studies::files::check(inputs, &outputs)?;
     Ok(dir.to_path_buf())
 }
 
-pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
+/// `tessera power bench`'s settings (see its `--help`).
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub trace: Option<PathBuf>,
+    pub cluster: Option<PathBuf>,
+    pub jobs: Vec<usize>,
+    pub instances: usize,
+    pub repeat: usize,
+    pub variant: String,
+    pub milp_node_limit: u64,
+    pub milp_time_limit: f64,
+    pub highs_time_limit: f64,
+    pub mps_dir: Option<PathBuf>,
+}
+
+/// Time the decisions; the report as a Markdown table, or as JSON (one row per
+/// decision). Progress goes to standard error.
+pub fn run(a: &Options, json: bool) -> Result<String> {
+    crate::highs_mip::require("tessera power bench")?;
+    let mut report = String::new();
     let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
     let (_, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
     let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| format!("cluster `{}`", cluster.name))?;
@@ -155,11 +176,10 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
             rows.push(row);
         }
     }
-    if a.format == crate::cli::Format::Json {
-        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
-        return Ok(());
+    if json {
+        return Ok(format!("{}\n", serde_json::to_string_pretty(&rows)?));
     }
-    outln!(
+    writeln!(report, 
         "PARM decision time ({variant}; {}; cluster {}: {} nodes, budget {:.0} W; structured: min of {} runs; MILP: microlp cold, node limit {}, time limit {} s; HiGHS: cold from the MPS file, 1 thread, gap 0, time limit {} s; structured vs MILP / HiGHS > 0 when structured is better)",
         trace.display(),
         cluster.name,
@@ -170,11 +190,11 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
         a.milp_time_limit,
         a.highs_time_limit
     )?;
-    outln!()?;
-    outln!("| jobs | instance (first job) | running | items | structured ms (min / median) | MILP s | MILP status | MILP / structured time | structured vs MILP | structured vs bound | HiGHS s | HiGHS status | HiGHS / structured time | structured vs HiGHS |")?;
-    outln!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(report)?;
+    writeln!(report, "| jobs | instance (first job) | running | items | structured ms (min / median) | MILP s | MILP status | MILP / structured time | structured vs MILP | structured vs bound | HiGHS s | HiGHS status | HiGHS / structured time | structured vs HiGHS |")?;
+    writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")?;
     for r in &rows {
-        outln!(
+        writeln!(report, 
             "| {} | {} ({}) | {} | {} | {:.2} / {:.2} | {:.3} | {} | {:.0}× | {:+.4}% | {:.4}% | {:.3} | {} | {:.0}× | {:+.4}% |",
             r.jobs,
             r.instance,
@@ -195,68 +215,8 @@ pub fn bench(a: crate::cli::PowerBenchArgs) -> Result<()> {
         )?;
     }
     if let Some(dir) = &mps {
-        outln!()?;
-        outln!("{} decisions written as MPS to {}", rows.len(), dir.display())?;
+        writeln!(report)?;
+        writeln!(report, "{} decisions written as MPS to {}", rows.len(), dir.display())?;
     }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::experiment_cmd::cluster_or_embedded;
-
-    /// Decisions of the benchmark's sizes, a few of each spread over the Theta
-    /// trace, in both PARM variants whose decisions differ in shape (wSE: running
-    /// jobs keep every option; noSE: only caps; noSE not at 1,000 jobs, where HiGHS
-    /// is slow), solved by the structured solver as the
-    /// bench and the engine solve them (with the incumbent) and by HiGHS from the
-    /// MPS file. Every structured answer is feasible and never above HiGHS's proven
-    /// optimum; every one it calls optimal equals that optimum within 1e-9
-    /// (relative); and at every size most answers are proven, so the check is not
-    /// vacuous.
-    #[test]
-    fn structured_solver_agrees_with_highs_on_theta_decisions() {
-        let Some(trace) = tessera_workload::traces::shared_trace(THETA_TRACE) else {
-            tessera_workload::traces::shared_dir_or_skip("structured_solver_agrees_with_highs_on_theta_decisions");
-            return;
-        };
-        let (_, cluster) = cluster_or_embedded(&None, THETA_PATH, THETA).unwrap();
-        let info = cluster.power_machine().unwrap();
-        let (_, records, _) = tessera_workload::swf::SwfReader::read_file(&trace, false).unwrap();
-        let w = workload(&records, &info, &cluster.name);
-        let dir = tempfile::tempdir().unwrap();
-        let mut report = Vec::new();
-        // (HiGHS takes 15–30 s on a 1,000-job noSE decision, under 5 s on the rest)
-        let (both, wse) = (&[ParmVariant::WSE, ParmVariant::NoSE][..], &[ParmVariant::WSE][..]);
-        for (k, instances, variants) in [(50, 4, both), (200, 3, both), (1000, 2, wse)] {
-            let (mut decisions, mut proven) = (0, 0);
-            for &variant in variants {
-                for inst in 0..instances {
-                    let first = first_job(w.jobs.len(), k, inst, instances);
-                    let what = format!("{variant}, {k} jobs from job {}", first + 1);
-                    let (p, incumbent) = decision(&w, &info.machine, variant, first, k).unwrap();
-                    let s = p.solve(Solver::Structured, Some(&incumbent));
-                    let path = dir.path().join(format!("{variant}-{k}-{inst}.mps"));
-                    let h = crate::highs_mip::solve(&p, &what, &path, Some(300.0)).unwrap();
-                    assert!(h.optimal, "{what}: HiGHS did not prove optimality: {}", h.status);
-                    assert!(p.usage(&h.choice).2, "{what}: HiGHS's answer breaks a limit");
-                    let opt = h.objective;
-                    assert!((h.highs_objective - opt).abs() <= 1e-9 * opt.abs(), "{what}: HiGHS's objective {} vs its choice's value {opt}: the MPS objective differs", h.highs_objective);
-                    assert!(p.usage(&s.choice).2, "{what}: the structured answer breaks a limit");
-                    assert!(s.objective <= opt + 1e-9 * opt.abs(), "{what}: structured {} above the optimum {opt}", s.objective);
-                    assert!(s.bound.is_some_and(|b| b >= opt - 1e-9 * opt.abs()), "{what}: the bound {:?} is below the optimum {opt}", s.bound);
-                    if s.status == Status::Optimal {
-                        assert!((opt - s.objective).abs() <= 1e-9 * opt.abs(), "{what}: structured says optimal at {} but HiGHS proves {opt}", s.objective);
-                        proven += 1;
-                    }
-                    decisions += 1;
-                    eprintln!("{what}: {} groups, structured {} ({:?}), HiGHS {opt} in {:.2} s", p.groups.len(), s.objective, s.status, h.solve_s);
-                }
-            }
-            report.push(format!("{k} jobs: {proven} of {decisions} proven optimal by the structured solver, all equal to HiGHS's optimum"));
-            assert!(2 * proven >= decisions, "{k} jobs: only {proven} of {decisions} decisions proven optimal: the check is nearly vacuous");
-        }
-        eprintln!("{}", report.join("\n"));
-    }
+    Ok(report)
 }

@@ -1,8 +1,9 @@
-//! Outputs never overwrite inputs: every command that writes files checks, before
-//! it reads or runs anything, that no output names one of its inputs (a trace, a
-//! cluster file, an accounting store) or another output.
+//! Files a study writes. Outputs never overwrite inputs: every command that
+//! writes files checks, before it reads or runs anything, that no output names
+//! one of its inputs (a trace, a cluster file, an accounting store) or another
+//! output ([`check`]). HTML pages are written by [`write_report`].
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// Where `p` leads: the file itself if it exists (links resolved), else its
@@ -33,6 +34,13 @@ pub fn check(inputs: &[(&str, &Path)], outputs: &[(&str, &Path)]) -> Result<()> 
         }
         seen.push((flag, t));
     }
+    Ok(())
+}
+
+/// Write an HTML page, and say where (on standard error).
+pub fn write_report(path: &Path, page: &tessera_report::Page) -> Result<()> {
+    std::fs::write(path, page.render()).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("report: {} ({} charts; open it in a browser)", path.display(), page.charts().count());
     Ok(())
 }
 

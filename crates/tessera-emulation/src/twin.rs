@@ -4,17 +4,15 @@
 //! submitted with the same cluster and policy, and compare job by job (start
 //! instants) and metric by metric.
 
-use crate::out::outln;
-use crate::live_args::ListFormat;
-use crate::loadtest_cmd::Guard;
-use crate::replay_cmd::{self, parse_shrink, plan, Files, Pace};
+use crate::client::runtime;
+use crate::local::Guard;
+use crate::replay::{self, parse_shrink, plan, Files, Pace};
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
 use hyper::Method;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tessera_core::{Cluster, PolicyKind};
 use tessera_proto::api::ClusterInfo;
@@ -24,33 +22,18 @@ use tessera_sim::run::simulate;
 use tessera_workload::swf::SwfReader;
 use tessera_workload::transform::{first_jobs, Shrink};
 
-#[derive(Args, Debug)]
-pub struct TwinArgs {
-    /// SWF trace (plain or gzip). A bare file name not in the current directory is looked up in $TESSERA_TRACES.
-    #[arg(long)]
+/// `tessera twin`'s settings (see its `--help`).
+#[derive(Clone, Debug)]
+pub struct Options {
     pub trace: PathBuf,
-    /// The first N records of the trace (N >= 1).
-    #[arg(long, default_value_t = 2000, value_parser = crate::cli::at_least_one)]
     pub max_jobs: usize,
-    /// Shrink factor in percent (submission offsets, runtimes, estimates).
-    #[arg(long)]
+    /// One percentage.
     pub shrink: String,
-    /// Cluster file (default: the embedded default cluster).
-    #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// fcfs, easy or conservative.
-    #[arg(long, default_value = "easy")]
     pub policy: String,
-    /// Agents presenting the cluster's nodes.
-    #[arg(long, default_value_t = 2)]
     pub agents: usize,
-    /// Directory for the controller's state and the replay's files (default:
-    /// a fresh directory under the system's temporary directory, kept).
-    #[arg(long)]
+    /// Default: a fresh directory under the system's temporary directory, kept.
     pub dir: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ListFormat,
 }
 
 /// The comparison.
@@ -85,8 +68,10 @@ pub struct Twin {
     pub per_job_csv: PathBuf,
 }
 
-pub fn twin(mut a: TwinArgs) -> Result<()> {
-    a.trace = tessera_workload::traces::resolve(&a.trace)?;
+/// Start a local cluster (the `tessera` binary `bin`), replay, simulate what
+/// was submitted, compare; the comparison is also written to `DIR/twin.json`.
+pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
+    let trace_path = tessera_workload::traces::resolve(&a.trace)?;
     let shrinks = parse_shrink(&a.shrink)?;
     let [pct] = shrinks[..] else { bail!("--shrink {}: the twin check takes one percentage", a.shrink) };
     let policy: PolicyKind = a.policy.parse().map_err(|e| anyhow!("--policy: {e}"))?;
@@ -98,21 +83,20 @@ pub fn twin(mut a: TwinArgs) -> Result<()> {
     let dir = dir.canonicalize()?;
     let state = dir.join("state");
     std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
-    let local = Guard::start(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
-    let rt = crate::live_cmd::runtime()?;
+    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
+    let rt = runtime()?;
     let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
     let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
     let cluster = Arc::new(Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?);
 
-    let (header, mut records, _) = SwfReader::read_file(&a.trace, false)?;
+    let (header, mut records, _) = SwfReader::read_file(&trace_path, false)?;
     first_jobs(&mut records, a.max_jobs);
     let shrink = Shrink::uniform(pct);
-    shrink.apply(&mut records).map_err(|e| anyhow!("{}: {e}", a.trace.display()))?;
+    shrink.apply(&mut records).map_err(|e| anyhow!("{}: {e}", trace_path.display()))?;
     let (w, planned) = plan(&records, cluster.clone(), Pace::Trace { warmup: 0 })?;
     let files = Files::new(&dir.join("replay"))?;
-    let bin = std::env::current_exe()?;
-    let trace = a.trace.display().to_string();
-    let o = replay_cmd::run(&rt, &mut client, &info, &header, &w, &planned, &files, &bin, 0, &trace, pct, shrink)?;
+    let trace = trace_path.display().to_string();
+    let o = replay::run(&rt, &mut client, &info, &header, &w, &planned, &files, bin, 0, &trace, pct, shrink)?;
     drop(local);
 
     // the simulator on exactly what was submitted (submit times are the plan's
@@ -184,31 +168,31 @@ pub fn twin(mut a: TwinArgs) -> Result<()> {
         per_job_csv,
     };
     std::fs::write(dir.join("twin.json"), serde_json::to_vec_pretty(&t)?)?;
-    match a.format {
-        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&t)?)?,
-        ListFormat::Table => print_twin(&t)?,
-    }
-    Ok(())
+    Ok(t)
 }
 
-fn print_twin(t: &Twin) -> Result<()> {
-    outln!("Digital twin: {} jobs of {} at {}% on {} ({}), live against simulated", t.jobs, t.trace, t.shrink_pct, t.cluster, t.policy)?;
-    outln!(
-        "  |live start − simulated start|: median {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s; within 1 s: {} of {}; mean signed {:+.3} s",
-        t.start_abs_median, t.start_abs_p90, t.start_abs_p99, t.start_abs_max, t.within_1s, t.jobs, t.start_signed_mean
-    )?;
-    outln!(
-        "  suspended: {} jobs simulated, {} live; |live − simulated suspended time|: max {:.3} s; within 1 s: {} of {}",
-        t.suspended_sim, t.suspended_live, t.suspended_abs_max, t.suspended_within_1s, t.jobs
-    )?;
-    let width = t.relative_difference.keys().map(|k| k.len()).max().unwrap_or(0);
-    outln!("  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", "live", "diff")?;
-    for ((k, s), (_, l)) in t.simulated.named().into_iter().zip(t.live.named()) {
-        let d = t.relative_difference.get(k).copied().unwrap_or(0.0);
-        // against a simulated 0 the difference is absolute, not relative
-        let diff = if s == 0.0 { format!("{d:>+8.3} ") } else { format!("{:>+8.2}%", d * 100.0) };
-        outln!("  {k:<width$}  {s:>12.4}  {l:>12.4}  {diff}")?;
+impl std::fmt::Display for Twin {
+    /// The comparison as a report: start differences, suspensions, every metric.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = self;
+        writeln!(f, "Digital twin: {} jobs of {} at {}% on {} ({}), live against simulated", t.jobs, t.trace, t.shrink_pct, t.cluster, t.policy)?;
+        writeln!(f, 
+            "  |live start − simulated start|: median {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s; within 1 s: {} of {}; mean signed {:+.3} s",
+            t.start_abs_median, t.start_abs_p90, t.start_abs_p99, t.start_abs_max, t.within_1s, t.jobs, t.start_signed_mean
+        )?;
+        writeln!(f, 
+            "  suspended: {} jobs simulated, {} live; |live − simulated suspended time|: max {:.3} s; within 1 s: {} of {}",
+            t.suspended_sim, t.suspended_live, t.suspended_abs_max, t.suspended_within_1s, t.jobs
+        )?;
+        let width = t.relative_difference.keys().map(|k| k.len()).max().unwrap_or(0);
+        writeln!(f, "  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", "live", "diff")?;
+        for ((k, s), (_, l)) in t.simulated.named().into_iter().zip(t.live.named()) {
+            let d = t.relative_difference.get(k).copied().unwrap_or(0.0);
+            // against a simulated 0 the difference is absolute, not relative
+            let diff = if s == 0.0 { format!("{d:>+8.3} ") } else { format!("{:>+8.2}%", d * 100.0) };
+            writeln!(f, "  {k:<width$}  {s:>12.4}  {l:>12.4}  {diff}")?;
+        }
+        writeln!(f, "  files: {} (per job: {})", t.dir.display(), t.per_job_csv.display())?;
+        Ok(())
     }
-    outln!("  files: {} (per job: {})", t.dir.display(), t.per_job_csv.display())?;
-    Ok(())
 }

@@ -8,12 +8,10 @@
 //! job here is requeued or lost, since the pauses stay within the agents'
 //! heartbeat timeout).
 
-use crate::live_args::ListFormat;
-use crate::loadtest_cmd::Guard;
-use crate::out::outln;
-use crate::replay_cmd::{self, parse_shrink, plan, Files, Pace};
+use crate::client::runtime;
+use crate::local::Guard;
+use crate::replay::{self, parse_shrink, plan, Files, Pace};
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
 use hyper::Method;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -28,57 +26,23 @@ use tessera_proto::client::{Client, Target};
 use tessera_workload::swf::SwfReader;
 use tessera_workload::transform::{first_jobs, Shrink};
 
-#[derive(Args, Debug)]
-pub struct ChaosArgs {
-    /// SWF trace (plain or gzip), replayed with sleep jobs. A bare file name not in the current directory is looked up in $TESSERA_TRACES.
-    #[arg(long)]
+/// `tessera chaos`'s settings (see its `--help`).
+#[derive(Clone, Debug)]
+pub struct Options {
     pub trace: PathBuf,
-    /// The first N records of the trace (N >= 1; without it, all).
-    #[arg(long, value_parser = crate::cli::at_least_one)]
     pub max_jobs: Option<usize>,
-    /// Shrink factor in percent (submission offsets, runtimes, estimates).
-    #[arg(long, default_value = "100")]
+    /// One percentage.
     pub shrink: String,
-    /// Cluster file (default: the embedded default cluster).
-    #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// fcfs, easy or conservative.
-    #[arg(long, default_value = "easy")]
     pub policy: String,
-    /// Agents presenting the cluster's nodes.
-    #[arg(long, default_value_t = 4)]
     pub agents: usize,
-    /// Seconds between one restart and the next kill: MIN:MAX, drawn uniformly.
-    #[arg(long, default_value = "5:30", value_parser = seconds_range)]
+    /// Seconds between one restart and the next kill, (min, max).
     pub every: (f64, f64),
-    /// Seconds a killed daemon stays down: MIN:MAX, drawn uniformly (below the
-    /// heartbeat timeout, so that no agent is declared lost).
-    #[arg(long, default_value = "0:5", value_parser = seconds_range)]
+    /// Seconds a killed daemon stays down, (min, max).
     pub down: (f64, f64),
-    /// Seconds without a poll after which the controller declares an agent lost.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub heartbeat_timeout: u64,
-    /// Seed of the kill schedule.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Directory for the controller's state, the replay's files and the kill
-    /// log (created; it must not hold an earlier replay).
-    #[arg(long, default_value = "chaos")]
     pub out: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ListFormat,
-}
-
-/// `MIN:MAX` seconds, 0 <= MIN <= MAX <= 86400.
-fn seconds_range(s: &str) -> Result<(f64, f64), String> {
-    let bad = || format!("expected MIN:MAX seconds with 0 <= MIN <= MAX <= 86400 (e.g. 5:30), found {}", tessera_core::quote::bounded(s));
-    let (a, b) = s.split_once(':').ok_or_else(bad)?;
-    let (a, b): (f64, f64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
-    if !(a.is_finite() && b.is_finite() && 0.0 <= a && a <= b && b <= 86_400.0) {
-        return Err(bad());
-    }
-    Ok((a, b))
 }
 
 /// What the run did and found.
@@ -107,10 +71,18 @@ pub struct Chaos {
     pub passed: bool,
     pub kill_log: PathBuf,
     pub dir: PathBuf,
+    /// The shrink percentage, and the jobs the controller acknowledged.
+    #[serde(skip)]
+    pub shrink_pct: f64,
+    #[serde(skip)]
+    pub acknowledged: usize,
 }
 
-pub fn chaos(mut a: ChaosArgs) -> Result<()> {
-    a.trace = tessera_workload::traces::resolve(&a.trace)?;
+/// Replay under kill -9 on a local cluster (the `tessera` binary `bin`); what
+/// was found, also written to `OUT/chaos.json` ([`Chaos::check`] says whether
+/// it passed).
+pub fn run(a: &Options, bin: &Path) -> Result<Chaos> {
+    let trace_path = tessera_workload::traces::resolve(&a.trace)?;
     let [pct] = parse_shrink(&a.shrink)?[..] else { bail!("--shrink {}: chaos replays at one percentage", a.shrink) };
     if a.down.1 >= a.heartbeat_timeout as f64 {
         bail!("--down {}:{}: expected pauses shorter than --heartbeat-timeout {} s (a longer one loses the agent, and its jobs are requeued or failed by design)", a.down.0, a.down.1, a.heartbeat_timeout);
@@ -123,35 +95,35 @@ pub fn chaos(mut a: ChaosArgs) -> Result<()> {
     }
     std::fs::create_dir_all(&state)?;
     let files = Files::new(&dir.join("replay"))?;
-    let (header, mut records, _) = SwfReader::read_file(&a.trace, false)?;
+    let (header, mut records, _) = SwfReader::read_file(&trace_path, false)?;
     if let Some(n) = a.max_jobs {
         first_jobs(&mut records, n);
     }
     let shrink = Shrink::uniform(pct);
-    shrink.apply(&mut records).map_err(|e| anyhow!("{}: {e}", a.trace.display()))?;
+    shrink.apply(&mut records).map_err(|e| anyhow!("{}: {e}", trace_path.display()))?;
 
     // a fixed port: the agents find the restarted controller where it was
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let extra = ["--heartbeat-timeout".to_string(), a.heartbeat_timeout.to_string()];
-    let mut local = Guard::start(&state, &a.cluster, a.agents, format!("127.0.0.1:{port}").parse()?, &a.policy, &extra)?;
-    let rt = crate::live_cmd::runtime()?;
+    let mut local = Guard::start(bin, &state, &a.cluster, a.agents, format!("127.0.0.1:{port}").parse()?, &a.policy, &extra)?;
+    let rt = runtime()?;
     let socket = local.0.as_ref().expect("started").ep.socket.clone();
     let mut client = Client::new(Target::Unix(socket.clone()), None);
     let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
     let cluster = Arc::new(Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?);
     let (w, planned) = plan(&records, cluster, Pace::Trace { warmup: 0 })?;
     let n = planned.len();
-    let trace = a.trace.display().to_string();
+    let trace = trace_path.display().to_string();
 
     // the replay in its own thread, the kills in this one
     let t0 = Instant::now();
     let replay = {
-        let bin = std::env::current_exe()?;
+        let bin = bin.to_path_buf();
         let trace = trace.clone();
         std::thread::spawn(move || -> Result<()> {
-            let rt = crate::live_cmd::runtime()?;
+            let rt = runtime()?;
             let mut client = Client::new(Target::Unix(socket), None);
-            replay_cmd::run(&rt, &mut client, &info, &header, &w, &planned, &files, &bin, 0, &trace, pct, shrink).map(drop)
+            replay::run(&rt, &mut client, &info, &header, &w, &planned, &files, &bin, 0, &trace, pct, shrink).map(drop)
         })
     };
     let kill_log = dir.join("kills.csv");
@@ -241,39 +213,51 @@ pub fn chaos(mut a: ChaosArgs) -> Result<()> {
         states,
         kill_log,
         dir: dir.clone(),
+        shrink_pct: pct,
+        acknowledged: ids.len(),
     };
     // what each job asked for: to run to its end, or to be stopped at its limit
     let all_completed = c.states.keys().all(|s| s == "COMPLETED" || s == "TIMEOUT");
     let c = Chaos { passed: c.unrecorded.is_empty() && c.recorded_twice.is_empty() && c.unknown_records.is_empty() && c.ran_not_once.is_empty() && c.timed_out_early.is_empty() && all_completed && ids.len() == n, ..c };
     std::fs::write(dir.join("chaos.json"), serde_json::to_vec_pretty(&c)?)?;
-    match a.format {
-        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&c)?)?,
-        ListFormat::Table => {
-            outln!("Chaos replay of {} jobs of {} at {pct}% in {:.0} s: the controller killed {} times, agents {} times (down at most {:.1} s each; log {})", n, c.trace, c.seconds, c.controller_kills, c.agent_kills, c.longest_down_s, c.kill_log.display())?;
-            outln!("  accounting records by state: {:?}", c.states)?;
-            outln!("  jobs acknowledged: {}; without a record: {}; recorded twice: {}; records of unknown jobs: {}", ids.len(), c.unrecorded.len(), c.recorded_twice.len(), c.unknown_records.len())?;
-            outln!("  jobs that did not run exactly once (sleep log lines ≠ 1): {}", c.ran_not_once.len())?;
-            outln!("  jobs recorded TIMEOUT that ended by themselves before their limit: {}", c.timed_out_early.len())?;
-            outln!("  {}", if c.passed { "PASSED: every job ran once and is accounted once" } else { "FAILED" })?;
+    Ok(c)
+}
+
+impl Chaos {
+    /// An error unless the run passed: what went wrong, the first few jobs of each kind.
+    pub fn check(&self) -> Result<()> {
+        let c = self;
+        if !c.passed {
+            bail!(
+                "chaos: {} jobs unrecorded {:?}, {} recorded twice {:?}, {} unknown records, {} not run exactly once {:?}, {} timed out early {:?}, states {:?} (see {})",
+                c.unrecorded.len(),
+                &c.unrecorded[..c.unrecorded.len().min(10)],
+                c.recorded_twice.len(),
+                &c.recorded_twice[..c.recorded_twice.len().min(10)],
+                c.unknown_records.len(),
+                c.ran_not_once.len(),
+                &c.ran_not_once[..c.ran_not_once.len().min(10)],
+                c.timed_out_early.len(),
+                &c.timed_out_early[..c.timed_out_early.len().min(10)],
+                c.states,
+                c.dir.display()
+            );
         }
+        Ok(())
     }
-    if !c.passed {
-        bail!(
-            "chaos: {} jobs unrecorded {:?}, {} recorded twice {:?}, {} unknown records, {} not run exactly once {:?}, {} timed out early {:?}, states {:?} (see {})",
-            c.unrecorded.len(),
-            &c.unrecorded[..c.unrecorded.len().min(10)],
-            c.recorded_twice.len(),
-            &c.recorded_twice[..c.recorded_twice.len().min(10)],
-            c.unknown_records.len(),
-            c.ran_not_once.len(),
-            &c.ran_not_once[..c.ran_not_once.len().min(10)],
-            c.timed_out_early.len(),
-            &c.timed_out_early[..c.timed_out_early.len().min(10)],
-            c.states,
-            dir.display()
-        );
+}
+
+impl std::fmt::Display for Chaos {
+    /// The run as a report: kills, accounting records, jobs not run once.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self;
+        writeln!(f, "Chaos replay of {} jobs of {} at {}% in {:.0} s: the controller killed {} times, agents {} times (down at most {:.1} s each; log {})", c.jobs, c.trace, c.shrink_pct, c.seconds, c.controller_kills, c.agent_kills, c.longest_down_s, c.kill_log.display())?;
+        writeln!(f, "  accounting records by state: {:?}", c.states)?;
+        writeln!(f, "  jobs acknowledged: {}; without a record: {}; recorded twice: {}; records of unknown jobs: {}", c.acknowledged, c.unrecorded.len(), c.recorded_twice.len(), c.unknown_records.len())?;
+        writeln!(f, "  jobs that did not run exactly once (sleep log lines ≠ 1): {}", c.ran_not_once.len())?;
+        writeln!(f, "  jobs recorded TIMEOUT that ended by themselves before their limit: {}", c.timed_out_early.len())?;
+        writeln!(f, "  {}", if c.passed { "PASSED: every job ran once and is accounted once" } else { "FAILED" })
     }
-    Ok(())
 }
 
 /// From the replay's jobs.csv: trace job → controller job id, and trace job →

@@ -6,11 +6,27 @@
 //! built beside it. It runs single-threaded, with both MIP gaps at 0 so that
 //! "optimal" means proven optimal, and is deterministic for a given file.
 //! HiGHS is C++, built from source by `highs-sys` (cmake, libclang): it stays out
-//! of `tessera-core`, which the live system runs.
+//! of `tessera-core`, which the live system runs, and is in a build only with the
+//! cargo feature `highs`; without it [`solve`] is an error that says how to build it in.
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::Result;
+#[cfg(feature = "highs")]
+use anyhow::{bail, ensure, Context};
 use std::path::Path;
 use tessera_core::power::Problem;
+
+/// How to get HiGHS into a build.
+pub const HOW: &str = "rebuild with `--features highs` (cargo build --release --features highs; HiGHS is built from source and needs cmake and libclang-dev)";
+
+/// `Ok` when this build has HiGHS, else an error saying that `what` needs it
+/// and how to build it in.
+pub fn require(what: &str) -> Result<()> {
+    if cfg!(feature = "highs") {
+        Ok(())
+    } else {
+        anyhow::bail!("{what} needs HiGHS, which is not in this build: {HOW}")
+    }
+}
 
 /// HiGHS's answer to one decision.
 #[derive(Clone, Debug)]
@@ -32,6 +48,7 @@ pub struct Exact {
 /// Solve the MPS file `mps` (written by `p.to_mps(..)`) with HiGHS; the answer's
 /// choice is mapped back onto `p`'s groups. `time_limit_s`: HiGHS's wall-clock
 /// limit (then `optimal` is false and the best answer found is returned).
+#[cfg(feature = "highs")]
 pub fn solve_mps(mps: &Path, p: &Problem, time_limit_s: Option<f64>) -> Result<Exact> {
     let mut model = highs::ColProblem::default().optimise(highs::Sense::Maximise);
     let c_path = std::ffi::CString::new(mps.as_os_str().as_encoded_bytes()).with_context(|| format!("{}: a path with a NUL byte", mps.display()))?;
@@ -71,12 +88,20 @@ pub fn solve_mps(mps: &Path, p: &Problem, time_limit_s: Option<f64>) -> Result<E
 }
 
 /// Write `p` as MPS to `path` and solve it with HiGHS.
+#[cfg(feature = "highs")]
 pub fn solve(p: &Problem, name: &str, path: &Path, time_limit_s: Option<f64>) -> Result<Exact> {
     std::fs::write(path, p.to_mps(name)).with_context(|| format!("writing {}", path.display()))?;
     solve_mps(path, p, time_limit_s)
 }
 
-#[cfg(test)]
+/// Without HiGHS in the build: an error saying how to build it in.
+#[cfg(not(feature = "highs"))]
+pub fn solve(_: &Problem, _: &str, _: &Path, _: Option<f64>) -> Result<Exact> {
+    require("solving with HiGHS")?;
+    unreachable!()
+}
+
+#[cfg(all(test, feature = "highs"))]
 mod tests {
     use super::*;
     use tessera_core::power::{Group, Item};

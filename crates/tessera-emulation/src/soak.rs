@@ -4,55 +4,36 @@
 //! and check at the end that memory stayed flat after the warm-up and that
 //! every job completed and is accounted once.
 
-use crate::live_args::ListFormat;
-use crate::loadtest_cmd::{metrics, opt, rss_kib, Guard};
-use crate::out::outln;
+use crate::client::runtime;
+use crate::loadtest::{metrics, opt, rss_kib};
+use crate::local::Guard;
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
 use hyper::Method;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tessera_proto::api::{SubmitReply, SubmitRequest};
 use tessera_proto::client::{Client, Target};
 
-#[derive(Args, Debug)]
-pub struct SoakArgs {
-    /// Jobs submitted per minute, evenly spaced.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+/// `tessera soak`'s settings (see its `--help`).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Jobs per minute.
     pub rate: u64,
-    /// How long to submit: seconds, or a number with s, m or h.
-    #[arg(long, default_value = "1h", value_parser = crate::cli::duration_s)]
+    /// Seconds of submissions.
     pub duration: i64,
-    /// Memory must stay flat from this point on (the warm-up before it fills
-    /// the controller's list of recently finished jobs, 300 s, and the
-    /// allocators' pools).
-    #[arg(long, default_value = "10m", value_parser = crate::cli::duration_s)]
+    /// Memory must stay flat from this second on.
     pub flat_from: i64,
     /// Seconds between memory samples.
-    #[arg(long, default_value = "1m", value_parser = crate::cli::duration_s)]
     pub sample_every: i64,
-    /// Growth allowed after --flat-from, as a fraction of the memory then, on
-    /// top of 2 MiB (allocator noise).
-    #[arg(long, default_value_t = 0.10)]
+    /// Growth allowed after `flat_from`, as a fraction (on top of 2 MiB).
     pub tolerance: f64,
-    /// Agents presenting the cluster's nodes.
-    #[arg(long, default_value_t = 4)]
     pub agents: usize,
-    /// Cluster file (default: the embedded default cluster, 32 nodes of 8 cores).
-    #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// fcfs, easy or conservative.
-    #[arg(long, default_value = "easy")]
     pub policy: String,
-    /// Directory for the state, logs and the samples (created).
-    #[arg(long, default_value = "soak")]
     pub dir: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ListFormat,
 }
 
 /// One daemon's memory over the run.
@@ -80,9 +61,15 @@ pub struct Soak {
     pub memory: Vec<Memory>,
     pub samples_csv: PathBuf,
     pub passed: bool,
+    /// The run's directory.
+    #[serde(skip)]
+    pub dir: PathBuf,
 }
 
-pub fn soak(a: SoakArgs) -> Result<()> {
+/// Submit at the steady rate to a local cluster (the `tessera` binary `bin`),
+/// sample memory, check; what was found, also written to `DIR/soak.json`
+/// ([`Soak::check`] says whether it passed).
+pub fn run(a: &Options, bin: &Path) -> Result<Soak> {
     if a.duration < 1 || a.sample_every < 1 || a.flat_from >= a.duration {
         bail!("--duration {} s, --flat-from {} s, --sample-every {} s: expected a duration of at least 1 s, samples at least 1 s apart, and --flat-from before the end", a.duration, a.flat_from, a.sample_every);
     }
@@ -96,8 +83,8 @@ pub fn soak(a: SoakArgs) -> Result<()> {
         bail!("{} holds an earlier run's controller state: give another --dir", state.display());
     }
     std::fs::create_dir_all(&state)?;
-    let local = Guard::start(&state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
-    let rt = crate::live_cmd::runtime()?;
+    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
+    let rt = runtime()?;
     let target = Target::Unix(local.ep.socket.clone());
     let mut client = Client::new(target.clone(), None);
     let mut probe = Client::new(target, None);
@@ -196,24 +183,34 @@ pub fn soak(a: SoakArgs) -> Result<()> {
         })
         .collect::<Vec<_>>();
     let passed = lost == 0 && duplicates == 0 && completed == ids.len() && memory.iter().all(|m| m.flat);
-    let s = Soak { rate_per_min: a.rate, seconds, submitted: ids.len(), late_max_s: late_max, completed, lost, duplicates, memory, samples_csv, passed };
+    let s = Soak { rate_per_min: a.rate, seconds, submitted: ids.len(), late_max_s: late_max, completed, lost, duplicates, memory, samples_csv, passed, dir: dir.clone() };
     std::fs::write(dir.join("soak.json"), serde_json::to_vec_pretty(&s)?)?;
-    match a.format {
-        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&s)?)?,
-        ListFormat::Table => {
-            outln!("Soak: {} jobs at {}/min over {:.0} s (submissions late by at most {:.2} s); samples in {}", s.submitted, s.rate_per_min, s.seconds, s.late_max_s, s.samples_csv.display())?;
-            outln!("  completed and accounted once: {}; lost: {}; accounted twice: {}", s.completed, s.lost, s.duplicates)?;
-            outln!("  {:<12} {:>14} {:>14} {:>12} {:>14}  flat", "daemon", "RSS at start", "max after", "last", "slope")?;
-            for m in &s.memory {
-                outln!("  {:<12} {:>10} KiB {:>10} KiB {:>8} KiB {:>7.1} KiB/min  {}", m.daemon, m.rss_at_flat_from_kib, m.rss_max_after_kib, m.rss_last_kib, m.slope_kib_per_min, if m.flat { "yes" } else { "NO" })?;
-            }
-            outln!("  {}", if s.passed { "PASSED" } else { "FAILED" })?;
+    Ok(s)
+}
+
+impl Soak {
+    /// An error unless the run passed.
+    pub fn check(&self) -> Result<()> {
+        let s = self;
+        if !s.passed {
+            bail!("soak: {} lost, {} accounted twice, {} of {} completed, memory flat: {:?} (see {})", s.lost, s.duplicates, s.completed, s.submitted, s.memory.iter().map(|m| (&m.daemon, m.flat)).collect::<Vec<_>>(), s.dir.display());
         }
+        Ok(())
     }
-    if !s.passed {
-        bail!("soak: {} lost, {} accounted twice, {} of {} completed, memory flat: {:?} (see {})", s.lost, s.duplicates, s.completed, s.submitted, s.memory.iter().map(|m| (&m.daemon, m.flat)).collect::<Vec<_>>(), dir.display());
+}
+
+impl std::fmt::Display for Soak {
+    /// The run as a report: jobs, and each daemon's memory.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        writeln!(f, "Soak: {} jobs at {}/min over {:.0} s (submissions late by at most {:.2} s); samples in {}", s.submitted, s.rate_per_min, s.seconds, s.late_max_s, s.samples_csv.display())?;
+        writeln!(f, "  completed and accounted once: {}; lost: {}; accounted twice: {}", s.completed, s.lost, s.duplicates)?;
+        writeln!(f, "  {:<12} {:>14} {:>14} {:>12} {:>14}  flat", "daemon", "RSS at start", "max after", "last", "slope")?;
+        for m in &s.memory {
+            writeln!(f, "  {:<12} {:>10} KiB {:>10} KiB {:>8} KiB {:>7.1} KiB/min  {}", m.daemon, m.rss_at_flat_from_kib, m.rss_max_after_kib, m.rss_last_kib, m.slope_kib_per_min, if m.flat { "yes" } else { "NO" })?;
+        }
+        writeln!(f, "  {}", if s.passed { "PASSED" } else { "FAILED" })
     }
-    Ok(())
 }
 
 /// Least-squares slope of (x, y) points (0 for fewer than two).
@@ -229,5 +226,17 @@ fn slope(p: &[(f64, f64)]) -> f64 {
         0.0
     } else {
         sxy / sxx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slope_of_a_line_and_of_too_few_points() {
+        assert_eq!(slope(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]), 2.0);
+        assert_eq!(slope(&[(1.0, 7.0)]), 0.0);
+        assert_eq!(slope(&[(1.0, 7.0), (1.0, 9.0)]), 0.0);
     }
 }

@@ -1,0 +1,54 @@
+//! The client side of the live system that the users' commands and the tools
+//! share: the runtime a command's calls run on, API errors as users read them,
+//! and applying a cluster file to a running controller.
+
+use anyhow::{anyhow, Result};
+use hyper::Method;
+use tessera_core::{hostlist, quote};
+use tessera_proto::api::{ReconfigureReply, ReconfigureRequest};
+use tessera_proto::client::{Client, ClientError};
+
+/// The runtime a command's calls to the controller run on (one thread).
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}
+
+/// An API error as the user should read it: the message, and for bad input
+/// what was expected.
+pub fn explain(e: ClientError) -> anyhow::Error {
+    match e {
+        ClientError::Api { status, body } => {
+            let mut m = body.error.clone();
+            if status == 401 || status == 403 {
+                m = format!("{m} (HTTP {status})");
+            }
+            anyhow!(m)
+        }
+        other => anyhow!(other),
+    }
+}
+
+/// Apply a cluster file's text through `POST /v1/cluster`; what changed, as
+/// [`changes`] says it.
+pub fn reconfigure(client: &mut Client, rt: &tokio::runtime::Runtime, text: &str, path: &str) -> Result<String> {
+    let body = ReconfigureRequest { toml: text.to_string(), path: path.to_string() };
+    let r: ReconfigureReply = rt.block_on(client.call(Method::POST, "/v1/cluster", Some(&body))).map_err(explain)?;
+    Ok(format!("cluster {}, {} nodes, {} cores; {}", quote::text(&r.cluster.name), r.cluster.nodes, r.cluster.cores, changes(&(r.added, r.removed, r.changed))))
+}
+
+/// "nodes added: …; removed: …; changed: …" (hostlists, `none` when empty).
+pub fn changes((added, removed, changed): &(Vec<String>, Vec<String>, Vec<String>)) -> String {
+    let names = |v: &Vec<String>| if v.is_empty() { "none".to_string() } else { quote::text(&hostlist::compress(&v.iter().map(|s| s.as_str()).collect::<Vec<_>>())).into_owned() };
+    format!("nodes added: {}; removed: {}; changed: {}", names(added), names(removed), names(changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_are_hostlists_or_none() {
+        let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(changes(&(v(&["n1", "n2", "n3"]), v(&[]), v(&["x\ny"]))), "nodes added: n[1-3]; removed: none; changed: x\\ny");
+    }
+}

@@ -1,0 +1,272 @@
+//! One simulation from a [`RunSpec`]: read (or generate) the jobs, build the
+//! machine, simulate ([`execute`]); then, for `sim run`, write what was asked
+//! ([`write_outputs`]). Comparisons and sweeps run their variants through
+//! [`execute`] too.
+
+use crate::spec::RunSpec;
+use anyhow::{bail, Context, Result};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use tessera_core::nodeset::SetAttribute;
+use tessera_core::{Cluster, NodeSetSpec, PolicyKind};
+use tessera_report::run::RunData;
+use tessera_sim::output::{write_jobs_csv, write_swf};
+use tessera_sim::workload::{default_capacity, prepare, prepare_on, Machine};
+use tessera_sim::{simulate, Summary};
+use tessera_workload::lublin::{generate, LublinParams};
+use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord};
+
+/// The embedded default cluster (also at examples/clusters/default.toml).
+pub const DEFAULT_CLUSTER: &str = include_str!("../../../examples/clusters/default.toml");
+/// Where the embedded default cluster comes from, to name it.
+pub const DEFAULT_CLUSTER_PATH: &str = "examples/clusters/default.toml";
+/// Jobs and seed of the embedded default workload.
+pub const DEFAULT_JOBS: usize = 10_000;
+pub const DEFAULT_SEED: u64 = 1;
+
+pub fn load_cluster(path: &Path) -> Result<Cluster> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading cluster file {}", path.display()))?;
+    Ok(Cluster::from_toml(&text, &path.display().to_string())?)
+}
+
+pub fn default_cluster() -> Cluster {
+    Cluster::from_toml(DEFAULT_CLUSTER, DEFAULT_CLUSTER_PATH).expect("the embedded default cluster is valid")
+}
+
+/// An experiment's trace: the one given, else `default` from the shared traces.
+pub fn trace_or_shared(given: &Option<PathBuf>, default: &str) -> Result<PathBuf> {
+    match given {
+        Some(t) => Ok(tessera_workload::traces::resolve(t)?),
+        None => tessera_workload::traces::find_shared(default)
+            .with_context(|| format!("no --trace given and {default} is not in the shared traces directory (set TESSERA_TRACES)")),
+    }
+}
+
+/// An experiment's cluster and how to name it: the file given, else the embedded
+/// copy `text` of the repository's `path`.
+pub fn cluster_or_embedded(given: &Option<PathBuf>, path: &str, text: &str) -> Result<(String, Cluster)> {
+    match given {
+        Some(p) => Ok((p.display().to_string(), load_cluster(p)?)),
+        None => Ok((path.to_string(), Cluster::from_toml(text, path).expect("the embedded cluster is valid"))),
+    }
+}
+
+fn read_trace(path: &Path, lenient: bool) -> Result<(SwfHeader, Vec<SwfRecord>)> {
+    let (header, records, report) = SwfReader::read_file(path, lenient)?;
+    if report.skipped > 0 {
+        eprintln!("{}: {report}", path.display());
+    }
+    Ok((header, records))
+}
+
+/// The node set of the spec, with the cluster's site options unless overridden.
+fn nodeset_of(a: &RunSpec, cluster: &Cluster) -> Result<Option<NodeSetSpec>> {
+    let Some(text) = &a.nodeset else { return Ok(None) };
+    let mut spec = NodeSetSpec::parse_job(text)?.with_site_options(cluster.nodeset.as_ref());
+    if a.nodeset_optional {
+        spec.optional = true;
+    }
+    if let Some(t) = a.nodeset_tolerance {
+        spec.tolerance = Some(t);
+    }
+    if let Some(p) = &a.nodeset_priority {
+        spec.priority = p.parse().map_err(|m: String| anyhow::anyhow!("--nodeset-priority: {m}"))?;
+    }
+    if let Some(p) = &a.nodeset_plus {
+        spec.plus = p.parse().map_err(|m: String| anyhow::anyhow!("--nodeset-plus: {m}"))?;
+    }
+    spec.validate().map_err(|m| anyhow::anyhow!("--nodeset {text}: {m}"))?;
+    // a value no node has is a typo or not a node set at all (`--nodeset garbage`)
+    let (what, present): (&str, Vec<String>) = match spec.attribute {
+        SetAttribute::Feature => ("feature", cluster.node_types.iter().flat_map(|t| t.features.iter().cloned()).collect()),
+        SetAttribute::Network => ("network", cluster.node_types.iter().filter_map(|t| t.network.clone()).collect()),
+        SetAttribute::ProcSpeed | SetAttribute::Memory => ("", Vec::new()),
+    };
+    if !what.is_empty() {
+        if let Some(v) = spec.list.iter().find(|v| !present.contains(v)) {
+            let mut known: Vec<&str> = present.iter().map(String::as_str).collect();
+            known.sort_unstable();
+            known.dedup();
+            let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+            bail!(
+                "--nodeset {}: no node of cluster `{}` has {what} {}: expected one of its {what}s ({known}), in a Slurm constraint (`a|b`, `[a|b]`) or Moab's form (`ONEOF:FEATURE:a:b`)",
+                tessera_workload::quote::bounded(text),
+                cluster.name,
+                tessera_workload::quote::bounded(v)
+            );
+        }
+    }
+    Ok(Some(spec))
+}
+
+/// One simulation, before its outputs are written.
+pub struct Executed {
+    pub label: String,
+    pub policy: PolicyKind,
+    pub header: SwfHeader,
+    pub records: Vec<SwfRecord>,
+    pub w: tessera_sim::Workload,
+    pub outcome: tessera_sim::SimOutcome,
+    pub summary: Summary,
+}
+
+/// Read (or generate) the jobs, build the machine and simulate.
+pub fn execute(a: &RunSpec) -> Result<Executed> {
+    let t0 = Instant::now();
+    a.check()?;
+    let policy = a.policy;
+    let mut cluster = match &a.cluster {
+        Some(p) => Some(load_cluster(p)?),
+        None if a.trace.is_none() => Some(default_cluster()),
+        None => None,
+    };
+    if let Some(b) = a.power.budget_w {
+        let c = cluster.as_mut().context("--budget-w needs --cluster with a power model")?;
+        anyhow::ensure!(b.is_finite() && b > 0.0 && b <= 1e12, "--budget-w {b}: expected watts in (0, 1e12]");
+        anyhow::ensure!(c.power_budget_w.is_some(), "--budget-w: cluster `{}` has no power_budget_w and power model to budget", c.name);
+        c.power_budget_w = Some(b);
+    }
+    let cluster_cores = match &cluster {
+        Some(c) => Some(u32::try_from(c.total_cores()).context("the cluster has more than 2^32 cores")?),
+        None => None,
+    };
+    let (label, header, mut records) = match &a.trace {
+        Some(path) => {
+            let path = &tessera_workload::traces::resolve(path)?;
+            let (h, r) = read_trace(path, a.lenient)?;
+            (path.display().to_string(), h, r)
+        }
+        None => {
+            let procs = cluster_cores.expect("default cluster");
+            let (h, r) = generate(&LublinParams::new(procs, DEFAULT_JOBS, DEFAULT_SEED)).context("generating the default workload")?;
+            (format!("default (Lublin-Feitelson 2003 model, {DEFAULT_JOBS} jobs, seed {DEFAULT_SEED}, {procs} processors)"), h, r)
+        }
+    };
+    let parse_time = t0.elapsed().as_secs_f64();
+    if let Some(n) = a.max_jobs {
+        tessera_workload::transform::first_jobs(&mut records, n);
+    }
+    if let Some(g) = a.arrival_scale {
+        tessera_workload::transform::scale_arrivals(&mut records, g).with_context(|| format!("--arrival-scale {g:?} on {label}"))?;
+    }
+    let w = match cluster {
+        Some(cluster) => {
+            let partition = match &a.partition {
+                None => None,
+                Some(name) => Some(cluster.partition_index(name).with_context(|| {
+                    let known: Vec<&str> = cluster.partitions.iter().map(|p| p.name.as_str()).collect();
+                    format!("--partition {name}: no such partition; known: {}", known.join(", "))
+                })? as u16),
+            };
+            let nodeset = nodeset_of(a, &cluster)?;
+            match crate::power::setup(&cluster, policy, &a.power)? {
+                Some(setup) => {
+                    if partition.is_some() || nodeset.is_some() {
+                        bail!("--partition and --nodeset do not apply to a power-budgeted cluster (its default partition is one machine)");
+                    }
+                    prepare_on(&records, Machine::Power(Arc::new(setup)))
+                }
+                None => prepare_on(&records, Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset }),
+            }
+        }
+        None if policy == PolicyKind::Parm => bail!("policy parm needs --cluster with a power budget (e.g. examples/clusters/theta-overprovisioned.toml)"),
+        None if crate::power::any_power_flag(&a.power) => {
+            bail!("power flags (--cap, --power-out, --parm-*, …) apply to a cluster with a power budget: give --cluster (e.g. examples/clusters/theta-overprovisioned.toml)")
+        }
+        None => {
+            let capacity = match a.capacity {
+                Some(c) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
+                None => default_capacity(&header, &label)?,
+            };
+            prepare(&records, capacity)
+        }
+    };
+    w.check_time_range(&label)?;
+    let t1 = Instant::now();
+    let outcome = {
+        let _span = tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();
+        simulate(&w, policy)
+    };
+    anyhow::ensure!(outcome.rejected == 0, "{label}: the engine rejected {} of the simulator's inputs (a simulator defect; please report it with this trace)", outcome.rejected);
+    let sim_time = t1.elapsed().as_secs_f64();
+    let mut summary = Summary::compute(&label, &w, &outcome);
+    summary.policy = policy.name().to_string();
+    summary.parse_wall_time_s = parse_time;
+    summary.sim_wall_time_s = sim_time;
+    summary.wall_time_s = t0.elapsed().as_secs_f64();
+    Ok(Executed { label, policy, header, records, w, outcome, summary })
+}
+
+/// The files `sim run` writes beside its summary on standard output (the power
+/// drawn over time is `spec.power.power_out`).
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// One CSV row per job.
+    pub jobs_out: Option<PathBuf>,
+    /// The simulated schedule as SWF.
+    pub swf_out: Option<PathBuf>,
+    /// The summary as JSON.
+    pub summary: Option<PathBuf>,
+    /// A self-contained HTML report.
+    pub report: Option<PathBuf>,
+    /// The accounting store the run is recorded in.
+    pub db: Option<PathBuf>,
+    /// Site name of the accounting records (default: the cluster's name).
+    pub site: Option<String>,
+}
+
+impl Outputs {
+    /// Every output file, with the flag that names it, for [`crate::files::check`].
+    pub fn named<'a>(&'a self, spec: &'a RunSpec) -> Vec<(&'static str, &'a Path)> {
+        [("--jobs-out", &self.jobs_out), ("--swf-out", &self.swf_out), ("--summary", &self.summary), ("--report", &self.report), ("--db", &self.db), ("--power-out", &spec.power.power_out)]
+            .into_iter()
+            .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+            .collect()
+    }
+}
+
+/// Write the outputs of a simulation of `spec` (`t0`: when the command began,
+/// for the summary's wall time); the summary and its JSON.
+pub fn write_outputs(e: Executed, spec: &RunSpec, o: &Outputs, t0: Instant) -> Result<(Summary, String)> {
+    let Executed { label, policy, header, records, w, outcome, mut summary } = e;
+    let capacity = w.capacity;
+    if let (Some(p), Some(po)) = (&spec.power.power_out, &outcome.power) {
+        crate::power::write_power_csv(p, po)?;
+    }
+    if let Some(p) = &o.jobs_out {
+        let f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
+        write_jobs_csv(f, &w, &outcome).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &o.swf_out {
+        let f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
+        let note = format!("simulated by tessera {} with policy {} on {capacity} processors", env!("CARGO_PKG_VERSION"), policy.name());
+        write_swf(f, &header, &note, &records, &w, &outcome).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let site = o.site.clone().unwrap_or_else(|| match &w.machine {
+        Machine::Cluster { cluster, .. } => cluster.name.clone(),
+        Machine::Pool(c) => format!("pool-{c}"),
+        Machine::Power(s) => s.name.clone(),
+    });
+    if let Some(db) = &o.db {
+        let offset = header.unix_start_time.unwrap_or(0);
+        let run = crate::record::record(db, &site, &label, policy.name(), offset, &w, &outcome, &records)?;
+        eprintln!("recorded as run {run} in {}", db.display());
+        if let Some(r) = &o.report {
+            let store = tessera_accounting::store::Store::open(db)?;
+            crate::files::write_report(r, &RunData::load(&store, run, Default::default())?.page())?;
+        }
+    } else if let Some(r) = &o.report {
+        // the report reads the run from a store: an in-memory one
+        let mut store = tessera_accounting::store::Store::in_memory()?;
+        let run = crate::record::record_into(&mut store, &site, &label, policy.name(), header.unix_start_time.unwrap_or(0), &w, &outcome, &records)?;
+        crate::files::write_report(r, &RunData::load(&store, run, Default::default())?.page())?;
+    }
+    summary.wall_time_s = t0.elapsed().as_secs_f64();
+    let json = serde_json::to_string_pretty(&summary)?;
+    if let Some(p) = &o.summary {
+        std::fs::write(p, format!("{json}\n")).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok((summary, json))
+}
