@@ -27,4 +27,5 @@ pub mod replay;
 pub mod sleep_job;
 pub mod soak;
 pub mod stop;
+pub mod supervise;
 pub mod twin;

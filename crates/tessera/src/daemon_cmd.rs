@@ -7,12 +7,13 @@ use crate::out::outln;
 use tessera_proto::unix_now;
 use crate::live_args::*;
 use anyhow::{anyhow, bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tessera_agent::agent::{Agent, AgentConfig};
 use tessera_controller::auth::{Key, Role};
 use tessera_controller::Config;
 use tessera_core::{hostlist, Cluster};
+use tessera_emulation::supervise::{note, Restarts};
 use tessera_emulation::local::{cluster_text, start_local, stop, tail, write_up_file, UpFile};
 use tessera_proto::api::AgentNode;
 use tessera_proto::client::Target;
@@ -194,59 +195,6 @@ pub fn up(a: UpArgs) -> Result<()> {
     Ok(())
 }
 
-/// When `tessera up` restarts a controller that exited abnormally: after a
-/// pause that doubles with each exit in a row (from [`Restarts::FIRST_PAUSE`]:
-/// 0.25, 0.5, 1, 2, 4 s), and not after more than [`Restarts::MAX_RAPID`]
-/// exits in a row within [`Restarts::RAPID`] of their start (a controller that
-/// cannot start, or that panics again on what it replays, is left stopped). A
-/// controller that ran longer before it exited starts a new series.
-struct Restarts {
-    /// Restarts so far.
-    total: u32,
-    /// Exits in a row, each within `RAPID` of its start.
-    rapid: u32,
-    since: Instant,
-}
-
-impl Restarts {
-    const FIRST_PAUSE: Duration = Duration::from_millis(250);
-    const RAPID: Duration = Duration::from_secs(60);
-    const MAX_RAPID: u32 = 5;
-
-    fn new(started: Instant) -> Restarts {
-        Restarts { total: 0, rapid: 0, since: started }
-    }
-
-    /// The controller exited at `now`: Ok to restart it (counted), or why not.
-    fn exited(&mut self, now: Instant) -> Result<(), String> {
-        if now.duration_since(self.since) >= Self::RAPID {
-            self.rapid = 0;
-        }
-        self.rapid += 1;
-        if self.rapid > Self::MAX_RAPID {
-            return Err(format!("it exited {} times in a row within {} s of its start: not restarted again", self.rapid, Self::RAPID.as_secs()));
-        }
-        self.total += 1;
-        Ok(())
-    }
-
-    /// The pause before the restart just counted.
-    fn pause(&self) -> Duration {
-        Self::FIRST_PAUSE * 2u32.pow(self.rapid.clamp(1, Self::MAX_RAPID) - 1)
-    }
-
-    fn started(&mut self, now: Instant) {
-        self.since = now;
-    }
-}
-
-/// Append `line` to the controller's log, among its own lines.
-fn note(log: &Path, line: &str) {
-    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(log) {
-        let _ = std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
-    }
-}
-
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 extern "C" fn on_stop(_: libc::c_int) {
@@ -271,36 +219,4 @@ pub fn down(a: DownArgs) -> Result<()> {
     let _ = std::fs::remove_file(&p);
     outln!("Stopped the controller and {} agents of {}.", f.agents.len(), a.state_dir.display())?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Restarts;
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn restarts_back_off_and_stop_after_five_rapid_exits_in_a_row() {
-        let t0 = Instant::now();
-        let s = |x: f64| t0 + Duration::from_secs_f64(x);
-        let mut r = Restarts::new(t0);
-        let mut pauses = Vec::new();
-        let mut at = 0.0;
-        for _ in 0..5 {
-            at += 1.0;
-            assert!(r.exited(s(at)).is_ok());
-            pauses.push(r.pause().as_millis());
-            r.started(s(at));
-        }
-        assert_eq!(pauses, [250, 500, 1000, 2000, 4000]);
-        let why = r.exited(s(at + 1.0)).unwrap_err();
-        assert!(why.contains("6 times in a row within 60 s"), "{why}");
-        // one that ran a minute starts a new series, from the first pause
-        let mut r = Restarts::new(t0);
-        for k in 1..=10 {
-            assert!(r.exited(s(k as f64 * 61.0)).is_ok(), "exit {k}");
-            assert_eq!(r.pause(), Duration::from_millis(250));
-            r.started(s(k as f64 * 61.0));
-        }
-        assert_eq!(r.total, 10);
-    }
 }
