@@ -98,6 +98,9 @@ pub fn plan(records: &[SwfRecord], cluster: Arc<Cluster>, pace: Pace) -> Result<
         if !seen.insert(id) {
             bail!("trace job {id} appears twice: expected unique job numbers (each names one line of the sleep jobs' log)");
         }
+        if j.preceding > 0 && j.think > 0 {
+            bail!("trace job {id}: a think time of {} s after its preceding job (field 18): a live replay expresses field 17 as --dependency=afterany, which has no delay; set field 18 to 0 or -1", j.think);
+        }
         if j.estimate > MAX_LIMIT_S {
             bail!("trace job {id}: its estimate of {} s (after shrinking) is beyond the longest time limit, {MAX_LIMIT_S} s: shrink the estimates (--estimate-shrink)", j.estimate);
         }
@@ -318,6 +321,8 @@ pub fn run(
     let t0 = wall().floor() + 1.0;
     let start = Instant::now() + Duration::from_secs_f64((t0 - wall()).max(0.0));
     let mut ids = Vec::with_capacity(n);
+    // trace job → its live job id
+    let mut live = BTreeMap::new();
     let mut late = Vec::with_capacity(n);
     let log_lines = LogCounter::new(&files.log);
     rt.block_on(async {
@@ -340,12 +345,18 @@ pub fn run(
             if p.mem_per_proc_mb > 0 {
                 options.push(opt("--mem-per-cpu", format!("{}M", p.mem_per_proc_mb)));
             }
+            // SWF field 17: after the preceding job, if it was submitted before
+            // (as the simulator replays it; `plan` refused a think time)
+            if let Some(&on) = (p.record.preceding_job > 0).then(|| live.get(&(p.record.preceding_job as u64))).flatten() {
+                options.push(opt("--dependency", format!("afterany:{on}")));
+            }
             // keyed, so that a submission sent again after a controller restart
             // files no second job
             let idempotency_key = Some(format!("replay-{t0:.0}-{}", p.trace_id));
             let req = SubmitRequest { script, options, workdir: workdir.clone(), env: env.clone(), script_name: None, idempotency_key };
             let r: SubmitReply = client.call_patiently(Method::POST, "/v1/jobs", Some(&req), PATIENCE).await.map_err(explain).with_context(|| format!("submitting trace job {}", p.trace_id))?;
             ids.push(r.jobs[0]);
+            live.insert(p.trace_id, r.jobs[0]);
             bar.inc(1);
             if ids.len() % 64 == 0 {
                 bar.set_message(format!("{} ended", log_lines.count()));
