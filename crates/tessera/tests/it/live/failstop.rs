@@ -106,14 +106,7 @@ fn submit(rt: &tokio::runtime::Runtime, sock: &Path, key: &str, procs: u32, work
 /// The accounting store's rows: (job id, state).
 fn acct(state: &Path) -> Vec<(u64, String)> {
     let o = Command::new(BIN).args(["acct", "-P", "-o", "JobIDRaw,State"]).env("TESSERA_STATE_DIR", state).output().unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let (id, st) = l.split_once('|')?;
-            Some((id.parse().ok()?, st.to_string()))
-        })
-        .collect()
+    super::acct_rows(&o.stdout)
 }
 
 /// Every job the controller lists (queued, running, or ended lately).

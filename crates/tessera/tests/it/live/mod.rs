@@ -154,14 +154,7 @@ impl Live {
         if !o.status.success() {
             return Vec::new();
         }
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .skip(1)
-            .filter_map(|l| {
-                let (id, st) = l.split_once('|')?;
-                Some((id.parse().ok()?, st.to_string()))
-            })
-            .collect()
+        acct_rows(&o.stdout)
     }
 
     pub fn wait_for(&self, what: &str, secs: u64, mut f: impl FnMut(&Live) -> bool) {
@@ -193,4 +186,16 @@ impl Drop for Live {
             self.kill9_agent(k);
         }
     }
+}
+
+/// `tessera acct -P -o JobIDRaw,State`'s rows: (job id, state).
+pub fn acct_rows(stdout: &[u8]) -> Vec<(u64, String)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (id, st) = l.split_once('|')?;
+            Some((id.parse().ok()?, st.to_string()))
+        })
+        .collect()
 }
