@@ -5,9 +5,8 @@
 //! what a trace does not record, with 95% intervals; and a sweep over the
 //! invented job parameters (docs/power.md).
 
-use crate::parm::{base_workload, mean_ci, minutes_cell, ratio_cell, run_all, threads, unconstrained, Scheme, Sizes, Knobs, THETA, THETA_PATH, THETA_TRACE};
-use crate::run::{cluster_or_embedded, trace_or_shared};
-use anyhow::{Context, Result};
+use crate::parm::{theta_or_given, base_workload, mean_ci, minutes_cell, ratio_cell, run_all, threads, unconstrained, Scheme, Sizes, Knobs};
+use anyhow::Result;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -39,9 +38,7 @@ pub struct Options {
 /// Run the attribution; its report as Markdown tables, or as JSON (every run).
 pub fn run(a: &Options, json: bool) -> Result<String> {
     let mut w = String::new();
-    let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
-    let (cluster_label, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
-    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| cluster_label.clone())?;
+    let (trace, cluster_label, cluster, info) = theta_or_given(&a.trace, &a.cluster)?;
     anyhow::ensure!(a.seeds >= 2, "--seeds {}: an interval needs at least 2 seeds", a.seeds);
     anyhow::ensure!(a.alpha.is_finite() && a.alpha >= 0.0, "--alpha {}: expected a number >= 0", a.alpha);
     let variants: Vec<ParmVariant> = a.variants.iter().map(|v| v.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;

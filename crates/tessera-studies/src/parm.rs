@@ -324,3 +324,17 @@ mod tests {
     }
 
 }
+
+/// The trace and the power-aware cluster of a PARM experiment: those given,
+/// else the Theta trace and the embedded overprovisioned Theta (the cluster's
+/// label, the cluster, its power machine).
+pub fn theta_or_given(
+    trace: &Option<std::path::PathBuf>,
+    cluster: &Option<std::path::PathBuf>,
+) -> anyhow::Result<(std::path::PathBuf, String, tessera_core::Cluster, tessera_core::PowerSetupInfo)> {
+    use anyhow::Context;
+    let trace = crate::run::trace_or_shared(trace, THETA_TRACE)?;
+    let (label, cluster) = crate::run::cluster_or_embedded(cluster, THETA_PATH, THETA)?;
+    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| label.clone())?;
+    Ok((trace, label, cluster, info))
+}

@@ -3,9 +3,8 @@
 //! baseline against PARM noSE and wSE, the α trade-off, and naive
 //! overprovisioning (docs/power.md).
 
-use crate::parm::{scale, sets, Knobs, RunOut, Scheme, THETA, THETA_PATH, THETA_TRACE};
+use crate::parm::{theta_or_given, scale, sets, Knobs, RunOut, Scheme};
 use crate::power::solver;
-use crate::run::{cluster_or_embedded, trace_or_shared};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -56,9 +55,7 @@ pub struct Options {
 /// Run the paper's experiment; its report as Markdown tables, or as JSON (every run).
 pub fn run(a: &Options, json: bool) -> Result<String> {
     let mut w = String::new();
-    let trace = trace_or_shared(&a.trace, THETA_TRACE)?;
-    let (cluster_label, cluster) = cluster_or_embedded(&a.cluster, THETA_PATH, THETA)?;
-    let info = cluster.power_machine().map_err(anyhow::Error::msg).with_context(|| cluster_label.clone())?;
+    let (trace, cluster_label, cluster, info) = theta_or_given(&a.trace, &a.cluster)?;
     let solver = solver(&a.solver, a.milp_node_limit, a.milp_time_limit)?;
     let rule = PowerRule { seed: a.power_seed, ..PowerRule::default() };
     let variants: Vec<ParmVariant> = a.variants.iter().map(|v| v.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;
