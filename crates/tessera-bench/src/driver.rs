@@ -57,8 +57,6 @@ pub fn shapes(path: &Path, skip: usize, cores: u32) -> Result<impl Iterator<Item
 /// every driver; a pass's duration is taken between the step's pass hooks.
 pub struct Driver {
     pub engine: Engine,
-    /// The input being handled.
-    pending: Vec<Input>,
     runtime: HashMap<JobId, Time>,
     /// Running jobs by actual end (end, id).
     pub ends: BinaryHeap<Reverse<(Time, u64)>>,
@@ -120,7 +118,6 @@ impl Driver {
     pub fn new(engine: Engine) -> Self {
         Driver {
             engine,
-            pending: Vec::new(),
             runtime: HashMap::new(),
             ends: BinaryHeap::new(),
             next_id: 1,
@@ -155,16 +152,15 @@ impl Driver {
     /// A pass at `now` ([`tessera_core::step`]); returns its duration in
     /// seconds (the first pass's, if the instant needs more).
     pub fn pass(&mut self, now: Time) -> Result<f64> {
-        Ok(self.step(now, true)?.unwrap_or(0.0))
+        Ok(self.step(now, None, true)?.unwrap_or(0.0))
     }
 
     /// An input at instant `now`, handled at once (without a pass).
     pub fn handle(&mut self, now: Time, input: Input) -> Result<()> {
-        self.pending.push(input);
-        self.step(now, false).map(|_| ())
+        self.step(now, Some(input), false).map(|_| ())
     }
 
-    fn step(&mut self, now: Time, pass: bool) -> Result<Option<f64>> {
+    fn step(&mut self, now: Time, input: Option<Input>, pass: bool) -> Result<Option<f64>> {
         let mut d = Instant_ {
             runtime: &mut self.runtime,
             ends: &mut self.ends,
@@ -174,7 +170,7 @@ impl Driver {
             began: None,
             first: None,
         };
-        tessera_core::step(&mut self.engine, now, self.pending.drain(..), pass, &mut d);
+        tessera_core::step(&mut self.engine, now, input, pass, &mut d);
         match d.error {
             Some(e) => Err(e),
             None => Ok(d.first),

@@ -424,7 +424,7 @@ impl Engine {
             });
         }
         let never = |why| Rejection::NeverFits { job: id, why };
-        match &mut self.m {
+        let j = match &mut self.m {
             Machine::Nodes(m) => {
                 let (d, need, dropped) = m
                     .admit(&spec, nodeset.as_ref(), now)
@@ -432,6 +432,7 @@ impl Engine {
                 let j = self.t.insert(now, spec, need);
                 m.attach(j, d, nodeset, dropped);
                 self.note_delay(j);
+                j
             }
             Machine::Parm(m) => {
                 if nodeset.is_some() {
@@ -445,10 +446,9 @@ impl Engine {
                 }
                 let j = self.t.insert(now, spec, pj.n_min as u64);
                 m.attach(j, pj);
+                j
             }
-        }
-        let j = self.t.lookup(id).expect("just inserted");
-        let spec = *self.t.spec(j);
+        };
         let admission = self.gates.attach(&self.t, now, j, &spec, after);
         self.t.set_held(j, self.gates.closed(j));
         if let Admission::Never = admission {

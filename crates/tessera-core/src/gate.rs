@@ -69,8 +69,7 @@ pub(crate) enum Admission {
 }
 
 impl Gates {
-    /// How job `job` (now in slot `j`, submitted `now`) ended, if it ended
-    /// at this instant.
+    /// How job `job` ended, if it ended at instant `now`.
     fn ended_now(&self, now: Time, job: JobId) -> Option<FinalState> {
         (self.ended_at == now).then(|| self.ended.iter().find(|e| e.0 == job).map(|e| e.1)).flatten()
     }
@@ -270,9 +269,7 @@ impl Gates {
         self.slots.get(j.index()).map_or(&[], |g| &g.after)
     }
 
-    /// Every queued job is held exactly while a gate is closed; jobs that
-    /// hold resources have none closed but the user's (an operator's hold of
-    /// a job that started since is not kept) — checked by the engine.
+    /// Every queued job is held exactly while one of its gates is closed.
     pub fn sanity_check(&self, t: &JobTable) {
         for j in t.live() {
             let st = t.state(j);

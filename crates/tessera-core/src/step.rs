@@ -82,18 +82,7 @@ pub fn step(
         passes += 1;
         driver.passed(engine, now, &fx);
         carry_out(engine, now, driver, &mut fx, &mut wake_now);
-        let mut more = false;
-        loop {
-            driver.due(now, &mut due);
-            if due.is_empty() {
-                break;
-            }
-            more = true;
-            for input in std::mem::take(&mut due) {
-                engine.handle(now, input, &mut fx);
-                carry_out(engine, now, driver, &mut fx, &mut wake_now);
-            }
-        }
+        let more = handle_due(engine, now, driver, &mut fx, &mut due, &mut wake_now);
         if !more && !wake_now {
             break;
         }
@@ -113,11 +102,26 @@ fn feed(
 ) {
     engine.handle(now, input, fx);
     carry_out(engine, now, driver, fx, wake_now);
+    handle_due(engine, now, driver, fx, due, wake_now);
+}
+
+/// Handle what the driver has due at `now`, and what that makes due in turn;
+/// returns whether there was any.
+fn handle_due(
+    engine: &mut Engine,
+    now: Time,
+    driver: &mut impl Driver,
+    fx: &mut Vec<Effect>,
+    due: &mut Vec<Input>,
+    wake_now: &mut bool,
+) -> bool {
+    let mut any = false;
     loop {
         driver.due(now, due);
         if due.is_empty() {
-            return;
+            return any;
         }
+        any = true;
         for input in std::mem::take(due) {
             engine.handle(now, input, fx);
             carry_out(engine, now, driver, fx, wake_now);
