@@ -139,7 +139,7 @@ impl Actor {
         };
         let run_id = store.live_run(&run, &NodeRecord::from_cluster(&cluster))?;
         let mut state = match rec.snapshot {
-            Some((_, s)) => s.restored(),
+            Some((_, s)) => s,
             None => {
                 let engine = Engine::with_cluster(policy, &cluster).map_err(|e| anyhow::anyhow!("{e}"))?;
                 State::new(engine, &cluster, created, cfg.kill_grace_s)

@@ -67,6 +67,16 @@ pub const UPGRADES: &[Upgrade] = &[
     // 2 → 3: dependencies, array throttles and holds are the engine's (they
     // were the controller's): each queued job's gate, each array's throttle
     upgrade_2_to_3,
+    // 3 → 4: the snapshot nests the controller's ledger beside the engine
+    // (its fields were the snapshot's own, beside `engine`)
+    |what, v| match (what, v) {
+        (Stored::Events, v) => Ok(v),
+        (Stored::Snapshot, Value::Object(mut o)) => {
+            let engine = o.remove("engine").ok_or("a format-3 snapshot without the engine")?;
+            Ok(serde_json::json!({ "engine": engine, "ledger": o }))
+        }
+        (Stored::Snapshot, _) => Err("a format-3 snapshot that is not an object".to_string()),
+    },
 ];
 
 /// Format 2 → 3 (see [`UPGRADES`]).

@@ -111,88 +111,18 @@ pub const DONE_KEEP_S: i64 = 300;
 
 /// The controller's state: the engine, and what the controller knows beyond
 /// it. Only [`State::apply`] and [`State::reconfigure`] change the engine, and
-/// only through [`tessera_core::step`]; everything else reads it. Saved as one
-/// object: the engine beside the ledger's fields.
-#[derive(Debug, Clone)]
+/// only through [`tessera_core::step`]; everything else reads it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct State {
     engine: Engine,
     pub ledger: Ledger,
-}
-
-/// A state as saved: the engine and the ledger's fields side by side (serde's
-/// `flatten` cannot read the ledger's maps keyed by job id).
-#[derive(Deserialize)]
-struct Saved {
-    engine: Engine,
-    jobs: BTreeMap<u64, JobMeta>,
-    done: BTreeMap<u64, Done>,
-    done_order: VecDeque<(i64, u64)>,
-    outcomes: BTreeMap<u64, bool>,
-    next_id: u64,
-    node_agent: Vec<Option<String>>,
-    admin_down: Vec<bool>,
-    now: i64,
-    kill_grace_s: u64,
-    #[serde(default)]
-    keys: BTreeMap<String, (u64, u64, u64, u64)>,
-    #[serde(default)]
-    key_of: BTreeMap<u64, String>,
-    #[serde(default)]
-    cluster_file: Option<(String, String)>,
-    #[serde(default)]
-    wake: Option<i64>,
-}
-
-impl<'de> Deserialize<'de> for State {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<State, D::Error> {
-        let s = Saved::deserialize(d)?;
-        let ledger = Ledger {
-            jobs: s.jobs,
-            done: s.done,
-            done_order: s.done_order,
-            outcomes: s.outcomes,
-            next_id: s.next_id,
-            node_agent: s.node_agent,
-            admin_down: s.admin_down,
-            now: s.now,
-            kill_grace_s: s.kill_grace_s,
-            keys: s.keys,
-            key_of: s.key_of,
-            cluster_file: s.cluster_file,
-            wake: s.wake,
-        };
-        Ok(State { engine: s.engine, ledger })
-    }
-}
-
-impl Serialize for State {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let l = &self.ledger;
-        let mut st = s.serialize_struct("State", 14)?;
-        st.serialize_field("engine", &self.engine)?;
-        st.serialize_field("jobs", &l.jobs)?;
-        st.serialize_field("done", &l.done)?;
-        st.serialize_field("done_order", &l.done_order)?;
-        st.serialize_field("outcomes", &l.outcomes)?;
-        st.serialize_field("next_id", &l.next_id)?;
-        st.serialize_field("node_agent", &l.node_agent)?;
-        st.serialize_field("admin_down", &l.admin_down)?;
-        st.serialize_field("now", &l.now)?;
-        st.serialize_field("kill_grace_s", &l.kill_grace_s)?;
-        st.serialize_field("keys", &l.keys)?;
-        st.serialize_field("key_of", &l.key_of)?;
-        st.serialize_field("cluster_file", &l.cluster_file)?;
-        st.serialize_field("wake", &l.wake)?;
-        st.end()
-    }
 }
 
 /// What the controller knows beyond the engine: each job's request, owner and
 /// runs, finished jobs, dependencies, array throttles, keyed submissions and
 /// which agent presents each node. The controller's side of
 /// [`tessera_core::step`]: it turns the engine's effects into [`Action`]s.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ledger {
     pub jobs: BTreeMap<u64, JobMeta>,
     /// Finished jobs by end time, for [`DONE_KEEP_S`].
@@ -212,11 +142,14 @@ pub struct Ledger {
     /// Keyed submissions, `uid:key` → (first job, jobs, jobs not yet
     /// forgotten, the request's digest); a key is forgotten with the last of
     /// its jobs (see [`DONE_KEEP_S`]).
+    #[serde(default)]
     keys: BTreeMap<String, (u64, u64, u64, u64)>,
     /// The key of each job of a keyed submission.
+    #[serde(default)]
     key_of: BTreeMap<u64, String>,
     /// The cluster file (text, name) the state runs on, when an operator
     /// changed it; None: the one the state directory was created with.
+    #[serde(default)]
     pub cluster_file: Option<(String, String)>,
     /// The instant the engine last asked to be woken at ([`Effect::WakeAt`]);
     /// a pass at or after it consumes it.
@@ -259,15 +192,6 @@ impl State {
     /// The engine, to read.
     pub fn engine(&self) -> &Engine {
         &self.engine
-    }
-
-    /// A state read from a snapshot written before the controller kept the
-    /// engine's wake-up: take it from the engine.
-    pub fn restored(mut self) -> State {
-        if self.ledger.wake.is_none() {
-            self.ledger.wake = self.engine.wake_at();
-        }
-        self
     }
 
     /// Apply one journaled batch at `now` (never before the last): its events,
