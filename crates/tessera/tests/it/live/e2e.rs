@@ -14,6 +14,7 @@ fn up_then_a_script_runs_on_its_nodes_waits_with_its_reason_and_is_accounted() {
     let run = |args: &[&str]| Command::new(BIN).args(args).current_dir(dir.path()).env_remove("TESSERA_STATE_DIR").env_remove("TESSERA_CONTROLLER").output().unwrap();
     let up = run(&["up", "--detach"]);
     assert!(up.status.success(), "tessera up: {}", String::from_utf8_lossy(&up.stderr));
+    let _down = super::Down(&state);
     assert!(String::from_utf8_lossy(&up.stdout).contains("256 cores"));
     // a job that takes the whole machine for a while, then one that must wait
     std::fs::write(

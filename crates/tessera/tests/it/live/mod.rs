@@ -199,3 +199,13 @@ pub fn acct_rows(stdout: &[u8]) -> Vec<(u64, String)> {
         })
         .collect()
 }
+
+/// `tessera down` on a state directory that `tessera up --detach` started,
+/// however the test ends (a failed assertion included).
+pub struct Down<'a>(pub &'a Path);
+
+impl Drop for Down<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new(BIN).args(["down", "--state-dir"]).arg(self.0).output();
+    }
+}

@@ -142,13 +142,7 @@ fn tessera_up_makes_its_state_the_operators_and_refuses_a_second_up() {
     let up = run(&["up", "--detach", "--agents", "2"]);
     assert!(up.status.success(), "{}", text(&up));
     // stopped however the test ends
-    struct Down<'a>(&'a Path);
-    impl Drop for Down<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new(BIN).args(["down", "--state-dir"]).arg(self.0).output();
-        }
-    }
-    let _down = Down(&state);
+    let _down = super::Down(&state);
     let pid: u32 = std::fs::read_to_string(state.join("controller.lock")).unwrap().trim().parse().unwrap();
     let again = run(&["up", "--detach"]);
     assert!(!again.status.success() && text(&again).contains(&format!("pid {pid}")), "{}", text(&again));
@@ -239,13 +233,7 @@ fn tessera_up_with_a_changed_cluster_file_says_it_keeps_the_state_s_cluster() {
     let other = dir.path().join("other.toml");
     std::fs::write(&other, "name = \"other\"\n[[nodetype]]\nname = \"big\"\nnodes = \"node[001-004]\"\nsockets = 2\ncores_per_socket = 8\nmemory = \"64G\"\n[[nodetype]]\nname = \"new\"\nnodes = \"extra01\"\nsockets = 1\ncores_per_socket = 4\nmemory = \"8G\"\n[[partition]]\nname = \"batch\"\nnodetypes = [\"big\", \"new\"]\ndefault = true\n").unwrap();
     let up = run(&["up", "--detach", "--cluster", other.to_str().unwrap()]);
-    struct Down<'a>(&'a Path);
-    impl Drop for Down<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new(BIN).args(["down", "--state-dir"]).arg(self.0).output();
-        }
-    }
-    let _down = Down(&state);
+    let _down = super::Down(&state);
     assert!(up.status.success(), "{}", text(&up));
     let err = String::from_utf8_lossy(&up.stderr).to_string();
     assert!(err.contains("warning:") && err.contains("keeps it") && err.contains("added: extra01") && err.contains("removed: node[005-032]") && err.contains("changed: node[001-004]"), "{err}");
