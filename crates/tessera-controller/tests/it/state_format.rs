@@ -23,7 +23,9 @@
 //!    layout, or refuses it with the reason (then list the formats it cuts off
 //!    in [`REFUSED`]);
 //! 2. run `scripts/regen-state-fixture`, which writes the new format's
-//!    directory `format-N` (the ignored test `regenerate_the_state_fixture`)
+//!    directory `format-N` (`the_current_formats_fixture_is_what_this_build_writes`
+//!    with `TESSERA_REGEN_STATE_FIXTURE=1`; without it, the test checks the
+//!    checked-in directory is what this build writes)
 //!    and never rewrites an older format's: those stay as the record of what
 //!    earlier builds wrote;
 //! 3. commit the new directory.
@@ -335,20 +337,35 @@ fn a_state_of_an_unknown_format_is_refused_naming_both_formats() {
     }
 }
 
-/// Writes `tests/fixtures/state/format-N/` (`state.db` and `jobs.json`) for
-/// this build's state format N; refuses to rewrite the directory of a format
-/// whose layout has since changed (bump the format first). Run by
-/// `scripts/regen-state-fixture`.
+/// The checked-in fixture of this build's state format N
+/// (`tests/fixtures/state/format-N/`) is what today's code writes: the same
+/// rows and the same listing. With `TESSERA_REGEN_STATE_FIXTURE=1`
+/// (`scripts/regen-state-fixture`) it writes the directory instead, refusing
+/// to rewrite one whose layout has since changed (bump the format first).
 #[test]
-#[ignore = "writes the checked-in fixture: run by scripts/regen-state-fixture"]
-fn regenerate_the_state_fixture() {
+fn the_current_formats_fixture_is_what_this_build_writes() {
     let dir = fixtures().join(format!("format-{STATE_FORMAT}"));
-    if dir.join("state.db").exists() {
-        if let Err(e) = reads_back_as_written(&dir.join("state.db")) {
-            panic!("{}: {e}\nThe layout changed since it was written: append an upgrade to UPGRADES in src/journal.rs (a new format) first; an older format's fixture is kept as it is.", dir.display());
+    let regen = std::env::var("TESSERA_REGEN_STATE_FIXTURE").is_ok_and(|v| v == "1");
+    if regen {
+        if dir.join("state.db").exists() {
+            if let Err(e) = reads_back_as_written(&dir.join("state.db")) {
+                panic!("{}: {e}\nThe layout changed since it was written: append an upgrade to UPGRADES in src/journal.rs (a new format) first; an older format's fixture is kept as it is.", dir.display());
+            }
         }
+        let jobs = write_fixture(&dir);
+        std::fs::write(dir.join("jobs.json"), serde_json::to_string_pretty(&jobs).unwrap() + "\n").unwrap();
+        eprintln!("wrote {}", dir.display());
+        return;
     }
-    let jobs = write_fixture(&dir);
-    std::fs::write(dir.join("jobs.json"), serde_json::to_string_pretty(&jobs).unwrap() + "\n").unwrap();
-    eprintln!("wrote {}", dir.display());
+    let fresh = tempfile::tempdir().unwrap();
+    let jobs = write_fixture(fresh.path());
+    let text = |r: Vec<(Stored, i64, i64, String)>| r.into_iter().map(|(w, f, seq, t)| format!("{w:?} {f} {seq} {t}")).collect::<Vec<_>>();
+    assert_eq!(
+        text(rows(&dir.join("state.db"))),
+        text(rows(&fresh.path().join("state.db"))),
+        "the fixture {} is not what this build writes: if the scenario changed, run scripts/regen-state-fixture; if the layout changed, add a state format first",
+        dir.display()
+    );
+    let listed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("jobs.json")).unwrap()).unwrap();
+    assert_eq!(listed, serde_json::to_value(&jobs).unwrap(), "the fixture's listing is today's");
 }
