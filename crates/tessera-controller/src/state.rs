@@ -443,41 +443,36 @@ impl State {
         self.ledger.next_id = self.ledger.next_id.max(first + tasks.len() as u64);
     }
 
-    /// Why a queued job waits.
-    fn waiting(&mut self, id: u64) -> Option<Waiting> {
+    /// Why a queued job waits (None: eligible, waiting for the next pass), if
+    /// the controller knows the job.
+    fn waiting(&self, id: u64) -> Option<Option<PendingReason>> {
         self.ledger.jobs.get(&id)?;
-        Some(match self.engine.pending_reason(self.ledger.now, JobId(id)) {
-            Some(PendingReason::Held) => Waiting::UserHold,
-            Some(PendingReason::Dependency) => Waiting::Dependency,
-            Some(PendingReason::ArrayLimit) => Waiting::ArrayLimit,
-            Some(r) => Waiting::Engine(r),
-            None => Waiting::Eligible,
-        })
+        Some(self.engine.pending_reason(self.ledger.now, JobId(id)))
     }
 
     /// The name of a queued job's pending reason (squeue's REASON), without
     /// the words that explain it: what `/metrics` counts, for every queued job.
-    pub fn pending_name(&mut self, id: u64) -> Option<&'static str> {
-        Some(self.waiting(id)?.name())
+    pub fn pending_name(&self, id: u64) -> Option<&'static str> {
+        Some(self.waiting(id)?.as_ref().map_or("None", reason_name))
     }
 
     /// A queued job's pending reason: its name and what it means.
-    pub fn pending(&mut self, id: u64) -> Option<(&'static str, String)> {
-        let w = self.waiting(id)?;
-        let text = match &w {
-            Waiting::UserHold => "held by its user (tessera job release)".to_string(),
-            Waiting::Dependency => {
+    pub fn pending(&self, id: u64) -> Option<(&'static str, String)> {
+        let r = self.waiting(id)?;
+        let text = match &r {
+            Some(PendingReason::Held) => "held by its user (tessera job release)".to_string(),
+            Some(PendingReason::Dependency) => {
                 let on: Vec<String> = self.engine.waits_for(JobId(id)).iter().map(|a| format!("{}:{}", after_name(a.kind), a.job)).collect();
                 match on.is_empty() {
                     true => "waits for an earlier job of its name and user to end (singleton)".to_string(),
                     false => format!("waits for {}", on.join(",")),
                 }
             }
-            Waiting::ArrayLimit => "its array's %N limit of running tasks".to_string(),
-            Waiting::Engine(r) => r.to_string(),
-            Waiting::Eligible => "eligible: waiting for the next pass".to_string(),
+            Some(PendingReason::ArrayLimit) => "its array's %N limit of running tasks".to_string(),
+            Some(r) => r.to_string(),
+            None => "eligible: waiting for the next pass".to_string(),
         };
-        Some((w.name(), text))
+        Some((r.as_ref().map_or("None", reason_name), text))
     }
 
     /// The job a user names: its id, or the job of an array task (live, or
@@ -536,7 +531,7 @@ impl State {
         Ok(())
     }
 
-    pub fn job_info(&mut self, cluster: &Cluster, id: u64) -> Option<JobInfo> {
+    pub fn job_info(&self, cluster: &Cluster, id: u64) -> Option<JobInfo> {
         if let Some(d) = self.ledger.done.get(&id) {
             return Some(d.info.clone());
         }
@@ -869,28 +864,7 @@ impl JobMeta {
     }
 }
 
-/// Slurm-style short names of the engine's pending reasons, for `tessera queue`.
-/// Why a queued job waits: the controller's own reasons, then the engine's.
-enum Waiting {
-    UserHold,
-    Dependency,
-    ArrayLimit,
-    Engine(PendingReason),
-    Eligible,
-}
-
-impl Waiting {
-    fn name(&self) -> &'static str {
-        match self {
-            Waiting::UserHold => "JobHeldUser",
-            Waiting::Dependency => "Dependency",
-            Waiting::ArrayLimit => "JobArrayTaskLimit",
-            Waiting::Engine(r) => reason_name(r),
-            Waiting::Eligible => "None",
-        }
-    }
-}
-
+/// Slurm's short name of a pending reason (squeue's REASON), for `tessera queue`.
 pub fn reason_name(r: &PendingReason) -> &'static str {
     match r {
         PendingReason::Resources { .. } => "Resources",

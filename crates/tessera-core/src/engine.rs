@@ -689,11 +689,6 @@ impl Engine {
         self.t.lookup(id).map_or(&[], |j| self.gates.waits_for(j))
     }
 
-    /// The instant of the pending wake-up the engine asked for, if any.
-    pub fn wake_at(&self) -> Option<Time> {
-        self.wake
-    }
-
     /// Where a job runs, once started (node engines).
     pub fn allocation(&self, id: JobId) -> Option<&Allocation> {
         let j = self.t.lookup(id)?;
