@@ -143,7 +143,7 @@ impl State {
     }
 
     pub fn admit_op(&self, who: &Identity, job: u64, op: JobOp) -> Result<Event, ApiError> {
-        let m = self.owned(who, job, false)?;
+        self.owned(who, job, false)?;
         if matches!(op, JobOp::Suspend | JobOp::Resume) && who.role != Role::Operator {
             return Err(ApiError::new(403, "only operators suspend and resume jobs (as with scontrol)"));
         }
@@ -151,7 +151,7 @@ impl State {
         let ok = match op {
             JobOp::Cancel => !matches!(st, JobState::Ending { .. }),
             JobOp::Hold => st.queued(),
-            JobOp::Release => st.queued() && m.user_hold,
+            JobOp::Release => self.engine().pending_reason(self.ledger.now, JobId(job)) == Some(tessera_core::PendingReason::Held),
             JobOp::Suspend => matches!(st, JobState::Running { .. }),
             JobOp::Resume => matches!(st, JobState::Suspended { by: tessera_core::SuspendedBy::Operator, .. }),
             JobOp::Requeue => matches!(st, JobState::Running { .. } | JobState::Suspended { .. }),

@@ -77,6 +77,15 @@ pub const UPGRADES: &[Upgrade] = &[
         }
         (Stored::Snapshot, _) => Err("a format-3 snapshot that is not an object".to_string()),
     },
+    // 4 → 5: a job's user hold is the engine's (its gate), not the meta's
+    |what, mut v| {
+        if what == Stored::Snapshot {
+            for m in v["ledger"]["jobs"].as_object_mut().ok_or("a format-4 snapshot without jobs")?.values_mut() {
+                m.as_object_mut().ok_or("a format-4 job that is not an object")?.remove("user_hold");
+            }
+        }
+        Ok(v)
+    },
 ];
 
 /// Format 2 → 3 (see [`UPGRADES`]).

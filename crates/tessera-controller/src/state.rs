@@ -28,7 +28,6 @@ pub struct JobMeta {
     /// (array job id, task index) of an array task.
     pub array: Option<(u64, u32)>,
     pub submit: i64,
-    pub user_hold: bool,
     /// Starts so far; the current run is attempt `attempt`.
     pub attempt: u32,
     pub nodes: Vec<u32>,
@@ -291,18 +290,9 @@ impl State {
         match ev {
             Event::Submit { first, user, uid, gid, req } => self.submit(now, *first, user, *uid, *gid, req, inputs),
             Event::Cancel(j) => inputs.push_back(Input::Cancel(JobId(*j))),
-            Event::Hold(j) => {
-                if let Some(m) = self.ledger.jobs.get_mut(j) {
-                    m.user_hold = true;
-                    inputs.push_back(Input::Hold(JobId(*j)));
-                }
-            }
-            Event::Release(j) => {
-                if let Some(m) = self.ledger.jobs.get_mut(j) {
-                    m.user_hold = false;
-                    inputs.push_back(Input::Release(JobId(*j)));
-                }
-            }
+            // the user's hold is the engine's (a gate of the job)
+            Event::Hold(j) => inputs.push_back(Input::Hold(JobId(*j))),
+            Event::Release(j) => inputs.push_back(Input::Release(JobId(*j))),
             Event::Suspend(j) => inputs.push_back(Input::Suspend(JobId(*j))),
             Event::Resume(j) => inputs.push_back(Input::Resume(JobId(*j))),
             Event::Requeue(j) => inputs.push_back(Input::Requeue(JobId(*j))),
@@ -423,7 +413,6 @@ impl State {
                     req: req.clone(),
                     array: task.map(|t| (first, t)),
                     submit: now,
-                    user_hold: req.hold,
                     attempt: 0,
                     nodes: Vec::new(),
                     start: None,

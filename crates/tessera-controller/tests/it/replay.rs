@@ -24,7 +24,7 @@ fn view(s: &State) -> String {
     for (id, m) in &s.ledger.jobs {
         let st = s.engine().job(JobId(*id)).map(|(_, st)| format!("{st:?}"));
         let alloc = s.engine().allocation(JobId(*id)).map(|a| a.parts.iter().map(|p| (p.node, p.cores)).collect::<Vec<_>>());
-        out += &format!("{id} {st:?} {alloc:?} attempt {} hold {} waits {:?}\n", m.attempt, m.user_hold, s.engine().waits_for(JobId(*id)));
+        out += &format!("{id} {st:?} {alloc:?} attempt {} reason {:?} waits {:?}\n", m.attempt, s.engine().pending_reason(s.ledger.now, JobId(*id)), s.engine().waits_for(JobId(*id)));
     }
     out += &format!("outcomes {:?}\nnext {}\n", s.ledger.outcomes, s.ledger.next_id);
     out
