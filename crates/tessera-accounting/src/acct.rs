@@ -44,6 +44,9 @@ pub struct AcctJob {
     pub norm_core_hours: f64,
     pub hs06_hours: Option<f64>,
     pub hs06_per_core: Option<f64>,
+    /// Energy its nodes drew (J), when the power-aware scheduler measured or
+    /// modelled it.
+    pub energy_j: Option<f64>,
     /// Seconds to add to turn run times into Unix times.
     pub epoch_offset: i64,
 }
@@ -91,7 +94,7 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
             "SELECT j.id, j.job_id, j.name, j.user, j.grp, j.account, j.partition, j.submit_time, j.start_time, j.end_time, j.state, j.exit_code, j.req_procs, \
              j.req_mem_mb, j.time_limit, j.alloc_cores, j.alloc_nodes, j.factor, j.wall_raw_s, j.wall_norm_s, j.cpu_raw_s, j.cpu_norm_s, j.core_hours, \
              j.norm_core_hours, j.hs06_hours, j.hs06_per_core, (SELECT group_concat(node_id) FROM allocations a WHERE a.job = j.id), j.suspended_s, \
-             j.signal, j.reason, j.array_job, j.array_task \
+             j.signal, j.reason, j.array_job, j.array_task, j.energy_j \
              FROM jobs j WHERE j.run_id = ?1 ORDER BY j.id",
         )
         .map_err(e)?;
@@ -153,6 +156,7 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
             norm_core_hours: r.get(23).map_err(e)?,
             hs06_hours: r.get(24).map_err(e)?,
             hs06_per_core: r.get(25).map_err(e)?,
+            energy_j: r.get(32).map_err(e)?,
             epoch_offset: offset,
         });
     }
@@ -176,6 +180,21 @@ pub fn parse_time(s: &str) -> Option<i64> {
     }
     let secs = t[0].checked_mul(3600)?.checked_add(t.get(1).unwrap_or(&0).checked_mul(60)?)?.checked_add(*t.get(2).unwrap_or(&0))?;
     (days_from_civil(d[0], d[1], d[2]) * 86400).checked_add(secs)
+}
+
+/// Joules as sacct prints ConsumedEnergy: up to three significant digits
+/// after scaling by powers of 1000 (`950`, `12.35K`, `3.10M`).
+pub fn energy(j: f64) -> String {
+    let mut x = j.max(0.0);
+    let mut unit = 0;
+    while x >= 1000.0 && unit < 4 {
+        x /= 1000.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{x:.0}"),
+        u => format!("{x:.2}{}", ["", "K", "M", "G", "T"][u]),
+    }
 }
 
 /// `[D-]HH:MM:SS`, as sacct prints durations.
@@ -221,6 +240,8 @@ pub const FIELDS: &[(&str, usize)] = &[
     ("NormCoreHours", 13),
     ("HS06Hours", 10),
     ("HS06PerCore", 11),
+    ("ConsumedEnergy", 14),
+    ("ConsumedEnergyRaw", 17),
 ];
 
 /// The canonical name of a field (case-insensitive), or None.
@@ -262,6 +283,9 @@ impl AcctJob {
             "NormCoreHours" => format!("{:.2}", self.norm_core_hours),
             "HS06Hours" => self.hs06_hours.map_or(String::new(), |h| format!("{h:.2}")),
             "HS06PerCore" => self.hs06_per_core.map_or(String::new(), |h| format!("{h:.2}")),
+            // joules, with sacct's unit suffixes (K, M, G, T: powers of 1000)
+            "ConsumedEnergy" => self.energy_j.map_or(String::new(), energy),
+            "ConsumedEnergyRaw" => self.energy_j.map_or(String::new(), |j| format!("{:.0}", j)),
             _ => String::new(),
         }
     }
@@ -287,5 +311,8 @@ mod tests {
         assert_eq!(duration(93784), "1-02:03:04");
         assert_eq!(duration(59), "00:00:59");
         assert_eq!(state_name("to"), Some("TIMEOUT"));
+        assert_eq!(energy(950.4), "950");
+        assert_eq!(energy(12_345.0), "12.35K");
+        assert_eq!(energy(3_100_000.0), "3.10M");
     }
 }

@@ -31,6 +31,9 @@ use tokio::sync::{mpsc, watch};
 /// it the second end would wait for the controller's pass on the first.
 const REPORT_GATHER: Duration = Duration::from_millis(5);
 
+/// How often the agent reports its nodes' power (with a job's end, or alone).
+pub const POWER_EVERY: Duration = Duration::from_secs(POWER_REPORT_S);
+
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     pub name: String,
@@ -42,6 +45,10 @@ pub struct AgentConfig {
     /// Seconds past a job's limit before the agent ends it itself (the
     /// controller's own kill normally comes first).
     pub limit_slack_s: u64,
+    /// Each node's power domain, when the nodes have one: emulated nodes the
+    /// cluster file's model, real nodes their RAPL packages (empty: the agent
+    /// sets no caps and reports no power).
+    pub power: Vec<(String, crate::power::Source)>,
 }
 
 /// The agent's `run` line of a job's record.
@@ -131,6 +138,7 @@ pub struct Agent {
     client: Client,
     jobs: BTreeMap<(u64, u32), Job>,
     session: watch::Sender<u64>,
+    power: crate::power::Domains,
 }
 
 impl Agent {
@@ -177,7 +185,8 @@ impl Agent {
         }
         let client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
         let (session, _) = watch::channel(0);
-        Ok(Agent { cfg, spool, launcher, client, jobs, session })
+        let power = crate::power::Domains::open(&cfg.state_dir, cfg.power.clone());
+        Ok(Agent { cfg, spool, launcher, client, jobs, session, power })
     }
 
     /// Register (retrying until the controller answers) with every job held.
@@ -195,6 +204,7 @@ impl Agent {
                         None => AgentJob::Running { job, attempt, suspended: j.suspended_since.is_some() },
                     })
                     .collect(),
+                power: self.power.readings(),
             };
             match self.client.call::<_, RegisterReply>(Method::POST, "/v1/agent/register", Some(&req)).await {
                 Ok(r) => {
@@ -250,6 +260,7 @@ impl Agent {
         let mut reporting = false;
         let mut retry_at = Instant::now();
         let mut report_at: Option<Instant> = None;
+        let mut power_at = Instant::now() + POWER_EVERY;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tokio::select! {
@@ -276,15 +287,20 @@ impl Agent {
             while let Ok(pid) = reap_rx.try_recv() {
                 self.reaped(pid)?;
             }
-            if !reporting && Instant::now() >= retry_at && self.jobs.values().any(|j| j.exit.is_some()) {
-                let at = *report_at.get_or_insert_with(|| Instant::now() + REPORT_GATHER);
-                if Instant::now() < at {
-                    continue;
+            let power_due = !self.power.nodes.is_empty() && Instant::now() >= power_at;
+            if !reporting && Instant::now() >= retry_at && (power_due || self.jobs.values().any(|j| j.exit.is_some())) {
+                if !power_due {
+                    let at = *report_at.get_or_insert_with(|| Instant::now() + REPORT_GATHER);
+                    if Instant::now() < at {
+                        continue;
+                    }
                 }
                 report_at = None;
                 reporting = true;
+                power_at = Instant::now() + POWER_EVERY;
                 let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
-                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended });
+                let power = self.power.readings();
+                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended, power });
             }
         }
         poller.abort();
@@ -312,6 +328,19 @@ impl Agent {
                     }
                 }
             }
+            AgentCommand::Power { node, cap_w, busy } => self.power(&node, cap_w, busy),
+            AgentCommand::Reconfigure { job, attempt, nodelist, nodes, cap_w, at } => {
+                if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
+                    if j.exit.is_none() {
+                        tracing::info!(job, attempt, nodes, cap_w, "reconfigure");
+                        let line = format!("{at} {nodes} {cap_w} {nodelist}\n");
+                        if let Err(e) = append(&j.slot.config(), &line) {
+                            tracing::warn!(file = %j.slot.config().display(), "recording a configuration: {e}");
+                        }
+                        signal(j, Signal::SIGWINCH);
+                    }
+                }
+            }
             AgentCommand::Resume { job, attempt, at } => {
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     if let Some(since) = j.suspended_since.take() {
@@ -323,6 +352,27 @@ impl Agent {
                     }
                 }
             }
+        }
+    }
+
+    /// Set a node's cap (the reading that follows reports a cap the node
+    /// could not take, and the controller drains the node).
+    fn power(&mut self, node: &str, cap_w: f64, busy: bool) {
+        if !self.cfg.nodes.iter().any(|n| n.name == node) {
+            tracing::warn!(node, cap_w, "a cap for a node this agent does not present: ignored");
+            return;
+        }
+        let d = self.power.get_or_missing(node, "no power domain: the node is not emulated and has no RAPL package zone under powercap");
+        match d.set(cap_w, busy) {
+            Ok(w) => tracing::debug!(node, cap_w = w, busy, "cap set"),
+            Err(e) => {
+                tracing::warn!(node, cap_w, "cannot set the cap: {e}");
+                d.set_busy(busy);
+                d.error = Some(e);
+            }
+        }
+        if let Err(e) = self.power.save() {
+            tracing::warn!("keeping the caps in power.json: {e}");
         }
     }
 
@@ -451,7 +501,7 @@ async fn poll_loop(cfg: AgentConfig, mut session: watch::Receiver<u64>, tx: mpsc
     let mut client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
     loop {
         let s = *session.borrow_and_update();
-        let msg = AgentMessage { agent: cfg.name.clone(), session: s, ended: Vec::new() };
+        let msg = AgentMessage { agent: cfg.name.clone(), session: s, ended: Vec::new(), power: Vec::new() };
         match client.call::<_, PollReply>(Method::POST, "/v1/agent/poll", Some(&msg)).await {
             Ok(r) => {
                 if !r.commands.is_empty() && tx.send(Inbox::Commands(r.commands)).is_err() {
@@ -505,4 +555,10 @@ pub fn detect() -> (u32, u64, u32) {
 
 pub fn state_dir_for(base: &Path, name: &str) -> PathBuf {
     base.join("agents").join(name)
+}
+
+/// Append a line to a job's record file (which its launch created).
+fn append(path: &Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new().append(true).open(path)?.write_all(line.as_bytes())
 }

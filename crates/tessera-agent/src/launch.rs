@@ -61,6 +61,9 @@ pub struct ExitRecord {
 /// job and never deleted, so that starting a job allocates no inode (a node
 /// that starts hundreds of jobs a second would otherwise spend its time
 /// creating and deleting files).
+/// The variable naming a job's configuration record ([`Slot::config`]).
+pub const CONFIG_ENV: &str = "TESSERA_CONFIG";
+
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     pub n: u32,
@@ -85,9 +88,17 @@ impl Slot {
         Slot { n, record: dir.join(n.to_string()), script: dir.join(format!("{n}.sh")) }
     }
 
-    /// The slot a file of the spool belongs to (`N`, `N.sh` or `N.susp`).
+    /// The slot a file of the spool belongs to (`N`, `N.sh`, `N.susp` or `N.conf`).
     pub fn parse_name(name: &str) -> Option<u32> {
-        name.strip_suffix(".sh").or_else(|| name.strip_suffix(".susp")).unwrap_or(name).parse().ok()
+        name.strip_suffix(".sh").or_else(|| name.strip_suffix(".susp")).or_else(|| name.strip_suffix(".conf")).unwrap_or(name).parse().ok()
+    }
+
+    /// The run's configuration record: each configuration the power-aware
+    /// scheduler gave the running job after its start, one line each, `AT
+    /// NODES CAP_W NODELIST` (the controller's instant, Unix seconds), found by
+    /// the job in `$TESSERA_CONFIG` ([`CONFIG_ENV`]).
+    pub fn config(&self) -> PathBuf {
+        self.record.with_extension("conf")
     }
 
     /// The run's suspension record ([`crate::suspensions`]).
@@ -265,15 +276,17 @@ fn spawn_io(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<S
     } else {
         (cstr("/bin/sh", "")?, vec![cstr("/bin/sh", "")?, cstr(script_s, "script path")?])
     };
-    let susp = slot.suspensions();
-    rewrite(&susp, b"", 0o644)?;
-    let susp_env = format!("{}={}", crate::suspensions::ENV, susp.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "state directory is not UTF-8"))?);
+    let mut records = Vec::new();
+    for (var, path) in [(crate::suspensions::ENV, slot.suspensions()), (CONFIG_ENV, slot.config())] {
+        rewrite(&path, b"", 0o644)?;
+        records.push(format!("{var}={}", path.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "state directory is not UTF-8"))?));
+    }
     let envp: Vec<CString> = l
         .env
         .iter()
-        .filter(|(k, _)| !k.contains('=') && k.as_str() != crate::suspensions::ENV)
+        .filter(|(k, _)| !k.contains('=') && k.as_str() != crate::suspensions::ENV && k.as_str() != CONFIG_ENV)
         .map(|(k, v)| cstr(&format!("{k}={v}"), "environment"))
-        .chain(std::iter::once(cstr(&susp_env, "environment")))
+        .chain(records.iter().map(|r| cstr(r, "environment")))
         .collect::<Result<_, SpawnError>>()?;
     let workdir = cstr(&l.workdir, "workdir")?;
     // opened by the job itself, once it is the submitter (see `Child::job`)

@@ -12,4 +12,5 @@ pub mod launch;
 pub mod launcher;
 pub mod suspensions;
 pub mod powercap;
+pub mod power;
 mod sys;

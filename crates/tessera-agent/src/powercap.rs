@@ -40,6 +40,9 @@ pub struct Zone {
     pub enabled: bool,
     /// `None` when absent or unreadable (`energy_uj` is readable by root only on recent kernels).
     pub energy_uj: Option<u64>,
+    /// Where `energy_uj` wraps to 0 (`max_energy_range_uj`), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_energy_range_uj: Option<u64>,
     /// Sorted by index.
     pub constraints: Vec<Constraint>,
 }
@@ -289,6 +292,7 @@ impl Powercap {
             other => return Err(PowercapError::Malformed { path, expected: "0 or 1", found: other.to_owned() }),
         };
         let energy_uj = read_opt_u64(&dir.join("energy_uj"), UJ)?;
+        let max_energy_range_uj = read_opt_u64(&dir.join("max_energy_range_uj"), UJ)?.filter(|&v| v > 0);
         let mut indices = Vec::new();
         for entry in fs::read_dir(&dir).map_err(|source| PowercapError::Read { path: dir.clone(), source })? {
             let entry = entry.map_err(|source| PowercapError::Read { path: dir.clone(), source })?;
@@ -312,7 +316,7 @@ impl Powercap {
                 })
             })
             .collect::<Result<_, PowercapError>>()?;
-        Ok(Zone { id, name, enabled, energy_uj, constraints })
+        Ok(Zone { id, name, enabled, energy_uj, max_energy_range_uj, constraints })
     }
 }
 
@@ -535,6 +539,7 @@ mod text_tests {
             name: name.into(),
             enabled: true,
             energy_uj: None,
+            max_energy_range_uj: None,
             constraints,
         };
         let long_term = Constraint {

@@ -13,7 +13,7 @@ use crate::metrics::Metrics;
 pub use crate::admission::JobOp;
 use crate::state::{Action, Event, State};
 use crate::{ApiError, Config};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -93,6 +93,8 @@ pub struct Actor {
     pass_after: Option<Instant>,
     pub metrics: Metrics,
     euid: u32,
+    /// Each node's latest power reading from its agent, and when it came.
+    power: Vec<Option<(NodePowerReading, Instant)>>,
 }
 
 
@@ -124,9 +126,17 @@ impl Actor {
         let (toml, path) = rec.snapshot.as_ref().and_then(|(_, s)| s.ledger.cluster_file.clone()).unwrap_or((created_toml, created_path));
         let mut cluster = Cluster::from_toml(&toml, &path).map_err(|e| anyhow::anyhow!("{e}"))?;
         let policy: tessera_core::PolicyKind = policy.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
-        if policy == tessera_core::PolicyKind::Parm {
-            bail!("the live controller runs fcfs, easy or conservative; parm is simulated only (tessera sim run --policy parm)");
-        }
+        // PARM's settings, as the state directory was created with
+        let parm = match journal.setting("parm")? {
+            Some(text) => serde_json::from_str(&text).with_context(|| format!("{}: the setting `parm`", cfg.db_path().display()))?,
+            None => {
+                let p = cfg.parm.clone().unwrap_or_else(crate::parm_defaults);
+                if policy == tessera_core::PolicyKind::Parm {
+                    journal.set_setting("parm", &serde_json::to_string(&p)?)?;
+                }
+                p
+            }
+        };
         let mut store = Store::open(&cfg.accounting_path())?;
         let run = RunInfo {
             kind: RunKind::Live,
@@ -141,7 +151,13 @@ impl Actor {
         let mut state = match rec.snapshot {
             Some((_, s)) => s,
             None => {
-                let engine = Engine::with_cluster(policy, &cluster).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let engine = match policy {
+                    tessera_core::PolicyKind::Parm => {
+                        let info = cluster.power_machine().map_err(|e| anyhow::anyhow!("policy parm: {e}"))?;
+                        Engine::parm(info.machine, parm)
+                    }
+                    _ => Engine::with_cluster(policy, &cluster).map_err(|e| anyhow::anyhow!("{e}"))?,
+                };
                 State::new(engine, &cluster, created, cfg.kill_grace_s)
             }
         };
@@ -188,6 +204,7 @@ impl Actor {
             pass_after: None,
             metrics: Metrics::default(),
             euid: nix::unistd::geteuid().as_raw(),
+            power: Vec::new(),
         };
         if replayed > 0 {
             actor.snapshot()?;
@@ -446,12 +463,14 @@ impl Actor {
                 Err(e) => drop(reply.send(Err(e))),
             },
             Msg::Metrics { reply } => {
-                let text = self.metrics.render(&mut self.state, &self.cluster, self.agents.len());
+                let power = self.power_now();
+                let text = self.metrics.render(&mut self.state, &self.cluster, self.agents.len(), power);
                 let _ = reply.send(Ok(text));
             }
             Msg::Register { who, req, reply } => match self.admit_register(&who, &req) {
                 Ok((nodes, ignored)) => {
                     events.push(Event::AgentUp { agent: req.agent.clone(), nodes });
+                    self.power_readings(&req.agent, &req.power, events);
                     for j in &req.jobs {
                         if let AgentJob::Ended(x) = j {
                             events.push(Event::Ended(*x));
@@ -469,12 +488,54 @@ impl Actor {
             },
             Msg::Report { who, msg, reply } => match self.session(&who, &msg) {
                 Ok(()) => {
+                    self.power_readings(&msg.agent, &msg.power, events);
+                    if !msg.power.is_empty() {
+                        let (_, allocated, measured) = self.power_now();
+                        self.metrics.power_sample(allocated, measured);
+                    }
                     events.extend(msg.ended.iter().map(|x| Event::Ended(*x)));
                     after.push(After::Ack(reply));
                 }
                 Err(e) => drop(reply.send(Err(e))),
             },
         }
+    }
+
+    /// Keep an agent's power readings; a node whose cap cannot be set or
+    /// whose power cannot be read is drained with the reason (its power then
+    /// counts as its maximum: docs/live.md, "Power-aware scheduling").
+    fn power_readings(&mut self, agent: &str, readings: &[NodePowerReading], events: &mut Vec<Event>) {
+        self.power.resize(self.cluster.nodes.len(), None);
+        for r in readings {
+            let Some(&n) = self.node_index.get(&r.node) else { continue };
+            if self.state.ledger.node_agent[n as usize].as_deref().is_some_and(|a| a != agent) {
+                continue;
+            }
+            if let Some(why) = &r.error {
+                let drained = self.state.engine().node_status(n).is_some_and(|s| s.drain);
+                let asked = events.iter().any(|e| matches!(e, Event::Node { node, change: NodeChange::Drain, .. } if *node == n));
+                if !drained && !asked {
+                    tracing::warn!(node = %r.node, "power domain failed, draining the node: {why}");
+                    events.push(Event::Node { node: n, change: NodeChange::Drain, reason: format!("power: {}", tessera_core::quote::bounded(why)) });
+                }
+            }
+            self.power[n as usize] = Some((r.clone(), Instant::now()));
+        }
+    }
+
+    /// Power now, in watts: the budget (None: the cluster has none), what the
+    /// scheduler allocated (running jobs' nodes at their caps, idle nodes at
+    /// their idle power; a node whose domain failed at its maximum), and what
+    /// the agents last measured or modelled (None: no node reports power).
+    pub fn power_now(&self) -> (Option<f64>, f64, Option<f64>) {
+        let fresh = Duration::from_secs(3 * tessera_proto::api::POWER_REPORT_S);
+        let mut measured: Option<f64> = None;
+        for (r, at) in self.power.iter().flatten() {
+            if at.elapsed() <= fresh {
+                *measured.get_or_insert(0.0) += r.watts;
+            }
+        }
+        (self.cluster.power_budget_w, crate::metrics::allocated_power_w(&self.state, &self.cluster), measured)
     }
 
     /// The nodes an agent registers, and those it presents that the cluster
@@ -585,6 +646,12 @@ impl Actor {
                 Action::Kill { node, job, attempt } => (node, AgentCommand::Kill { job, attempt, grace_s: self.cfg.kill_grace_s }),
                 Action::Suspend { node, job, attempt, at } => (node, AgentCommand::Suspend { job, attempt, grace_ms: 1000, at: Some(at) }),
                 Action::Resume { node, job, attempt, at } => (node, AgentCommand::Resume { job, attempt, at: Some(at) }),
+                Action::Power { node, cap_w, busy } => (node, AgentCommand::Power { node: self.cluster.nodes[node as usize].name.clone(), cap_w, busy }),
+                Action::Reconfigure { node, job, attempt, nodes, cap_w, at } => {
+                    let names: Vec<&str> = nodes.iter().map(|&n| self.cluster.nodes[n as usize].name.as_str()).collect();
+                    let nodelist = tessera_core::hostlist::compress(&names);
+                    (node, AgentCommand::Reconfigure { job, attempt, nodelist, nodes: nodes.len() as u32, cap_w, at })
+                }
             };
             if let Some(s) = self.state.ledger.node_agent[node as usize].as_ref().and_then(|a| self.agents.get_mut(a)) {
                 s.outbox.push(cmd);
@@ -693,6 +760,21 @@ impl Actor {
             tracing::warn!(job, attempt, agent, "the agent runs a job the controller does not: killed");
             cmds.push(AgentCommand::Kill { job, attempt, grace_s: self.cfg.kill_grace_s });
         }
+        // caps: a node a job holds runs at the job's cap; one the agent
+        // reports otherwise (a command lost while the controller was away)
+        // is set again
+        for m in self.state.ledger.jobs.values() {
+            let Some(cap_w) = m.cap_w else { continue };
+            for &n in &m.nodes {
+                if self.state.ledger.node_agent[n as usize].as_deref() != Some(agent) {
+                    continue;
+                }
+                let reported = self.power.get(n as usize).and_then(|p| p.as_ref()).and_then(|(r, _)| r.cap_w);
+                if reported.is_none_or(|c| (c - cap_w).abs() > 0.5) {
+                    cmds.insert(0, AgentCommand::Power { node: self.cluster.nodes[n as usize].name.clone(), cap_w, busy: true });
+                }
+            }
+        }
         cmds
     }
 
@@ -739,7 +821,8 @@ impl Actor {
         }
         let mut nodes = Vec::with_capacity(used.len());
         let mut overhead: Vec<(String, u64, u64)> = Vec::new();
-        let mut power = Some(0f64);
+        let mut power = Some(());
+        let (_, allocated, measured) = self.power_now();
         for (n, &u) in used.iter().enumerate() {
             let info = self.node_info(n as u32, u);
             let rec = &self.node_records[n];
@@ -755,10 +838,9 @@ impl Actor {
                 }
                 None => overhead.push((t.name.clone(), k, flagged)),
             }
-            power = match (power, &t.power) {
-                (Some(w), Some(p)) => Some(w + if u.3 { p.base_w + p.memory_w + p.cpu_max_w } else { p.idle_w }),
-                _ => None,
-            };
+            if t.power.is_none() {
+                power = None;
+            }
             nodes.push(DashboardNode { name: info.name, node_type: t.name.clone(), state: info.state, cores: info.cores, alloc_cores: info.alloc_cores });
         }
         Dashboard {
@@ -769,8 +851,10 @@ impl Actor {
             running_jobs: self.state.ledger.jobs.values().filter(|m| self.state.engine().allocation(JobId(m.id)).is_some()).count() as u64,
             queue,
             nodes,
-            power_w: power,
+            power_w: power.map(|_| allocated),
             budget_w: self.cluster.power_budget_w,
+            measured_w: measured,
+            power_history: self.metrics.power_history(),
             overhead,
             rates: self.metrics.recent_rates(),
         }

@@ -7,7 +7,7 @@ use crate::auth::{Identity, Role};
 use crate::request;
 use crate::state::{Event, State};
 use crate::ApiError;
-use tessera_core::{Cluster, JobId, JobSpec, JobState};
+use tessera_core::{Cluster, JobId, JobState};
 use tessera_proto::api::*;
 
 /// What a user or an operator asks of a job.
@@ -84,10 +84,9 @@ impl State {
                 }
             }
         }
-        let mut spec = JobSpec::new(JobId(first), r.procs, r.limit_s);
-        spec.partition = Some(r.partition);
-        spec.mem_per_proc_mb = r.mem_per_proc_mb;
-        spec.gpus_per_node = r.gpus_per_node;
+        let parm = self.engine().policy() == tessera_core::PolicyKind::Parm;
+        power_options_fit(&r, parm)?;
+        let spec = r.spec(first, cluster, parm);
         let nodeset = r.nodeset.as_deref().map(|s| tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit"));
         {
             if let Err(e) = self.engine().can_run(&spec, nodeset.as_ref()) {
@@ -167,5 +166,20 @@ impl State {
             JobOp::Resume => Event::Resume(job),
             JobOp::Requeue => Event::Requeue(job),
         })
+    }
+}
+
+/// The power options are the power-aware policy's: another policy refuses
+/// them, and PARM needs a time estimate (the PASS model scales it).
+fn power_options_fit(r: &request::JobRequest, parm: bool) -> Result<(), ApiError> {
+    let bad = |option: &str, value: String, expected: &str| ApiError::option(tessera_proto::submit::OptionError { option: option.into(), value, expected: expected.into(), line: None });
+    match (&r.power, parm) {
+        (Some(p), false) => Err(bad(
+            "--moldable, --malleable, --power-profile",
+            format!("{}-{} nodes, profile {}", p.n_min, p.n_max, p.profile),
+            "to be left out: the controller's policy is not power-aware (start it with --policy parm)",
+        )),
+        (_, true) if r.unlimited => Err(bad("--time", "UNLIMITED".into(), "a run time estimate (the power-aware policy scales a job's time at its largest size and full power to every size and cap)")),
+        _ => Ok(()),
     }
 }

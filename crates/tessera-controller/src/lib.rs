@@ -61,6 +61,19 @@ pub struct Config {
     /// timed wake-ups are taken this long into their second; so the events of
     /// one second meet one pass, as in the simulator. 0 turns it off.
     pub coalesce_ms: u64,
+    /// PARM's settings when `policy` is parm (None: the live defaults,
+    /// [`parm_defaults`]). Kept in the state directory at its first start.
+    pub parm: Option<tessera_core::power::ParmConfig>,
+}
+
+/// PARM's settings when a controller is given none: the simulator's defaults
+/// (wSE, α = 1, f_se = 500 s, the structured solver, boots charged on an
+/// expansion) with Tessera's starts-first decision rule, as `sim run --policy
+/// parm` (docs/power.md).
+pub fn parm_defaults() -> tessera_core::power::ParmConfig {
+    let mut c = tessera_core::power::ParmConfig::new(tessera_core::power::ParmVariant::WSE);
+    c.rule = tessera_core::power::DecisionRule::StartsFirst;
+    c
 }
 
 /// The files of a controller's state directory that every local user may read

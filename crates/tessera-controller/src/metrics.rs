@@ -25,12 +25,41 @@ pub struct Metrics {
     /// (Unix second, submitted, started) at the first batch of each second,
     /// for the dashboard's recent rates.
     history: VecDeque<(i64, u64, u64)>,
+    /// (Unix second, allocated W, measured W) at the first power report of
+    /// each second, for the dashboard.
+    power_history: VecDeque<(i64, f64, Option<f64>)>,
 }
 
 /// Seconds of history the dashboard shows.
 pub const HISTORY_S: i64 = 300;
 
 const WINDOW: Duration = Duration::from_secs(10);
+
+/// The power the scheduler has allocated now (W): a node a job holds draws
+/// its CPU cap (the job's, under PARM; else the CPU's maximum) plus memory
+/// and base power, an idle node that is up its idle power, a down node
+/// nothing. 0 on a cluster without a power model.
+pub fn allocated_power_w(state: &State, cluster: &Cluster) -> f64 {
+    let mut cap: Vec<Option<f64>> = vec![None; cluster.nodes.len()];
+    for m in state.ledger.jobs.values() {
+        if let Some(a) = state.engine().allocation(JobId(m.id)) {
+            for p in &a.parts {
+                let t = &cluster.node_types[cluster.nodes[p.node as usize].node_type];
+                cap[p.node as usize] = m.cap_w.or(t.power.as_ref().map(|w| w.cpu_max_w));
+            }
+        }
+    }
+    let mut w = 0.0;
+    for (n, node) in cluster.nodes.iter().enumerate() {
+        let Some(p) = &cluster.node_types[node.node_type].power else { continue };
+        w += match cap[n] {
+            Some(c) => c + p.memory_w + p.base_w,
+            None if state.engine().node_status(n as u32).is_some_and(|s| s.up) => p.idle_w,
+            None => 0.0,
+        };
+    }
+    w
+}
 
 /// Queued jobs by (partition, pending reason).
 pub fn queue_by_reason<'c>(state: &mut State, cluster: &'c Cluster) -> BTreeMap<(&'c str, &'static str), u64> {
@@ -84,6 +113,22 @@ impl Metrics {
 
     /// Submissions and starts per second over the last [`HISTORY_S`] seconds:
     /// (Unix second, submissions/s, starts/s) between successive samples.
+    /// Record the power now (at most once a second).
+    pub fn power_sample(&mut self, allocated_w: f64, measured_w: Option<f64>) {
+        let sec = tessera_proto::unix_now();
+        if self.power_history.back().is_none_or(|h| h.0 < sec) {
+            self.power_history.push_back((sec, allocated_w, measured_w));
+        }
+        while self.power_history.front().is_some_and(|h| h.0 + HISTORY_S < sec) {
+            self.power_history.pop_front();
+        }
+    }
+
+    /// Power over the last [`HISTORY_S`] seconds: (Unix seconds, allocated, measured).
+    pub fn power_history(&self) -> Vec<(f64, f64, Option<f64>)> {
+        self.power_history.iter().map(|&(t, a, m)| (t as f64, a, m)).collect()
+    }
+
     pub fn recent_rates(&self) -> Vec<(f64, f64, f64)> {
         let h: Vec<&(i64, u64, u64)> = self.history.iter().collect();
         h.windows(2).map(|w| {
@@ -92,7 +137,8 @@ impl Metrics {
         }).collect()
     }
 
-    pub fn render(&self, state: &mut State, cluster: &Cluster, agents: usize) -> String {
+    /// Prometheus text. `power`: (budget, allocated, measured) watts now.
+    pub fn render(&self, state: &mut State, cluster: &Cluster, agents: usize, power: (Option<f64>, f64, Option<f64>)) -> String {
         let mut o = String::new();
         let queue = queue_by_reason(state, cluster);
         metric(&mut o, "tessera_queue_jobs", "gauge", "Queued jobs by partition and pending reason.");
@@ -110,12 +156,14 @@ impl Metrics {
                 }
             }
         }
-        let gauges: [(&str, &str, f64); 6] = [
+        let gauges: [(&str, &str, f64); 8] = [
             ("tessera_running_jobs", "Jobs holding resources (running, suspended or ending).", running as f64),
             ("tessera_allocated_cores", "Cores allocated to jobs.", cores as f64),
             ("tessera_allocated_memory_bytes", "Memory allocated to jobs.", mem as f64 * 1048576.0),
             ("tessera_allocated_gpus", "GPUs allocated to jobs.", gpus as f64),
-            ("tessera_allocated_power_watts", "Power allocated to jobs (power-aware clusters; 0 otherwise).", 0.0),
+            ("tessera_allocated_power_watts", "Power allocated by the cluster's power model: busy nodes at their CPU caps plus memory and base, idle nodes at their idle power (0 without a power model).", power.1),
+            ("tessera_power_budget_watts", "The cluster's power budget (0 without one).", power.0.unwrap_or(0.0)),
+            ("tessera_measured_power_watts", "Power the agents last reported for their nodes: RAPL where measured, the node model where emulated (0 when none reports).", power.2.unwrap_or(0.0)),
             ("tessera_agents", "Agents with a live session.", agents as f64),
         ];
         for (name, help, v) in gauges {

@@ -51,6 +51,84 @@ pub struct JobRequest {
     /// The client's key for the submission (see [`SubmitRequest::idempotency_key`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// What a power-aware scheduler may choose for the job (`--moldable`,
+    /// `--malleable`, `--power-profile`, `--parallelism`, `--sigma`), if it
+    /// says any of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<PowerRequest>,
+}
+
+/// A job's shape and power behaviour, for the power-aware policy (PARM): the
+/// node counts it may run on, whether it may be resized while it runs, its
+/// application profile (the PASS model's, docs/power.md) and its strong
+/// scaling (Downey's average parallelism A and variance σ).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerRequest {
+    /// A preset's name (LeanMD, Wave2D, Lulesh, AMR, Jacobi2D), or `none`: the
+    /// job runs at full power.
+    pub profile: String,
+    pub n_min: u32,
+    pub n_max: u32,
+    pub malleable: bool,
+    /// Downey's A (default n_max: the job scales to its largest size).
+    pub parallelism: f64,
+    /// Downey's σ in [0, 1] (default 0).
+    pub sigma: f64,
+}
+
+impl PowerRequest {
+    /// The request of a job that says nothing of its power: rigid on `nodes`
+    /// nodes, at full power.
+    pub fn rigid(nodes: u32) -> PowerRequest {
+        PowerRequest { profile: "none".into(), n_min: nodes, n_max: nodes, malleable: false, parallelism: nodes as f64, sigma: 0.0 }
+    }
+
+    /// The engine's PASS job: it takes `estimate_s` on `n_max` nodes at full
+    /// CPU power `cpu_max_w` (a resize redistributes 1 GiB per node of its
+    /// largest size, as the simulator's rule).
+    pub fn job(&self, estimate_s: i64, cpu_max_w: f64) -> tessera_core::power::PowerJob {
+        use tessera_core::power::{AppProfile, Downey, PowerJob};
+        let app = AppProfile::preset(&self.profile).unwrap_or_else(|| AppProfile::unprofiled(cpu_max_w));
+        let scaling = Downey { a: self.parallelism.max(1.0), sigma: self.sigma };
+        PowerJob::sized(app, scaling, estimate_s as f64, self.n_min, self.n_max, cpu_max_w, self.n_max as f64 * 1024.0, self.malleable)
+    }
+}
+
+impl JobRequest {
+    /// The engine's spec of job `id` of this request (its own throttle,
+    /// singleton key, hold and requeue aside). Under PARM (`parm`) the job is
+    /// sized in whole nodes and carries its PASS job: its own power request,
+    /// or rigid at full power on the nodes its processors fill.
+    pub fn spec(&self, id: u64, cluster: &Cluster, parm: bool) -> tessera_core::JobSpec {
+        let mut spec = tessera_core::JobSpec::new(tessera_core::JobId(id), self.procs, self.limit_s);
+        spec.partition = Some(self.partition);
+        spec.mem_per_proc_mb = self.mem_per_proc_mb;
+        spec.gpus_per_node = self.gpus_per_node;
+        if parm {
+            if let Ok(info) = cluster.power_machine() {
+                let cores = info.machine.node_cores.max(1);
+                let p = self.power.clone().unwrap_or_else(|| PowerRequest::rigid(self.procs.div_ceil(cores)));
+                spec.procs = p.n_max.saturating_mul(cores).max(1);
+                spec.power = Some(p.job(self.limit_s, info.cpu_max_w));
+            }
+        }
+        spec
+    }
+}
+
+/// The power profiles a job may name.
+fn profile_names() -> String {
+    let mut v: Vec<&str> = tessera_core::power::PRESETS.iter().map(|p| p.name).collect();
+    v.push("none");
+    v.join(", ")
+}
+
+fn number(option: &str, v: &str, lo: f64, hi: f64) -> Result<f64, OptionError> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && (lo..=hi).contains(x))
+        .ok_or_else(|| err(option, v, &format!("a number from {lo} to {hi}")))
 }
 
 /// A digest of a validated request, to tell a repeat of a keyed submission
@@ -255,6 +333,7 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
     let default_out = if array.is_some() { "tessera-%A_%a.out" } else { "tessera-%j.out" };
     let stdout = pattern("--output")?.unwrap_or_else(|| default_out.into());
     let stderr = pattern("--error")?.unwrap_or_else(|| stdout.clone());
+    let power = power_request(&get, nodes, part.nodes.len() as u32)?;
     let idempotency_key = match &req.idempotency_key {
         Some(k) if k.is_empty() || k.chars().count() > MAX_KEY || k.chars().any(char::is_control) => {
             return Err(err("idempotency_key", k, &format!("1 to {MAX_KEY} printable characters")));
@@ -284,7 +363,58 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         stderr,
         env: req.env.clone(),
         idempotency_key,
+        power,
     })
+}
+
+/// The power options of a submission (None: it gives none). `--moldable
+/// MIN-MAX` gives the node range (else `-N`, or one node), `--malleable` lets
+/// it be resized while it runs (which needs a range).
+fn power_request<'a>(get: &dyn Fn(&str) -> Option<(&'a str, Option<usize>)>, nodes: Option<u32>, max_nodes: u32) -> Result<Option<PowerRequest>, OptionError> {
+    let keys = ["--moldable", "--malleable", "--power-profile", "--parallelism", "--sigma"];
+    if keys.iter().all(|k| get(k).is_none()) {
+        return Ok(None);
+    }
+    let at = |e: OptionError, line: Option<usize>| OptionError { line, ..e };
+    let (n_min, n_max) = match get("--moldable") {
+        Some((v, l)) => {
+            let bad = || at(err("--moldable", v, &format!("a node range MIN-MAX with 1 <= MIN <= MAX <= {max_nodes}")), l);
+            let (a, b) = v.trim().split_once('-').ok_or_else(bad)?;
+            let (a, b) = (a.trim().parse::<u32>().map_err(|_| bad())?, b.trim().parse::<u32>().map_err(|_| bad())?);
+            if a < 1 || a > b || b > max_nodes {
+                return Err(bad());
+            }
+            if let (Some(n), Some((nv, nl))) = (nodes, get("--nodes")) {
+                if !(a..=b).contains(&n) {
+                    return Err(at(err("--nodes", nv, &format!("to be left out, or within --moldable {a}-{b}")), nl));
+                }
+            }
+            (a, b)
+        }
+        None => (nodes.unwrap_or(1), nodes.unwrap_or(1)),
+    };
+    let malleable = get("--malleable").is_some();
+    if malleable && n_min == n_max {
+        let (_, l) = get("--malleable").expect("given");
+        return Err(at(err("--malleable", "", "--moldable MIN-MAX as well, with MIN < MAX (a job resized while it runs needs a range of sizes)"), l));
+    }
+    let profile = match get("--power-profile") {
+        Some((v, l)) => match tessera_core::power::AppProfile::preset(v.trim()) {
+            Some(p) => p.name.to_string(),
+            None if v.trim().eq_ignore_ascii_case("none") => "none".to_string(),
+            None => return Err(at(err("--power-profile", v, &format!("one of {}", profile_names())), l)),
+        },
+        None => "none".to_string(),
+    };
+    let parallelism = match get("--parallelism") {
+        Some((v, l)) => number("--parallelism", v, 1.0, 1e9).map_err(|e| at(e, l))?,
+        None => n_max as f64,
+    };
+    let sigma = match get("--sigma") {
+        Some((v, l)) => number("--sigma", v, 0.0, 1.0).map_err(|e| at(e, l))?,
+        None => 0.0,
+    };
+    Ok(Some(PowerRequest { profile, n_min, n_max, malleable, parallelism, sigma }))
 }
 
 /// Expand an output pattern for a job on its first node.

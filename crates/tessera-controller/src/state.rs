@@ -13,7 +13,7 @@ use crate::request::{expand_pattern, JobRequest};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use tessera_accounting::store::{AllocationRecord, JobRecord as AcctRecord, JobStateTag};
-use tessera_core::{hostlist, After, AfterKind, Cluster, Effect, Engine, FinalState, Input, JobId, JobSpec, JobState, NodeChange, Outcome, PendingReason, Throttle};
+use tessera_core::{hostlist, After, AfterKind, Cluster, Effect, Engine, FinalState, Input, JobId, JobState, NodeChange, Outcome, PendingReason, Throttle};
 use tessera_proto::api::{JobExit, JobInfo, JobStateCode, Launch, LaunchFailure};
 use tessera_proto::submit::DependencyKind;
 
@@ -55,6 +55,9 @@ pub struct JobMeta {
     /// was away when the limit ran out): it ends TIMEOUT.
     #[serde(default)]
     pub limit_hit: bool,
+    /// Under PARM: the CPU cap (W) of the current run's nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_w: Option<f64>,
 }
 
 /// An event from outside, as journaled.
@@ -95,6 +98,12 @@ pub enum Action {
     Resume { node: u32, job: u64, attempt: u32, at: i64 },
     /// Append to the accounting store.
     Record(Box<AcctRecord>),
+    /// Set a node's CPU power cap (W), before anything runs at it, and say
+    /// whether a job holds the node (an emulated node draws power by it).
+    Power { node: u32, cap_w: f64, busy: bool },
+    /// A running job's configuration changed (PARM): its nodes, first node
+    /// first, and its CPU cap. Sent to the agent of its first node.
+    Reconfigure { node: u32, job: u64, attempt: u32, nodes: Vec<u32>, cap_w: f64, at: i64 },
 }
 
 /// How a finished job ended (kept for dependencies and `job show`).
@@ -208,7 +217,7 @@ impl State {
                         tracing::warn!("cluster file {path} not applied: {why}");
                     }
                 }
-                _ => self.event(now, ev, &mut inputs),
+                _ => self.event(cluster, now, ev, &mut inputs),
             }
         }
         let pass = !events.contains(&Event::PassLater);
@@ -286,9 +295,9 @@ impl State {
         self.ledger.wake
     }
 
-    fn event(&mut self, now: i64, ev: &Event, inputs: &mut VecDeque<Input>) {
+    fn event(&mut self, cluster: &Cluster, now: i64, ev: &Event, inputs: &mut VecDeque<Input>) {
         match ev {
-            Event::Submit { first, user, uid, gid, req } => self.submit(now, *first, user, *uid, *gid, req, inputs),
+            Event::Submit { first, user, uid, gid, req } => self.submit(cluster, now, *first, user, *uid, *gid, req, inputs),
             Event::Cancel(j) => inputs.push_back(Input::Cancel(JobId(*j))),
             // the user's hold is the engine's (a gate of the job)
             Event::Hold(j) => inputs.push_back(Input::Hold(JobId(*j))),
@@ -364,13 +373,14 @@ impl State {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn submit(&mut self, now: i64, first: u64, user: &str, uid: u32, gid: u32, req: &JobRequest, inputs: &mut VecDeque<Input>) {
+    fn submit(&mut self, cluster: &Cluster, now: i64, first: u64, user: &str, uid: u32, gid: u32, req: &JobRequest, inputs: &mut VecDeque<Input>) {
         let tasks: Vec<Option<u32>> = match &req.array {
             Some(a) => a.indices.iter().map(|&i| Some(i)).collect(),
             None => vec![None],
         };
         let nodeset = req.nodeset.as_deref().map(|s| tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit"));
         let throttle = req.array.as_ref().and_then(|a| a.max_running);
+        let parm = self.engine.policy() == tessera_core::PolicyKind::Parm;
         if let Some(k) = &req.idempotency_key {
             let k = submission_key(uid, k);
             for i in 0..tasks.len() as u64 {
@@ -395,10 +405,7 @@ impl State {
             .collect();
         for (k, task) in tasks.iter().enumerate() {
             let id = first + k as u64;
-            let mut spec = JobSpec::new(JobId(id), req.procs, req.limit_s);
-            spec.partition = Some(req.partition);
-            spec.mem_per_proc_mb = req.mem_per_proc_mb;
-            spec.gpus_per_node = req.gpus_per_node;
+            let mut spec = req.spec(id, cluster, parm);
             spec.requeue = req.requeue;
             spec.hold = req.hold;
             spec.throttle = throttle.map(|limit| Throttle { array: first, limit });
@@ -425,6 +432,7 @@ impl State {
                     released: Vec::new(),
                     released_since: None,
                     limit_hit: false,
+                    cap_w: None,
                 },
             );
             inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone(), after: after.clone() });
@@ -612,6 +620,11 @@ impl Ledger {
                 m.cpu_s = 0.0;
                 m.released.clear();
                 m.released_since = None;
+                m.cap_w = engine.power_config(job).map(|(_, cap)| cap);
+                if let Some(cap_w) = m.cap_w {
+                    // the caps are set before the job starts on its nodes
+                    out.extend(m.nodes.iter().map(|&node| Action::Power { node, cap_w, busy: true }));
+                }
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, node = %cluster.nodes[node as usize].name, attempt = m.attempt, "start");
                 let launch = self.launch_of(engine, cluster, job.0).expect("a started job has a launch");
@@ -650,11 +663,28 @@ impl Ledger {
                 if let Some(m) = self.jobs.get_mut(&job.0) {
                     m.requeues += 1;
                     m.start = None;
+                    if let Some(cap_w) = m.cap_w.take() {
+                        out.extend(m.nodes.iter().map(|&node| Action::Power { node, cap_w, busy: false }));
+                    }
                     m.nodes.clear();
                     tracing::info!(job = job.0, "requeued");
                 }
             }
-            Effect::Configure { .. } => {}
+            Effect::Configure { job, cap_w, .. } => {
+                let Some(m) = self.jobs.get_mut(&job.0) else { return };
+                let nodes: Vec<u32> = engine.allocation(job).map(|a| a.parts.iter().map(|p| p.node).collect()).unwrap_or_default();
+                if nodes == m.nodes && m.cap_w == Some(cap_w) {
+                    return; // as started, or only its expected end moved
+                }
+                tracing::info!(job = m.id, nodes = nodes.len(), cap_w, "reconfigure");
+                // nodes it gave back idle (at the cap they had), then the
+                // cap of those it holds
+                out.extend(m.nodes.iter().filter(|n| !nodes.contains(n)).map(|&node| Action::Power { node, cap_w: m.cap_w.unwrap_or(cap_w), busy: false }));
+                out.extend(nodes.iter().map(|&node| Action::Power { node, cap_w, busy: true }));
+                m.nodes = nodes.clone();
+                m.cap_w = Some(cap_w);
+                out.push(Action::Reconfigure { node: nodes[0], job: job.0, attempt: m.attempt, nodes, cap_w, at: now });
+            }
             Effect::Rejected { input, job, reason } => {
                 tracing::warn!(job = job.map(|j| j.0), input, %reason, "the engine refused an input");
             }
@@ -664,6 +694,10 @@ impl Ledger {
     fn finished(&mut self, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, out: &mut Vec<Action>) {
         let id = rec.spec.id.0;
         let Some(m) = self.jobs.remove(&id) else { return };
+        if let (Some(cap_w), Some(_)) = (m.cap_w, rec.start) {
+            // its nodes idle, at the cap they had
+            out.extend(m.nodes.iter().map(|&node| Action::Power { node, cap_w, busy: false }));
+        }
         // a run that exited by itself before its limit, whose end reached the
         // controller (down, or its agent down) only after it had killed the job
         // at the limit: the agent's account stands, not the kill's
@@ -724,7 +758,7 @@ impl Ledger {
             time_limit: m.req.limit_s,
             factor: rec.alloc.as_ref().map_or(1.0, |a| a.factor),
             cpu_s: rec.start.map(|_| m.cpu_s),
-            energy_j: None,
+            energy_j: rec.usage.map(|u| u.energy_j),
             allocations: rec
                 .alloc
                 .as_ref()
@@ -783,6 +817,12 @@ impl Ledger {
             }
         }
         env.insert("SLURM_JOBID".into(), m.id.to_string());
+        env.insert("SLURM_NNODES".into(), m.nodes.len().to_string());
+        if let Some(cap) = m.cap_w {
+            // the CPU cap its nodes run at, and where a new configuration is
+            // written while it runs (docs/live.md, "Power-aware jobs")
+            env.insert("TESSERA_POWER_CAP_W".into(), format!("{cap}"));
+        }
         env.insert("SLURM_NPROCS".into(), alloc.procs.to_string());
         env.insert("SLURMD_NODENAME".into(), first.to_string());
         env.insert("TESSERA_NODENAME".into(), first.to_string());

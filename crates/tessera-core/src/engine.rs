@@ -279,11 +279,7 @@ impl Engine {
                 change,
                 reason,
             } => {
-                let Machine::Nodes(m) = &mut self.m else {
-                    return Err(self.unsupported("node"));
-                };
-                let n = m.node_index(node).ok_or(Rejection::UnknownNode(node))?;
-                m.set_status(n, |s| match change {
+                let set = |s: &mut NodeStatus| match change {
                     NodeChange::Down => {
                         s.up = false;
                         s.reason = reason;
@@ -297,11 +293,19 @@ impl Engine {
                         s.drain = false;
                         s.up = true;
                     }
-                });
-                let kill = if change == NodeChange::Down {
-                    m.jobs_on(node)
-                } else {
-                    Vec::new()
+                };
+                let kill = match &mut self.m {
+                    Machine::Nodes(m) => {
+                        let n = m.node_index(node).ok_or(Rejection::UnknownNode(node))?;
+                        m.set_status(n, set);
+                        if change == NodeChange::Down {
+                            m.jobs_on(node)
+                        } else {
+                            Vec::new()
+                        }
+                    }
+                    // a node outside the power-aware machine changes nothing
+                    Machine::Parm(m) => m.set_status(node, set),
                 };
                 for j in kill {
                     if !matches!(self.t.state(j), JobState::Ending { .. }) {
@@ -689,20 +693,26 @@ impl Engine {
         self.t.lookup(id).map_or(&[], |j| self.gates.waits_for(j))
     }
 
-    /// Where a job runs, once started (node engines).
+    /// Where a job runs, once started.
     pub fn allocation(&self, id: JobId) -> Option<&Allocation> {
         let j = self.t.lookup(id)?;
         match &self.m {
             Machine::Nodes(e) => e.allocation(j),
-            Machine::Parm(_) => None,
+            Machine::Parm(e) => e.allocation(j),
         }
     }
 
-    /// A node's state (node engines).
+    /// A running job's node count and CPU cap (W), under PARM.
+    pub fn power_config(&self, id: JobId) -> Option<(u32, f64)> {
+        let j = self.t.lookup(id)?;
+        self.as_parm()?.config_of(j)
+    }
+
+    /// A node's state.
     pub fn node_status(&self, node: u32) -> Option<&NodeStatus> {
         match &self.m {
             Machine::Nodes(e) => e.node_status(node as usize),
-            Machine::Parm(_) => None,
+            Machine::Parm(e) => e.node_status(node),
         }
     }
 

@@ -365,6 +365,30 @@ pub struct RegisterRequest {
     pub version: u32,
     pub nodes: Vec<AgentNode>,
     pub jobs: Vec<AgentJob>,
+    /// Its nodes' power domains as they stand (their caps in force), when it
+    /// has any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power: Vec<NodePowerReading>,
+}
+
+/// Seconds between an agent's power reports.
+pub const POWER_REPORT_S: u64 = 2;
+
+/// One node's power, as its agent reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodePowerReading {
+    pub node: String,
+    /// The CPU cap in force (W); None: never set.
+    pub cap_w: Option<f64>,
+    /// Power drawn over the last interval (W).
+    pub watts: f64,
+    /// Energy drawn since the agent started (J).
+    pub energy_j: f64,
+    /// Measured (RAPL energy counters), else modelled (an emulated node).
+    pub measured: bool,
+    /// Why the node's cap cannot be set or its power read, if so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -391,6 +415,9 @@ pub struct AgentMessage {
     pub session: u64,
     #[serde(default)]
     pub ended: Vec<JobExit>,
+    /// Its nodes' power, every few seconds (on polls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power: Vec<NodePowerReading>,
 }
 
 /// What a job runs with on its first node.
@@ -436,6 +463,16 @@ pub enum AgentCommand {
         #[serde(default)]
         at: Option<i64>,
     },
+    /// Set one of the agent's nodes' CPU cap (W), and say whether a job
+    /// holds it (an emulated node draws power by it). A cap the node cannot
+    /// take is reported back (the controller drains the node).
+    Power { node: String, cap_w: f64, busy: bool },
+    /// A running job's new configuration (the power-aware scheduler resized
+    /// or re-capped it): its nodes (a hostlist, first node first), their
+    /// count and its CPU cap, from the controller's instant `at`. The agent
+    /// appends it to the job's configuration file (`$TESSERA_CONFIG`) and
+    /// sends the job SIGWINCH.
+    Reconfigure { job: u64, attempt: u32, nodelist: String, nodes: u32, cap_w: f64, at: i64 },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -257,6 +257,11 @@ pub const OPTIONS: &[(&str, &str, bool)] = &[
     ("-a", "--array", true),
     ("-H", "--hold", false),
     ("-D", "--chdir", true),
+    ("", "--moldable", true),
+    ("", "--malleable", false),
+    ("", "--power-profile", true),
+    ("", "--parallelism", true),
+    ("", "--sigma", true),
 ];
 
 /// An option's long name and whether it takes a value, by its short or long

@@ -28,10 +28,15 @@ pub struct Dashboard {
     /// Queued jobs: (partition, pending reason, count).
     pub queue: Vec<(String, String, u64)>,
     pub nodes: Vec<DashboardNode>,
-    /// Power drawn now by the cluster's power model (busy nodes at full power,
-    /// idle nodes at their idle power), and its budget; None: no power model.
+    /// Power allocated now by the cluster's power model (busy nodes at their
+    /// jobs' CPU caps, or full power, idle nodes at their idle power), and its
+    /// budget; None: no power model.
     pub power_w: Option<f64>,
     pub budget_w: Option<f64>,
+    /// Power the agents last measured or modelled (None: none reports power).
+    pub measured_w: Option<f64>,
+    /// Power over time: (Unix seconds, allocated, measured).
+    pub power_history: Vec<(f64, f64, Option<f64>)>,
     /// True overhead now, per node type: (canonical units idle, of which
     /// flagged: a queued job of the node's partition needs no more).
     pub overhead: Vec<(String, u64, u64)>,
@@ -84,13 +89,32 @@ impl Dashboard {
         let heat = Chart { title: "Nodes by node type and state".into(), x_label: "node (darker: more cores allocated)".into(), y_label: "node type".into(), body: Body::Heat { groups, classes: NODE_STATES.iter().map(|s| s.to_string()).collect() } };
         let mut blocks = vec![Block::Chart(queue), Block::Chart(heat)];
         match self.power_w {
-            Some(w) => blocks.push(Block::Chart(Chart::bars(
-                "Power drawn against the budget (power model)",
-                "",
-                "power (kW)",
-                vec!["now".into()],
-                vec![("drawn".into(), vec![w / 1000.0]), ("budget".into(), vec![self.budget_w.map_or(f64::NAN, |b| b / 1000.0)])],
-            ))),
+            Some(w) => {
+                blocks.push(Block::Chart(Chart::bars(
+                    "Power allocated and measured against the budget",
+                    "",
+                    "power (kW)",
+                    vec!["now".into()],
+                    vec![
+                        ("allocated".into(), vec![w / 1000.0]),
+                        ("measured".into(), vec![self.measured_w.map_or(f64::NAN, |m| m / 1000.0)]),
+                        ("budget".into(), vec![self.budget_w.map_or(f64::NAN, |b| b / 1000.0)]),
+                    ],
+                )));
+                if !self.power_history.is_empty() {
+                    let t0 = self.now as f64;
+                    let mut series = vec![Series::step("allocated", self.power_history.iter().map(|h| (h.0 - t0, h.1 / 1000.0)).collect())];
+                    let measured: Vec<(f64, f64)> = self.power_history.iter().filter_map(|h| Some((h.0 - t0, h.2? / 1000.0))).collect();
+                    if !measured.is_empty() {
+                        series.push(Series::step("measured", measured));
+                    }
+                    if let Some(b) = self.budget_w {
+                        let (first, last) = (self.power_history[0].0 - t0, 0.0);
+                        series.push(Series::step("budget", vec![(first, b / 1000.0), (last, b / 1000.0)]));
+                    }
+                    blocks.push(Block::Chart(Chart::lines("Power over time", "seconds before now", "power (kW)", series)));
+                }
+            }
             None => blocks.push(Block::Text("Power: the cluster file has no power model (base_power_w, memory_power_w, cpu_max_power_w, cpu_cap_levels_w).".into())),
         }
         let total: u64 = self.overhead.iter().map(|o| o.1).sum();

@@ -62,8 +62,7 @@ impl PowerRule {
         let n_min = ((theta * n_max as f64).round() as u32).clamp(1, n_max);
         // the trace ran on n_max nodes at full power; a job takes at least 1 s
         let runtime = j.effective_runtime().max(1) as f64;
-        let t1 = runtime / (scaling.fraction(n_max as f64) * app.slowdown(cpu_max_w));
-        PowerJob { app, scaling, t1, n_min, n_max, mem_mb: n_max as f64 * self.mem_per_node_mb }
+        PowerJob::sized(app, scaling, runtime, n_min, n_max, cpu_max_w, n_max as f64 * self.mem_per_node_mb, true)
     }
 }
 

@@ -20,7 +20,7 @@ use tessera_workload::jobs::TraceJob;
 /// {30, 32, 34, 39, 45, 55} W, memory capped at 18 W, 38 W base, 60 W CPU maximum.
 pub fn testbed_machine() -> PowerSetupInfo {
     PowerSetupInfo {
-        machine: PowerMachine { nodes: 38, budget_w: 3300.0, node_base_w: 18.0 + 38.0, idle_w: 0.0, cap_levels_w: vec![30.0, 32.0, 34.0, 39.0, 45.0, 55.0] },
+        machine: PowerMachine { nodes: 38, budget_w: 3300.0, node_base_w: 18.0 + 38.0, idle_w: 0.0, cap_levels_w: vec![30.0, 32.0, 34.0, 39.0, 45.0, 55.0], node_ids: Vec::new(), node_cores: 0 },
         cpu_max_w: 60.0,
         cores_per_node: 1,
     }
@@ -85,7 +85,7 @@ pub fn testbed_workload(mix: &[&str], seed: u64, tr: TestbedRule, info: &PowerSe
         let runtime = rng.gen_range(tr.runtime_s.0..tr.runtime_s.1).round();
         let scaling = Downey { a: a.max(1.0), sigma };
         let t1 = runtime / (scaling.fraction(n_min as f64) * app.slowdown(info.cpu_max_w));
-        power_jobs.push(PowerJob { app, scaling, t1, n_min, n_max, mem_mb: n_max as f64 * pr.mem_per_node_mb });
+        power_jobs.push(PowerJob { app, scaling, t1, n_min, n_max, mem_mb: n_max as f64 * pr.mem_per_node_mb, malleable: true });
         jobs.push(TraceJob { id: k as i64 + 1, submit: t.round() as i64, procs: n_max, estimate: runtime as i64, runtime: runtime as i64, mem_per_proc_mb: 0, queue: -1, preceding: -1, think: -1 });
     }
     let setup = PowerSetup { name: "parm-testbed".into(), info: info.clone(), hardware: Default::default(), rule: pr, mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };

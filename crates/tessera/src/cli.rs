@@ -875,7 +875,7 @@ pub struct AcctArgs {
     /// Fields to print, comma-separated (sacct names: JobID, JobName, User, Group,
     /// Account, Partition, AllocCPUS, AllocNodes, NodeList, State, ExitCode, Submit,
     /// Start, End, Elapsed, ElapsedRaw, CPUTime, CPUTimeRAW, Timelimit, ReqCPUS,
-    /// ReqMem; and Factor, NormElapsed, CoreHours, NormCoreHours, HS06Hours, HS06PerCore).
+    /// ReqMem; and Factor, NormElapsed, CoreHours, NormCoreHours, HS06Hours, HS06PerCore, ConsumedEnergy, ConsumedEnergyRaw).
     #[arg(long = "format", short = 'o', default_value = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode", value_parser = acct_fields)]
     pub fields: String,
     /// Parsable: `|` between fields and at the end of each line.

@@ -45,14 +45,17 @@ pub fn controller(a: ControllerArgs) -> Result<()> {
         site: a.site,
         max_batch: a.max_batch,
         coalesce_ms: a.coalesce_ms,
+        parm: a.parm.config(&a.policy)?,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(tessera_controller::http::serve(cfg))
 }
 
 /// The nodes an agent presents, with their resources from a cluster file or
-/// detected on this machine.
-fn agent_nodes(a: &AgentArgs, name: &str) -> Result<Vec<AgentNode>> {
+/// detected on this machine, and their power domains: an emulated node with a
+/// power model draws by it, a real node has its RAPL packages if the powercap
+/// tree has any (else no domain).
+fn agent_nodes(a: &AgentArgs, name: &str) -> Result<(Vec<AgentNode>, Vec<(String, tessera_agent::power::Source)>)> {
     let names = match &a.nodes {
         Some(h) => hostlist::expand(h).map_err(|e| anyhow!("--nodes {h:?}: {e}"))?,
         None => vec![name.to_string()],
@@ -63,17 +66,30 @@ fn agent_nodes(a: &AgentArgs, name: &str) -> Result<Vec<AgentNode>> {
     } else {
         None
     };
+    use tessera_agent::power::{NodeModel, Source};
     let (cores, mem, gpus) = tessera_agent::agent::detect();
-    names
-        .into_iter()
-        .map(|n| match &cluster {
+    let rapl = tessera_agent::powercap::Powercap::new(&a.powercap_root);
+    let has_rapl = rapl.zones().is_ok_and(|z| z.iter().any(|z| z.is_package()));
+    let (mut nodes, mut power) = (Vec::new(), Vec::new());
+    for n in names {
+        match &cluster {
             Some(c) => {
                 let node = c.nodes.iter().find(|x| x.name == n).ok_or_else(|| anyhow!("--nodes: no node {n} in cluster {}", c.name))?;
-                Ok(AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus })
+                if let Some(p) = &c.node_types[node.node_type].power {
+                    let cpu_min_w = p.cap_levels_w.iter().copied().fold(p.cpu_max_w, f64::min);
+                    power.push((n.clone(), Source::Model(NodeModel { busy_extra_w: p.base_w + p.memory_w, idle_w: p.idle_w, cpu_min_w, cpu_max_w: p.cpu_max_w })));
+                }
+                nodes.push(AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus });
             }
-            None => Ok(AgentNode { name: n, cores, memory_mb: mem, gpus }),
-        })
-        .collect()
+            None => {
+                if has_rapl {
+                    power.push((n.clone(), Source::Rapl(rapl.clone())));
+                }
+                nodes.push(AgentNode { name: n, cores, memory_mb: mem, gpus });
+            }
+        }
+    }
+    Ok((nodes, power))
 }
 
 pub fn agent(a: AgentArgs) -> Result<()> {
@@ -87,11 +103,11 @@ pub fn agent(a: AgentArgs) -> Result<()> {
         (None, Some(k)) => Key::load(k, false)?.sign(Role::Agent, &name, nix::unistd::geteuid().as_raw(), unix_now() + 10 * 365 * 86400),
         (None, None) => bail!("the agent needs --key-file (the cluster key) or --token (an agent token)"),
     };
-    let nodes = agent_nodes(&a, &name)?;
+    let (nodes, power) = agent_nodes(&a, &name)?;
     // one agent per spool, and only the operator reads it
     let _lock = tessera_proto::statedir::lock(&a.state_dir, "agent")?;
     tessera_proto::statedir::secure(&a.state_dir, &[]).with_context(|| format!("securing state directory {}", a.state_dir.display()))?;
-    let cfg = AgentConfig { name, target, token, nodes, state_dir: a.state_dir.clone(), limit_slack_s: a.limit_slack };
+    let cfg = AgentConfig { name, target, token, nodes, state_dir: a.state_dir.clone(), limit_slack_s: a.limit_slack, power };
     // before the runtime's threads: the launcher is forked from a one-thread process
     let launcher = tessera_agent::launcher::Launcher::start().context("starting the launcher")?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
@@ -128,7 +144,8 @@ pub fn up(a: UpArgs) -> Result<()> {
     if let Some(pid) = tessera_proto::statedir::holder(&dir, "controller")? {
         bail!("a controller (pid {pid}) already runs on {}: stop it with `tessera down --state-dir {}`", dir.display(), dir.display());
     }
-    let mut local = start_local(&bin()?, &dir, &a.cluster, a.agents, a.listen, &a.policy, &[], a.reconfigure)?;
+    a.parm.config(&a.policy)?;
+    let mut local = start_local(&bin()?, &dir, &a.cluster, a.agents, a.listen, &a.policy, &a.parm.args(), a.reconfigure)?;
     let f = local.file();
     write_up_file(&dir, &f)?;
     let (ep, cluster, n) = (&local.ep, &local.cluster, local.agents.len());

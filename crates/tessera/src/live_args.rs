@@ -38,9 +38,12 @@ pub struct ControllerArgs {
     /// directory is created; a restart keeps the cluster it was created with.
     #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// Scheduling policy: fcfs, easy or conservative.
+    /// Scheduling policy: fcfs, easy, conservative, or parm (power-aware: a
+    /// cluster file with power_budget_w and a power model).
     #[arg(long, default_value = "easy", value_parser = crate::values::policy)]
     pub policy: String,
+    #[command(flatten)]
+    pub parm: ParmArgs,
     /// TCP address for remote users and agents.
     #[arg(long, default_value = "127.0.0.1:6817")]
     pub listen: SocketAddr,
@@ -100,6 +103,74 @@ pub struct AgentArgs {
     /// Seconds past a job's limit before the agent ends it itself.
     #[arg(long, default_value_t = 2)]
     pub limit_slack: u64,
+    /// The powercap class directory of a real node's RAPL packages (where
+    /// its CPU cap is set and its energy read; a fake tree in tests).
+    /// Emulated nodes (--cluster) draw by the cluster file's power model instead.
+    #[arg(long, default_value = tessera_agent::powercap::DEFAULT_ROOT)]
+    pub powercap_root: PathBuf,
+}
+
+/// PARM's settings for a live controller (--policy parm), kept in its state
+/// directory at the first start (docs/power.md, docs/live.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ParmArgs {
+    /// PARM variant: noMM, noSE (moldable) or wSE (malleable; default).
+    #[arg(long)]
+    pub parm_variant: Option<String>,
+    /// Decision rule: starts-first (default) or paper.
+    #[arg(long)]
+    pub parm_rule: Option<String>,
+    /// Fairness exponent α of the weight (default 1).
+    #[arg(long)]
+    pub alpha: Option<f64>,
+    /// Least seconds between two resizes of a job (f_se; default 500).
+    #[arg(long)]
+    pub fse: Option<i64>,
+}
+
+impl ParmArgs {
+    /// The flags again, for a controller `tessera up` starts.
+    pub fn args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut push = |k: &str, x: Option<String>| {
+            if let Some(x) = x {
+                v.extend([k.to_string(), x]);
+            }
+        };
+        push("--parm-variant", self.parm_variant.clone());
+        push("--parm-rule", self.parm_rule.clone());
+        push("--alpha", self.alpha.map(|a| a.to_string()));
+        push("--fse", self.fse.map(|f| f.to_string()));
+        v
+    }
+
+    fn given(&self) -> bool {
+        !self.args().is_empty()
+    }
+
+    /// PARM's settings, or None when none is given.
+    pub fn config(&self, policy: &str) -> anyhow::Result<Option<tessera_core::power::ParmConfig>> {
+        if !self.given() {
+            return Ok(None);
+        }
+        anyhow::ensure!(policy.eq_ignore_ascii_case("parm"), "--parm-variant, --parm-rule, --alpha and --fse apply to --policy parm only");
+        let mut c = tessera_controller::parm_defaults();
+        if let Some(v) = &self.parm_variant {
+            c.variant = v.parse().map_err(|e: String| anyhow::anyhow!("--parm-variant: {e}"))?;
+        }
+        if let Some(r) = &self.parm_rule {
+            c.rule = r.parse().map_err(|e: String| anyhow::anyhow!("--parm-rule: {e}"))?;
+        }
+        if let Some(a) = self.alpha {
+            anyhow::ensure!(a.is_finite() && a >= 0.0, "--alpha {a}: expected a number >= 0");
+            c.alpha = a;
+        }
+        if let Some(f) = self.fse {
+            anyhow::ensure!(f >= 0, "--fse {f}: expected seconds >= 0");
+            c.fse = f;
+        }
+        Ok(Some(c))
+    }
 }
 
 #[derive(Args, Debug)]
@@ -114,9 +185,12 @@ pub struct UpArgs {
     /// directory's agents keep their nodes at every start (DIR/agents.json).
     #[arg(long, default_value_t = 2)]
     pub agents: usize,
-    /// Scheduling policy: fcfs, easy or conservative.
+    /// Scheduling policy: fcfs, easy, conservative, or parm (power-aware: a
+    /// cluster file with power_budget_w and a power model).
     #[arg(long, default_value = "easy", value_parser = crate::values::policy)]
     pub policy: String,
+    #[command(flatten)]
+    pub parm: ParmArgs,
     /// TCP address of the controller (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,

@@ -5,6 +5,7 @@ mod bom;
 mod failstop;
 mod gpus;
 mod openapi;
+mod parm;
 mod replay;
 mod state_env;
 mod state_format;

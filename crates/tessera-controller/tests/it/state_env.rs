@@ -36,7 +36,13 @@ impl StateEnv {
     /// The default cluster (32 nodes of 8 cores), every node presented by one agent.
     pub fn new(policy: PolicyKind) -> StateEnv {
         let cluster = Cluster::from_toml(include_str!("../../../../examples/clusters/default.toml"), "default.toml").unwrap();
-        let state = State::new(Engine::with_cluster(policy, &cluster).unwrap(), &cluster, T0, 5);
+        let engine = Engine::with_cluster(policy, &cluster).unwrap();
+        StateEnv::on(cluster, engine)
+    }
+
+    /// `cluster` under `engine`, every node presented by one agent.
+    pub fn on(cluster: Cluster, engine: Engine) -> StateEnv {
+        let state = State::new(engine, &cluster, T0, 5);
         let mut env = StateEnv { cluster, state, now: T0, actions: Vec::new() };
         let nodes = (0..env.cluster.nodes.len() as u32).collect();
         env.apply(vec![Event::AgentUp { agent: "agent1".into(), nodes }]);

@@ -150,6 +150,7 @@ fn write_fixture(dir: &Path) -> Vec<JobInfo> {
 
 fn config(dir: &Path) -> Config {
     Config {
+        parm: None,
         state_dir: dir.to_path_buf(),
         cluster_toml: String::new(),
         cluster_path: String::new(),

@@ -318,6 +318,8 @@ impl Cluster {
                 node_base_w: power.base_w + power.memory_w,
                 idle_w: power.idle_w,
                 cap_levels_w: power.cap_levels_w.clone(),
+                node_ids: part.nodes.iter().map(|&n| n as u32).collect(),
+                node_cores: first.cores,
             },
             cpu_max_w: power.cpu_max_w,
             cores_per_node: cores_per_node.max(1),

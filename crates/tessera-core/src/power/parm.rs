@@ -16,7 +16,7 @@ use super::knapsack::{Group, Item, Problem, Solver};
 use super::pass::PowerJob;
 use crate::contract::Effect;
 use crate::job::{JobIdx, JobState};
-use crate::nodes::Allocation;
+use crate::nodes::{AllocPart, Allocation, NodeStatus};
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
 use crate::table::JobTable;
@@ -62,6 +62,34 @@ pub struct PowerMachine {
     pub idle_w: f64,
     /// CPU caps (W), ascending.
     pub cap_levels_w: Vec<f64>,
+    /// The cluster's index of each of the machine's nodes (empty: node k is
+    /// the cluster's node k), so that allocations and node changes name the
+    /// cluster's nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_ids: Vec<u32>,
+    /// Cores of one node (an allocation's cores per node; 0 when unknown).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub node_cores: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl PowerMachine {
+    /// The cluster's index of machine node `k`.
+    pub fn node_id(&self, k: u32) -> u32 {
+        self.node_ids.get(k as usize).copied().unwrap_or(k)
+    }
+
+    /// The machine node that is the cluster's node `id`, if it is one.
+    pub fn node_of(&self, id: u32) -> Option<u32> {
+        if self.node_ids.is_empty() {
+            (id < self.nodes).then_some(id)
+        } else {
+            self.node_ids.iter().position(|&n| n == id).map(|k| k as u32)
+        }
+    }
 }
 
 /// How one decision values its options.
@@ -140,6 +168,11 @@ impl ParmConfig {
 struct Run {
     n: u32,
     p: f64,
+    /// The machine's nodes it holds (n of them): its first node first, then
+    /// those it started on, then those it grew onto.
+    nodes: Vec<u32>,
+    /// Its allocation, naming the cluster's nodes.
+    alloc: Allocation,
     /// Fraction of the job's work done.
     done: f64,
     /// Time (s) up to which `done` and energy are accounted.
@@ -218,11 +251,89 @@ pub struct ParmEngine {
     /// Jobs the last decision started or reconfigured (what a decision time delays).
     #[serde(default)]
     changed: Vec<JobIdx>,
+    /// Per node of the machine: the job holding it.
+    holder: Vec<Option<JobIdx>>,
+    /// Per node: whether it answers and takes jobs, and why not.
+    status: Vec<NodeStatus>,
 }
 
 impl ParmEngine {
     pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
-        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new() }
+        let n = machine.nodes as usize;
+        let status = vec![NodeStatus { up: true, drain: false, reason: String::new() }; n];
+        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status }
+    }
+
+    /// Whether machine node `k` takes jobs.
+    fn usable(&self, k: usize) -> bool {
+        self.status[k].up && !self.status[k].drain
+    }
+
+    /// Nodes that take jobs and no job holds.
+    fn free_usable(&self) -> u32 {
+        (0..self.holder.len()).filter(|&k| self.holder[k].is_none() && self.usable(k)).count() as u32
+    }
+
+    /// Nodes that draw idle power: up, and held by no job.
+    fn idle_nodes(&self) -> u32 {
+        (0..self.holder.len()).filter(|&k| self.holder[k].is_none() && self.status[k].up).count() as u32
+    }
+
+    /// A node's state, by the cluster's index of it.
+    pub fn node_status(&self, id: u32) -> Option<&NodeStatus> {
+        self.status.get(self.machine.node_of(id)? as usize)
+    }
+
+    /// Change the state of the cluster's node `id`; the jobs holding it if it
+    /// went down (to be killed). A node outside the machine changes nothing.
+    pub(crate) fn set_status(&mut self, id: u32, f: impl FnOnce(&mut NodeStatus)) -> Vec<JobIdx> {
+        let Some(k) = self.machine.node_of(id) else { return Vec::new() };
+        let s = &mut self.status[k as usize];
+        f(s);
+        if s.up && !s.drain {
+            s.reason.clear();
+        }
+        match (s.up, self.holder[k as usize]) {
+            (false, Some(j)) => vec![j],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Where a running job runs, naming the cluster's nodes.
+    pub fn allocation(&self, job: JobIdx) -> Option<&Allocation> {
+        self.runs.get(job.index()).and_then(|r| r.as_ref()).map(|r| &r.alloc)
+    }
+
+    /// Give a run `n` nodes: the lowest free nodes that take jobs when it
+    /// grows; when it shrinks, it gives back first the nodes that no longer
+    /// take jobs, then its last ones, never its first.
+    fn place(&mut self, job: JobIdx, nodes: &mut Vec<u32>, n: u32) {
+        let n = n as usize;
+        if nodes.len() < n {
+            let mut k = 0;
+            while nodes.len() < n {
+                assert!(k < self.holder.len(), "a decision gave job {job:?} more nodes than are free");
+                if self.holder[k].is_none() && self.usable(k) {
+                    self.holder[k] = Some(job);
+                    nodes.push(k as u32);
+                }
+                k += 1;
+            }
+        }
+        while nodes.len() > n.max(1) {
+            let at = (1..nodes.len()).rev().find(|&i| !self.usable(nodes[i] as usize)).unwrap_or(nodes.len() - 1);
+            let k = nodes.remove(at);
+            self.holder[k as usize] = None;
+        }
+    }
+
+    fn alloc_of(&self, nodes: &[u32]) -> Allocation {
+        let cores = self.machine.node_cores;
+        Allocation {
+            parts: nodes.iter().map(|&k| AllocPart { node: self.machine.node_id(k), cores, mem: 0, gpus: 0 }).collect(),
+            factor: 1.0,
+            procs: nodes.len() as u32,
+        }
     }
 
     pub fn policy(&self) -> PolicyKind {
@@ -243,8 +354,9 @@ impl ParmEngine {
     pub fn used_nodes(&self) -> u32 {
         self.running.iter().map(|j| self.runs[j.index()].as_ref().unwrap().n).sum()
     }
+    /// Nodes free now that take jobs.
     pub fn free(&self) -> u64 {
-        (self.machine.nodes - self.used_nodes()) as u64
+        self.free_usable() as u64
     }
     pub fn running(&self) -> usize {
         self.running.len()
@@ -256,7 +368,7 @@ impl ParmEngine {
             let r = self.runs[j.index()].as_ref().unwrap();
             r.n as f64 * (r.p + self.machine.node_base_w)
         }).sum();
-        busy + (self.machine.nodes - self.used_nodes()) as f64 * self.machine.idle_w
+        busy + self.idle_nodes() as f64 * self.machine.idle_w
     }
 
     /// (nodes, cap) of every running job, in job order.
@@ -337,7 +449,10 @@ impl ParmEngine {
         self.advance(job, now as f64);
         let r = self.runs[job.index()].take().expect("a running job");
         self.running.retain(|&j| j != job);
-        (Some(Allocation { parts: Vec::new(), factor: 1.0, procs: r.n }), Some(self.usage[job.index()]))
+        for &k in &r.nodes {
+            self.holder[k as usize] = None;
+        }
+        (Some(r.alloc), Some(self.usage[job.index()]))
     }
 
     /// Cost (s) of resizing a job from `from` to `to` nodes: redistributing its data
@@ -364,6 +479,7 @@ impl ParmEngine {
         let sizes: Vec<u32> = match (self.cfg.variant, &self.runs[job.index()]) {
             (ParmVariant::NoMM, _) => vec![pj.n_min],
             (ParmVariant::NoSE, Some(r)) => vec![r.n],
+            (ParmVariant::WSE, Some(r)) if !pj.malleable => vec![r.n],
             (ParmVariant::WSE, Some(r)) if r.last_resize.is_some_and(|t| now - t < self.cfg.fse) => vec![r.n],
             _ => pj.node_levels(self.cfg.node_levels),
         };
@@ -432,7 +548,20 @@ impl ParmEngine {
             groups.push(Group { forced: run.is_some(), items });
             shapes.push(opts);
         }
-        let problem = Problem { groups, nodes: self.machine.nodes, power: self.machine.budget_w - self.machine.nodes as f64 * self.machine.idle_w };
+        // what the decision shares: the nodes that take jobs and are free, and
+        // those running jobs hold; the budget but what jobs being killed draw
+        // and what idle nodes draw (a chosen node's idle draw is in its items)
+        let (mut held, mut ending_w) = (0, 0.0);
+        for &j in &self.running {
+            let r = self.runs[j.index()].as_ref().expect("a running job has a run");
+            match t.state(j) {
+                JobState::Running { .. } => held += r.n,
+                _ => ending_w += r.n as f64 * (r.p + self.machine.node_base_w),
+            }
+        }
+        let nodes = self.free_usable() + held;
+        let power = self.machine.budget_w - ending_w - (self.idle_nodes() + held) as f64 * self.machine.idle_w;
+        let problem = Problem { groups, nodes, power };
         Decision { jobs, problem, shapes, incumbent }
     }
 
@@ -470,7 +599,16 @@ impl ParmEngine {
                 t_se_max = t_se_max.max(self.resize_cost(&self.pj[j.index()], r.n, n));
             }
         }
-        for (k, &j) in jobs.iter().enumerate() {
+        // jobs that shrink first, so that the nodes they give back are free
+        // for those that grow or start; then the others in decision order
+        let shrinks = |k: usize, runs: &[Option<Run>]| match (&runs[jobs[k].index()], sol.choice[k]) {
+            (Some(r), Some(c)) => shapes[k][c as usize].0 < r.n,
+            _ => false,
+        };
+        let mut order: Vec<usize> = (0..jobs.len()).filter(|&k| shrinks(k, &self.runs)).collect();
+        order.extend((0..jobs.len()).filter(|&k| !shrinks(k, &self.runs)));
+        for k in order {
+            let j = jobs[k];
             let Some(c) = sol.choice[k] else { continue };
             let (n, p) = shapes[k][c as usize];
             if self.runs[j.index()].as_ref().is_none_or(|r| r.n != n || r.p != p) {
@@ -490,20 +628,28 @@ impl ParmEngine {
                     }
                     r.n = n;
                     r.p = p;
+                    let mut nodes = std::mem::take(&mut r.nodes);
+                    self.place(j, &mut nodes, n);
+                    let alloc = self.alloc_of(&nodes);
+                    let r = self.runs[j.index()].as_mut().expect("a running job");
+                    (r.nodes, r.alloc) = (nodes, alloc);
                     let end = self.reschedule(j);
                     t.get_mut(j).expected_end = end;
                     out.push(Effect::Configure { job: t.spec(j).id, nodes: n, cap_w: p, end });
                 }
                 None => {
                     t.begin(now, j, None);
-                    self.runs[j.index()] = Some(Run { n, p, done: 0.0, at: nowf, overhead: 0.0, last_resize: None, expected_end: now });
+                    let mut nodes = Vec::with_capacity(n as usize);
+                    self.place(j, &mut nodes, n);
+                    let alloc = self.alloc_of(&nodes);
+                    self.runs[j.index()] = Some(Run { n, p, nodes, alloc: alloc.clone(), done: 0.0, at: nowf, overhead: 0.0, last_resize: None, expected_end: now });
                     self.usage[j.index()] = Usage::default();
                     let end = self.reschedule(j);
                     t.get_mut(j).expected_end = end;
                     let id = t.spec(j).id;
                     let at = self.running.partition_point(|&x| t.spec(x).id < id);
                     self.running.insert(at, j);
-                    out.push(Effect::Start { job: id, alloc: Allocation { parts: Vec::new(), factor: 1.0, procs: n }, limit: None });
+                    out.push(Effect::Start { job: id, alloc, limit: None });
                     out.push(Effect::Configure { job: id, nodes: n, cap_w: p, end });
                 }
             }
@@ -535,7 +681,7 @@ impl ParmEngine {
         }
         let pj = &self.pj[job.index()];
         let p_min = self.caps(pj)[0];
-        let free_nodes = self.machine.nodes - self.used_nodes();
+        let free_nodes = self.free_usable();
         let free_w = self.machine.budget_w - self.power_w();
         let need_w = pj.n_min as f64 * (p_min + self.machine.node_base_w - self.machine.idle_w);
         Some(if pj.n_min > free_nodes {
@@ -556,7 +702,14 @@ impl ParmEngine {
         assert!(w <= self.machine.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn {w} W exceeds the budget {} W", self.machine.budget_w);
         for j in &self.running {
             assert!(matches!(t.state(*j), JobState::Running { .. } | JobState::Ending { .. }));
+            let r = self.runs[j.index()].as_ref().expect("a running job has a run");
+            assert_eq!(r.nodes.len() as u32, r.n, "a run holds as many nodes as its size");
+            for &k in &r.nodes {
+                assert_eq!(self.holder[k as usize], Some(*j), "node {k} is held by the job that lists it");
+            }
         }
+        let held = self.holder.iter().filter(|h| h.is_some()).count() as u32;
+        assert_eq!(held, used, "every held node belongs to a running job");
     }
 }
 

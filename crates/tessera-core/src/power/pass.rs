@@ -48,6 +48,12 @@ impl AppProfile {
         PRESETS.iter().copied().find(|p| p.name.eq_ignore_ascii_case(name))
     }
 
+    /// The profile of a job that names none: it runs at full power (`cpu_max_w`
+    /// is its lowest and its saturation power), so it is never capped.
+    pub fn unprofiled(cpu_max_w: f64) -> AppProfile {
+        AppProfile { name: "none", a: 1.0, b: 1.0, c: BASE_PACKAGE_POWER_W, p_l: cpu_max_w, p_h: cpu_max_w, beta: 0.0 }
+    }
+
     /// The frequency (GHz) at which the package draws `p` watts: the real root of
     /// a f³ + b f + (c − p) = 0 (a depressed cubic; Cardano).
     pub fn freq(&self, p: f64) -> f64 {
@@ -104,9 +110,27 @@ pub struct PowerJob {
     pub n_max: u32,
     /// Memory the job holds (MB), for the cost of redistributing it on a resize.
     pub mem_mb: f64,
+    /// Whether the job may be resized while it runs (a malleable job; under
+    /// wSE). A job that is not keeps the size it started with.
+    #[serde(default = "yes")]
+    pub malleable: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl PowerJob {
+    /// The job that takes `runtime` seconds on `n_max` nodes at full CPU power
+    /// `cpu_max_w` (T1 follows; runtimes under 1 s count as 1 s): how a trace job
+    /// (its recorded run) and a live submission (its time estimate) become PASS
+    /// jobs. `mem_mb`: what a resize redistributes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sized(app: AppProfile, scaling: Downey, runtime: f64, n_min: u32, n_max: u32, cpu_max_w: f64, mem_mb: f64, malleable: bool) -> PowerJob {
+        let t1 = runtime.max(1.0) / (scaling.fraction(n_max as f64) * app.slowdown(cpu_max_w));
+        PowerJob { app, scaling, t1, n_min, n_max, mem_mb, malleable }
+    }
+
     /// Execution time (s) on `n` nodes under CPU cap `p` W.
     pub fn time(&self, n: u32, p: f64) -> f64 {
         self.t1 * self.scaling.fraction(n as f64) * self.app.slowdown(p)
@@ -176,7 +200,7 @@ mod tests {
 
     #[test]
     fn job_time_and_levels() {
-        let j = PowerJob { app: PRESETS[0], scaling: Downey { a: 100.0, sigma: 0.2 }, t1: 1e6, n_min: 20, n_max: 90, mem_mb: 0.0 };
+        let j = PowerJob { app: PRESETS[0], scaling: Downey { a: 100.0, sigma: 0.2 }, t1: 1e6, n_min: 20, n_max: 90, mem_mb: 0.0, malleable: true };
         assert_eq!(j.node_levels(8), vec![20, 30, 40, 50, 60, 70, 80, 90]);
         assert!(j.time(90, 60.0) < j.time(20, 60.0));
         assert!(j.time(90, 30.0) > j.time(90, 60.0));

@@ -7,11 +7,11 @@ use tessera_core::{Effect, Engine, Input, JobId, JobIdx, JobSpec, Outcome, Pendi
 
 fn machine(nodes: u32, budget_w: f64) -> PowerMachine {
     // the paper's node: CPU 30..60 W, memory 18 W + base 38 W
-    PowerMachine { nodes, budget_w, node_base_w: 56.0, idle_w: 0.0, cap_levels_w: vec![30.0, 33.0, 36.0, 44.0, 50.0, 60.0] }
+    PowerMachine { nodes, budget_w, node_base_w: 56.0, idle_w: 0.0, cap_levels_w: vec![30.0, 33.0, 36.0, 44.0, 50.0, 60.0], node_ids: Vec::new(), node_cores: 0 }
 }
 
 fn job(app: AppProfile, t1: f64, n_min: u32, n_max: u32) -> PowerJob {
-    PowerJob { app, scaling: Downey { a: n_max as f64, sigma: 0.5 }, t1, n_min, n_max, mem_mb: 1024.0 * n_max as f64 }
+    PowerJob { app, scaling: Downey { a: n_max as f64, sigma: 0.5 }, t1, n_min, n_max, mem_mb: 1024.0 * n_max as f64, malleable: true }
 }
 
 struct Run {
@@ -21,6 +21,8 @@ struct Run {
     ends: Vec<Option<Time>>,
     /// Per job: (time, nodes, cap) of every configuration it ran in.
     configs: Vec<Vec<(Time, u32, f64)>>,
+    /// Per job: the node it started on (its first node, kept through resizes).
+    first: Vec<Option<u32>>,
     finished: usize,
 }
 
@@ -30,15 +32,30 @@ impl Run {
         let p = self.e.as_parm().unwrap();
         assert!(p.power_w() <= self.budget_w + 1e-6, "power {} W over the budget {} W", p.power_w(), self.budget_w);
         assert!(p.used_nodes() <= self.nodes);
+        // every running job holds as many named nodes as its size, its first
+        // node kept since its start, and no node is held twice
+        let mut held = std::collections::BTreeSet::new();
+        for (i, first) in self.first.iter().enumerate() {
+            let (Some(first), Some(_)) = (first, self.ends[i]) else { continue };
+            let a = self.e.allocation(JobId(i as u64)).expect("a running job has an allocation");
+            let (n, _) = self.e.power_config(JobId(i as u64)).unwrap();
+            assert_eq!(a.parts.len() as u32, n, "job {i}: {a:?}");
+            assert_eq!(a.parts[0].node, *first, "job {i} keeps its first node");
+            for p in &a.parts {
+                assert!(p.node < self.nodes && held.insert(p.node), "node {} held twice or outside the machine", p.node);
+            }
+        }
     }
 
     fn step(&mut self, now: Time, input: Input) {
         let mut out = Vec::new();
         self.e.handle(now, input, &mut out);
-        self.check();
         for eff in out {
             match eff {
-                Effect::Start { limit, .. } => assert_eq!(limit, None, "PARM's jobs end by their configuration"),
+                Effect::Start { job, limit, alloc } => {
+                    assert_eq!(limit, None, "PARM's jobs end by their configuration");
+                    self.first[job.0 as usize] = Some(alloc.parts[0].node);
+                }
                 Effect::Configure { job, nodes, cap_w, end } => {
                     self.configs[job.0 as usize].push((now, nodes, cap_w));
                     assert!(end >= now);
@@ -47,17 +64,19 @@ impl Run {
                 Effect::Finished(r) => {
                     assert!(r.usage.is_some_and(|u| u.energy_j > 0.0 || r.start == Some(r.end)), "a PARM record carries its energy");
                     self.ends[r.spec.id.0 as usize] = None;
+                    self.first[r.spec.id.0 as usize] = None;
                 }
                 Effect::WakeAt(_) => {}
                 other => panic!("unexpected effect {other:?}"),
             }
         }
+        self.check();
     }
 }
 
 /// Drive a workload of (submit, job) to the end.
 fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
-    let mut r = Run { budget_w: m.budget_w, nodes: m.nodes, e: Engine::parm(m, cfg), ends: vec![], configs: vec![], finished: 0 };
+    let mut r = Run { budget_w: m.budget_w, nodes: m.nodes, e: Engine::parm(m, cfg), ends: vec![], configs: vec![], first: vec![], finished: 0 };
     let mut next = 0;
     loop {
         let t_sub = jobs.get(next).map(|j| j.0);
@@ -76,6 +95,7 @@ fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
         while let Some(&(t, pj)) = jobs.get(next).filter(|j| j.0 == now) {
             r.ends.push(None);
             r.configs.push(Vec::new());
+            r.first.push(None);
             r.step(t, Input::submit(JobSpec { power: Some(pj), ..JobSpec::new(JobId(next as u64), pj.n_max, 1_000_000) }));
             next += 1;
         }
@@ -245,4 +265,65 @@ fn a_decision_time_delays_what_the_decision_started() {
     out.clear();
     n.handle(0, Input::DecisionTime { micros: 1 }, &mut out);
     assert!(matches!(out.as_slice(), [Effect::Rejected { .. }, ..]), "{out:?}");
+}
+
+#[test]
+fn a_job_that_is_not_malleable_keeps_the_size_it_started_with() {
+    // as `malleable_jobs_shrink_to_admit_new_ones`, the first job not malleable:
+    // wSE may change its cap but never its size, so the second job waits
+    let rigid = PowerJob { malleable: false, ..job(PRESETS[0], 40_000.0, 2, 8) };
+    let jobs = vec![(0, rigid), (600, job(PRESETS[0], 4_000.0, 2, 8))];
+    let r = drive(machine(8, 8.0 * 116.0), ParmConfig { alpha: 0.0, ..ParmConfig::new(ParmVariant::WSE) }, &jobs);
+    assert!(r.configs[0].iter().all(|c| c.1 == 8), "never resized: {:?}", r.configs[0]);
+    assert!(r.configs[1][0].0 > 600, "the second job waits for nodes");
+}
+
+#[test]
+fn a_node_that_goes_down_kills_the_job_on_it_and_takes_no_more() {
+    let mut e = Engine::parm(machine(4, 4.0 * 116.0), ParmConfig::new(ParmVariant::NoSE));
+    let mut out = Vec::new();
+    let rigid = |id, n| JobSpec { power: Some(job(PRESETS[1], 9_000.0, n, n)), ..JobSpec::new(JobId(id), n, 100_000) };
+    e.handle(0, Input::submit(rigid(1, 2)), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    let nodes: Vec<u32> = e.allocation(JobId(1)).unwrap().parts.iter().map(|p| p.node).collect();
+    assert_eq!(nodes, [0, 1], "the lowest free nodes");
+    out.clear();
+    e.handle(5, Input::Node { node: 1, change: tessera_core::NodeChange::Down, reason: "lost".into() }, &mut out);
+    assert!(matches!(out.as_slice(), [Effect::Kill { job: JobId(1), reason: tessera_core::KillReason::NodeFailure }, ..]), "{out:?}");
+    assert_eq!(e.node_status(1).map(|s| s.up), Some(false));
+    // its nodes and power stay with it until its end is reported
+    e.handle(5, Input::submit(rigid(2, 3)), &mut out);
+    e.handle(5, Input::Pass, &mut out);
+    assert!(e.allocation(JobId(2)).is_none(), "2 of 4 nodes are held by the ending job");
+    out.clear();
+    e.handle(6, Input::Complete { job: JobId(1), outcome: Outcome::Signaled(9) }, &mut out);
+    assert!(out.iter().any(|x| matches!(x, Effect::Finished(r) if r.state == tessera_core::FinalState::NodeFail)), "{out:?}");
+    e.handle(6, Input::Pass, &mut out);
+    let nodes: Vec<u32> = e.allocation(JobId(2)).unwrap().parts.iter().map(|p| p.node).collect();
+    assert_eq!(nodes, [0, 2, 3], "the down node takes no job");
+    // a drained node takes none either, and a job too large for the nodes up waits
+    e.handle(7, Input::submit(rigid(3, 1)), &mut out);
+    e.handle(7, Input::Node { node: 0, change: tessera_core::NodeChange::Drain, reason: "maintenance".into() }, &mut out);
+    e.handle(7, Input::Pass, &mut out);
+    assert!(e.allocation(JobId(3)).is_none(), "node 1 is down, the others held");
+    assert!(matches!(e.pending_reason(7, JobId(3)), Some(PendingReason::Resources { needed: 1, free: 0 })), "{:?}", e.pending_reason(7, JobId(3)));
+    e.sanity_check();
+}
+
+#[test]
+fn a_cluster_machine_names_the_clusters_nodes() {
+    // the default partition's nodes, as the cluster file numbers them
+    let m = PowerMachine { node_ids: vec![4, 5, 6, 7], node_cores: 16, ..machine(4, 4.0 * 116.0) };
+    let mut e = Engine::parm(m, ParmConfig::new(ParmVariant::NoSE));
+    let mut out = Vec::new();
+    e.handle(0, Input::submit(JobSpec { power: Some(job(PRESETS[1], 9_000.0, 2, 2)), ..JobSpec::new(JobId(1), 2, 100_000) }), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    let a = e.allocation(JobId(1)).unwrap();
+    assert_eq!(a.parts.iter().map(|p| (p.node, p.cores)).collect::<Vec<_>>(), [(4, 16), (5, 16)]);
+    // a node outside the machine changes nothing; one of it is found by its cluster index
+    out.clear();
+    e.handle(1, Input::Node { node: 2, change: tessera_core::NodeChange::Down, reason: String::new() }, &mut out);
+    assert!(out.is_empty(), "{out:?}");
+    e.handle(1, Input::Node { node: 5, change: tessera_core::NodeChange::Down, reason: String::new() }, &mut out);
+    assert!(matches!(out.as_slice(), [Effect::Kill { job: JobId(1), .. }, ..]), "{out:?}");
 }

@@ -114,6 +114,7 @@ fn job(id: i64, name: &str, user: &str, account: &str, partition: &str) -> AcctJ
         norm_core_hours: 60.0 / 3600.0,
         hs06_hours: None,
         hs06_per_core: None,
+        energy_j: None,
         epoch_offset: 0,
     }
 }
