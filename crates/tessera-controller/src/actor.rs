@@ -516,7 +516,7 @@ impl Actor {
                 let asked = events.iter().any(|e| matches!(e, Event::Node { node, change: NodeChange::Drain, .. } if *node == n));
                 if !drained && !asked {
                     tracing::warn!(node = %r.node, "power domain failed, draining the node: {why}");
-                    events.push(Event::Node { node: n, change: NodeChange::Drain, reason: format!("power: {}", tessera_core::quote::bounded(why)) });
+                    events.push(Event::Node { node: n, change: NodeChange::Drain, reason: format!("power: {}", tessera_core::quote::clip(why, 300)) });
                 }
             }
             self.power[n as usize] = Some((r.clone(), Instant::now()));

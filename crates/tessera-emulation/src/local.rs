@@ -128,6 +128,13 @@ impl Local {
         Ok(())
     }
 
+    /// Start agent `k` again with its first command line and `extra`
+    /// arguments, which it keeps for its later starts.
+    pub fn restart_agent_with(&mut self, k: usize, extra: &[String]) -> Result<()> {
+        self.agent_args[k].extend(extra.iter().cloned());
+        self.restart_agent(k)
+    }
+
     /// Start agent `k` again with its first command line.
     pub fn restart_agent(&mut self, k: usize) -> Result<()> {
         self.agents[k] = spawn_daemon(&self.bin, &self.agent_args[k], &self.dir.join(format!("agent{}.log", k + 1)))?;

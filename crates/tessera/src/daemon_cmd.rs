@@ -69,25 +69,32 @@ fn agent_nodes(a: &AgentArgs, name: &str) -> Result<(Vec<AgentNode>, Vec<(String
     use tessera_agent::power::{NodeModel, Source};
     let (cores, mem, gpus) = tessera_agent::agent::detect();
     let rapl = tessera_agent::powercap::Powercap::new(&a.powercap_root);
-    let has_rapl = rapl.zones().is_ok_and(|z| z.iter().any(|z| z.is_package()));
+    let has_rapl = || rapl.zones().is_ok_and(|z| z.iter().any(|z| z.is_package()));
+    if a.power_domain == PowerDomain::Model && cluster.is_none() {
+        bail!("--power-domain model: the power model is the cluster file's (give --cluster or --default-cluster)");
+    }
     let (mut nodes, mut power) = (Vec::new(), Vec::new());
     for n in names {
-        match &cluster {
-            Some(c) => {
-                let node = c.nodes.iter().find(|x| x.name == n).ok_or_else(|| anyhow!("--nodes: no node {n} in cluster {}", c.name))?;
-                if let Some(p) = &c.node_types[node.node_type].power {
-                    let cpu_min_w = p.cap_levels_w.iter().copied().fold(p.cpu_max_w, f64::min);
-                    power.push((n.clone(), Source::Model(NodeModel { busy_extra_w: p.base_w + p.memory_w, idle_w: p.idle_w, cpu_min_w, cpu_max_w: p.cpu_max_w })));
-                }
-                nodes.push(AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus });
-            }
-            None => {
-                if has_rapl {
-                    power.push((n.clone(), Source::Rapl(rapl.clone())));
-                }
-                nodes.push(AgentNode { name: n, cores, memory_mb: mem, gpus });
-            }
-        }
+        let node = match &cluster {
+            Some(c) => Some((c, c.nodes.iter().find(|x| x.name == n).ok_or_else(|| anyhow!("--nodes: no node {n} in cluster {}", c.name))?)),
+            None => None,
+        };
+        let model = node.and_then(|(c, node)| c.node_types[node.node_type].power.as_ref()).map(|p| {
+            let cpu_min_w = p.cap_levels_w.iter().copied().fold(p.cpu_max_w, f64::min);
+            Source::Model(NodeModel { busy_extra_w: p.base_w + p.memory_w, idle_w: p.idle_w, cpu_min_w, cpu_max_w: p.cpu_max_w })
+        });
+        let source = match a.power_domain {
+            PowerDomain::None => None,
+            PowerDomain::Model => model,
+            PowerDomain::Rapl => Some(Source::Rapl(rapl.clone())),
+            PowerDomain::Auto if node.is_some() => model,
+            PowerDomain::Auto => has_rapl().then(|| Source::Rapl(rapl.clone())),
+        };
+        power.extend(source.map(|s| (n.clone(), s)));
+        nodes.push(match node {
+            Some((_, node)) => AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus },
+            None => AgentNode { name: n, cores, memory_mb: mem, gpus },
+        });
     }
     Ok((nodes, power))
 }

@@ -105,9 +105,22 @@ pub struct AgentArgs {
     pub limit_slack: u64,
     /// The powercap class directory of a real node's RAPL packages (where
     /// its CPU cap is set and its energy read; a fake tree in tests).
-    /// Emulated nodes (--cluster) draw by the cluster file's power model instead.
     #[arg(long, default_value = tessera_agent::powercap::DEFAULT_ROOT)]
     pub powercap_root: PathBuf,
+    /// Where the nodes' CPU caps go and their power comes from: `model` (the
+    /// cluster file's power model: emulated nodes), `rapl` (the RAPL packages
+    /// under --powercap-root), `none`, or `auto`: the model for nodes taken
+    /// from a cluster file, RAPL for detected ones when the machine has it.
+    #[arg(long, value_enum, default_value_t = PowerDomain::Auto)]
+    pub power_domain: PowerDomain,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum PowerDomain {
+    Auto,
+    Model,
+    Rapl,
+    None,
 }
 
 /// PARM's settings for a live controller (--policy parm), kept in its state
@@ -335,6 +348,22 @@ pub struct SubmitArgs {
     /// Submit the job held, as sbatch -H (release it with `tessera job release`).
     #[arg(short = 'H', long)]
     pub hold: bool,
+    /// Power-aware policy: the job may run on MIN-MAX nodes, chosen at its start.
+    #[arg(long)]
+    pub moldable: Option<String>,
+    /// Power-aware policy: the job may also be resized while it runs (with --moldable).
+    #[arg(long)]
+    pub malleable: bool,
+    /// Power-aware policy: the job's application profile (LeanMD, Wave2D,
+    /// Lulesh, AMR, Jacobi2D; none: run at full power).
+    #[arg(long)]
+    pub power_profile: Option<String>,
+    /// Power-aware policy: the job's average parallelism A (Downey; default its largest size).
+    #[arg(long)]
+    pub parallelism: Option<String>,
+    /// Power-aware policy: the variance of its parallelism σ in [0, 1] (default 0).
+    #[arg(long)]
+    pub sigma: Option<String>,
     /// Working directory (default: the current one).
     #[arg(short = 'D', long)]
     pub chdir: Option<PathBuf>,

@@ -65,6 +65,13 @@ pub fn submit(a: SubmitArgs) -> Result<()> {
     opt("--nodeset", &a.nodeset);
     opt("--dependency", &a.dependency);
     opt("--array", &a.array);
+    opt("--moldable", &a.moldable);
+    opt("--power-profile", &a.power_profile);
+    opt("--parallelism", &a.parallelism);
+    opt("--sigma", &a.sigma);
+    if a.malleable {
+        options.push(OptionArg { option: "--malleable".into(), value: String::new() });
+    }
     if a.requeue {
         options.push(OptionArg { option: "--requeue".into(), value: String::new() });
     }

@@ -341,3 +341,40 @@ fn a_read_only_limit_file_gives_a_permission_error_naming_it() {
         )
     );
 }
+
+/// A real node's power domain on the fake tree: the cap is split over the
+/// packages' `long_term` constraints and read back; the energy counters give
+/// the energy and power, a counter that wrapped counted across the wrap; a
+/// cap outside the hardware's range is refused with nothing written.
+#[test]
+fn a_rapl_domain_sets_the_node_cap_and_reads_energy_across_a_wrap() {
+    use tessera_agent::power::{Domain, Source};
+    let tmp = two_packages();
+    let root = tmp.path();
+    let mut d = Domain::new("node1".into(), Source::Rapl(Powercap::new(root)), None);
+    assert_eq!(d.error, None);
+    assert_eq!(d.set(180.0, true), Ok(180.0), "90 W per package");
+    assert_eq!(fs::read_to_string(root.join("intel-rapl:0/constraint_0_power_limit_uw")).unwrap().trim(), "90000000");
+    assert_eq!(fs::read_to_string(root.join("intel-rapl:1/constraint_1_power_limit_uw")).unwrap().trim(), "90000000");
+    // 10 J on package-0; package-1 wraps at its range (1,000,000 µJ): from
+    // 0.9 J to 0.5 J after the wrap is 0.1 + 0.5 J
+    fs::write(root.join("intel-rapl:1/max_energy_range_uj"), "1000000\n").unwrap();
+    fs::write(root.join("intel-rapl:1/energy_uj"), "900000\n").unwrap();
+    let mut d = Domain::new("node1".into(), Source::Rapl(Powercap::new(root)), Some(180.0));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    fs::write(root.join("intel-rapl:0/energy_uj"), format!("{}\n", 123456789 + 10_000_000)).unwrap();
+    fs::write(root.join("intel-rapl:1/energy_uj"), "500000\n").unwrap();
+    let r = d.read();
+    assert!((r.energy_j - (10.0 + 0.1 + 0.5)).abs() < 1e-6, "{r:?}");
+    assert!(r.measured && r.watts > 0.0 && r.error.is_none(), "{r:?}");
+    assert_eq!(r.cap_w, Some(180.0));
+    // above the packages' maximum (125 W each): refused, nothing written
+    let e = d.set(300.0, true).unwrap_err();
+    assert!(e.contains("above the maximum"), "{e}");
+    assert_eq!(fs::read_to_string(root.join("intel-rapl:0/constraint_0_power_limit_uw")).unwrap().trim(), "90000000");
+    // a node without packages cannot be capped, and says why
+    let empty = TempDir::new().unwrap();
+    let mut none = Domain::new("node2".into(), Source::Rapl(Powercap::new(empty.path())), None);
+    assert!(none.read().error.is_some_and(|e| e.contains("no power zones")), "{:?}", none.read());
+    assert!(none.set(100.0, true).is_err());
+}

@@ -11,6 +11,7 @@ mod failstop;
 mod loadtest;
 mod naming;
 mod netns;
+mod power;
 mod privacy;
 mod reconfigure;
 mod recovery;
@@ -48,6 +49,11 @@ impl Live {
     /// On the cluster of the TOML text `cluster` with `nodes` nodes named
     /// `node[001-NNN]`.
     pub fn start_on(agents: usize, heartbeat: u64, cluster: Option<(&str, usize)>) -> Live {
+        Live::start_with(agents, heartbeat, cluster, "easy", &[])
+    }
+
+    /// As [`Live::start_on`], under `policy`, the controller given `extra` flags.
+    pub fn start_with(agents: usize, heartbeat: u64, cluster: Option<(&str, usize)>, policy: &str, extra: &[&str]) -> Live {
         let dir = tempfile::tempdir().unwrap();
         let file = cluster.map(|(text, _)| {
             let p = dir.path().join("cluster.toml");
@@ -57,8 +63,9 @@ impl Live {
         let state = dir.path().join("state");
         tessera_proto::statedir::create_dir(&state).unwrap();
         let port = free_port();
-        let extra = ["--heartbeat-timeout".to_string(), heartbeat.to_string(), "--kill-grace".into(), "1".into()];
-        let local = start_local(Path::new(BIN), &state, &file, agents, format!("127.0.0.1:{port}").parse().unwrap(), "easy", &extra, false)
+        let mut args = vec!["--heartbeat-timeout".to_string(), heartbeat.to_string(), "--kill-grace".into(), "1".into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let local = start_local(Path::new(BIN), &state, &file, agents, format!("127.0.0.1:{port}").parse().unwrap(), policy, &args, false)
             .unwrap_or_else(|e| panic!("starting a local cluster: {e:#}\n{}", logs_in(&state)));
         Live { dir, port, local }
     }
@@ -97,6 +104,16 @@ impl Live {
     /// Start agent `k` again (after `kill9_agent`), as it first started.
     pub fn start_agent(&mut self, k: usize) {
         self.local.restart_agent(k).unwrap();
+    }
+
+    /// The controller's `/metrics` text.
+    pub fn metrics(&self) -> String {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let mut c = tessera_proto::client::Client::new(tessera_proto::client::Target::Unix(self.local.ep.socket.clone()), None);
+        match rt.block_on(c.raw(hyper::Method::GET, "/metrics", None)) {
+            Ok((_, body)) => String::from_utf8_lossy(&body).to_string(),
+            Err(_) => String::new(),
+        }
     }
 
     pub fn kill9_controller(&mut self) {

@@ -1,0 +1,126 @@
+//! Power-aware scheduling live: `--policy parm` on emulated nodes that keep
+//! their caps and draw by the cluster file's power model. Moldable and
+//! malleable jobs run to completion on the node counts and caps PARM chose
+//! (which reach them as SLURM_NNODES and TESSERA_POWER_CAP_W), the power the
+//! agents report never exceeds the budget, and every job's energy reaches the
+//! accounting store. A node whose cap cannot be set is drained with the reason.
+
+use super::{Live, BIN};
+use tessera_proto::api::JobStateCode;
+
+/// 8 nodes of 4 cores; 600 W powers 5 busy nodes at full power (116 W), 6 at
+/// the lowest cap (86 W).
+const POWERED: &str = r#"
+name = "powered"
+power_budget_w = 600
+
+[[nodetype]]
+name = "n"
+nodes = "node[001-008]"
+cores = 4
+memory = "8G"
+base_power_w = 38
+memory_power_w = 18
+cpu_max_power_w = 60
+cpu_cap_levels_w = [30, 32, 34, 39, 45, 55, 60]
+
+[[partition]]
+name = "default"
+nodetypes = ["n"]
+default = true
+allocation = "exclusive"
+"#;
+
+/// A metric's value in `/metrics` text.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+#[test]
+fn moldable_and_malleable_jobs_run_live_under_the_budget_with_their_energy_accounted() {
+    let l = Live::start_with(2, 10, Some((POWERED, 8)), "parm", &[]);
+    let out = |j: &str| l.dir.path().join(format!("{j}.out"));
+    let report = "echo \"$SLURM_NNODES $TESSERA_POWER_CAP_W $SLURM_JOB_NODELIST\"; sleep 4";
+    let a = l.submit(&["--moldable", "2-8", "--malleable", "--power-profile", "LeanMD", "-t", "0:30", "-o", out("a").to_str().unwrap(), "--wrap", report]);
+    let b = l.submit(&["--moldable", "2-6", "--power-profile", "Wave2D", "-t", "0:20", "-o", out("b").to_str().unwrap(), "--wrap", report]);
+    let c = l.submit(&["-N", "2", "-t", "0:10", "-o", out("c").to_str().unwrap(), "--wrap", report]);
+    let budget = 600.0;
+    let mut seen_measured = false;
+    // the agents report every 2 s, each at its own instants: their sum may
+    // mix a node's reading from before a change with another's after it, but
+    // never stays over the budget for longer than one interval
+    let mut over_since: Option<std::time::Instant> = None;
+    l.wait_for("every job completed", 60, |l| {
+        let m = l.metrics();
+        if let (Some(alloc), Some(measured)) = (metric(&m, "tessera_allocated_power_watts"), metric(&m, "tessera_measured_power_watts")) {
+            assert!(alloc <= budget + 1e-6, "allocated {alloc} W over the budget:\n{m}");
+            if measured > budget + 1e-6 {
+                let since = *over_since.get_or_insert_with(std::time::Instant::now);
+                assert!(since.elapsed() < std::time::Duration::from_millis(2500), "measured {measured} W over the budget for more than one interval:\n{m}");
+            } else {
+                over_since = None;
+            }
+            seen_measured |= measured > 0.0;
+        }
+        [a, b, c].iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed))
+    });
+    assert!(seen_measured, "the agents reported the power their nodes drew\n{}", l.logs());
+    assert_eq!(metric(&l.metrics(), "tessera_power_budget_watts"), Some(budget));
+    // each job was told its size and cap
+    let caps = [30.0, 32.0, 34.0, 39.0, 45.0, 55.0, 60.0];
+    for (j, (lo, hi)) in [("a", (2, 8)), ("b", (2, 6)), ("c", (2, 2))] {
+        let text = std::fs::read_to_string(out(j)).unwrap();
+        let f: Vec<&str> = text.split_whitespace().collect();
+        let n: u32 = f[0].parse().unwrap();
+        let cap: f64 = f[1].parse().unwrap();
+        assert!((lo..=hi).contains(&n), "job {j}: {text}");
+        assert!(caps.contains(&cap), "job {j}: {text}");
+        assert_eq!(tessera_core::hostlist::expand(f[2]).unwrap().len() as u32, n, "job {j}: {text}");
+        if j == "c" {
+            assert_eq!(cap, 60.0, "a job without a profile runs at full power");
+        }
+    }
+    // every record carries the energy its nodes drew (modelled: emulated nodes)
+    let o = l.cli(&["acct", "-P", "-o", "JobIDRaw,State,ConsumedEnergyRaw,ConsumedEnergy,AllocNodes"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let acct = String::from_utf8_lossy(&o.stdout).to_string();
+    for j in [a, b, c] {
+        let row: Vec<&str> = acct.lines().find(|r| r.starts_with(&format!("{j}|"))).unwrap_or_else(|| panic!("no row for {j}:\n{acct}")).split('|').collect();
+        assert_eq!(row[1], "COMPLETED", "{acct}");
+        let joules: f64 = row[2].parse().unwrap_or_else(|_| panic!("{acct}"));
+        let nodes: f64 = row[4].parse().unwrap();
+        // at least its nodes at the lowest cap for the 4 s it slept
+        assert!(joules >= nodes * 86.0 * 3.0, "job {j}: {joules} J on {nodes} nodes\n{acct}");
+        assert_eq!(row[3], tessera_accounting::acct::energy(joules), "{acct}");
+    }
+    // the agents keep the caps they set
+    assert!(l.agent_state(0).join("power.json").exists());
+}
+
+#[test]
+fn a_node_whose_cap_cannot_be_set_is_drained_with_the_reason() {
+    let mut l = Live::start_with(2, 10, Some((POWERED, 8)), "parm", &[]);
+    // agent 2 (node[005-008]) comes back on real RAPL packages, here a fake
+    // powercap tree whose one package takes at most 25 W: below every cap
+    let rapl = l.dir.path().join("powercap");
+    let pkg = rapl.join("intel-rapl:0");
+    std::fs::create_dir_all(&pkg).unwrap();
+    for (f, v) in [("name", "package-0"), ("enabled", "1"), ("energy_uj", "1000"), ("constraint_0_name", "long_term"), ("constraint_0_power_limit_uw", "20000000"), ("constraint_0_max_power_uw", "25000000"), ("constraint_0_min_power_uw", "5000000")] {
+        std::fs::write(pkg.join(f), format!("{v}\n")).unwrap();
+    }
+    l.kill9_agent(1);
+    l.local.restart_agent_with(1, &["--power-domain".into(), "rapl".into(), "--powercap-root".into(), rapl.display().to_string()]).unwrap();
+    l.wait_for("agent 2 back", 30, |l| l.nodes().iter().filter(|n| n.agent.as_deref() == Some("agent2")).count() == 4 && l.nodes().iter().all(|n| n.state == "idle"));
+    // six nodes at the lowest cap fill the budget: node[001-006]
+    let j = l.submit(&["-N", "6", "--power-profile", "LeanMD", "-t", "0:10", "--wrap", "sleep 3"]);
+    l.wait_for("node005 and node006 drained", 30, |l| {
+        let nodes = l.nodes();
+        ["node005", "node006"].iter().all(|name| nodes.iter().any(|n| n.name == *name && matches!(n.state.as_str(), "draining" | "drain") && n.reason.contains("above the maximum of 25")))
+    });
+    // the job runs on, the drained nodes take nothing new, the others are in service
+    l.wait_for("the job completed", 30, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed));
+    let nodes = l.nodes();
+    assert!(nodes.iter().filter(|n| n.state == "drain").count() == 2, "{nodes:?}");
+    assert!(nodes.iter().filter(|n| n.state == "idle").count() == 6, "{nodes:?}");
+    let _ = BIN;
+}
