@@ -124,3 +124,39 @@ fn a_node_whose_cap_cannot_be_set_is_drained_with_the_reason() {
     assert!(nodes.iter().filter(|n| n.state == "idle").count() == 6, "{nodes:?}");
     let _ = BIN;
 }
+
+/// The caps an agent keeps (its spool's `power.json`).
+fn kept_caps(l: &Live, k: usize) -> std::collections::BTreeMap<String, f64> {
+    let text = std::fs::read_to_string(l.agent_state(k).join("power.json")).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    v["caps"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_f64().unwrap())).collect()).unwrap_or_default()
+}
+
+#[test]
+fn a_controller_killed_mid_run_finds_the_jobs_sizes_and_caps_as_they_were() {
+    let mut l = Live::start_with(2, 30, Some((POWERED, 8)), "parm", &[]);
+    let jobs: Vec<u64> = [("2-4", "LeanMD"), ("2-4", "Jacobi2D"), ("1-2", "AMR")]
+        .iter()
+        .map(|(r, p)| l.submit(&["--moldable", r, "--malleable", "--power-profile", p, "-t", "0:20", "--wrap", "sleep 6"]))
+        .collect();
+    l.wait_for("every job running", 20, |l| jobs.iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Running)));
+    let before: Vec<(u64, String)> = jobs.iter().map(|&j| (j, l.job(j).unwrap().nodelist)).collect();
+    let caps = (kept_caps(&l, 0), kept_caps(&l, 1));
+    assert!(!caps.0.is_empty() || !caps.1.is_empty(), "the agents keep the caps they set");
+    l.kill9_controller();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // the nodes keep their caps while the controller is away
+    assert_eq!((kept_caps(&l, 0), kept_caps(&l, 1)), caps);
+    l.start_controller();
+    // the restarted controller has every job where it ran, at the caps it had
+    for (j, nodes) in &before {
+        let x = l.job(*j).unwrap();
+        assert!(matches!(x.state, JobStateCode::Running | JobStateCode::Completed), "job {j}: {x:?}");
+        assert_eq!(&x.nodelist, nodes, "job {j} keeps its nodes");
+    }
+    l.wait_for("every job completed", 40, |l| jobs.iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed)));
+    let rows = l.acct();
+    for j in &jobs {
+        assert_eq!(rows.iter().filter(|r| r.0 == *j).count(), 1, "job {j} accounted once: {rows:?}");
+    }
+}
