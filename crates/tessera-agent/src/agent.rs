@@ -70,6 +70,8 @@ struct Job {
     started: Instant,
     suspended_since: Option<Instant>,
     suspended_for: Duration,
+    /// Bytes of its acknowledgements read so far, while it owes one.
+    acks_read: Option<u64>,
     stop_at: Option<Instant>,
     kill_at: Option<Instant>,
     limit_hit: bool,
@@ -90,6 +92,7 @@ impl Job {
             info,
             suspended_since: None,
             suspended_for: Duration::ZERO,
+            acks_read: None,
             stop_at: None,
             kill_at: None,
             limit_hit: false,
@@ -114,7 +117,9 @@ impl Spool {
         }
         if let Some(n) = self.free.values_mut().find_map(|v| v.pop()) {
             let slot = Slot::new(state, n);
+            // the files the job itself writes are the new owner's alone
             let _ = std::fs::remove_file(&slot.script);
+            let _ = std::fs::remove_file(slot.config_ack());
             return slot;
         }
         self.slots += 1;
@@ -139,6 +144,8 @@ pub struct Agent {
     jobs: BTreeMap<(u64, u32), Job>,
     session: watch::Sender<u64>,
     power: crate::power::Domains,
+    /// Runs that acknowledged their configuration, to report.
+    resized: Vec<(u64, u32)>,
 }
 
 impl Agent {
@@ -186,7 +193,7 @@ impl Agent {
         let client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
         let (session, _) = watch::channel(0);
         let power = crate::power::Domains::open(&cfg.state_dir, cfg.power.clone());
-        Ok(Agent { cfg, spool, launcher, client, jobs, session, power })
+        Ok(Agent { cfg, spool, launcher, client, jobs, session, power, resized: Vec::new() })
     }
 
     /// Register (retrying until the controller answers) with every job held.
@@ -246,13 +253,13 @@ impl Agent {
         let poller = tokio::spawn(poll_loop(self.cfg.clone(), self.session.subscribe(), in_tx));
         // one report in flight at a time, sent by a task of its own so that
         // launches go on while the controller commits it
-        let (rep_tx, mut rep_rx) = mpsc::unbounded_channel::<(Vec<JobExit>, Result<(), ClientError>)>();
+        let (rep_tx, mut rep_rx) = mpsc::unbounded_channel::<(Vec<JobExit>, Vec<(u64, u32)>, Result<(), ClientError>)>();
         let (send_tx, mut send_rx) = mpsc::unbounded_channel::<AgentMessage>();
         let mut client = Client::new(self.cfg.target.clone(), Some(self.cfg.token.clone()));
         let reporter = tokio::spawn(async move {
             while let Some(msg) = send_rx.recv().await {
                 let r = client.call::<_, ()>(Method::POST, "/v1/agent/report", Some(&msg)).await;
-                if rep_tx.send((msg.ended, r)).is_err() {
+                if rep_tx.send((msg.ended, msg.resized, r)).is_err() {
                     return;
                 }
             }
@@ -270,12 +277,16 @@ impl Agent {
                     None => break,
                 },
                 Some(pid) = reap_rx.recv() => self.reaped(pid)?,
-                Some((sent, r)) = rep_rx.recv() => {
+                Some((sent, acks, r)) = rep_rx.recv() => {
                     reporting = false;
                     match r {
                         Ok(()) => self.forget_reported(&sent.into_iter().map(AgentJob::Ended).collect::<Vec<_>>()),
-                        Err(ClientError::Api { status: 409, .. }) => self.register().await?,
+                        Err(ClientError::Api { status: 409, .. }) => {
+                            self.resized.extend(acks);
+                            self.register().await?
+                        }
                         Err(e) => {
+                            self.resized.extend(acks);
                             tracing::warn!(agent = %self.cfg.name, "report failed, will retry: {e}");
                             retry_at = Instant::now() + Duration::from_millis(500);
                         }
@@ -288,7 +299,7 @@ impl Agent {
                 self.reaped(pid)?;
             }
             let power_due = !self.power.nodes.is_empty() && Instant::now() >= power_at;
-            if !reporting && Instant::now() >= retry_at && (power_due || self.jobs.values().any(|j| j.exit.is_some())) {
+            if !reporting && Instant::now() >= retry_at && (power_due || !self.resized.is_empty() || self.jobs.values().any(|j| j.exit.is_some())) {
                 if !power_due {
                     let at = *report_at.get_or_insert_with(|| Instant::now() + REPORT_GATHER);
                     if Instant::now() < at {
@@ -300,7 +311,8 @@ impl Agent {
                 power_at = Instant::now() + POWER_EVERY;
                 let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
                 let power = self.power.readings();
-                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended, power });
+                let resized = std::mem::take(&mut self.resized);
+                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended, power, resized });
             }
         }
         poller.abort();
@@ -336,6 +348,10 @@ impl Agent {
                         let line = format!("{at} {nodes} {cap_w} {nodelist}\n");
                         if let Err(e) = append(&j.slot.config(), &line) {
                             tracing::warn!(file = %j.slot.config().display(), "recording a configuration: {e}");
+                        }
+                        // its acknowledgement is looked for from now on
+                        if j.acks_read.is_none() {
+                            j.acks_read = Some(std::fs::metadata(j.slot.config_ack()).map_or(0, |m| m.len()));
                         }
                         signal(j, Signal::SIGWINCH);
                     }
@@ -421,6 +437,14 @@ impl Agent {
             if j.exit.is_some() {
                 continue;
             }
+            if let Some(read) = j.acks_read {
+                // a whole new line acknowledges the latest configuration
+                if acknowledged(&j.slot.config_ack(), read) {
+                    tracing::info!(job, attempt, "the job acknowledged its configuration");
+                    j.acks_read = None;
+                    self.resized.push((job, attempt));
+                }
+            }
             if !j.ours {
                 // adopted: its shepherd is not our child; look for its exit file
                 j.exit = ended(job, attempt, j);
@@ -501,7 +525,7 @@ async fn poll_loop(cfg: AgentConfig, mut session: watch::Receiver<u64>, tx: mpsc
     let mut client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
     loop {
         let s = *session.borrow_and_update();
-        let msg = AgentMessage { agent: cfg.name.clone(), session: s, ended: Vec::new(), power: Vec::new() };
+        let msg = AgentMessage { agent: cfg.name.clone(), session: s, ended: Vec::new(), power: Vec::new(), resized: Vec::new() };
         match client.call::<_, PollReply>(Method::POST, "/v1/agent/poll", Some(&msg)).await {
             Ok(r) => {
                 if !r.commands.is_empty() && tx.send(Inbox::Commands(r.commands)).is_err() {
@@ -561,4 +585,14 @@ pub fn state_dir_for(base: &Path, name: &str) -> PathBuf {
 fn append(path: &Path, line: &str) -> std::io::Result<()> {
     use std::io::Write;
     std::fs::OpenOptions::new().append(true).open(path)?.write_all(line.as_bytes())
+}
+
+/// Whether the job's acknowledgements hold a whole line past byte `from` (at
+/// most 4 KiB are read: the job writes the file).
+fn acknowledged(path: &Path, from: u64) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else { return false };
+    let mut buf = [0u8; 4096];
+    let n = f.seek(SeekFrom::Start(from)).and_then(|_| f.read(&mut buf)).unwrap_or(0);
+    buf[..n].contains(&b'\n')
 }

@@ -64,6 +64,9 @@ pub struct ExitRecord {
 /// The variable naming a job's configuration record ([`Slot::config`]).
 pub const CONFIG_ENV: &str = "TESSERA_CONFIG";
 
+/// The variable naming a job's acknowledgements ([`Slot::config_ack`]).
+pub const CONFIG_ACK_ENV: &str = "TESSERA_CONFIG_ACK";
+
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     pub n: u32,
@@ -90,7 +93,13 @@ impl Slot {
 
     /// The slot a file of the spool belongs to (`N`, `N.sh`, `N.susp` or `N.conf`).
     pub fn parse_name(name: &str) -> Option<u32> {
-        name.strip_suffix(".sh").or_else(|| name.strip_suffix(".susp")).or_else(|| name.strip_suffix(".conf")).unwrap_or(name).parse().ok()
+        [".sh", ".susp", ".conf", ".ack"].iter().find_map(|s| name.strip_suffix(s)).unwrap_or(name).parse().ok()
+    }
+
+    /// The run's acknowledgements: a line the job appends once it runs in the
+    /// configuration its record last gave (its own file, `$TESSERA_CONFIG_ACK`).
+    pub fn config_ack(&self) -> PathBuf {
+        self.record.with_extension("ack")
     }
 
     /// The run's configuration record: each configuration the power-aware
@@ -277,14 +286,19 @@ fn spawn_io(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<S
         (cstr("/bin/sh", "")?, vec![cstr("/bin/sh", "")?, cstr(script_s, "script path")?])
     };
     let mut records = Vec::new();
-    for (var, path) in [(crate::suspensions::ENV, slot.suspensions()), (CONFIG_ENV, slot.config())] {
-        rewrite(&path, b"", 0o644)?;
+    for (var, path) in [(crate::suspensions::ENV, slot.suspensions()), (CONFIG_ENV, slot.config()), (CONFIG_ACK_ENV, slot.config_ack())] {
+        let ack = var == CONFIG_ACK_ENV;
+        rewrite(&path, b"", if ack { 0o600 } else { 0o644 })?;
+        if ack && switch {
+            // the job writes it, as its submitter
+            std::os::unix::fs::chown(&path, Some(l.uid), Some(l.gid))?;
+        }
         records.push(format!("{var}={}", path.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "state directory is not UTF-8"))?));
     }
     let envp: Vec<CString> = l
         .env
         .iter()
-        .filter(|(k, _)| !k.contains('=') && k.as_str() != crate::suspensions::ENV && k.as_str() != CONFIG_ENV)
+        .filter(|(k, _)| !k.contains('=') && ![crate::suspensions::ENV, CONFIG_ENV, CONFIG_ACK_ENV].contains(&k.as_str()))
         .map(|(k, v)| cstr(&format!("{k}={v}"), "environment"))
         .chain(records.iter().map(|r| cstr(r, "environment")))
         .collect::<Result<_, SpawnError>>()?;

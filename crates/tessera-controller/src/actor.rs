@@ -489,6 +489,12 @@ impl Actor {
             Msg::Report { who, msg, reply } => match self.session(&who, &msg) {
                 Ok(()) => {
                     self.power_readings(&msg.agent, &msg.power, events);
+                    for &(job, attempt) in &msg.resized {
+                        if self.state.ledger.jobs.get(&job).is_some_and(|m| m.attempt == attempt) && self.state.engine().awaits_resize(tessera_core::JobId(job)) {
+                            tracing::info!(job, attempt, "the job acknowledged its resize");
+                            events.push(Event::Resized { job, attempt });
+                        }
+                    }
                     if !msg.power.is_empty() {
                         let (_, allocated, measured) = self.power_now();
                         self.metrics.power_sample(allocated, measured);

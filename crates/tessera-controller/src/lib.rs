@@ -66,6 +66,10 @@ pub struct Config {
     pub parm: Option<tessera_core::power::ParmConfig>,
 }
 
+/// Seconds a live malleable job has to acknowledge a shrink before it is
+/// killed (docs/live.md, "Reconfiguration").
+pub const RESIZE_ACK_S: i64 = 60;
+
 /// PARM's settings when a controller is given none: the simulator's defaults
 /// (wSE, α = 1, f_se = 500 s, the structured solver, boots charged on an
 /// expansion) with Tessera's starts-first decision rule, as `sim run --policy
@@ -73,6 +77,7 @@ pub struct Config {
 pub fn parm_defaults() -> tessera_core::power::ParmConfig {
     let mut c = tessera_core::power::ParmConfig::new(tessera_core::power::ParmVariant::WSE);
     c.rule = tessera_core::power::DecisionRule::StartsFirst;
+    c.resize_ack_s = Some(RESIZE_ACK_S);
     c
 }
 

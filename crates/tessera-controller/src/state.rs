@@ -86,6 +86,9 @@ pub enum Event {
     /// An operator applied a changed cluster file (its text and name); the
     /// actor journals it alone in its batch (see [`State::reconfigure`]).
     Reconfigure { toml: String, path: String },
+    /// A shrunk job's run acknowledged its new configuration (PARM): the
+    /// nodes it gave up are free.
+    Resized { job: u64, attempt: u32 },
 }
 
 /// What the actor is asked to do.
@@ -348,6 +351,11 @@ impl State {
             }
             // applied by `apply`, which holds the cluster and makes the pass
             Event::Reconfigure { .. } | Event::PassLater => {}
+            Event::Resized { job, attempt } => {
+                if self.ledger.jobs.get(job).is_some_and(|m| m.attempt == *attempt) && self.engine.awaits_resize(JobId(*job)) {
+                    inputs.push_back(Input::Resized(JobId(*job)));
+                }
+            }
             Event::Ended(x) => {
                 let Some(m) = self.ledger.jobs.get_mut(&x.job) else { return };
                 if m.attempt != x.attempt || m.start.is_none() {

@@ -83,6 +83,9 @@ pub enum Input {
     /// Power-aware machines only; a simulator sends it to charge solve times
     /// as the PARM paper does (a live controller pays them in real time).
     DecisionTime { micros: u64 },
+    /// A shrunk job acknowledged its new configuration (power-aware machines
+    /// whose jobs acknowledge resizes): the nodes it gave up are free.
+    Resized(JobId),
 }
 
 impl Input {
@@ -109,6 +112,7 @@ impl Input {
             Input::Pass => "pass",
             Input::Reconfigure(_) => "reconfigure",
             Input::DecisionTime { .. } => "decision time",
+            Input::Resized(_) => "resized",
         }
     }
 
@@ -120,7 +124,8 @@ impl Input {
             | Input::Release(j)
             | Input::Suspend(j)
             | Input::Resume(j)
-            | Input::Requeue(j) => Some(*j),
+            | Input::Requeue(j)
+            | Input::Resized(j) => Some(*j),
             Input::Complete { job, .. } => Some(*job),
             Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } => None,
         }

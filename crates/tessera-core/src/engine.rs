@@ -326,6 +326,19 @@ impl Engine {
                 while self.delays.first().is_some_and(|&(t, _)| t <= now) {
                     self.delays.pop_first();
                 }
+                // a shrunk job that has not acknowledged in time is killed
+                let overdue = match &self.m {
+                    Machine::Parm(m) => m.overdue(now),
+                    Machine::Nodes(_) => Vec::new(),
+                };
+                for j in overdue {
+                    if matches!(self.t.state(j), JobState::Running { .. }) {
+                        self.kill(now, j, KillReason::ResizeTimeout, out);
+                    }
+                    if let Machine::Parm(m) = &mut self.m {
+                        m.no_deadline(j); // its nodes stay with it until its end
+                    }
+                }
                 match &mut self.m {
                     Machine::Nodes(m) => m.pass(now, &mut self.t, out),
                     Machine::Parm(m) => m.pass(now, &mut self.t, out),
@@ -346,6 +359,16 @@ impl Engine {
                     self.note_delay(j);
                 }
                 Ok(())
+            }
+            Input::Resized(id) => {
+                let j = self.lookup(id)?;
+                let Machine::Parm(m) = &mut self.m else {
+                    return Err(Rejection::Unsupported { input: "resized", engine: "the queue engine" });
+                };
+                match m.resized(j) {
+                    true => Ok(()),
+                    false => Err(wrong(id, self.t.state(j), "resized", "shrunk and not yet acknowledged")),
+                }
             }
             Input::DecisionTime { micros } => {
                 let Machine::Parm(m) = &mut self.m else {
@@ -582,7 +605,7 @@ impl Engine {
     fn ask_wake(&mut self, out: &mut Vec<Effect>) {
         let deadline = match &self.m {
             Machine::Nodes(m) => m.next_deadline(&self.t),
-            Machine::Parm(_) => None,
+            Machine::Parm(m) => m.next_deadline(),
         };
         let delay = [self.delays.first().map(|d| d.0), self.gates.next_timer()].into_iter().flatten().min();
         let next = match (deadline, delay) {
@@ -700,6 +723,13 @@ impl Engine {
             Machine::Nodes(e) => e.allocation(j),
             Machine::Parm(e) => e.allocation(j),
         }
+    }
+
+    /// Whether a running job was shrunk and has not acknowledged it yet (PARM
+    /// with `resize_ack_s`): [`Input::Resized`] would apply.
+    pub fn awaits_resize(&self, id: JobId) -> bool {
+        let Some(j) = self.t.lookup(id) else { return false };
+        self.as_parm().is_some_and(|m| m.releasing(j))
     }
 
     /// A running job's node count and CPU cap (W), under PARM.

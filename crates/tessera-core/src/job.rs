@@ -150,6 +150,8 @@ pub enum KillReason {
     NodeFailure,
     /// An operator requeued it: it returns to the queue once it has ended.
     Requeue,
+    /// A power-aware machine shrank it, and it did not acknowledge in time.
+    ResizeTimeout,
 }
 
 /// The state machine of a job inside the engine.

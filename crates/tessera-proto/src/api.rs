@@ -418,6 +418,10 @@ pub struct AgentMessage {
     /// Its nodes' power, every few seconds (on polls).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub power: Vec<NodePowerReading>,
+    /// Runs (job, attempt) that acknowledged their latest configuration
+    /// (a line in `$TESSERA_CONFIG_ACK`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resized: Vec<(u64, u32)>,
 }
 
 /// What a job runs with on its first node.

@@ -139,6 +139,9 @@ pub struct ParmArgs {
     /// Least seconds between two resizes of a job (f_se; default 500).
     #[arg(long)]
     pub fse: Option<i64>,
+    /// Seconds a shrunk job has to acknowledge before it is killed (default 60).
+    #[arg(long)]
+    pub resize_ack: Option<i64>,
 }
 
 impl ParmArgs {
@@ -154,6 +157,7 @@ impl ParmArgs {
         push("--parm-rule", self.parm_rule.clone());
         push("--alpha", self.alpha.map(|a| a.to_string()));
         push("--fse", self.fse.map(|f| f.to_string()));
+        push("--resize-ack", self.resize_ack.map(|f| f.to_string()));
         v
     }
 
@@ -166,7 +170,7 @@ impl ParmArgs {
         if !self.given() {
             return Ok(None);
         }
-        anyhow::ensure!(policy.eq_ignore_ascii_case("parm"), "--parm-variant, --parm-rule, --alpha and --fse apply to --policy parm only");
+        anyhow::ensure!(policy.eq_ignore_ascii_case("parm"), "--parm-variant, --parm-rule, --alpha, --fse and --resize-ack apply to --policy parm only");
         let mut c = tessera_controller::parm_defaults();
         if let Some(v) = &self.parm_variant {
             c.variant = v.parse().map_err(|e: String| anyhow::anyhow!("--parm-variant: {e}"))?;
@@ -181,6 +185,10 @@ impl ParmArgs {
         if let Some(f) = self.fse {
             anyhow::ensure!(f >= 0, "--fse {f}: expected seconds >= 0");
             c.fse = f;
+        }
+        if let Some(s) = self.resize_ack {
+            anyhow::ensure!((1..=86_400).contains(&s), "--resize-ack {s}: expected seconds from 1 to 86400");
+            c.resize_ack_s = Some(s);
         }
         Ok(Some(c))
     }

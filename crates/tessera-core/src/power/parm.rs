@@ -152,6 +152,12 @@ pub struct ParmConfig {
     /// node the job may use (the paper's Charm++ testbed).
     #[serde(default = "yes")]
     pub expand_boots: bool,
+    /// Seconds a shrunk job has to acknowledge its new configuration
+    /// (`Input::Resized`) before it is killed; the nodes it gives up are
+    /// held, and budgeted at its cap, until then. None: they are free at once
+    /// (the simulator's jobs resize as they are told).
+    #[serde(default)]
+    pub resize_ack_s: Option<Time>,
 }
 
 fn yes() -> bool {
@@ -160,7 +166,7 @@ fn yes() -> bool {
 
 impl ParmConfig {
     pub fn new(variant: ParmVariant) -> Self {
-        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper, expand_boots: true }
+        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper, expand_boots: true, resize_ack_s: None }
     }
 }
 
@@ -173,6 +179,15 @@ struct Run {
     nodes: Vec<u32>,
     /// Its allocation, naming the cluster's nodes.
     alloc: Allocation,
+    /// Nodes a shrink gave up that it holds until it acknowledges, and the
+    /// instant it is killed if it has not by then.
+    #[serde(default)]
+    releasing: Vec<u32>,
+    /// What they draw meanwhile (W): each at the cap it had, busy.
+    #[serde(default)]
+    releasing_w: f64,
+    #[serde(default)]
+    release_by: Option<Time>,
     /// Fraction of the job's work done.
     done: f64,
     /// Time (s) up to which `done` and energy are accounted.
@@ -307,7 +322,9 @@ impl ParmEngine {
     /// Give a run `n` nodes: the lowest free nodes that take jobs when it
     /// grows; when it shrinks, it gives back first the nodes that no longer
     /// take jobs, then its last ones, never its first.
-    fn place(&mut self, job: JobIdx, nodes: &mut Vec<u32>, n: u32) {
+    /// Returns the nodes given back.
+    fn place(&mut self, job: JobIdx, nodes: &mut Vec<u32>, n: u32) -> Vec<u32> {
+        let mut gone = Vec::new();
         let n = n as usize;
         if nodes.len() < n {
             let mut k = 0;
@@ -322,9 +339,9 @@ impl ParmEngine {
         }
         while nodes.len() > n.max(1) {
             let at = (1..nodes.len()).rev().find(|&i| !self.usable(nodes[i] as usize)).unwrap_or(nodes.len() - 1);
-            let k = nodes.remove(at);
-            self.holder[k as usize] = None;
+            gone.push(nodes.remove(at));
         }
+        gone
     }
 
     fn alloc_of(&self, nodes: &[u32]) -> Allocation {
@@ -351,8 +368,47 @@ impl ParmEngine {
     pub fn capacity(&self) -> u64 {
         self.machine.nodes as u64
     }
+    /// Nodes held by jobs (those a shrunk job has not yet acknowledged giving up included).
     pub fn used_nodes(&self) -> u32 {
-        self.running.iter().map(|j| self.runs[j.index()].as_ref().unwrap().n).sum()
+        self.running.iter().map(|j| self.runs[j.index()].as_ref().map_or(0, |r| r.n + r.releasing.len() as u32)).sum()
+    }
+
+    /// The instant the first shrunk job that has not acknowledged is due to be killed.
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
+        self.running.iter().filter_map(|j| self.runs[j.index()].as_ref()?.release_by).min()
+    }
+
+    /// Running jobs whose acknowledgement is overdue at `now`.
+    pub(crate) fn overdue(&self, now: Time) -> Vec<JobIdx> {
+        self.running.iter().copied().filter(|j| self.runs[j.index()].as_ref().is_some_and(|r| r.release_by.is_some_and(|t| t <= now))).collect()
+    }
+
+    /// Whether a running job holds nodes a shrink gave up, not yet acknowledged.
+    pub(crate) fn releasing(&self, job: JobIdx) -> bool {
+        self.runs.get(job.index()).and_then(|r| r.as_ref()).is_some_and(|r| r.release_by.is_some())
+    }
+
+    /// A job killed for not acknowledging keeps the nodes it gave up until
+    /// its end, with no deadline.
+    pub(crate) fn no_deadline(&mut self, job: JobIdx) {
+        if let Some(r) = self.runs.get_mut(job.index()).and_then(|r| r.as_mut()) {
+            r.release_by = None;
+        }
+    }
+
+    /// A shrunk job acknowledged its new configuration: the nodes it gave up
+    /// are free. False if it had none to give up.
+    pub(crate) fn resized(&mut self, job: JobIdx) -> bool {
+        let Some(r) = self.runs.get_mut(job.index()).and_then(|r| r.as_mut()) else { return false };
+        if r.releasing.is_empty() {
+            return false;
+        }
+        r.release_by = None;
+        r.releasing_w = 0.0;
+        for k in std::mem::take(&mut r.releasing) {
+            self.holder[k as usize] = None;
+        }
+        true
     }
     /// Nodes free now that take jobs.
     pub fn free(&self) -> u64 {
@@ -366,7 +422,7 @@ impl ParmEngine {
     pub fn power_w(&self) -> f64 {
         let busy: f64 = self.running.iter().map(|j| {
             let r = self.runs[j.index()].as_ref().unwrap();
-            r.n as f64 * (r.p + self.machine.node_base_w)
+            r.n as f64 * (r.p + self.machine.node_base_w) + r.releasing_w
         }).sum();
         busy + self.idle_nodes() as f64 * self.machine.idle_w
     }
@@ -449,7 +505,7 @@ impl ParmEngine {
         self.advance(job, now as f64);
         let r = self.runs[job.index()].take().expect("a running job");
         self.running.retain(|&j| j != job);
-        for &k in &r.nodes {
+        for &k in r.nodes.iter().chain(&r.releasing) {
             self.holder[k as usize] = None;
         }
         (Some(r.alloc), Some(self.usage[job.index()]))
@@ -558,6 +614,8 @@ impl ParmEngine {
                 JobState::Running { .. } => held += r.n,
                 _ => ending_w += r.n as f64 * (r.p + self.machine.node_base_w),
             }
+            // nodes a shrink gave up, until the job acknowledges: at its cap
+            ending_w += r.releasing_w;
         }
         let nodes = self.free_usable() + held;
         let power = self.machine.budget_w - ending_w - (self.idle_nodes() + held) as f64 * self.machine.idle_w;
@@ -607,10 +665,53 @@ impl ParmEngine {
         };
         let mut order: Vec<usize> = (0..jobs.len()).filter(|&k| shrinks(k, &self.runs)).collect();
         order.extend((0..jobs.len()).filter(|&k| !shrinks(k, &self.runs)));
+        let ack = self.cfg.resize_ack_s.is_some();
+        let (base, idle) = (self.machine.node_base_w, self.machine.idle_w);
+        // the power a change adds (W): a shrunk job's nodes given up draw at
+        // its old cap until it acknowledges; nodes taken were idle
+        let delta = |run: Option<&Run>, n: u32, p: f64| match run {
+            Some(r) if n < r.n => n as f64 * (p - r.p),
+            Some(r) => n as f64 * (p + base) - r.n as f64 * (r.p + base) - (n - r.n) as f64 * idle,
+            None => n as f64 * (p + base - idle),
+        };
+        if ack {
+            // what frees power first
+            order.sort_by(|&x, &y| {
+                let d = |k: usize| sol.choice[k].map_or(0.0, |c| {
+                    let (n, p) = shapes[k][c as usize];
+                    delta(self.runs[jobs[k].index()].as_ref(), n, p)
+                });
+                d(x).total_cmp(&d(y))
+            });
+        }
+        let mut power = self.power_w();
+        let mut free = self.free_usable();
         for k in order {
             let j = jobs[k];
             let Some(c) = sol.choice[k] else { continue };
-            let (n, p) = shapes[k][c as usize];
+            let (n, mut p) = shapes[k][c as usize];
+            // nodes a shrink gave up are free only once its job acknowledges
+            // (resize_ack_s): a start or growth that needs them, or power they
+            // still draw, waits for a later decision (a shrink keeps its old
+            // cap if the new one does not fit); dropping a change only leaves
+            // power unused
+            let have = self.runs[j.index()].as_ref().map_or(0, |r| r.n);
+            if n > have && n - have > free {
+                continue;
+            }
+            if ack {
+                let run = self.runs[j.index()].as_ref();
+                if power + delta(run, n, p) > self.machine.budget_w + 1e-6 {
+                    match run {
+                        Some(r) if n < r.n => p = r.p,
+                        _ => continue,
+                    }
+                }
+                power += delta(run, n, p);
+            }
+            if self.cfg.resize_ack_s.is_none() || n > have {
+                free = (free + have).saturating_sub(n);
+            }
             if self.runs[j.index()].as_ref().is_none_or(|r| r.n != n || r.p != p) {
                 self.changed.push(j);
             }
@@ -626,13 +727,24 @@ impl ParmEngine {
                     } else {
                         self.stats.cap_changes += 1;
                     }
+                    let p_old = r.p;
                     r.n = n;
                     r.p = p;
                     let mut nodes = std::mem::take(&mut r.nodes);
-                    self.place(j, &mut nodes, n);
+                    let gone = self.place(j, &mut nodes, n);
                     let alloc = self.alloc_of(&nodes);
+                    let ack = self.cfg.resize_ack_s;
                     let r = self.runs[j.index()].as_mut().expect("a running job");
+                    let base = self.machine.node_base_w;
                     (r.nodes, r.alloc) = (nodes, alloc);
+                    match ack {
+                        Some(s) if !gone.is_empty() => {
+                            r.releasing_w += gone.len() as f64 * (p_old + base);
+                            r.releasing.extend(gone);
+                            r.release_by = r.release_by.or(Some(now.saturating_add(s)));
+                        }
+                        _ => gone.iter().for_each(|&k| self.holder[k as usize] = None),
+                    }
                     let end = self.reschedule(j);
                     t.get_mut(j).expected_end = end;
                     out.push(Effect::Configure { job: t.spec(j).id, nodes: n, cap_w: p, end });
@@ -642,7 +754,7 @@ impl ParmEngine {
                     let mut nodes = Vec::with_capacity(n as usize);
                     self.place(j, &mut nodes, n);
                     let alloc = self.alloc_of(&nodes);
-                    self.runs[j.index()] = Some(Run { n, p, nodes, alloc: alloc.clone(), done: 0.0, at: nowf, overhead: 0.0, last_resize: None, expected_end: now });
+                    self.runs[j.index()] = Some(Run { n, p, nodes, alloc: alloc.clone(), releasing: Vec::new(), releasing_w: 0.0, release_by: None, done: 0.0, at: nowf, overhead: 0.0, last_resize: None, expected_end: now });
                     self.usage[j.index()] = Usage::default();
                     let end = self.reschedule(j);
                     t.get_mut(j).expected_end = end;
@@ -704,7 +816,8 @@ impl ParmEngine {
             assert!(matches!(t.state(*j), JobState::Running { .. } | JobState::Ending { .. }));
             let r = self.runs[j.index()].as_ref().expect("a running job has a run");
             assert_eq!(r.nodes.len() as u32, r.n, "a run holds as many nodes as its size");
-            for &k in &r.nodes {
+            assert!(r.release_by.is_none() || !r.releasing.is_empty(), "a deadline for nodes given up");
+            for &k in r.nodes.iter().chain(&r.releasing) {
                 assert_eq!(self.holder[k as usize], Some(*j), "node {k} is held by the job that lists it");
             }
         }

@@ -327,3 +327,54 @@ fn a_cluster_machine_names_the_clusters_nodes() {
     e.handle(1, Input::Node { node: 5, change: tessera_core::NodeChange::Down, reason: String::new() }, &mut out);
     assert!(matches!(out.as_slice(), [Effect::Kill { job: JobId(1), .. }, ..]), "{out:?}");
 }
+
+#[test]
+fn a_shrunk_job_holds_the_nodes_it_gave_up_until_it_acknowledges_or_is_killed() {
+    // as `malleable_jobs_shrink_to_admit_new_ones`, with acknowledgements: the
+    // first job shrinks at 600, the second starts only once it has acknowledged
+    let cfg = ParmConfig { alpha: 0.0, resize_ack_s: Some(30), ..ParmConfig::new(ParmVariant::WSE) };
+    let mut e = Engine::parm(machine(8, 8.0 * 116.0), cfg.clone());
+    let mut out = Vec::new();
+    let spec = |id, pj: PowerJob| JobSpec { power: Some(pj), ..JobSpec::new(JobId(id), pj.n_max, 1_000_000) };
+    e.handle(0, Input::submit(spec(1, job(PRESETS[0], 40_000.0, 2, 8))), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    assert_eq!(e.power_config(JobId(1)).unwrap().0, 8);
+    out.clear();
+    e.handle(600, Input::submit(spec(2, job(PRESETS[0], 4_000.0, 2, 8))), &mut out);
+    e.handle(600, Input::Pass, &mut out);
+    let (n, _) = e.power_config(JobId(1)).unwrap();
+    assert!(n < 8, "the first job shrank: {out:?}");
+    assert!(e.allocation(JobId(2)).is_none(), "the second waits for the nodes given up");
+    assert_eq!(e.as_parm().unwrap().used_nodes(), 8, "the nodes given up are still held");
+    assert!(out.iter().any(|x| matches!(x, Effect::WakeAt(630))), "the acknowledgement's deadline: {out:?}");
+    e.sanity_check();
+    // it acknowledges: the nodes are free, the next pass starts the second job
+    out.clear();
+    e.handle(605, Input::Resized(JobId(1)), &mut out);
+    assert!(out.iter().all(|x| !matches!(x, Effect::Rejected { .. })), "{out:?}");
+    e.handle(605, Input::Pass, &mut out);
+    assert!(e.allocation(JobId(2)).is_some(), "{out:?}");
+    // an acknowledgement of nothing is refused
+    out.clear();
+    e.handle(606, Input::Resized(JobId(1)), &mut out);
+    assert!(matches!(out.as_slice(), [Effect::Rejected { .. }, ..]), "{out:?}");
+
+    // the same without an acknowledgement: killed at the deadline
+    let mut e = Engine::parm(machine(8, 8.0 * 116.0), cfg);
+    e.handle(0, Input::submit(spec(1, job(PRESETS[0], 40_000.0, 2, 8))), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    e.handle(600, Input::submit(spec(2, job(PRESETS[0], 4_000.0, 2, 8))), &mut out);
+    e.handle(600, Input::Pass, &mut out);
+    out.clear();
+    e.handle(629, Input::Pass, &mut out);
+    assert!(!out.iter().any(|x| matches!(x, Effect::Kill { .. })), "not yet: {out:?}");
+    e.handle(630, Input::Pass, &mut out);
+    assert!(out.iter().any(|x| matches!(x, Effect::Kill { job: JobId(1), reason: tessera_core::KillReason::ResizeTimeout })), "{out:?}");
+    out.clear();
+    e.handle(631, Input::Pass, &mut out);
+    assert!(!out.iter().any(|x| matches!(x, Effect::WakeAt(_) | Effect::Kill { .. })), "killed once, no more wake-ups: {out:?}");
+    e.handle(632, Input::Complete { job: JobId(1), outcome: Outcome::Signaled(15) }, &mut out);
+    e.handle(632, Input::Pass, &mut out);
+    assert_eq!(e.power_config(JobId(2)).map(|c| c.0), Some(8), "the whole machine is free again");
+    e.sanity_check();
+}

@@ -40,7 +40,8 @@ fn metric(text: &str, name: &str) -> Option<f64> {
 fn moldable_and_malleable_jobs_run_live_under_the_budget_with_their_energy_accounted() {
     let l = Live::start_with(2, 10, Some((POWERED, 8)), "parm", &[]);
     let out = |j: &str| l.dir.path().join(format!("{j}.out"));
-    let report = "echo \"$SLURM_NNODES $TESSERA_POWER_CAP_W $SLURM_JOB_NODELIST\"; sleep 4";
+    // a malleable job acknowledges every new configuration (docs/live.md)
+    let report = "trap 'echo ok >> \"$TESSERA_CONFIG_ACK\"' WINCH; echo \"$SLURM_NNODES $TESSERA_POWER_CAP_W $SLURM_JOB_NODELIST\"; i=0; while [ $i -lt 40 ]; do sleep 0.1; i=$((i+1)); done";
     let a = l.submit(&["--moldable", "2-8", "--malleable", "--power-profile", "LeanMD", "-t", "0:30", "-o", out("a").to_str().unwrap(), "--wrap", report]);
     let b = l.submit(&["--moldable", "2-6", "--power-profile", "Wave2D", "-t", "0:20", "-o", out("b").to_str().unwrap(), "--wrap", report]);
     let c = l.submit(&["-N", "2", "-t", "0:10", "-o", out("c").to_str().unwrap(), "--wrap", report]);
@@ -135,9 +136,10 @@ fn kept_caps(l: &Live, k: usize) -> std::collections::BTreeMap<String, f64> {
 #[test]
 fn a_controller_killed_mid_run_finds_the_jobs_sizes_and_caps_as_they_were() {
     let mut l = Live::start_with(2, 30, Some((POWERED, 8)), "parm", &[]);
-    let jobs: Vec<u64> = [("2-4", "LeanMD"), ("2-4", "Jacobi2D"), ("1-2", "AMR")]
+    // two jobs of at most 3 nodes: both run at once on the 8 nodes
+    let jobs: Vec<u64> = [("2-3", "LeanMD"), ("2-3", "Jacobi2D")]
         .iter()
-        .map(|(r, p)| l.submit(&["--moldable", r, "--malleable", "--power-profile", p, "-t", "0:20", "--wrap", "sleep 6"]))
+        .map(|(r, p)| l.submit(&["--moldable", r, "--power-profile", p, "-t", "0:20", "--wrap", "sleep 6"]))
         .collect();
     l.wait_for("every job running", 20, |l| jobs.iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Running)));
     let before: Vec<(u64, String)> = jobs.iter().map(|&j| (j, l.job(j).unwrap().nodelist)).collect();
@@ -159,4 +161,39 @@ fn a_controller_killed_mid_run_finds_the_jobs_sizes_and_caps_as_they_were() {
     for j in &jobs {
         assert_eq!(rows.iter().filter(|r| r.0 == *j).count(), 1, "job {j} accounted once: {rows:?}");
     }
+}
+
+#[test]
+fn a_shrunk_job_gives_up_its_nodes_once_it_acknowledges_and_one_that_does_not_is_killed() {
+    let l = Live::start_with(2, 30, Some((POWERED, 8)), "parm", &["--resize-ack", "3"]);
+    let dir = l.dir.path();
+    // acknowledges every configuration it is told of, after a moment
+    let polite = "trap 'sleep 0.5; echo ok >> \"$TESSERA_CONFIG_ACK\"' WINCH\ni=0; while [ $i -lt 120 ]; do sleep 0.1; i=$((i+1)); done\n";
+    std::fs::write(dir.join("polite.sh"), format!("#!/bin/sh\n{polite}")).unwrap();
+    let a = l.submit(&["--moldable", "2-8", "--malleable", "--power-profile", "LeanMD", "-t", "1:00", dir.join("polite.sh").to_str().unwrap()]);
+    l.wait_for("the first job running", 20, |l| l.job(a).is_some_and(|x| x.state == JobStateCode::Running));
+    let n0 = l.job(a).unwrap().nodes;
+    let b = l.submit(&["--moldable", "2-4", "--power-profile", "Jacobi2D", "-t", "0:30", "--wrap", "sleep 2"]);
+    l.wait_for("the second job running", 20, |l| l.job(b).is_some_and(|x| x.state == JobStateCode::Running));
+    let first = l.job(a).unwrap();
+    assert!(first.nodes < n0, "the first job shrank: {n0} -> {}", first.nodes);
+    let logs = l.logs();
+    assert!(logs.contains("acknowledged its resize"), "{logs}");
+    // its configuration record says what it was told
+    let conf = std::fs::read_dir(l.agent_state(0).join("jobs")).unwrap().flatten().find(|e| e.path().extension().is_some_and(|x| x == "conf") && std::fs::metadata(e.path()).is_ok_and(|m| m.len() > 0)).expect("a configuration record");
+    let line = std::fs::read_to_string(conf.path()).unwrap();
+    let f: Vec<&str> = line.lines().last().unwrap().split(' ').collect();
+    assert_eq!(f[1], first.nodes.to_string(), "{line}");
+    assert_eq!(tessera_core::hostlist::compress(&tessera_core::hostlist::expand(f[3]).unwrap().iter().map(|s| s.as_str()).collect::<Vec<_>>()), first.nodelist, "{line}");
+    l.wait_for("both completed", 40, |l| [a, b].iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed)));
+
+    // a malleable job that never acknowledges is killed when its time is up
+    let c = l.submit(&["--moldable", "2-8", "--malleable", "--power-profile", "LeanMD", "-t", "1:00", "--wrap", "sleep 30"]);
+    l.wait_for("the third job running", 20, |l| l.job(c).is_some_and(|x| x.state == JobStateCode::Running));
+    let d = l.submit(&["--moldable", "2-4", "--power-profile", "Jacobi2D", "-t", "0:30", "--wrap", "sleep 1"]);
+    l.wait_for("the silent job killed and the fourth run", 30, |l| {
+        l.job(c).is_some_and(|x| x.state == JobStateCode::Failed) && l.job(d).is_some_and(|x| matches!(x.state, JobStateCode::Running | JobStateCode::Completed))
+    });
+    let (killed, started) = (l.job(c).unwrap(), l.job(d).unwrap());
+    assert!(started.start.unwrap() >= killed.end.unwrap(), "the fourth started on the nodes the third gave up only once it had ended: {killed:?} {started:?}");
 }
