@@ -46,6 +46,7 @@ pub enum Msg {
     Metrics { reply: Reply<String> },
     Cluster { reply: Reply<ClusterInfo> },
     Reconfigure { who: Identity, req: ReconfigureRequest, reply: Reply<ReconfigureReply> },
+    SetBudget { who: Identity, req: BudgetRequest, reply: Reply<BudgetReply> },
     Dashboard { reply: Reply<tessera_report::dashboard::Dashboard> },
     Shutdown,
 }
@@ -60,6 +61,7 @@ enum After {
     Reconfigure(Reply<ReconfigureReply>, Vec<String>, Vec<String>, Vec<String>),
     Poll(Reply<PollReply>, String),
     Ack(Reply<()>),
+    Budget(Reply<BudgetReply>, Option<f64>),
 }
 
 struct Session {
@@ -455,6 +457,30 @@ impl Actor {
                 let _ = reply.send(Ok(d));
             }
             Msg::Cluster { reply } => drop(reply.send(Ok(self.cluster_info.clone()))),
+            Msg::SetBudget { who, req, reply } => {
+                if who.role != Role::Operator {
+                    let _ = reply.send(Err(ApiError::new(403, format!("{} is not an operator: only operators change the power budget", who.user))));
+                    return;
+                }
+                // (a budget set earlier in this batch counts)
+                let mut probe = self.state.clone();
+                if !events.iter().all(|e| !matches!(e, Event::SetBudget { .. })) {
+                    probe.apply(&mut self.cluster.clone(), unix_now().max(self.state.ledger.now), events, &mut Vec::new());
+                }
+                match probe.engine().can_set_budget(req.watts) {
+                    Ok(()) => {
+                        tracing::info!(user = %who.user, watts = req.watts, "the power budget changes");
+                        let previous = probe.budget_w(&self.cluster);
+                        events.push(Event::SetBudget { watts: req.watts });
+                        after.push(After::Budget(reply, previous));
+                    }
+                    Err(e @ tessera_core::Rejection::BudgetTooLow { .. }) => drop(reply.send(Err(ApiError::new(409, e.to_string())))),
+                    Err(tessera_core::Rejection::Unsupported { .. }) => {
+                        drop(reply.send(Err(ApiError::new(409, format!("the controller's policy is {}: only the power-aware policy (parm) holds jobs to a budget it can change live", self.cluster_info.policy)))))
+                    }
+                    Err(e) => drop(reply.send(Err(ApiError::new(400, format!("field `watts`: {e}"))))),
+                }
+            }
             Msg::Reconfigure { who, req, reply } => match self.admit_reconfigure(&who, &req) {
                 Ok((ev, (added, removed, changed))) => {
                     events.push(ev);
@@ -541,7 +567,7 @@ impl Actor {
                 *measured.get_or_insert(0.0) += r.watts;
             }
         }
-        (self.cluster.power_budget_w, crate::metrics::allocated_power_w(&self.state, &self.cluster), measured)
+        (self.state.budget_w(&self.cluster), crate::metrics::allocated_power_w(&self.state, &self.cluster), measured)
     }
 
     /// The nodes an agent registers, and those it presents that the cluster
@@ -679,6 +705,7 @@ impl Actor {
                 drop(r.send(Ok(self.node_info(n, used))))
             }
             After::Ack(r) => drop(r.send(Ok(()))),
+            After::Budget(r, previous_w) => drop(r.send(Ok(BudgetReply { budget_w: self.state.budget_w(&self.cluster).unwrap_or(0.0), previous_w }))),
             After::Reconfigure(r, added, removed, changed) => {
                 drop(r.send(Ok(ReconfigureReply { cluster: self.cluster_info.clone(), added, removed, changed })));
             }
@@ -858,7 +885,7 @@ impl Actor {
             queue,
             nodes,
             power_w: power.map(|_| allocated),
-            budget_w: self.cluster.power_budget_w,
+            budget_w: self.state.budget_w(&self.cluster),
             measured_w: measured,
             power_history: self.metrics.power_history(),
             overhead,

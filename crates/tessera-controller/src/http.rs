@@ -36,6 +36,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/nodes"),
     ("GET", "/v1/cluster"),
     ("POST", "/v1/cluster"),
+    ("POST", "/v1/cluster/budget"),
     ("POST", "/v1/nodes/{name}/{action}"),
     ("POST", "/v1/agent/register"),
     ("POST", "/v1/agent/poll"),
@@ -181,6 +182,11 @@ async fn reconfigure(State(app): State<App>, Caller(who): Caller, b: Result<Json
     Ok(Json(ask(&app, |reply| Msg::Reconfigure { who, req, reply }).await?))
 }
 
+async fn set_budget(State(app): State<App>, Caller(who): Caller, b: Result<Json<BudgetRequest>, JsonRejection>) -> Result<Json<BudgetReply>, ApiError> {
+    let req = body(b)?;
+    Ok(Json(ask(&app, |reply| Msg::SetBudget { who, req, reply }).await?))
+}
+
 async fn nodes(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<NodeInfo>>, ApiError> {
     Ok(Json(ask(&app, |reply| Msg::Nodes { reply }).await?))
 }
@@ -246,6 +252,7 @@ pub fn router(app: App) -> Router {
         .route("/v1/jobs/{id}/{action}", post(job_action))
         .route("/v1/nodes", get(nodes))
         .route("/v1/cluster", get(cluster).post(reconfigure))
+        .route("/v1/cluster/budget", post(set_budget))
         .route("/v1/nodes/{name}/{action}", post(node_action))
         .route("/v1/agent/register", post(register))
         .route("/v1/agent/poll", post(poll))

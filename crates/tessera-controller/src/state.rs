@@ -89,6 +89,8 @@ pub enum Event {
     /// A shrunk job's run acknowledged its new configuration (PARM): the
     /// nodes it gave up are free.
     Resized { job: u64, attempt: u32 },
+    /// An operator changed the power budget (W; PARM).
+    SetBudget { watts: f64 },
 }
 
 /// What the actor is asked to do.
@@ -203,6 +205,12 @@ impl State {
     /// The engine, to read.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The power budget in force (W): PARM's (an operator may have changed
+    /// it), else the cluster file's.
+    pub fn budget_w(&self, cluster: &Cluster) -> Option<f64> {
+        self.engine.as_parm().map(|m| m.machine().budget_w).or(cluster.power_budget_w)
     }
 
     /// Apply one journaled batch at `now` (never before the last): its events,
@@ -351,6 +359,7 @@ impl State {
             }
             // applied by `apply`, which holds the cluster and makes the pass
             Event::Reconfigure { .. } | Event::PassLater => {}
+            Event::SetBudget { watts } => inputs.push_back(Input::SetBudget { watts: *watts }),
             Event::Resized { job, attempt } => {
                 if self.ledger.jobs.get(job).is_some_and(|m| m.attempt == *attempt) && self.engine.awaits_resize(JobId(*job)) {
                     inputs.push_back(Input::Resized(JobId(*job)));

@@ -86,6 +86,10 @@ pub enum Input {
     /// A shrunk job acknowledged its new configuration (power-aware machines
     /// whose jobs acknowledge resizes): the nodes it gave up are free.
     Resized(JobId),
+    /// An operator changed the power budget (W; power-aware machines). A
+    /// lower budget is met at the next pass, by lowering caps before anything
+    /// new starts; one the running jobs cannot be held to is refused.
+    SetBudget { watts: f64 },
 }
 
 impl Input {
@@ -113,6 +117,7 @@ impl Input {
             Input::Reconfigure(_) => "reconfigure",
             Input::DecisionTime { .. } => "decision time",
             Input::Resized(_) => "resized",
+            Input::SetBudget { .. } => "set budget",
         }
     }
 
@@ -127,7 +132,7 @@ impl Input {
             | Input::Requeue(j)
             | Input::Resized(j) => Some(*j),
             Input::Complete { job, .. } => Some(*job),
-            Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } => None,
+            Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } | Input::SetBudget { .. } => None,
         }
     }
 }
@@ -157,6 +162,10 @@ pub enum Rejection {
     NeverFits { job: JobId, why: &'static str },
     #[error("no node {0} in the cluster")]
     UnknownNode(u32),
+    /// A power budget the running jobs cannot be held to: at their lowest caps
+    /// (and smallest sizes they may take now) they draw more.
+    #[error("a budget of {budget_w} W is below what the running jobs need at their lowest caps, {needed_w} W (let jobs end, or cancel some, first)")]
+    BudgetTooLow { budget_w: u64, needed_w: u64 },
     #[error("{input} is not supported by a {engine} engine")]
     Unsupported {
         input: &'static str,

@@ -360,6 +360,12 @@ impl Engine {
                 }
                 Ok(())
             }
+            Input::SetBudget { watts } => {
+                self.can_set_budget(watts)?;
+                let Machine::Parm(m) = &mut self.m else { unreachable!("checked") };
+                m.set_budget(watts);
+                Ok(())
+            }
             Input::Resized(id) => {
                 let j = self.lookup(id)?;
                 let Machine::Parm(m) = &mut self.m else {
@@ -502,6 +508,10 @@ impl Engine {
                 }
             }
         }
+    }
+
+    fn unsupported_by(&self, input: &'static str, engine: &'static str) -> Rejection {
+        Rejection::Unsupported { input, engine }
     }
 
     fn unsupported(&self, input: &'static str) -> Rejection {
@@ -723,6 +733,22 @@ impl Engine {
             Machine::Nodes(e) => e.allocation(j),
             Machine::Parm(e) => e.allocation(j),
         }
+    }
+
+    /// Whether the power budget may be set to `watts` now: a power-aware
+    /// machine whose running jobs fit it at their lowest caps.
+    pub fn can_set_budget(&self, watts: f64) -> Result<(), Rejection> {
+        let Machine::Parm(m) = &self.m else {
+            return Err(self.unsupported_by("set budget", "queue"));
+        };
+        if !(watts.is_finite() && watts > 0.0 && watts <= 1e12) {
+            return Err(Rejection::InvalidSpec { job: JobId(0), field: "watts", value: watts.to_string(), expected: "a budget in watts, above 0 and at most 1e12" });
+        }
+        let needed = m.least_power_w(self.now, &self.t);
+        if needed > watts + 1e-6 {
+            return Err(Rejection::BudgetTooLow { budget_w: watts.floor() as u64, needed_w: needed.ceil() as u64 });
+        }
+        Ok(())
     }
 
     /// Whether a running job was shrunk and has not acknowledged it yet (PARM

@@ -371,6 +371,20 @@ pub struct RegisterRequest {
     pub power: Vec<NodePowerReading>,
 }
 
+/// `POST /v1/cluster/budget`: an operator changes the power budget (W).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetRequest {
+    pub watts: f64,
+}
+
+/// The budget now in force, and the one before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetReply {
+    pub budget_w: f64,
+    pub previous_w: Option<f64>,
+}
+
 /// Seconds between an agent's power reports.
 pub const POWER_REPORT_S: u64 = 2;
 

@@ -636,6 +636,9 @@ pub enum ClusterCommand {
     /// Apply a changed cluster file to the running controller (operators), as
     /// scontrol reconfigure: nodes added, removed or changed, running jobs kept.
     Reconfigure(crate::live_args::ReconfigureArgs),
+    /// Change the running controller's power budget, in watts (operators;
+    /// policy parm): a lower budget brings caps down before anything new starts.
+    SetBudget(crate::live_args::SetBudgetArgs),
 }
 
 #[derive(Args)]

@@ -234,6 +234,14 @@ pub struct ReconfigureArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct SetBudgetArgs {
+    /// The new budget (W).
+    pub watts: f64,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
 pub struct DownArgs {
     /// State directory of the controller (its socket, endpoint file and key).
     #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]

@@ -196,6 +196,16 @@ pub fn reconfigure_cmd(a: ReconfigureArgs) -> Result<()> {
     Ok(())
 }
 
+pub fn set_budget(a: SetBudgetArgs) -> Result<()> {
+    let mut client = connect(&a.client)?;
+    let r: BudgetReply = runtime()?.block_on(client.call(Method::POST, "/v1/cluster/budget", Some(&BudgetRequest { watts: a.watts }))).map_err(explain)?;
+    match r.previous_w {
+        Some(p) => outln!("Power budget {} W (was {p} W)", r.budget_w)?,
+        None => outln!("Power budget {} W", r.budget_w)?,
+    }
+    Ok(())
+}
+
 pub fn job_script(a: JobScriptArgs) -> Result<()> {
     let mut client = connect(&a.client)?;
     let rt = runtime()?;

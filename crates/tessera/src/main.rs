@@ -75,6 +75,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Cluster { command } => match command {
             cli::ClusterCommand::Show(a) => cluster_cmd::show(a),
             cli::ClusterCommand::Reconfigure(a) => live_cmd::reconfigure_cmd(a),
+            cli::ClusterCommand::SetBudget(a) => live_cmd::set_budget(a),
         },
         cli::Command::Publish(a) => cluster_cmd::publish(a),
         cli::Command::Node { command } => match command {

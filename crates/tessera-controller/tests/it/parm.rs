@@ -57,8 +57,15 @@ fn a_second_job_reconfigures_the_malleable_one_and_it_is_told() {
     let (n0, _) = env.state.engine().power_config(tessera_core::JobId(a)).unwrap();
     env.actions.clear();
     let b = env.at(10).submit(&u, &[("--moldable", "8-20"), ("--power-profile", "Wave2D"), ("--time", "1:00:00")], None).unwrap()[0];
-    assert!(env.state.engine().power_config(tessera_core::JobId(b)).is_some(), "the second job starts at once");
     let (n1, cap1) = env.state.engine().power_config(tessera_core::JobId(a)).unwrap();
+    // the second job waits for the nodes the first gives up until it says it
+    // runs without them
+    assert!(env.state.engine().power_config(tessera_core::JobId(b)).is_none(), "the second job waits for the acknowledgement");
+    assert!(env.state.engine().awaits_resize(tessera_core::JobId(a)));
+    let attempt = env.state.ledger.jobs[&a].attempt;
+    env.at(12).apply(vec![tessera_controller::state::Event::Resized { job: a, attempt }]);
+    assert!(env.state.engine().power_config(tessera_core::JobId(b)).is_some(), "the second job starts once the first acknowledged");
+    assert!(!env.state.engine().awaits_resize(tessera_core::JobId(a)));
     let re = env.actions.iter().find_map(|x| if let Action::Reconfigure { job, nodes, cap_w, .. } = x { (*job == a).then(|| (nodes.clone(), *cap_w)) } else { None });
     // the first job had the machine: it gives the second room, and is told
     assert!(n1 < n0, "{n0} -> {n1} nodes");

@@ -270,13 +270,16 @@ pub struct ParmEngine {
     holder: Vec<Option<JobIdx>>,
     /// Per node: whether it answers and takes jobs, and why not.
     status: Vec<NodeStatus>,
+    /// The budget was lowered below the power drawn: the next pass lowers caps.
+    #[serde(default)]
+    over_budget: bool,
 }
 
 impl ParmEngine {
     pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
         let n = machine.nodes as usize;
         let status = vec![NodeStatus { up: true, drain: false, reason: String::new() }; n];
-        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status }
+        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status, over_budget: false }
     }
 
     /// Whether machine node `k` takes jobs.
@@ -381,6 +384,41 @@ impl ParmEngine {
     /// Running jobs whose acknowledgement is overdue at `now`.
     pub(crate) fn overdue(&self, now: Time) -> Vec<JobIdx> {
         self.running.iter().copied().filter(|j| self.runs[j.index()].as_ref().is_some_and(|r| r.release_by.is_some_and(|t| t <= now))).collect()
+    }
+
+    /// The least power the running jobs may draw now (W): each at its lowest
+    /// cap and the smallest size it may take, with what jobs being killed and
+    /// nodes given up draw and the idle nodes.
+    pub(crate) fn least_power_w(&self, now: Time, t: &JobTable) -> f64 {
+        let base = self.machine.node_base_w;
+        let mut w = self.idle_nodes() as f64 * self.machine.idle_w;
+        for &j in &self.running {
+            let r = self.runs[j.index()].as_ref().expect("a running job has a run");
+            w += r.releasing_w;
+            w += match t.state(j) {
+                JobState::Running { .. } => {
+                    let idle = self.machine.idle_w;
+                    // nodes it would give back draw idle power, or (when
+                    // shrinks are acknowledged) their cap until then
+                    let ack = self.cfg.resize_ack_s.is_some();
+                    self.options(j, now)
+                        .iter()
+                        .filter(|&&(n, _)| !ack || n >= r.n)
+                        .map(|&(n, p)| n as f64 * (p + base) + (r.n.saturating_sub(n)) as f64 * idle)
+                        .fold(f64::INFINITY, f64::min)
+                        .min(r.n as f64 * (r.p + base))
+                }
+                _ => r.n as f64 * (r.p + base),
+            };
+        }
+        w
+    }
+
+    /// Change the budget; a pass must follow at once (until it, the power drawn
+    /// may exceed a lowered budget).
+    pub(crate) fn set_budget(&mut self, watts: f64) {
+        self.machine.budget_w = watts;
+        self.over_budget = self.power_w() > watts * (1.0 + 1e-9) + 1e-6;
     }
 
     /// Whether a running job holds nodes a shrink gave up, not yet acknowledged.
@@ -701,7 +739,8 @@ impl ParmEngine {
             }
             if ack {
                 let run = self.runs[j.index()].as_ref();
-                if power + delta(run, n, p) > self.machine.budget_w + 1e-6 {
+                let d = delta(run, n, p);
+                if d > 0.0 && power + d > self.machine.budget_w + 1e-6 {
                     match run {
                         Some(r) if n < r.n => p = r.p,
                         _ => continue,
@@ -766,6 +805,8 @@ impl ParmEngine {
                 }
             }
         }
+        // a lowered budget is met once what runs fits it
+        self.over_budget = self.power_w() > self.machine.budget_w * (1.0 + 1e-9) + 1e-6;
     }
 
     /// The last decision took `seconds` to compute: the jobs it started or
@@ -811,7 +852,7 @@ impl ParmEngine {
         let used = self.used_nodes();
         assert!(used <= self.machine.nodes, "{used} nodes in use of {}", self.machine.nodes);
         let w = self.power_w();
-        assert!(w <= self.machine.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn {w} W exceeds the budget {} W", self.machine.budget_w);
+        assert!(self.over_budget || w <= self.machine.budget_w * (1.0 + 1e-9) + 1e-6, "power drawn {w} W exceeds the budget {} W", self.machine.budget_w);
         for j in &self.running {
             assert!(matches!(t.state(*j), JobState::Running { .. } | JobState::Ending { .. }));
             let r = self.runs[j.index()].as_ref().expect("a running job has a run");

@@ -378,3 +378,34 @@ fn a_shrunk_job_holds_the_nodes_it_gave_up_until_it_acknowledges_or_is_killed() 
     assert_eq!(e.power_config(JobId(2)).map(|c| c.0), Some(8), "the whole machine is free again");
     e.sanity_check();
 }
+
+#[test]
+fn a_lowered_budget_brings_caps_down_at_the_next_pass_and_one_too_low_is_refused() {
+    let mut e = Engine::parm(machine(8, 8.0 * 116.0), ParmConfig::new(ParmVariant::NoSE));
+    let mut out = Vec::new();
+    let rigid = PowerJob { malleable: false, ..job(PRESETS[0], 90_000.0, 8, 8) };
+    e.handle(0, Input::submit(JobSpec { power: Some(rigid), ..JobSpec::new(JobId(1), 8, 1_000_000) }), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    assert_eq!(e.power_config(JobId(1)), Some((8, 60.0)), "full power while the budget allows");
+    // 8 nodes at LeanMD's lowest cap (30 W) draw 688 W: a budget below is refused
+    out.clear();
+    e.handle(10, Input::SetBudget { watts: 600.0 }, &mut out);
+    assert!(matches!(out.as_slice(), [Effect::Rejected { reason: tessera_core::Rejection::BudgetTooLow { budget_w: 600, needed_w: 688 }, .. }, ..]), "{out:?}");
+    assert_eq!(e.as_parm().unwrap().machine().budget_w, 928.0, "unchanged");
+    // 700 W: accepted, and the pass at the same instant brings the cap down
+    out.clear();
+    e.handle(10, Input::SetBudget { watts: 700.0 }, &mut out);
+    assert!(!out.iter().any(|x| matches!(x, Effect::Rejected { .. })), "{out:?}");
+    e.handle(10, Input::Pass, &mut out);
+    let (n, cap) = e.power_config(JobId(1)).unwrap();
+    assert_eq!(n, 8);
+    assert!(8.0 * (cap + 56.0) <= 700.0, "{cap} W");
+    assert!(out.iter().any(|x| matches!(x, Effect::Configure { job: JobId(1), cap_w, .. } if *cap_w == cap)), "{out:?}");
+    assert!(e.as_parm().unwrap().power_w() <= 700.0);
+    e.sanity_check();
+    // a queue engine allocates no power
+    let mut q = Engine::new(tessera_core::PolicyKind::Easy, 4).unwrap();
+    out.clear();
+    q.handle(0, Input::SetBudget { watts: 100.0 }, &mut out);
+    assert!(matches!(out.as_slice(), [Effect::Rejected { reason: tessera_core::Rejection::Unsupported { .. }, .. }, ..]), "{out:?}");
+}

@@ -29,6 +29,7 @@ fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
                 "/v1/agent/register" => Some(register.clone()),
                 "/v1/agent/poll" | "/v1/agent/report" => Some(msg.clone()),
                 "/v1/cluster" if m == "POST" => Some(reconfigure.clone()),
+                "/v1/cluster/budget" => Some(br#"{"watts": 1000}"#.to_vec()),
                 _ => None,
             };
             (m.parse().unwrap(), path, body)
@@ -84,7 +85,7 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
         let want = match p.as_str() {
             "/v1/jobs" if *m == Method::POST => StatusCode::FORBIDDEN,
             "/v1/cluster" if *m == Method::POST => StatusCode::FORBIDDEN,
-            "/v1/jobs/1/cancel" | "/v1/jobs/1/script" | "/v1/nodes/node001/drain" => StatusCode::FORBIDDEN,
+            "/v1/jobs/1/cancel" | "/v1/jobs/1/script" | "/v1/nodes/node001/drain" | "/v1/cluster/budget" => StatusCode::FORBIDDEN,
             "/v1/agent/register" => StatusCode::CONFLICT, // node001 is agent1's, which is alive
             "/v1/agent/poll" | "/v1/agent/report" => StatusCode::CONFLICT, // not agent1's session
             _ => StatusCode::OK,

@@ -197,3 +197,30 @@ fn a_shrunk_job_gives_up_its_nodes_once_it_acknowledges_and_one_that_does_not_is
     let (killed, started) = (l.job(c).unwrap(), l.job(d).unwrap());
     assert!(started.start.unwrap() >= killed.end.unwrap(), "the fourth started on the nodes the third gave up only once it had ended: {killed:?} {started:?}");
 }
+
+#[test]
+fn an_operator_lowers_the_budget_live_and_the_caps_come_down() {
+    let mut l = Live::start_with(2, 30, Some((POWERED, 8)), "parm", &[]);
+    let j = l.submit(&["-N", "4", "--power-profile", "LeanMD", "-t", "1:00", "--wrap", "sleep 12"]);
+    l.wait_for("the job running", 20, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Running));
+    let caps = |l: &Live| kept_caps(l, 0);
+    // as fast as LeanMD runs (its saturation power, 52 W, rounds up to the 55 W level)
+    assert!(caps(&l).values().all(|&c| c == 55.0), "under 600 W: {:?}", caps(&l));
+    // 4 nodes at LeanMD's lowest cap draw 344 W: 300 W is refused, 400 W taken
+    let o = l.cli(&["cluster", "set-budget", "300"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("below what the running jobs need at their lowest caps, 344 W"), "{e}");
+    let o = l.cli(&["cluster", "set-budget", "400"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "Power budget 400 W (was 600 W)");
+    l.wait_for("the caps down and the measured power within 400 W", 10, |l| {
+        let m = l.metrics();
+        caps(l).values().all(|&c| 4.0 * (c + 56.0) <= 400.0) && metric(&m, "tessera_measured_power_watts").is_some_and(|w| w > 0.0 && w <= 400.0) && metric(&m, "tessera_power_budget_watts") == Some(400.0)
+    });
+    // journaled: a restarted controller keeps it
+    l.kill9_controller();
+    l.start_controller();
+    l.wait_for("the budget after a restart", 10, |l| metric(&l.metrics(), "tessera_power_budget_watts") == Some(400.0));
+    l.wait_for("the job completed", 30, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed));
+}
