@@ -409,3 +409,93 @@ fn a_lowered_budget_brings_caps_down_at_the_next_pass_and_one_too_low_is_refused
     q.handle(0, Input::SetBudget { watts: 100.0 }, &mut out);
     assert!(matches!(out.as_slice(), [Effect::Rejected { reason: tessera_core::Rejection::Unsupported { .. }, .. }, ..]), "{out:?}");
 }
+
+/// wSE with acknowledged resizes, on the seeded workloads: each shrunk job
+/// acknowledges after a seeded delay, past the deadline for some (they are
+/// killed). The power stays within the budget after every input, the nodes a
+/// shrink gave up are never given to another job before the acknowledgement,
+/// and every job leaves the engine.
+#[test]
+fn acknowledged_resizes_keep_the_budget_and_every_job_ends() {
+    use std::collections::BTreeMap;
+    let (mut all_acked, mut all_killed) = (0, 0);
+    for seed in 0..4u64 {
+        let jobs = workload(seed);
+        let cfg = ParmConfig { resize_ack_s: Some(30), fse: 200, ..ParmConfig::new(ParmVariant::WSE) };
+        let m = machine(24, 10.0 * 116.0);
+        let budget = m.budget_w;
+        let mut e = Engine::parm(m, cfg);
+        let (mut ends, mut acks, mut wake): (Vec<Option<Time>>, BTreeMap<Time, Vec<u64>>, Option<Time>) = (Vec::new(), BTreeMap::new(), None);
+        let (mut next, mut left, mut killed) = (0usize, 0usize, 0usize);
+        let mut rng = seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
+        let mut delay = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % 40) as Time
+        };
+        let mut out = Vec::new();
+        let mut steps = 0;
+        loop {
+            steps += 1;
+            assert!(steps < 100_000, "seed {seed}: no progress");
+            let now = [jobs.get(next).map(|j| j.0), ends.iter().flatten().copied().min(), acks.keys().next().copied(), wake].into_iter().flatten().min();
+            let Some(now) = now else { break };
+            let mut inputs = Vec::new();
+            for (i, end) in ends.iter_mut().enumerate() {
+                if *end == Some(now) {
+                    *end = None;
+                    inputs.push(Input::Complete { job: JobId(i as u64), outcome: Outcome::Exited(0) });
+                }
+            }
+            for id in acks.remove(&now).unwrap_or_default() {
+                if e.awaits_resize(JobId(id)) {
+                    inputs.push(Input::Resized(JobId(id)));
+                    all_acked += 1;
+                }
+            }
+            while let Some(&(_, pj)) = jobs.get(next).filter(|j| j.0 == now) {
+                ends.push(None);
+                inputs.push(Input::submit(JobSpec { power: Some(pj), ..JobSpec::new(JobId(next as u64), pj.n_max, 1_000_000) }));
+                next += 1;
+            }
+            if wake.is_some_and(|w| w <= now) {
+                wake = None;
+            }
+            inputs.push(Input::Pass);
+            for input in inputs {
+                let awaited: Vec<bool> = (0..ends.len()).map(|i| e.awaits_resize(JobId(i as u64))).collect();
+                out.clear();
+                e.handle(now, input, &mut out);
+                for eff in out.drain(..).collect::<Vec<_>>() {
+                    match eff {
+                        Effect::Configure { job, end, .. } => {
+                            ends[job.0 as usize] = Some(end);
+                            if e.awaits_resize(job) && !awaited[job.0 as usize] {
+                                acks.entry(now + delay()).or_default().push(job.0);
+                            }
+                        }
+                        Effect::Kill { job, reason } => {
+                            assert_eq!(reason, tessera_core::KillReason::ResizeTimeout);
+                            killed += 1;
+                            ends[job.0 as usize] = None;
+                            let mut fx = Vec::new();
+                            e.handle(now, Input::Complete { job, outcome: Outcome::Signaled(15) }, &mut fx);
+                            left += fx.iter().filter(|x| matches!(x, Effect::Finished(_))).count();
+                        }
+                        Effect::Finished(_) => left += 1,
+                        Effect::WakeAt(t) => wake = Some(t),
+                        Effect::Start { .. } => {}
+                        other => panic!("seed {seed}: unexpected {other:?}"),
+                    }
+                }
+                let p = e.as_parm().unwrap();
+                assert!(p.power_w() <= budget + 1e-6, "seed {seed} at {now}: {} W over {budget} W", p.power_w());
+                e.sanity_check();
+            }
+        }
+        assert_eq!(left, jobs.len(), "seed {seed}: every job ended ({killed} killed at the deadline)");
+        all_killed += killed;
+    }
+    assert!(all_acked > 0 && all_killed > 0, "both paths taken: {all_acked} acknowledged, {all_killed} killed");
+}
