@@ -341,11 +341,11 @@ impl Agent {
                 }
             }
             AgentCommand::Power { node, cap_w, busy } => self.power(&node, cap_w, busy),
-            AgentCommand::Reconfigure { job, attempt, nodelist, nodes, cap_w, at } => {
+            AgentCommand::Reconfigure { job, attempt, nodelist, nodes, cap_w, at, end } => {
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     if j.exit.is_none() {
                         tracing::info!(job, attempt, nodes, cap_w, "reconfigure");
-                        let line = format!("{at} {nodes} {cap_w} {nodelist}\n");
+                        let line = format!("{at} {nodes} {cap_w} {nodelist} {end}\n");
                         if let Err(e) = append(&j.slot.config(), &line) {
                             tracing::warn!(file = %j.slot.config().display(), "recording a configuration: {e}");
                         }

@@ -104,7 +104,8 @@ impl Slot {
 
     /// The run's configuration record: each configuration the power-aware
     /// scheduler gave the running job after its start, one line each, `AT
-    /// NODES CAP_W NODELIST` (the controller's instant, Unix seconds), found by
+    /// NODES CAP_W NODELIST END` (the controller's instant and the end the
+    /// scheduler's model now expects, Unix seconds), found by
     /// the job in `$TESSERA_CONFIG` ([`CONFIG_ENV`]).
     pub fn config(&self) -> PathBuf {
         self.record.with_extension("conf")

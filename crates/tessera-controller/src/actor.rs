@@ -679,10 +679,10 @@ impl Actor {
                 Action::Suspend { node, job, attempt, at } => (node, AgentCommand::Suspend { job, attempt, grace_ms: 1000, at: Some(at) }),
                 Action::Resume { node, job, attempt, at } => (node, AgentCommand::Resume { job, attempt, at: Some(at) }),
                 Action::Power { node, cap_w, busy } => (node, AgentCommand::Power { node: self.cluster.nodes[node as usize].name.clone(), cap_w, busy }),
-                Action::Reconfigure { node, job, attempt, nodes, cap_w, at } => {
+                Action::Reconfigure { node, job, attempt, nodes, cap_w, at, end } => {
                     let names: Vec<&str> = nodes.iter().map(|&n| self.cluster.nodes[n as usize].name.as_str()).collect();
                     let nodelist = tessera_core::hostlist::compress(&names);
-                    (node, AgentCommand::Reconfigure { job, attempt, nodelist, nodes: nodes.len() as u32, cap_w, at })
+                    (node, AgentCommand::Reconfigure { job, attempt, nodelist, nodes: nodes.len() as u32, cap_w, at, end })
                 }
             };
             if let Some(s) = self.state.ledger.node_agent[node as usize].as_ref().and_then(|a| self.agents.get_mut(a)) {

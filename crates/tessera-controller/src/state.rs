@@ -108,7 +108,7 @@ pub enum Action {
     Power { node: u32, cap_w: f64, busy: bool },
     /// A running job's configuration changed (PARM): its nodes, first node
     /// first, and its CPU cap. Sent to the agent of its first node.
-    Reconfigure { node: u32, job: u64, attempt: u32, nodes: Vec<u32>, cap_w: f64, at: i64 },
+    Reconfigure { node: u32, job: u64, attempt: u32, nodes: Vec<u32>, cap_w: f64, at: i64, end: i64 },
 }
 
 /// How a finished job ended (kept for dependencies and `job show`).
@@ -687,7 +687,7 @@ impl Ledger {
                     tracing::info!(job = job.0, "requeued");
                 }
             }
-            Effect::Configure { job, cap_w, .. } => {
+            Effect::Configure { job, cap_w, end, .. } => {
                 let Some(m) = self.jobs.get_mut(&job.0) else { return };
                 let nodes: Vec<u32> = engine.allocation(job).map(|a| a.parts.iter().map(|p| p.node).collect()).unwrap_or_default();
                 if nodes == m.nodes && m.cap_w == Some(cap_w) {
@@ -700,7 +700,7 @@ impl Ledger {
                 out.extend(nodes.iter().map(|&node| Action::Power { node, cap_w, busy: true }));
                 m.nodes = nodes.clone();
                 m.cap_w = Some(cap_w);
-                out.push(Action::Reconfigure { node: nodes[0], job: job.0, attempt: m.attempt, nodes, cap_w, at: now });
+                out.push(Action::Reconfigure { node: nodes[0], job: job.0, attempt: m.attempt, nodes, cap_w, at: now, end });
             }
             Effect::Rejected { input, job, reason } => {
                 tracing::warn!(job = job.map(|j| j.0), input, %reason, "the engine refused an input");
@@ -836,9 +836,12 @@ impl Ledger {
         env.insert("SLURM_JOBID".into(), m.id.to_string());
         env.insert("SLURM_NNODES".into(), m.nodes.len().to_string());
         if let Some(cap) = m.cap_w {
-            // the CPU cap its nodes run at, and where a new configuration is
-            // written while it runs (docs/live.md, "Power-aware jobs")
+            // the CPU cap its nodes run at, and when the scheduler's model
+            // expects it to end (docs/live.md, "Power-aware scheduling live")
             env.insert("TESSERA_POWER_CAP_W".into(), format!("{cap}"));
+            if let Some(end) = engine.power_end(JobId(id)) {
+                env.insert("TESSERA_POWER_END".into(), end.to_string());
+            }
         }
         env.insert("SLURM_NPROCS".into(), alloc.procs.to_string());
         env.insert("SLURMD_NODENAME".into(), first.to_string());

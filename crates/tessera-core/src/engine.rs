@@ -758,6 +758,12 @@ impl Engine {
         self.as_parm().is_some_and(|m| m.releasing(j))
     }
 
+    /// When a running job ends under its current configuration (PARM's model).
+    pub fn power_end(&self, id: JobId) -> Option<Time> {
+        let j = self.t.lookup(id)?;
+        self.as_parm()?.expected_end(j)
+    }
+
     /// A running job's node count and CPU cap (W), under PARM.
     pub fn power_config(&self, id: JobId) -> Option<(u32, f64)> {
         let j = self.t.lookup(id)?;

@@ -42,7 +42,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tessera_proto::unix_now_f64 as wall;
 use tessera_agent::suspensions;
-use tessera_sim::sleeplog::{SleepRecord, Suspension};
+use tessera_sim::sleeplog::{Configuration, SleepRecord, Suspension};
 
 /// What the runtime counts from (see the module's documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +68,8 @@ pub struct SleepJob {
     /// Cores to record (default `$TESSERA_NTASKS` or `$SLURM_NTASKS`, else 1).
     pub cores: Option<u32>,
     pub count_from: CountFrom,
+    /// Follow the power-aware scheduler's model (see [`run_work`]).
+    pub work: bool,
 }
 
 fn env_number<T: std::str::FromStr>(keys: &[&str]) -> Result<Option<T>> {
@@ -106,6 +108,9 @@ pub fn run(a: &SleepJob) -> Result<()> {
     };
     // open the log first: a job that cannot write its line says so at once
     let log = std::fs::OpenOptions::new().append(true).create(true).open(&a.log).with_context(|| format!("opening the log {}", a.log.display()))?;
+    if a.work {
+        return run_work(a, &log, submit, start, cores);
+    }
 
     let signals = [libc::SIGTSTP, libc::SIGCONT, libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
     // SAFETY: plain signal-mask calls on a local set; this process has one thread.
@@ -173,7 +178,7 @@ pub fn run(a: &SleepJob) -> Result<()> {
     // launch and suspension reached the node together) started, as far as
     // anyone could tell, when it was suspended
     let start = suspensions.first().map_or(start, |x: &Suspension| start.min(x.suspend));
-    let rec = SleepRecord { id: a.id, submit: submit.min(start), start, end, runtime: a.runtime, cores, suspensions };
+    let rec = SleepRecord { id: a.id, submit: submit.min(start), start, end, runtime: a.runtime, cores, suspensions, configs: Vec::new() };
     append(&log, &rec).with_context(|| format!("appending to the log {}", a.log.display()))?;
     if let End::Signal(s) = end_by {
         // end as the signal would have ended it, so the job is accounted as such
@@ -228,4 +233,82 @@ fn append(log: &std::fs::File, rec: &SleepRecord) -> Result<()> {
     // SAFETY: as above.
     unsafe { libc::flock(fd, libc::LOCK_UN) };
     r.context("writing")
+}
+
+/// `--work`: the job of a power-aware scheduler. Its run follows the
+/// scheduler's model of it (the PASS model, docs/power.md): it ends when the
+/// model says a job of its work ends in its configuration, which the
+/// controller gives at its start (`$TESSERA_POWER_END`, with `$SLURM_NNODES`
+/// and `$TESSERA_POWER_CAP_W`) and in each line of its configuration record
+/// after a resize or a re-cap (`$TESSERA_CONFIG`: `AT NODES CAP_W NODELIST
+/// END`, announced by SIGWINCH). It acknowledges each new configuration at
+/// once (a line in `$TESSERA_CONFIG_ACK`) and logs each with its instant. So
+/// a resize or a re-cap changes when it ends exactly as the simulator
+/// computes it.
+fn run_work(a: &SleepJob, log: &std::fs::File, submit: f64, start: f64, cores: u32) -> Result<()> {
+    let need = |k: &str| std::env::var(k).map_err(|_| anyhow::anyhow!("--work: ${k} is not set (a job started by the power-aware policy, --policy parm, has it)"));
+    let number = |k: &str| -> Result<f64> {
+        let v = need(k)?;
+        v.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| anyhow::anyhow!("--work: ${k} is {:?}: expected a number", v.chars().take(40).collect::<String>()))
+    };
+    let mut end_at = number("TESSERA_POWER_END")?;
+    let config = PathBuf::from(need("TESSERA_CONFIG")?);
+    let ack = PathBuf::from(need("TESSERA_CONFIG_ACK")?);
+    let s0 = env_number::<f64>(&["TESSERA_START_TIME"])?.unwrap_or(start);
+    let mut configs = vec![Configuration { at: s0, nodes: number("SLURM_NNODES")? as u32, cap_w: number("TESSERA_POWER_CAP_W")? }];
+    let signals = [libc::SIGWINCH, libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+    // SAFETY: plain signal-mask calls on a local set; this process has one thread.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    let mut seen = 0;
+    let end_by = loop {
+        // every whole line not read yet (a SIGWINCH before the mask was set
+        // is lost, but its line is read at the next one or at the end)
+        let text = std::fs::read_to_string(&config).with_context(|| format!("reading the configuration record {}", config.display()))?;
+        let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+        let lines: Vec<&str> = whole.lines().collect();
+        for line in &lines[seen.min(lines.len())..] {
+            let f: Vec<&str> = line.split(' ').collect();
+            let bad = || anyhow::anyhow!("{}: {line:?}: expected AT NODES CAP_W NODELIST END", config.display());
+            let (at, nodes, cap_w, end) = match f.as_slice() {
+                [at, nodes, cap, _, end] => (at.parse::<f64>().map_err(|_| bad())?, nodes.parse::<u32>().map_err(|_| bad())?, cap.parse::<f64>().map_err(|_| bad())?, end.parse::<f64>().map_err(|_| bad())?),
+                _ => return Err(bad()),
+            };
+            configs.push(Configuration { at, nodes, cap_w });
+            end_at = end;
+        }
+        if lines.len() > seen {
+            seen = lines.len();
+            // it runs in its new configuration: acknowledged
+            let mut f = std::fs::OpenOptions::new().append(true).open(&ack).with_context(|| format!("opening {}", ack.display()))?;
+            f.write_all(b"ok\n").with_context(|| format!("acknowledging in {}", ack.display()))?;
+        }
+        let left = end_at - wall();
+        if left <= 0.0 {
+            break End::Slept;
+        }
+        match wait_signal(&set, Duration::from_secs_f64(left))? {
+            None | Some(libc::SIGWINCH) => {}
+            Some(s) => break End::Signal(s),
+        }
+    };
+    let end = wall().max(start);
+    let rec = SleepRecord { id: a.id, submit: submit.min(start), start, end, runtime: a.runtime, cores, suspensions: Vec::new(), configs };
+    append(log, &rec).with_context(|| format!("appending to the log {}", a.log.display()))?;
+    if let End::Signal(s) = end_by {
+        // SAFETY: restore the default action and unblock it; the process ends.
+        unsafe {
+            libc::signal(s, libc::SIG_DFL);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::raise(s);
+        }
+    }
+    Ok(())
 }

@@ -487,10 +487,20 @@ pub enum AgentCommand {
     Power { node: String, cap_w: f64, busy: bool },
     /// A running job's new configuration (the power-aware scheduler resized
     /// or re-capped it): its nodes (a hostlist, first node first), their
-    /// count and its CPU cap, from the controller's instant `at`. The agent
-    /// appends it to the job's configuration file (`$TESSERA_CONFIG`) and
-    /// sends the job SIGWINCH.
-    Reconfigure { job: u64, attempt: u32, nodelist: String, nodes: u32, cap_w: f64, at: i64 },
+    /// count and its CPU cap, from the controller's instant `at`, and when the
+    /// scheduler's model now expects it to end (`end`, Unix seconds). The
+    /// agent appends it to the job's configuration file (`$TESSERA_CONFIG`)
+    /// and sends the job SIGWINCH.
+    Reconfigure {
+        job: u64,
+        attempt: u32,
+        nodelist: String,
+        nodes: u32,
+        cap_w: f64,
+        at: i64,
+        #[serde(default)]
+        end: i64,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

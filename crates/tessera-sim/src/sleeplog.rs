@@ -22,6 +22,16 @@ pub struct Suspension {
     pub resume: f64,
 }
 
+/// One configuration a power-aware scheduler gave the job: from when (the
+/// scheduler's instant), on how many nodes, at which CPU cap.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Configuration {
+    pub at: f64,
+    pub nodes: u32,
+    pub cap_w: f64,
+}
+
 /// One line of the log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +45,10 @@ pub struct SleepRecord {
     pub runtime: f64,
     pub cores: u32,
     pub suspensions: Vec<Suspension>,
+    /// Its configurations, under a power-aware scheduler (`sleep-job --work`):
+    /// the one it started in, then each it was told of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<Configuration>,
 }
 
 impl SleepRecord {

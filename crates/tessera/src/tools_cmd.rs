@@ -21,7 +21,7 @@ pub fn sleep_job(a: SleepJobArgs) -> Result<()> {
         CountFrom::Scheduler => sleep_job::CountFrom::Scheduler,
         CountFrom::Process => sleep_job::CountFrom::Process,
     };
-    sleep_job::run(&sleep_job::SleepJob { id: a.id, runtime: a.runtime, log: a.log, submit: a.submit, cores: a.cores, count_from })
+    sleep_job::run(&sleep_job::SleepJob { id: a.id, runtime: a.runtime, log: a.log, submit: a.submit, cores: a.cores, count_from, work: a.work })
 }
 
 pub fn replay(a: ReplayArgs) -> Result<()> {

@@ -7,7 +7,7 @@ use tessera_sim::sleeplog::SleepRecord;
 fn metrics_of_a_sleep_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sleep.log");
-    let rec = |id, submit: f64, start: f64, end: f64| serde_json::to_string(&SleepRecord { id, submit, start, end, runtime: end - start, cores: 2, suspensions: vec![] }).unwrap();
+    let rec = |id, submit: f64, start: f64, end: f64| serde_json::to_string(&SleepRecord { id, submit, start, end, runtime: end - start, cores: 2, suspensions: vec![], configs: vec![] }).unwrap();
     std::fs::write(&log, format!("{}\n{}\n", rec(1, 0.0, 0.0, 10.0), rec(2, 0.0, 10.0, 20.0))).unwrap();
     let r = compute(&Options { log: Some(log.clone()), capacity: Some(4), ..Options::default() }).unwrap();
     assert_eq!(r.metrics.jobs, 2);

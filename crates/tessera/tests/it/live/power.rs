@@ -224,3 +224,28 @@ fn an_operator_lowers_the_budget_live_and_the_caps_come_down() {
     l.wait_for("the budget after a restart", 10, |l| metric(&l.metrics(), "tessera_power_budget_watts") == Some(400.0));
     l.wait_for("the job completed", 30, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed));
 }
+
+#[test]
+fn emulated_malleable_jobs_end_when_the_model_says_through_their_resizes() {
+    use tessera_sim::sleeplog::read_log;
+    let l = Live::start_with(2, 30, Some((POWERED, 8)), "parm", &["--alpha", "0"]);
+    let log = l.dir.path().join("sleep.log");
+    let job = |id: u64, runtime: u64| format!("exec {BIN} sleep-job --work --id {id} --runtime {runtime} --log {}", log.display());
+    // a long malleable job alone takes what it can; a second one makes it shrink
+    let a = l.submit(&["--moldable", "2-8", "--malleable", "--power-profile", "Jacobi2D", "-t", "0:08", "--wrap", &job(1, 8)]);
+    l.wait_for("the first job running", 20, |l| l.job(a).is_some_and(|x| x.state == JobStateCode::Running));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let b = l.submit(&["--moldable", "4-6", "--power-profile", "Wave2D", "-t", "0:04", "--wrap", &job(2, 4)]);
+    l.wait_for("both completed", 60, |l| [a, b].iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed)));
+    let recs = read_log(&log).unwrap();
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    let first = recs.iter().find(|r| r.id == 1).unwrap();
+    assert!(first.configs.len() >= 2, "the first job was reconfigured: {first:?}");
+    assert!(first.configs.windows(2).any(|w| w[1].nodes < w[0].nodes), "and shrank: {first:?}");
+    // each ended when the scheduler's model said, to the second it recorded
+    for (id, j) in [(1, a), (2, b)] {
+        let r = recs.iter().find(|r| r.id == id).unwrap();
+        let end = l.job(j).unwrap().end.unwrap() as f64;
+        assert!(r.end >= end - 0.05 && r.end < end + 1.0, "job {id}: logged end {} against the recorded {end}: {r:?}", r.end);
+    }
+}
