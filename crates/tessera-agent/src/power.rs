@@ -174,6 +174,54 @@ impl Domain {
     }
 }
 
+/// Which power domain an agent gives its nodes (`--power-domain`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// The model for nodes a cluster file gives, RAPL for detected ones when
+    /// the machine has a package zone.
+    Auto,
+    Model,
+    Rapl,
+    None,
+}
+
+impl std::str::FromStr for Choice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Choice, String> {
+        match s {
+            "auto" => Ok(Choice::Auto),
+            "model" => Ok(Choice::Model),
+            "rapl" => Ok(Choice::Rapl),
+            "none" => Ok(Choice::None),
+            _ => Err(format!("{s:?}: expected auto, model, rapl or none")),
+        }
+    }
+}
+
+/// Each node's power domain under `choice`: `nodes` are (name, its model)
+/// for nodes a cluster file gives (the model None when the file has no power
+/// model for them), (name, None) for detected nodes, whose RAPL packages are
+/// under `root`.
+pub fn sources(nodes: Vec<(String, Option<Option<NodeModel>>)>, choice: Choice, root: &Path) -> Result<Vec<(String, Source)>, String> {
+    let rapl = Powercap::new(root);
+    let has_rapl = rapl.zones().is_ok_and(|z| z.iter().any(|z| z.is_package()));
+    if choice == Choice::Model && nodes.iter().any(|n| n.1.is_none()) {
+        return Err("--power-domain model: the power model is the cluster file's (give --cluster or --default-cluster)".into());
+    }
+    Ok(nodes
+        .into_iter()
+        .filter_map(|(n, from_file)| {
+            let s = match (choice, from_file) {
+                (Choice::None, _) => None,
+                (Choice::Rapl, _) => Some(Source::Rapl(rapl.clone())),
+                (Choice::Model | Choice::Auto, Some(m)) => m.map(Source::Model),
+                (_, None) => has_rapl.then(|| Source::Rapl(rapl.clone())),
+            };
+            Some((n, s?))
+        })
+        .collect())
+}
+
 /// The caps in force, kept across the agent's restarts.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Saved {

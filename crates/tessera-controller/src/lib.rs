@@ -66,6 +66,65 @@ pub struct Config {
     pub parm: Option<tessera_core::power::ParmConfig>,
 }
 
+/// PARM's flags as a controller takes them (`--parm-variant`, `--parm-rule`,
+/// `--alpha`, `--fse`, `--resize-ack`; None: the default).
+#[derive(Debug, Clone, Default)]
+pub struct ParmFlags {
+    pub variant: Option<String>,
+    pub rule: Option<String>,
+    pub alpha: Option<f64>,
+    pub fse: Option<i64>,
+    pub resize_ack: Option<i64>,
+}
+
+impl ParmFlags {
+    /// The flags again, for a controller `tessera up` starts.
+    pub fn args(&self) -> Vec<String> {
+        let given = [
+            ("--parm-variant", self.variant.clone()),
+            ("--parm-rule", self.rule.clone()),
+            ("--alpha", self.alpha.map(|a| a.to_string())),
+            ("--fse", self.fse.map(|f| f.to_string())),
+            ("--resize-ack", self.resize_ack.map(|f| f.to_string())),
+        ];
+        given.into_iter().filter_map(|(k, v)| Some([k.to_string(), v?])).flatten().collect()
+    }
+
+    /// PARM's settings under `policy`, or None when no flag is given (the
+    /// state directory's, or [`parm_defaults`]); an error names the flag.
+    pub fn config(&self, policy: &str) -> Result<Option<tessera_core::power::ParmConfig>, String> {
+        if self.args().is_empty() {
+            return Ok(None);
+        }
+        if !policy.eq_ignore_ascii_case("parm") {
+            return Err("--parm-variant, --parm-rule, --alpha, --fse and --resize-ack apply to --policy parm only".into());
+        }
+        let mut c = parm_defaults();
+        if let Some(v) = &self.variant {
+            c.variant = v.parse().map_err(|e| format!("--parm-variant: {e}"))?;
+        }
+        if let Some(r) = &self.rule {
+            c.rule = r.parse().map_err(|e| format!("--parm-rule: {e}"))?;
+        }
+        match self.alpha {
+            Some(a) if !(a.is_finite() && a >= 0.0) => return Err(format!("--alpha {a}: expected a number >= 0")),
+            Some(a) => c.alpha = a,
+            None => {}
+        }
+        match self.fse {
+            Some(f) if f < 0 => return Err(format!("--fse {f}: expected seconds >= 0")),
+            Some(f) => c.fse = f,
+            None => {}
+        }
+        match self.resize_ack {
+            Some(s) if !(1..=86_400).contains(&s) => return Err(format!("--resize-ack {s}: expected seconds from 1 to 86400")),
+            Some(s) => c.resize_ack_s = Some(s),
+            None => {}
+        }
+        Ok(Some(c))
+    }
+}
+
 /// Seconds a live malleable job has to acknowledge a shrink before it is
 /// killed (docs/live.md, "Reconfiguration").
 pub const RESIZE_ACK_S: i64 = 60;

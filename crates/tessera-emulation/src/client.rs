@@ -52,3 +52,14 @@ mod tests {
         assert_eq!(changes(&(v(&["n1", "n2", "n3"]), v(&[]), v(&["x\ny"]))), "nodes added: n[1-3]; removed: none; changed: x\\ny");
     }
 }
+
+/// Change a controller's power budget (`POST /v1/cluster/budget`): what it
+/// says, `Power budget W W (was P W)`.
+pub fn set_budget(client: &mut Client, rt: &tokio::runtime::Runtime, watts: f64) -> Result<String> {
+    let body = tessera_proto::api::BudgetRequest { watts };
+    let r: tessera_proto::api::BudgetReply = rt.block_on(client.call(Method::POST, "/v1/cluster/budget", Some(&body))).map_err(explain)?;
+    Ok(match r.previous_w {
+        Some(p) => format!("Power budget {} W (was {p} W)", r.budget_w),
+        None => format!("Power budget {} W", r.budget_w),
+    })
+}

@@ -58,6 +58,83 @@ pub fn note(log: &Path, line: &str) {
     }
 }
 
+/// Supervise a local cluster's controller until SIGINT or SIGTERM: a
+/// controller that exits abnormally is started again as [`Restarts`] says,
+/// each restart noted on standard error and in its log; one that exits
+/// cleanly without being asked, or keeps failing, stops the agents and ends
+/// with the reason. Then stops everything.
+pub fn supervise(local: &mut crate::local::Local, dir: &Path) -> anyhow::Result<()> {
+    use crate::local::{stop, tail};
+    let clog = dir.join("controller.log");
+    let mut signals = signal_hook_lite()?;
+    let mut restarts = Restarts::new(Instant::now());
+    'supervise: loop {
+        if signals() {
+            break;
+        }
+        if let Some(st) = local.controller.try_wait()? {
+            // fail-stop: a controller that ends abnormally (a panic, a failed
+            // write: status 70; a signal) is started again, and recovers
+            let pid = local.controller.id();
+            crate::interrupt::forget(&[pid]);
+            let why = if st.success() {
+                Some("it exited without being asked to".to_string())
+            } else {
+                restarts.exited(Instant::now()).err()
+            };
+            let pause = match why {
+                Some(why) => {
+                    stop(&local.file());
+                    let _ = std::fs::remove_file(dir.join("up.json"));
+                    anyhow::bail!("the controller exited ({st}); {why}: stopped the agents.\n{}", tail(&clog));
+                }
+                None => restarts.pause(),
+            };
+            let msg = format!("tessera up: the controller (pid {pid}) exited abnormally ({st}); restarting it in {} ms (restart {})", pause.as_millis(), restarts.total);
+            eprintln!("{msg}");
+            note(&clog, &msg);
+            let until = Instant::now() + pause;
+            while Instant::now() < until {
+                if signals() {
+                    break 'supervise;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            match local.restart_controller() {
+                Ok(()) => {
+                    let msg = format!("tessera up: the controller is back (pid {}, restart {})", local.controller.id(), restarts.total);
+                    eprintln!("{msg}");
+                    note(&clog, &msg);
+                }
+                // it exited starting (seen next round), or was killed after 30 s
+                Err(e) => eprintln!("tessera up: the restarted controller did not come up: {e:#}"),
+            }
+            restarts.started(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop(&local.file());
+    let _ = std::fs::remove_file(dir.join("up.json"));
+    Ok(())
+}
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A poll for SIGINT or SIGTERM, without an async runtime.
+fn signal_hook_lite() -> anyhow::Result<impl FnMut() -> bool> {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_stop as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_stop as *const () as libc::sighandler_t);
+    }
+    Ok(|| STOP.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::Restarts;

@@ -8,13 +8,11 @@ use tessera_proto::unix_now;
 use crate::live_args::*;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 use tessera_agent::agent::{Agent, AgentConfig};
 use tessera_controller::auth::{Key, Role};
 use tessera_controller::Config;
 use tessera_core::{hostlist, Cluster};
-use tessera_emulation::supervise::{note, Restarts};
-use tessera_emulation::local::{cluster_text, start_local, stop, tail, write_up_file, UpFile};
+use tessera_emulation::local::{cluster_text, start_local, stop, write_up_file, UpFile};
 use tessera_proto::api::AgentNode;
 use tessera_proto::client::Target;
 
@@ -45,7 +43,7 @@ pub fn controller(a: ControllerArgs) -> Result<()> {
         site: a.site,
         max_batch: a.max_batch,
         coalesce_ms: a.coalesce_ms,
-        parm: a.parm.config(&a.policy)?,
+        parm: a.parm.flags().config(&a.policy).map_err(anyhow::Error::msg)?,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(tessera_controller::http::serve(cfg))
@@ -66,37 +64,25 @@ fn agent_nodes(a: &AgentArgs, name: &str) -> Result<(Vec<AgentNode>, Vec<(String
     } else {
         None
     };
-    use tessera_agent::power::{NodeModel, Source};
     let (cores, mem, gpus) = tessera_agent::agent::detect();
-    let rapl = tessera_agent::powercap::Powercap::new(&a.powercap_root);
-    let has_rapl = || rapl.zones().is_ok_and(|z| z.iter().any(|z| z.is_package()));
-    if a.power_domain == PowerDomain::Model && cluster.is_none() {
-        bail!("--power-domain model: the power model is the cluster file's (give --cluster or --default-cluster)");
-    }
-    let (mut nodes, mut power) = (Vec::new(), Vec::new());
+    let (mut nodes, mut models) = (Vec::new(), Vec::new());
     for n in names {
-        let node = match &cluster {
-            Some(c) => Some((c, c.nodes.iter().find(|x| x.name == n).ok_or_else(|| anyhow!("--nodes: no node {n} in cluster {}", c.name))?)),
-            None => None,
+        let Some(c) = &cluster else {
+            models.push((n.clone(), None));
+            nodes.push(AgentNode { name: n, cores, memory_mb: mem, gpus });
+            continue;
         };
-        let model = node.and_then(|(c, node)| c.node_types[node.node_type].power.as_ref()).map(|p| {
-            let cpu_min_w = p.cap_levels_w.iter().copied().fold(p.cpu_max_w, f64::min);
-            Source::Model(NodeModel { busy_extra_w: p.base_w + p.memory_w, idle_w: p.idle_w, cpu_min_w, cpu_max_w: p.cpu_max_w })
+        let node = c.nodes.iter().find(|x| x.name == n).ok_or_else(|| anyhow!("--nodes: no node {n} in cluster {}", c.name))?;
+        let model = c.node_types[node.node_type].power.as_ref().map(|p| tessera_agent::power::NodeModel {
+            busy_extra_w: p.base_w + p.memory_w,
+            idle_w: p.idle_w,
+            cpu_min_w: p.cap_levels_w.iter().copied().fold(p.cpu_max_w, f64::min),
+            cpu_max_w: p.cpu_max_w,
         });
-        let source = match a.power_domain {
-            PowerDomain::None => None,
-            PowerDomain::Model => model,
-            PowerDomain::Rapl => Some(Source::Rapl(rapl.clone())),
-            PowerDomain::Auto if node.is_some() => model,
-            PowerDomain::Auto => has_rapl().then(|| Source::Rapl(rapl.clone())),
-        };
-        power.extend(source.map(|s| (n.clone(), s)));
-        nodes.push(match node {
-            Some((_, node)) => AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus },
-            None => AgentNode { name: n, cores, memory_mb: mem, gpus },
-        });
+        models.push((n.clone(), Some(model)));
+        nodes.push(AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus });
     }
-    Ok((nodes, power))
+    Ok((nodes, tessera_agent::power::sources(models, a.power_domain, &a.powercap_root).map_err(anyhow::Error::msg)?))
 }
 
 pub fn agent(a: AgentArgs) -> Result<()> {
@@ -151,12 +137,11 @@ pub fn up(a: UpArgs) -> Result<()> {
     if let Some(pid) = tessera_proto::statedir::holder(&dir, "controller")? {
         bail!("a controller (pid {pid}) already runs on {}: stop it with `tessera down --state-dir {}`", dir.display(), dir.display());
     }
-    a.parm.config(&a.policy)?;
-    let mut local = start_local(&bin()?, &dir, &a.cluster, a.agents, a.listen, &a.policy, &a.parm.args(), a.reconfigure)?;
+    a.parm.flags().config(&a.policy).map_err(anyhow::Error::msg)?;
+    let mut local = start_local(&bin()?, &dir, &a.cluster, a.agents, a.listen, &a.policy, &a.parm.flags().args(), a.reconfigure)?;
     let f = local.file();
     write_up_file(&dir, &f)?;
     let (ep, cluster, n) = (&local.ep, &local.cluster, local.agents.len());
-    let clog = dir.join("controller.log");
     let cores: u32 = cluster.nodes.iter().map(|x| x.cores).sum();
     outln!("Tessera is up: controller {} (pid {}), {n} agents presenting the {} nodes ({cores} cores) of cluster {}.", ep.url, f.controller, cluster.nodes.len(), cluster.name)?;
     outln!("State, logs and accounting in {}.", dir.display())?;
@@ -167,72 +152,7 @@ pub fn up(a: UpArgs) -> Result<()> {
         return Ok(());
     }
     outln!("Ctrl-C stops the controller and the agents (running jobs continue and are re-adopted by the next `tessera up`).")?;
-    let mut signals = signal_hook_lite()?;
-    let mut restarts = Restarts::new(Instant::now());
-    'supervise: loop {
-        if signals() {
-            break;
-        }
-        if let Some(st) = local.controller.try_wait()? {
-            // fail-stop: a controller that ends abnormally (a panic, a failed
-            // write: status 70; a signal) is started again, and recovers
-            let pid = local.controller.id();
-            tessera_emulation::interrupt::forget(&[pid]);
-            let why = if st.success() {
-                Some("it exited without being asked to".to_string())
-            } else {
-                restarts.exited(Instant::now()).err()
-            };
-            let pause = match why {
-                Some(why) => {
-                    stop(&local.file());
-                    let _ = std::fs::remove_file(dir.join("up.json"));
-                    bail!("the controller exited ({st}); {why}: stopped the agents.\n{}", tail(&clog));
-                }
-                None => restarts.pause(),
-            };
-            let msg = format!("tessera up: the controller (pid {pid}) exited abnormally ({st}); restarting it in {} ms (restart {})", pause.as_millis(), restarts.total);
-            eprintln!("{msg}");
-            note(&clog, &msg);
-            let until = Instant::now() + pause;
-            while Instant::now() < until {
-                if signals() {
-                    break 'supervise;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            match local.restart_controller() {
-                Ok(()) => {
-                    let msg = format!("tessera up: the controller is back (pid {}, restart {})", local.controller.id(), restarts.total);
-                    eprintln!("{msg}");
-                    note(&clog, &msg);
-                }
-                // it exited starting (seen next round), or was killed after 30 s
-                Err(e) => eprintln!("tessera up: the restarted controller did not come up: {e:#}"),
-            }
-            restarts.started(Instant::now());
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    stop(&local.file());
-    let _ = std::fs::remove_file(dir.join("up.json"));
-    Ok(())
-}
-
-static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, std::sync::atomic::Ordering::SeqCst);
-}
-
-/// A poll for SIGINT or SIGTERM, without an async runtime.
-fn signal_hook_lite() -> Result<impl FnMut() -> bool> {
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_stop as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_stop as *const () as libc::sighandler_t);
-    }
-    Ok(|| STOP.load(std::sync::atomic::Ordering::SeqCst))
+    tessera_emulation::supervise::supervise(&mut local, &dir)
 }
 
 pub fn down(a: DownArgs) -> Result<()> {

@@ -107,20 +107,11 @@ pub struct AgentArgs {
     /// its CPU cap is set and its energy read; a fake tree in tests).
     #[arg(long, default_value = tessera_agent::powercap::DEFAULT_ROOT)]
     pub powercap_root: PathBuf,
-    /// Where the nodes' CPU caps go and their power comes from: `model` (the
-    /// cluster file's power model: emulated nodes), `rapl` (the RAPL packages
-    /// under --powercap-root), `none`, or `auto`: the model for nodes taken
-    /// from a cluster file, RAPL for detected ones when the machine has it.
-    #[arg(long, value_enum, default_value_t = PowerDomain::Auto)]
-    pub power_domain: PowerDomain,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
-pub enum PowerDomain {
-    Auto,
-    Model,
-    Rapl,
-    None,
+    /// Where the nodes' CPU caps go and their power comes from: model (the
+    /// cluster file's: emulated nodes), rapl (under --powercap-root), none, or
+    /// auto (the model for a cluster file's nodes, else RAPL if present).
+    #[arg(long, default_value = "auto")]
+    pub power_domain: tessera_agent::power::Choice,
 }
 
 /// PARM's settings for a live controller (--policy parm), kept in its state
@@ -145,52 +136,8 @@ pub struct ParmArgs {
 }
 
 impl ParmArgs {
-    /// The flags again, for a controller `tessera up` starts.
-    pub fn args(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        let mut push = |k: &str, x: Option<String>| {
-            if let Some(x) = x {
-                v.extend([k.to_string(), x]);
-            }
-        };
-        push("--parm-variant", self.parm_variant.clone());
-        push("--parm-rule", self.parm_rule.clone());
-        push("--alpha", self.alpha.map(|a| a.to_string()));
-        push("--fse", self.fse.map(|f| f.to_string()));
-        push("--resize-ack", self.resize_ack.map(|f| f.to_string()));
-        v
-    }
-
-    fn given(&self) -> bool {
-        !self.args().is_empty()
-    }
-
-    /// PARM's settings, or None when none is given.
-    pub fn config(&self, policy: &str) -> anyhow::Result<Option<tessera_core::power::ParmConfig>> {
-        if !self.given() {
-            return Ok(None);
-        }
-        anyhow::ensure!(policy.eq_ignore_ascii_case("parm"), "--parm-variant, --parm-rule, --alpha, --fse and --resize-ack apply to --policy parm only");
-        let mut c = tessera_controller::parm_defaults();
-        if let Some(v) = &self.parm_variant {
-            c.variant = v.parse().map_err(|e: String| anyhow::anyhow!("--parm-variant: {e}"))?;
-        }
-        if let Some(r) = &self.parm_rule {
-            c.rule = r.parse().map_err(|e: String| anyhow::anyhow!("--parm-rule: {e}"))?;
-        }
-        if let Some(a) = self.alpha {
-            anyhow::ensure!(a.is_finite() && a >= 0.0, "--alpha {a}: expected a number >= 0");
-            c.alpha = a;
-        }
-        if let Some(f) = self.fse {
-            anyhow::ensure!(f >= 0, "--fse {f}: expected seconds >= 0");
-            c.fse = f;
-        }
-        if let Some(s) = self.resize_ack {
-            anyhow::ensure!((1..=86_400).contains(&s), "--resize-ack {s}: expected seconds from 1 to 86400");
-            c.resize_ack_s = Some(s);
-        }
-        Ok(Some(c))
+    pub fn flags(&self) -> tessera_controller::ParmFlags {
+        tessera_controller::ParmFlags { variant: self.parm_variant.clone(), rule: self.parm_rule.clone(), alpha: self.alpha, fse: self.fse, resize_ack: self.resize_ack }
     }
 }
 

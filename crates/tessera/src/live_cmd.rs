@@ -69,14 +69,10 @@ pub fn submit(a: SubmitArgs) -> Result<()> {
     opt("--power-profile", &a.power_profile);
     opt("--parallelism", &a.parallelism);
     opt("--sigma", &a.sigma);
-    if a.malleable {
-        options.push(OptionArg { option: "--malleable".into(), value: String::new() });
-    }
-    if a.requeue {
-        options.push(OptionArg { option: "--requeue".into(), value: String::new() });
-    }
-    if a.hold {
-        options.push(OptionArg { option: "--hold".into(), value: String::new() });
+    for (flag, given) in [("--malleable", a.malleable), ("--requeue", a.requeue), ("--hold", a.hold)] {
+        if given {
+            options.push(OptionArg { option: flag.into(), value: String::new() });
+        }
     }
     let cwd = std::env::current_dir().context("the current directory")?;
     let workdir = match &a.chdir {
@@ -197,12 +193,7 @@ pub fn reconfigure_cmd(a: ReconfigureArgs) -> Result<()> {
 }
 
 pub fn set_budget(a: SetBudgetArgs) -> Result<()> {
-    let mut client = connect(&a.client)?;
-    let r: BudgetReply = runtime()?.block_on(client.call(Method::POST, "/v1/cluster/budget", Some(&BudgetRequest { watts: a.watts }))).map_err(explain)?;
-    match r.previous_w {
-        Some(p) => outln!("Power budget {} W (was {p} W)", r.budget_w)?,
-        None => outln!("Power budget {} W", r.budget_w)?,
-    }
+    outln!("{}", tessera_emulation::client::set_budget(&mut connect(&a.client)?, &runtime()?, a.watts)?)?;
     Ok(())
 }
 

@@ -31,11 +31,8 @@ pub struct SleepJobArgs {
     /// launch's latency then lengthens the job as the scheduler sees it).
     #[arg(long, value_enum, default_value = "scheduler")]
     pub count_from: CountFrom,
-    /// Under the power-aware policy: run as the scheduler's model says the job
-    /// runs in its configuration, ending when the model does for its current
-    /// node count and cap ($TESSERA_POWER_END at its start, each line of
-    /// $TESSERA_CONFIG after), acknowledging each new configuration and
-    /// logging each (--runtime is recorded only).
+    /// Under the power-aware policy: end when the scheduler's model says for the
+    /// current configuration, acknowledging and logging each (docs/live.md).
     #[arg(long)]
     pub work: bool,
 }
