@@ -255,20 +255,21 @@ impl Domains {
     /// A node's domain, or one that says it has none (so that a cap sent to
     /// it is reported as refused, with the reason).
     pub fn get_or_missing(&mut self, node: &str, why: &str) -> &mut Domain {
-        match self.nodes.iter().position(|d| d.node == node) {
-            Some(i) => &mut self.nodes[i],
+        let i = match self.nodes.iter().position(|d| d.node == node) {
+            Some(i) => i,
             None => {
                 self.nodes.push(Domain::new(node.to_string(), Source::Missing(why.to_string()), None));
-                self.nodes.last_mut().expect("just pushed")
+                self.nodes.len() - 1
             }
-        }
+        };
+        &mut self.nodes[i]
     }
 
     /// Keep the caps in force (written whole, then renamed over the old file).
     pub fn save(&self) -> std::io::Result<()> {
         let saved = Saved { caps: self.nodes.iter().filter_map(|d| Some((d.node.clone(), d.cap_w?))).collect() };
         let tmp = self.file.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec(&saved).expect("caps serialize"))?;
+        std::fs::write(&tmp, serde_json::to_vec(&saved).map_err(std::io::Error::other)?)?;
         std::fs::rename(&tmp, &self.file)
     }
 

@@ -462,15 +462,13 @@ impl Actor {
                     let _ = reply.send(Err(ApiError::new(403, format!("{} is not an operator: only operators change the power budget", who.user))));
                     return;
                 }
-                // (a budget set earlier in this batch counts)
-                let mut probe = self.state.clone();
-                if !events.iter().all(|e| !matches!(e, Event::SetBudget { .. })) {
-                    probe.apply(&mut self.cluster.clone(), unix_now().max(self.state.ledger.now), events, &mut Vec::new());
-                }
-                match probe.engine().can_set_budget(req.watts) {
+                // what the running jobs need does not depend on the budget: a
+                // budget set earlier in this batch is only the one replaced
+                match self.state.engine().can_set_budget(req.watts) {
                     Ok(()) => {
                         tracing::info!(user = %who.user, watts = req.watts, "the power budget changes");
-                        let previous = probe.budget_w(&self.cluster);
+                        let earlier = events.iter().rev().find_map(|e| if let Event::SetBudget { watts } = e { Some(*watts) } else { None });
+                        let previous = earlier.or(self.state.budget_w(&self.cluster));
                         events.push(Event::SetBudget { watts: req.watts });
                         after.push(After::Budget(reply, previous));
                     }
@@ -516,12 +514,13 @@ impl Actor {
                 Ok(()) => {
                     self.power_readings(&msg.agent, &msg.power, events);
                     for &(job, attempt) in &msg.resized {
-                        if self.state.ledger.jobs.get(&job).is_some_and(|m| m.attempt == attempt) && self.state.engine().awaits_resize(tessera_core::JobId(job)) {
+                        if self.state.awaits_resize(job, attempt) {
                             tracing::info!(job, attempt, "the job acknowledged its resize");
                             events.push(Event::Resized { job, attempt });
                         }
                     }
-                    if !msg.power.is_empty() {
+                    // every agent reports every 2 s: the power is summed once a second
+                    if !msg.power.is_empty() && self.metrics.power_due() {
                         let (_, allocated, measured) = self.power_now();
                         self.metrics.power_sample(allocated, measured);
                     }

@@ -99,23 +99,8 @@ impl ParmFlags {
         if !policy.eq_ignore_ascii_case("parm") {
             return Err("--parm-variant, --parm-rule, --alpha, --fse and --resize-ack apply to --policy parm only".into());
         }
-        let mut c = parm_defaults();
-        if let Some(v) = &self.variant {
-            c.variant = v.parse().map_err(|e| format!("--parm-variant: {e}"))?;
-        }
-        if let Some(r) = &self.rule {
-            c.rule = r.parse().map_err(|e| format!("--parm-rule: {e}"))?;
-        }
-        match self.alpha {
-            Some(a) if !(a.is_finite() && a >= 0.0) => return Err(format!("--alpha {a}: expected a number >= 0")),
-            Some(a) => c.alpha = a,
-            None => {}
-        }
-        match self.fse {
-            Some(f) if f < 0 => return Err(format!("--fse {f}: expected seconds >= 0")),
-            Some(f) => c.fse = f,
-            None => {}
-        }
+        let mut c = tessera_core::power::ParmConfig::from_flags(self.variant.as_deref(), self.rule.as_deref(), self.alpha, self.fse)?;
+        c.resize_ack_s = Some(RESIZE_ACK_S);
         match self.resize_ack {
             Some(s) if !(1..=86_400).contains(&s) => return Err(format!("--resize-ack {s}: expected seconds from 1 to 86400")),
             Some(s) => c.resize_ack_s = Some(s),
@@ -134,10 +119,7 @@ pub const RESIZE_ACK_S: i64 = 60;
 /// expansion) with Tessera's starts-first decision rule, as `sim run --policy
 /// parm` (docs/power.md).
 pub fn parm_defaults() -> tessera_core::power::ParmConfig {
-    let mut c = tessera_core::power::ParmConfig::new(tessera_core::power::ParmVariant::WSE);
-    c.rule = tessera_core::power::DecisionRule::StartsFirst;
-    c.resize_ack_s = Some(RESIZE_ACK_S);
-    c
+    tessera_core::power::ParmConfig { resize_ack_s: Some(RESIZE_ACK_S), ..tessera_core::power::ParmConfig::tessera() }
 }
 
 /// The files of a controller's state directory that every local user may read

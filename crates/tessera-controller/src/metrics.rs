@@ -113,10 +113,15 @@ impl Metrics {
 
     /// Submissions and starts per second over the last [`HISTORY_S`] seconds:
     /// (Unix second, submissions/s, starts/s) between successive samples.
-    /// Record the power now (at most once a second).
+    /// Whether no power sample was recorded this second yet.
+    pub fn power_due(&self) -> bool {
+        self.power_history.back().is_none_or(|h| h.0 < tessera_proto::unix_now())
+    }
+
+    /// Record the power now (at most once a second: see [`Metrics::power_due`]).
     pub fn power_sample(&mut self, allocated_w: f64, measured_w: Option<f64>) {
         let sec = tessera_proto::unix_now();
-        if self.power_history.back().is_none_or(|h| h.0 < sec) {
+        if self.power_due() {
             self.power_history.push_back((sec, allocated_w, measured_w));
         }
         while self.power_history.front().is_some_and(|h| h.0 + HISTORY_S < sec) {

@@ -393,11 +393,11 @@ fn power_request<'a>(get: &dyn Fn(&str) -> Option<(&'a str, Option<usize>)>, nod
         }
         None => (nodes.unwrap_or(1), nodes.unwrap_or(1)),
     };
-    let malleable = get("--malleable").is_some();
-    if malleable && n_min == n_max {
-        let (_, l) = get("--malleable").expect("given");
+    let malleable = get("--malleable");
+    if let Some((_, l)) = malleable.filter(|_| n_min == n_max) {
         return Err(at(err("--malleable", "", "--moldable MIN-MAX as well, with MIN < MAX (a job resized while it runs needs a range of sizes)"), l));
     }
+    let malleable = malleable.is_some();
     let profile = match get("--power-profile") {
         Some((v, l)) => match tessera_core::power::AppProfile::preset(v.trim()) {
             Some(p) => p.name.to_string(),

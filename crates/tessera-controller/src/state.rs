@@ -207,6 +207,11 @@ impl State {
         &self.engine
     }
 
+    /// Whether run `attempt` of `job` was shrunk and owes its acknowledgement.
+    pub fn awaits_resize(&self, job: u64, attempt: u32) -> bool {
+        self.ledger.jobs.get(&job).is_some_and(|m| m.attempt == attempt) && self.engine.awaits_resize(JobId(job))
+    }
+
     /// The power budget in force (W): PARM's (an operator may have changed
     /// it), else the cluster file's.
     pub fn budget_w(&self, cluster: &Cluster) -> Option<f64> {
@@ -361,7 +366,7 @@ impl State {
             Event::Reconfigure { .. } | Event::PassLater => {}
             Event::SetBudget { watts } => inputs.push_back(Input::SetBudget { watts: *watts }),
             Event::Resized { job, attempt } => {
-                if self.ledger.jobs.get(job).is_some_and(|m| m.attempt == *attempt) && self.engine.awaits_resize(JobId(*job)) {
+                if self.awaits_resize(*job, *attempt) {
                     inputs.push_back(Input::Resized(JobId(*job)));
                 }
             }

@@ -362,14 +362,15 @@ impl Engine {
             }
             Input::SetBudget { watts } => {
                 self.can_set_budget(watts)?;
-                let Machine::Parm(m) = &mut self.m else { unreachable!("checked") };
-                m.set_budget(watts);
+                if let Machine::Parm(m) = &mut self.m {
+                    m.set_budget(watts);
+                }
                 Ok(())
             }
             Input::Resized(id) => {
                 let j = self.lookup(id)?;
                 let Machine::Parm(m) = &mut self.m else {
-                    return Err(Rejection::Unsupported { input: "resized", engine: "the queue engine" });
+                    return Err(Rejection::Unsupported { input: "resized", engine: "queue" });
                 };
                 match m.resized(j) {
                     true => Ok(()),
@@ -508,10 +509,6 @@ impl Engine {
                 }
             }
         }
-    }
-
-    fn unsupported_by(&self, input: &'static str, engine: &'static str) -> Rejection {
-        Rejection::Unsupported { input, engine }
     }
 
     fn unsupported(&self, input: &'static str) -> Rejection {
@@ -739,7 +736,7 @@ impl Engine {
     /// machine whose running jobs fit it at their lowest caps.
     pub fn can_set_budget(&self, watts: f64) -> Result<(), Rejection> {
         let Machine::Parm(m) = &self.m else {
-            return Err(self.unsupported_by("set budget", "queue"));
+            return Err(Rejection::Unsupported { input: "set budget", engine: "queue" });
         };
         if !(watts.is_finite() && watts > 0.0 && watts <= 1e12) {
             return Err(Rejection::InvalidSpec { job: JobId(0), field: "watts", value: watts.to_string(), expected: "a budget in watts, above 0 and at most 1e12" });

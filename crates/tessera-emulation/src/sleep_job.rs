@@ -112,17 +112,7 @@ pub fn run(a: &SleepJob) -> Result<()> {
         return run_work(a, &log, submit, start, cores);
     }
 
-    let signals = [libc::SIGTSTP, libc::SIGCONT, libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
-    // SAFETY: plain signal-mask calls on a local set; this process has one thread.
-    let set = unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in signals {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    };
+    let set = block(&[libc::SIGTSTP, libc::SIGCONT, libc::SIGTERM, libc::SIGINT, libc::SIGHUP]);
     let sched_start = match a.count_from {
         CountFrom::Scheduler => env_number::<f64>(&["TESSERA_START_TIME"])?,
         CountFrom::Process => None,
@@ -180,16 +170,35 @@ pub fn run(a: &SleepJob) -> Result<()> {
     let start = suspensions.first().map_or(start, |x: &Suspension| start.min(x.suspend));
     let rec = SleepRecord { id: a.id, submit: submit.min(start), start, end, runtime: a.runtime, cores, suspensions, configs: Vec::new() };
     append(&log, &rec).with_context(|| format!("appending to the log {}", a.log.display()))?;
+    end_as(end_by, &set);
+    Ok(())
+}
+
+/// Block `signals` (taken with [`wait_signal`] instead); the set blocked.
+fn block(signals: &[libc::c_int]) -> libc::sigset_t {
+    // SAFETY: plain signal-mask calls on a local set; this process has one thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// A job ended by a signal ends as the signal would have ended it, so that it
+/// is accounted as such.
+fn end_as(end_by: End, set: &libc::sigset_t) {
     if let End::Signal(s) = end_by {
-        // end as the signal would have ended it, so the job is accounted as such
         // SAFETY: restore the default action and unblock it; the process ends.
         unsafe {
             libc::signal(s, libc::SIG_DFL);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::sigprocmask(libc::SIG_UNBLOCK, set, std::ptr::null_mut());
             libc::raise(s);
         }
     }
-    Ok(())
 }
 
 /// Wait up to `d` for one of the blocked signals in `set`: None when the time
@@ -256,17 +265,7 @@ fn run_work(a: &SleepJob, log: &std::fs::File, submit: f64, start: f64, cores: u
     let ack = PathBuf::from(need("TESSERA_CONFIG_ACK")?);
     let s0 = env_number::<f64>(&["TESSERA_START_TIME"])?.unwrap_or(start);
     let mut configs = vec![Configuration { at: s0, nodes: number("SLURM_NNODES")? as u32, cap_w: number("TESSERA_POWER_CAP_W")? }];
-    let signals = [libc::SIGWINCH, libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
-    // SAFETY: plain signal-mask calls on a local set; this process has one thread.
-    let set = unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in signals {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    };
+    let set = block(&[libc::SIGWINCH, libc::SIGTERM, libc::SIGINT, libc::SIGHUP]);
     let mut seen = 0;
     let end_by = loop {
         // every whole line not read yet (a SIGWINCH before the mask was set
@@ -302,13 +301,6 @@ fn run_work(a: &SleepJob, log: &std::fs::File, submit: f64, start: f64, cores: u
     let end = wall().max(start);
     let rec = SleepRecord { id: a.id, submit: submit.min(start), start, end, runtime: a.runtime, cores, suspensions: Vec::new(), configs };
     append(log, &rec).with_context(|| format!("appending to the log {}", a.log.display()))?;
-    if let End::Signal(s) = end_by {
-        // SAFETY: restore the default action and unblock it; the process ends.
-        unsafe {
-            libc::signal(s, libc::SIG_DFL);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-            libc::raise(s);
-        }
-    }
+    end_as(end_by, &set);
     Ok(())
 }

@@ -5,7 +5,7 @@ use crate::spec::PowerSpec;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::Path;
-use tessera_core::power::{DecisionRule, ParmConfig, ParmVariant, Solver};
+use tessera_core::power::{ParmConfig, Solver};
 use tessera_core::{Cluster, PolicyKind};
 use tessera_sim::{PowerMode, PowerOutcome, PowerRule, PowerSetup};
 
@@ -101,29 +101,9 @@ pub fn setup(cluster: &Cluster, policy: PolicyKind, a: &PowerSpec) -> Result<Opt
         if a.cap.is_some() {
             bail!("--cap fixes every CPU's cap for a queue policy; PARM chooses caps itself");
         }
-        let variant: ParmVariant = a.parm_variant.as_deref().unwrap_or("wSE").parse().map_err(anyhow::Error::msg)?;
-        let mut cfg = ParmConfig::new(variant);
+        let mut cfg = ParmConfig::from_flags(a.parm_variant.as_deref(), a.parm_rule.as_deref(), a.alpha, a.fse).map_err(anyhow::Error::msg)?;
         cfg.solver = solver(a.solver.as_deref().unwrap_or("structured"), a.milp_node_limit.unwrap_or(20_000), a.milp_time_limit)?;
-        if let Some(al) = a.alpha {
-            if !(al.is_finite() && al >= 0.0) {
-                bail!("--alpha {al}: expected a number >= 0");
-            }
-            cfg.alpha = al;
-        }
-        if let Some(f) = a.fse {
-            if f < 0 {
-                bail!("--fse {f}: expected seconds >= 0");
-            }
-            cfg.fse = f;
-        }
         cfg.amortize_resizes = a.amortize_resizes;
-        // Tessera's scheduler decides by starts-first: the attribution
-        // (docs/power.md) finds the paper's rule losing to the same optimizer
-        // without power; `--parm-rule paper` reproduces the paper
-        cfg.rule = match &a.parm_rule {
-            Some(r) => r.parse().map_err(anyhow::Error::msg).context("--parm-rule")?,
-            None => DecisionRule::StartsFirst,
-        };
         PowerMode::Parm(cfg)
     } else {
         if parm_flags {

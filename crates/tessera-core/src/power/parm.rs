@@ -168,6 +168,37 @@ impl ParmConfig {
     pub fn new(variant: ParmVariant) -> Self {
         ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper, expand_boots: true, resize_ack_s: None }
     }
+
+    /// Tessera's scheduler: wSE with the starts-first rule (the attribution,
+    /// docs/power.md, finds the paper's rule losing to the same optimizer
+    /// without power; `--parm-rule paper` reproduces the paper).
+    pub fn tessera() -> Self {
+        ParmConfig { rule: DecisionRule::StartsFirst, ..ParmConfig::new(ParmVariant::WSE) }
+    }
+
+    /// [`ParmConfig::tessera`] as its flags set it (`sim run` and a live
+    /// controller alike): the variant, rule, α and f_se given. An error names
+    /// the flag.
+    pub fn from_flags(variant: Option<&str>, rule: Option<&str>, alpha: Option<f64>, fse: Option<Time>) -> Result<ParmConfig, String> {
+        let mut c = ParmConfig::tessera();
+        if let Some(v) = variant {
+            c.variant = v.parse().map_err(|e| format!("--parm-variant: {e}"))?;
+        }
+        if let Some(r) = rule {
+            c.rule = r.parse().map_err(|e| format!("--parm-rule: {e}"))?;
+        }
+        match alpha {
+            Some(a) if !(a.is_finite() && a >= 0.0) => return Err(format!("--alpha {a}: expected a number >= 0")),
+            Some(a) => c.alpha = a,
+            None => {}
+        }
+        match fse {
+            Some(f) if f < 0 => return Err(format!("--fse {f}: expected seconds >= 0")),
+            Some(f) => c.fse = f,
+            None => {}
+        }
+        Ok(c)
+    }
 }
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -393,7 +424,7 @@ impl ParmEngine {
         let base = self.machine.node_base_w;
         let mut w = self.idle_nodes() as f64 * self.machine.idle_w;
         for &j in &self.running {
-            let r = self.runs[j.index()].as_ref().expect("a running job has a run");
+            let Some(r) = self.runs[j.index()].as_ref() else { continue };
             w += r.releasing_w;
             w += match t.state(j) {
                 JobState::Running { .. } => {
@@ -647,7 +678,7 @@ impl ParmEngine {
         // and what idle nodes draw (a chosen node's idle draw is in its items)
         let (mut held, mut ending_w) = (0, 0.0);
         for &j in &self.running {
-            let r = self.runs[j.index()].as_ref().expect("a running job has a run");
+            let Some(r) = self.runs[j.index()].as_ref() else { continue };
             match t.state(j) {
                 JobState::Running { .. } => held += r.n,
                 _ => ending_w += r.n as f64 * (r.p + self.machine.node_base_w),
@@ -748,7 +779,7 @@ impl ParmEngine {
                 }
                 power += delta(run, n, p);
             }
-            if self.cfg.resize_ack_s.is_none() || n > have {
+            if !ack || n > have {
                 free = (free + have).saturating_sub(n);
             }
             if self.runs[j.index()].as_ref().is_none_or(|r| r.n != n || r.p != p) {
@@ -772,11 +803,9 @@ impl ParmEngine {
                     let mut nodes = std::mem::take(&mut r.nodes);
                     let gone = self.place(j, &mut nodes, n);
                     let alloc = self.alloc_of(&nodes);
-                    let ack = self.cfg.resize_ack_s;
                     let r = self.runs[j.index()].as_mut().expect("a running job");
-                    let base = self.machine.node_base_w;
                     (r.nodes, r.alloc) = (nodes, alloc);
-                    match ack {
+                    match self.cfg.resize_ack_s {
                         Some(s) if !gone.is_empty() => {
                             r.releasing_w += gone.len() as f64 * (p_old + base);
                             r.releasing.extend(gone);
