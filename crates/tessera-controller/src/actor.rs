@@ -474,7 +474,7 @@ impl Actor {
                     }
                     Err(e @ tessera_core::Rejection::BudgetTooLow { .. }) => drop(reply.send(Err(ApiError::new(409, e.to_string())))),
                     Err(tessera_core::Rejection::Unsupported { .. }) => {
-                        drop(reply.send(Err(ApiError::new(409, format!("the controller's policy is {}: only the power-aware policy (parm) holds jobs to a budget it can change live", self.cluster_info.policy)))))
+                        drop(reply.send(Err(ApiError::new(409, format!("cluster `{}` has no power budget (power_budget_w and a power model in its cluster file): there is none to change", self.cluster.name)))))
                     }
                     Err(e) => drop(reply.send(Err(ApiError::new(400, format!("field `watts`: {e}"))))),
                 }

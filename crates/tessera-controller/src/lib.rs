@@ -66,15 +66,31 @@ pub struct Config {
     pub parm: Option<tessera_core::power::ParmConfig>,
 }
 
-/// PARM's flags as a controller takes them (`--parm-variant`, `--parm-rule`,
-/// `--alpha`, `--fse`, `--resize-ack`; None: the default).
-#[derive(Debug, Clone, Default)]
+/// PARM's settings for a live controller (--policy parm), kept in its state
+/// directory at the first start (docs/power.md, docs/live.md); None: the
+/// default.
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct ParmFlags {
+    /// PARM variant: noMM, noSE (moldable) or wSE (malleable; default).
+    #[arg(long = "parm-variant")]
     pub variant: Option<String>,
+    /// Decision rule: starts-first (default) or paper.
+    #[arg(long = "parm-rule")]
     pub rule: Option<String>,
+    /// Fairness exponent α of the weight (default 1).
+    #[arg(long)]
     pub alpha: Option<f64>,
+    /// Least seconds between two resizes of a job (f_se; default 500).
+    #[arg(long)]
     pub fse: Option<i64>,
+    /// Seconds a shrunk job has to acknowledge before it is killed (default 60).
+    #[arg(long)]
     pub resize_ack: Option<i64>,
+    /// An expanded job runs on its new nodes at once (a runtime that keeps
+    /// processes on every node it may use: the paper's Charm++ testbed);
+    /// default: it waits for them to boot (Eq. 21), as in `sim run`.
+    #[arg(long)]
+    pub no_expand_boots: bool,
 }
 
 impl ParmFlags {
@@ -87,7 +103,11 @@ impl ParmFlags {
             ("--fse", self.fse.map(|f| f.to_string())),
             ("--resize-ack", self.resize_ack.map(|f| f.to_string())),
         ];
-        given.into_iter().filter_map(|(k, v)| Some([k.to_string(), v?])).flatten().collect()
+        let mut v: Vec<String> = given.into_iter().filter_map(|(k, v)| Some([k.to_string(), v?])).flatten().collect();
+        if self.no_expand_boots {
+            v.push("--no-expand-boots".into());
+        }
+        v
     }
 
     /// PARM's settings under `policy`, or None when no flag is given (the
@@ -97,10 +117,11 @@ impl ParmFlags {
             return Ok(None);
         }
         if !policy.eq_ignore_ascii_case("parm") {
-            return Err("--parm-variant, --parm-rule, --alpha, --fse and --resize-ack apply to --policy parm only".into());
+            return Err("--parm-variant, --parm-rule, --alpha, --fse, --resize-ack and --no-expand-boots apply to --policy parm only".into());
         }
         let mut c = tessera_core::power::ParmConfig::from_flags(self.variant.as_deref(), self.rule.as_deref(), self.alpha, self.fse)?;
         c.resize_ack_s = Some(RESIZE_ACK_S);
+        c.expand_boots = !self.no_expand_boots;
         match self.resize_ack {
             Some(s) if !(1..=86_400).contains(&s) => return Err(format!("--resize-ack {s}: expected seconds from 1 to 86400")),
             Some(s) => c.resize_ack_s = Some(s),

@@ -89,7 +89,7 @@ pub enum Event {
     /// A shrunk job's run acknowledged its new configuration (PARM): the
     /// nodes it gave up are free.
     Resized { job: u64, attempt: u32 },
-    /// An operator changed the power budget (W; PARM).
+    /// An operator changed the power budget (W).
     SetBudget { watts: f64 },
 }
 
@@ -212,10 +212,10 @@ impl State {
         self.ledger.jobs.get(&job).is_some_and(|m| m.attempt == attempt) && self.engine.awaits_resize(JobId(job))
     }
 
-    /// The power budget in force (W): PARM's (an operator may have changed
-    /// it), else the cluster file's.
+    /// The power budget in force (W): the engine's (an operator may have
+    /// changed it), else the cluster file's.
     pub fn budget_w(&self, cluster: &Cluster) -> Option<f64> {
-        self.engine.as_parm().map(|m| m.machine().budget_w).or(cluster.power_budget_w)
+        self.engine.budget_w().or(cluster.power_budget_w)
     }
 
     /// Apply one journaled batch at `now` (never before the last): its events,

@@ -362,8 +362,9 @@ impl Engine {
             }
             Input::SetBudget { watts } => {
                 self.can_set_budget(watts)?;
-                if let Machine::Parm(m) = &mut self.m {
-                    m.set_budget(watts);
+                match &mut self.m {
+                    Machine::Parm(m) => m.set_budget(watts),
+                    Machine::Nodes(m) => m.set_budget(watts),
                 }
                 Ok(())
             }
@@ -735,13 +736,16 @@ impl Engine {
     /// Whether the power budget may be set to `watts` now: a power-aware
     /// machine whose running jobs fit it at their lowest caps.
     pub fn can_set_budget(&self, watts: f64) -> Result<(), Rejection> {
-        let Machine::Parm(m) = &self.m else {
-            return Err(Rejection::Unsupported { input: "set budget", engine: "queue" });
+        let needed = match &self.m {
+            Machine::Parm(m) => Some(m.least_power_w(self.now, &self.t)),
+            Machine::Nodes(m) => m.least_power_w(),
+        };
+        let Some(needed) = needed else {
+            return Err(Rejection::Unsupported { input: "set budget", engine: "queue without a power budget" });
         };
         if !(watts.is_finite() && watts > 0.0 && watts <= 1e12) {
             return Err(Rejection::InvalidSpec { job: JobId(0), field: "watts", value: watts.to_string(), expected: "a budget in watts, above 0 and at most 1e12" });
         }
-        let needed = m.least_power_w(self.now, &self.t);
         if needed > watts + 1e-6 {
             return Err(Rejection::BudgetTooLow { budget_w: watts.floor() as u64, needed_w: needed.ceil() as u64 });
         }
@@ -761,10 +765,23 @@ impl Engine {
         self.as_parm()?.expected_end(j)
     }
 
-    /// A running job's node count and CPU cap (W), under PARM.
+    /// A running job's node count and CPU cap (W): PARM's choice, or full power
+    /// under a queue policy on a power-budgeted cluster.
     pub fn power_config(&self, id: JobId) -> Option<(u32, f64)> {
         let j = self.t.lookup(id)?;
-        self.as_parm()?.config_of(j)
+        match &self.m {
+            Machine::Parm(m) => m.config_of(j),
+            Machine::Nodes(m) => m.power_config(j),
+        }
+    }
+
+    /// The power budget in force (W): the cluster's, or what an operator set
+    /// since ([`Input::SetBudget`]); None without one.
+    pub fn budget_w(&self) -> Option<f64> {
+        match &self.m {
+            Machine::Parm(m) => Some(m.machine().budget_w),
+            Machine::Nodes(m) => m.budget_w(),
+        }
     }
 
     /// A node's state.

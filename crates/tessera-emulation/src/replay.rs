@@ -84,6 +84,11 @@ pub struct Planned {
     pub partition: Option<String>,
     /// The trace record as submitted (shrunk, its submit time the offset).
     pub record: SwfRecord,
+    /// A power-aware job (`--policy parm`): its PASS job, submitted as
+    /// `--moldable`, `--malleable`, `--power-profile`, `--parallelism` and
+    /// `--sigma`, its estimate its time on `n_max` nodes at full power, and
+    /// run as `tessera sleep-job --work`.
+    pub power: Option<tessera_core::power::PowerJob>,
 }
 
 /// The jobs of a shrunk trace that the simulator would replay on `cluster`,
@@ -121,6 +126,7 @@ pub fn plan(records: &[SwfRecord], cluster: Arc<Cluster>, pace: Pace) -> Result<
             mem_per_proc_mb: j.mem_per_proc_mb,
             partition: w.machine.partition_of(j).map(|p| cluster.partitions[p as usize].name.clone()),
             record,
+            power: None,
         });
     }
     Ok((w, out))
@@ -331,14 +337,24 @@ pub fn run(
             let sent = wall();
             late.push(((sent - t0 - p.offset) * 1e3).max(0.0));
             let script = format!(
-                "#!/bin/sh\nexec {} sleep-job --id {} --runtime {} --log {} --submit {sent:.6} --cores {}\n",
+                "#!/bin/sh\nexec {} sleep-job --id {} --runtime {} --log {} --submit {sent:.6} --cores {}{}\n",
                 quote(bin),
                 p.trace_id,
                 p.runtime,
                 quote(&files.log),
-                p.procs
+                p.procs,
+                if p.power.is_some() { " --work" } else { "" }
             );
             let mut options = vec![opt("-n", p.procs.to_string()), opt("-t", limit(p.estimate)), opt("-J", format!("t{}", p.trace_id)), opt("-o", "/dev/null")];
+            if let Some(pj) = &p.power {
+                options.push(opt("--moldable", format!("{}-{}", pj.n_min, pj.n_max)));
+                if pj.malleable && pj.n_min < pj.n_max {
+                    options.push(opt("--malleable", ""));
+                }
+                options.push(opt("--power-profile", pj.app.name));
+                options.push(opt("--parallelism", pj.scaling.a.to_string()));
+                options.push(opt("--sigma", pj.scaling.sigma.to_string()));
+            }
             if let Some(part) = &p.partition {
                 options.push(opt("-p", part.clone()));
             }

@@ -6,7 +6,7 @@
 
 use crate::client::runtime;
 use crate::local::Guard;
-use crate::replay::{self, parse_shrink, plan, Files, Pace};
+use crate::replay::{self, parse_shrink, plan, Files, Pace, Planned};
 use anyhow::{anyhow, bail, Context, Result};
 use hyper::Method;
 use serde::Serialize;
@@ -14,18 +14,27 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tessera_core::power::{ParmConfig, PowerJob};
 use tessera_core::{Cluster, PolicyKind};
 use tessera_proto::api::ClusterInfo;
 use tessera_proto::client::{Client, Target};
 use tessera_sim::metrics::{Classic, JobTimes};
 use tessera_sim::run::simulate;
-use tessera_workload::swf::SwfReader;
+use tessera_sim::workload::prepare_power;
+use tessera_sim::{Machine, PowerMode, PowerNodes, PowerRule, PowerSetup, Workload};
+use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord};
 use tessera_workload::transform::{first_jobs, Shrink};
 
 /// `tessera twin`'s settings (see its `--help`).
 #[derive(Clone, Debug)]
 pub struct Options {
-    pub trace: PathBuf,
+    /// An SWF trace, or None with `testbed`.
+    pub trace: Option<PathBuf>,
+    /// The PARM paper's testbed job set instead of a trace: `SetL` or `SetH`,
+    /// with `:SEED` (default 1) for the draw (`tessera experiment parm-testbed`).
+    pub testbed: Option<String>,
+    /// PARM's settings, for the controller and the simulator alike.
+    pub parm: tessera_controller::ParmFlags,
     pub max_jobs: usize,
     /// One percentage.
     pub shrink: String,
@@ -64,17 +73,44 @@ pub struct Twin {
     /// (live − simulated) / simulated, by metric (live − simulated where the
     /// simulated value is 0).
     pub relative_difference: BTreeMap<String, f64>,
+    /// Jobs per hour, from the first submission to the last end.
+    pub throughput_sim: f64,
+    pub throughput_live: f64,
+    /// On a power-budgeted cluster: the power sampled from `/metrics` once a
+    /// second during the live run (`power.csv`).
+    pub power: Option<PowerSummary>,
     pub dir: PathBuf,
     pub per_job_csv: PathBuf,
+}
+
+/// The live run's power, sampled from the controller's `/metrics` once a second.
+#[derive(Serialize, Debug, Clone)]
+pub struct PowerSummary {
+    pub samples: usize,
+    pub budget_w: f64,
+    pub max_allocated_w: f64,
+    pub max_measured_w: f64,
+    pub mean_measured_w: f64,
+    /// Samples whose measured power exceeds the budget, and the longest run
+    /// of them in seconds (0: never over).
+    pub over_budget_samples: usize,
+    pub longest_over_budget_s: f64,
+    pub csv: PathBuf,
 }
 
 /// Start a local cluster (the `tessera` binary `bin`), replay, simulate what
 /// was submitted, compare; the comparison is also written to `DIR/twin.json`.
 pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
-    let trace_path = tessera_workload::traces::resolve(&a.trace)?;
     let shrinks = parse_shrink(&a.shrink)?;
     let [pct] = shrinks[..] else { bail!("--shrink {}: the twin check takes one percentage", a.shrink) };
     let policy: PolicyKind = a.policy.parse().map_err(|e| anyhow!("--policy: {e}"))?;
+    let parm = a.parm.config(&a.policy).map_err(anyhow::Error::msg)?.unwrap_or_else(tessera_controller::parm_defaults);
+    let testbed = a.testbed.as_deref().map(parse_testbed).transpose()?;
+    let trace_path = match (&a.trace, &testbed) {
+        (Some(t), None) => Some(tessera_workload::traces::resolve(t)?),
+        (None, Some(_)) => None,
+        _ => bail!("give --trace or --testbed (one of them)"),
+    };
     let dir = match &a.dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("tessera-twin-{}", std::process::id())),
@@ -83,30 +119,63 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
     let dir = dir.canonicalize()?;
     let state = dir.join("state");
     std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
-    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &[])?;
+    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &a.parm.args())?;
     let rt = runtime()?;
     let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
     let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
     let cluster = Arc::new(Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?);
 
-    let (header, mut records, _) = SwfReader::read_file(&trace_path, false)?;
-    first_jobs(&mut records, a.max_jobs);
+    // the jobs: a trace's, or a testbed set's; under PARM with their power
+    // behaviour (the seeded rule, or the set's draw)
     let shrink = Shrink::uniform(pct);
-    shrink.apply(&mut records).map_err(|e| anyhow!("{}: {e}", trace_path.display()))?;
-    let (w, planned) = plan(&records, cluster.clone(), Pace::Trace { warmup: 0 })?;
+    let (trace, header, records, power_w) = match (&trace_path, testbed) {
+        (Some(path), _) => {
+            let (header, mut records, _) = SwfReader::read_file(path, false)?;
+            first_jobs(&mut records, a.max_jobs);
+            shrink.apply(&mut records).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            let power_w = match policy {
+                PolicyKind::Parm => Some(prepare_power(&records, Arc::new(power_setup(&cluster, parm.clone())?))),
+                _ => None,
+            };
+            (path.display().to_string(), header, records, power_w)
+        }
+        (None, Some((set, seed))) => {
+            let (records, w) = testbed_jobs(&cluster, &set, seed, pct, policy == PolicyKind::Parm, parm.clone())?;
+            (format!("parm-testbed {set} seed {seed}"), SwfHeader::default(), records, w)
+        }
+        (None, None) => unreachable!("checked above"),
+    };
+    let mut power_w = power_w;
+    let (w, planned) = match &mut power_w {
+        Some(pw) => {
+            let planned = plan_power(pw, &cluster)?;
+            (pw.clone(), planned)
+        }
+        None => plan(&records, cluster.clone(), Pace::Trace { warmup: 0 })?,
+    };
+    let power = cluster.power_budget_w.map(|_| Sampler::start(local.ep.socket.clone()));
     let files = Files::new(&dir.join("replay"))?;
-    let trace = trace_path.display().to_string();
     let o = replay::run(&rt, &mut client, &info, &header, &w, &planned, &files, bin, 0, &trace, pct, shrink)?;
+    let power = power.map(|s| s.finish(&dir.join("power.csv"))).transpose()?;
     drop(local);
 
     // the simulator on exactly what was submitted (submit times are the plan's
     // offsets from the replay's start, so both clocks start at 0)
-    let (_, submitted, _) = SwfReader::read_file(&o.submitted_swf, false)?;
-    let (sw, sim_planned) = plan(&submitted, cluster, Pace::Trace { warmup: 0 })?;
-    if sim_planned.len() != planned.len() {
-        bail!("the workload as submitted has {} jobs, the replay {}", sim_planned.len(), planned.len());
-    }
-    let out = simulate(&sw, policy);
+    let (sw, out) = match power_w {
+        Some(pw) => {
+            let out = simulate(&pw, policy);
+            (pw, out)
+        }
+        None => {
+            let (_, submitted, _) = SwfReader::read_file(&o.submitted_swf, false)?;
+            let (sw, sim_planned) = plan(&submitted, cluster, Pace::Trace { warmup: 0 })?;
+            if sim_planned.len() != planned.len() {
+                bail!("the workload as submitted has {} jobs, the replay {}", sim_planned.len(), planned.len());
+            }
+            let out = simulate(&sw, policy);
+            (sw, out)
+        }
+    };
     let live_by_id: BTreeMap<u64, _> = o.records.iter().map(|r| (r.id, r)).collect();
     let per_job_csv = dir.join("twin.csv");
     let mut csv = std::io::BufWriter::new(std::fs::File::create(&per_job_csv)?);
@@ -133,7 +202,8 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
             rel(l.end),
             out.suspended[i]
         )?;
-        let procs = j.procs as f64;
+        // (a power-aware job is sized in nodes: its cores on n_max nodes)
+        let procs = if sw.power_jobs.is_empty() { j.procs as f64 } else { l.cores as f64 };
         let run = (out.end[i] - out.start[i] - out.suspended[i]) as f64;
         sim_t.push(JobTimes { submit: j.submit as f64, start: out.start[i] as f64, end: out.end[i] as f64, suspended: out.suspended[i] as f64, procs, held: procs * run });
         live_t.push(JobTimes { submit: rel(l.submit), start: rel(l.start), end: rel(l.end), ..l.times() });
@@ -141,6 +211,7 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
     csv.flush()?;
     let cap = Some(info.cores as f64);
     let (live, simulated) = (Classic::compute(&live_t, cap), Classic::compute(&sim_t, cap));
+    let (throughput_live, throughput_sim) = (per_hour(&live), per_hour(&simulated));
     let mut abs: Vec<f64> = diffs.iter().map(|d| d.abs()).collect();
     abs.sort_unstable_by(f64::total_cmp);
     let q = |p: f64| tessera_sim::metrics::percentile(&abs, p);
@@ -164,6 +235,9 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         live,
         simulated,
         relative_difference,
+        throughput_sim,
+        throughput_live,
+        power,
         dir: dir.clone(),
         per_job_csv,
     };
@@ -192,7 +266,178 @@ impl std::fmt::Display for Twin {
             let diff = if s == 0.0 { format!("{d:>+8.3} ") } else { format!("{:>+8.2}%", d * 100.0) };
             writeln!(f, "  {k:<width$}  {s:>12.4}  {l:>12.4}  {diff}")?;
         }
+        let dt = if t.throughput_sim > 0.0 { format!("{:+.2}%", 100.0 * (t.throughput_live / t.throughput_sim - 1.0)) } else { "-".into() };
+        writeln!(f, "  throughput: simulated {:.3} jobs/h, live {:.3} jobs/h ({dt})", t.throughput_sim, t.throughput_live)?;
+        if let Some(p) = &t.power {
+            writeln!(
+                f,
+                "  power (sampled each second, {} samples): budget {:.0} W; allocated at most {:.0} W; measured at most {:.0} W, mean {:.0} W; over the budget in {} samples (longest {:.0} s); {}",
+                p.samples, p.budget_w, p.max_allocated_w, p.max_measured_w, p.mean_measured_w, p.over_budget_samples, p.longest_over_budget_s, p.csv.display()
+            )?;
+        }
         writeln!(f, "  files: {} (per job: {})", t.dir.display(), t.per_job_csv.display())?;
         Ok(())
+    }
+}
+
+/// Jobs per hour over a run's makespan.
+fn per_hour(m: &Classic) -> f64 {
+    if m.makespan > 0.0 { m.jobs as f64 * 3600.0 / m.makespan } else { 0.0 }
+}
+
+/// `SetL` or `SetH`, with `:SEED` (default 1).
+fn parse_testbed(s: &str) -> Result<(String, u64)> {
+    let (set, seed) = s.split_once(':').unwrap_or((s, "1"));
+    let set = ["SetL", "SetH"].into_iter().find(|k| k.eq_ignore_ascii_case(set.trim()));
+    let seed = seed.trim().parse::<u64>().ok().filter(|&x| x >= 1);
+    match (set, seed) {
+        (Some(set), Some(seed)) => Ok((set.to_string(), seed)),
+        _ => bail!("--testbed {s}: expected SetL or SetH, optionally with :SEED (a seed >= 1), e.g. SetL:3"),
+    }
+}
+
+/// PARM on the cluster's power machine, as the live controller runs it (its
+/// resize acknowledgements aside: a sleep job acknowledges at once).
+fn power_setup(cluster: &Cluster, mut cfg: ParmConfig) -> Result<PowerSetup> {
+    let info = cluster.power_machine().map_err(anyhow::Error::msg)?;
+    cfg.resize_ack_s = None;
+    Ok(PowerSetup { name: cluster.name.clone(), info, hardware: PowerNodes::of(cluster), rule: PowerRule::default(), mode: PowerMode::Parm(cfg), charge_solve_time: false })
+}
+
+/// The PARM paper's testbed job set `set` drawn with `seed` (`tessera
+/// experiment parm-testbed`) on the cluster's power machine, its times shrunk
+/// to `pct` percent: under PARM a power-aware workload (moldable, malleable,
+/// profiled); otherwise the paper's baseline, every job rigid on its n_min
+/// nodes at full power for its runtime there (exact estimates), as SWF records.
+fn testbed_jobs(cluster: &Cluster, set: &str, seed: u64, pct: f64, parm: bool, cfg: ParmConfig) -> Result<(Vec<SwfRecord>, Option<Workload>)> {
+    use tessera_studies::testbed::{testbed_mix, testbed_workload, TestbedRule};
+    let setup = power_setup(cluster, cfg)?;
+    let mix = testbed_mix(set).expect("a known set");
+    let mut w = testbed_workload(&mix, seed, TestbedRule::default(), &setup.info);
+    let cpn = setup.info.machine.node_cores.max(1);
+    let scale = |t: f64| ((t * pct / 100.0).round() as i64).max(1);
+    let mut records = Vec::with_capacity(w.jobs.len());
+    for (j, pj) in w.jobs.iter_mut().zip(w.power_jobs.iter_mut()) {
+        j.submit = (j.submit as f64 * pct / 100.0).round() as i64;
+        pj.t1 *= pct / 100.0;
+        let (nodes, runtime) = match parm {
+            // its estimate: its time on n_max nodes at full power
+            true => (pj.n_max, scale(pj.time(pj.n_max, setup.info.cpu_max_w))),
+            false => (pj.n_min, scale(j.runtime as f64)),
+        };
+        j.runtime = runtime;
+        j.estimate = runtime;
+        j.procs = nodes;
+        let mut r = SwfRecord::unknown(j.id);
+        r.submit_time = j.submit;
+        r.run_time = runtime;
+        r.requested_time = runtime;
+        r.allocated_procs = (nodes * cpn) as i64;
+        r.requested_procs = (nodes * cpn) as i64;
+        r.status = 1;
+        records.push(r);
+    }
+    if !parm {
+        return Ok((records, None));
+    }
+    w.machine = Machine::Power(Arc::new(setup));
+    Ok((records, Some(w)))
+}
+
+/// The jobs of a power-aware workload (jobs sized in nodes, each with its
+/// PASS job) as a replay submits them: the first at 0, each with its
+/// estimate on n_max nodes at full power in whole seconds. The workload is
+/// made the one submitted: submit times from 0, and each PASS job exactly
+/// what the controller builds from its submission.
+fn plan_power(w: &mut Workload, cluster: &Cluster) -> Result<Vec<Planned>> {
+    let info = cluster.power_machine().map_err(anyhow::Error::msg)?;
+    let cpn = info.machine.node_cores.max(1);
+    let first = w.jobs.first().map_or(0, |j| j.submit);
+    let mut out = Vec::with_capacity(w.jobs.len());
+    for (j, pj) in w.jobs.iter_mut().zip(w.power_jobs.iter_mut()) {
+        let id = u64::try_from(j.id).map_err(|_| anyhow!("job {}: expected a job number >= 0", j.id))?;
+        let estimate = pj.time(pj.n_max, info.cpu_max_w).round().max(1.0) as i64;
+        *pj = PowerJob::sized(pj.app, pj.scaling, estimate as f64, pj.n_min, pj.n_max, info.cpu_max_w, pj.n_max as f64 * 1024.0, pj.malleable && pj.n_min < pj.n_max);
+        j.submit -= first;
+        let mut record = SwfRecord::unknown(j.id);
+        record.submit_time = j.submit;
+        (record.run_time, record.requested_time) = (estimate, estimate);
+        (record.allocated_procs, record.requested_procs) = ((pj.n_max * cpn) as i64, (pj.n_max * cpn) as i64);
+        record.status = 1;
+        out.push(Planned {
+            trace_id: id,
+            offset: j.submit as f64,
+            procs: pj.n_max * cpn,
+            runtime: estimate,
+            estimate,
+            mem_per_proc_mb: 0,
+            partition: None,
+            record,
+            power: Some(pj.clone()),
+        });
+    }
+    Ok(out)
+}
+
+/// Samples the controller's power gauges from `/metrics` once a second, on a
+/// thread of its own, until [`Sampler::finish`].
+struct Sampler {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<(f64, f64, f64, f64)>>,
+}
+
+impl Sampler {
+    fn start(socket: PathBuf) -> Sampler {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut rows = Vec::new();
+            let Ok(rt) = runtime() else { return rows };
+            let mut client = Client::new(Target::Unix(socket), None);
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let next = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                if let Ok((_, body)) = rt.block_on(client.raw(Method::GET, "/metrics", None)) {
+                    let text = String::from_utf8_lossy(&body);
+                    let gauge = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<f64>().ok());
+                    if let (Some(b), Some(a), Some(m)) = (gauge("tessera_power_budget_watts"), gauge("tessera_allocated_power_watts"), gauge("tessera_measured_power_watts")) {
+                        rows.push((tessera_proto::unix_now_f64(), b, a, m));
+                    }
+                }
+                std::thread::sleep(next.saturating_duration_since(std::time::Instant::now()));
+            }
+            rows
+        });
+        Sampler { stop, thread }
+    }
+
+    /// Stop sampling, write the samples to `csv` and sum them up.
+    fn finish(self, csv: &Path) -> Result<PowerSummary> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let rows = self.thread.join().map_err(|_| anyhow!("the power sampler panicked"))?;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(csv).with_context(|| format!("creating {}", csv.display()))?);
+        writeln!(f, "unix_time,budget_w,allocated_w,measured_w")?;
+        let (mut over, mut run_start, mut longest) = (0, None::<f64>, 0.0f64);
+        for &(t, b, a, m) in &rows {
+            writeln!(f, "{t:.3},{b:.1},{a:.1},{m:.1}")?;
+            if m > b + 1e-6 {
+                over += 1;
+                let s = *run_start.get_or_insert(t);
+                longest = longest.max(t - s + 1.0);
+            } else {
+                run_start = None;
+            }
+        }
+        f.flush()?;
+        let n = rows.len().max(1) as f64;
+        Ok(PowerSummary {
+            samples: rows.len(),
+            budget_w: rows.iter().map(|r| r.1).fold(0.0, f64::max),
+            max_allocated_w: rows.iter().map(|r| r.2).fold(0.0, f64::max),
+            max_measured_w: rows.iter().map(|r| r.3).fold(0.0, f64::max),
+            mean_measured_w: rows.iter().map(|r| r.3).sum::<f64>() / n,
+            over_budget_samples: over,
+            longest_over_budget_s: longest,
+            csv: csv.to_path_buf(),
+        })
     }
 }

@@ -43,7 +43,7 @@ pub fn controller(a: ControllerArgs) -> Result<()> {
         site: a.site,
         max_batch: a.max_batch,
         coalesce_ms: a.coalesce_ms,
-        parm: a.parm.flags().config(&a.policy).map_err(anyhow::Error::msg)?,
+        parm: a.parm.config(&a.policy).map_err(anyhow::Error::msg)?,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(tessera_controller::http::serve(cfg))
@@ -137,8 +137,8 @@ pub fn up(a: UpArgs) -> Result<()> {
     if let Some(pid) = tessera_proto::statedir::holder(&dir, "controller")? {
         bail!("a controller (pid {pid}) already runs on {}: stop it with `tessera down --state-dir {}`", dir.display(), dir.display());
     }
-    a.parm.flags().config(&a.policy).map_err(anyhow::Error::msg)?;
-    let mut local = start_local(&bin()?, &dir, &a.cluster, a.agents, a.listen, &a.policy, &a.parm.flags().args(), a.reconfigure)?;
+    a.parm.config(&a.policy).map_err(anyhow::Error::msg)?;
+    let mut local = start_local(&bin()?, &dir, &a.cluster, a.agents, a.listen, &a.policy, &a.parm.args(), a.reconfigure)?;
     let f = local.file();
     write_up_file(&dir, &f)?;
     let (ep, cluster, n) = (&local.ep, &local.cluster, local.agents.len());

@@ -43,7 +43,7 @@ pub struct ControllerArgs {
     #[arg(long, default_value = "easy", value_parser = crate::values::policy)]
     pub policy: String,
     #[command(flatten)]
-    pub parm: ParmArgs,
+    pub parm: tessera_controller::ParmFlags,
     /// TCP address for remote users and agents.
     #[arg(long, default_value = "127.0.0.1:6817")]
     pub listen: SocketAddr,
@@ -114,33 +114,6 @@ pub struct AgentArgs {
     pub power_domain: tessera_agent::power::Choice,
 }
 
-/// PARM's settings for a live controller (--policy parm), kept in its state
-/// directory at the first start (docs/power.md, docs/live.md).
-#[derive(Args, Debug, Clone, Default)]
-pub struct ParmArgs {
-    /// PARM variant: noMM, noSE (moldable) or wSE (malleable; default).
-    #[arg(long)]
-    pub parm_variant: Option<String>,
-    /// Decision rule: starts-first (default) or paper.
-    #[arg(long)]
-    pub parm_rule: Option<String>,
-    /// Fairness exponent α of the weight (default 1).
-    #[arg(long)]
-    pub alpha: Option<f64>,
-    /// Least seconds between two resizes of a job (f_se; default 500).
-    #[arg(long)]
-    pub fse: Option<i64>,
-    /// Seconds a shrunk job has to acknowledge before it is killed (default 60).
-    #[arg(long)]
-    pub resize_ack: Option<i64>,
-}
-
-impl ParmArgs {
-    pub fn flags(&self) -> tessera_controller::ParmFlags {
-        tessera_controller::ParmFlags { variant: self.parm_variant.clone(), rule: self.parm_rule.clone(), alpha: self.alpha, fse: self.fse, resize_ack: self.resize_ack }
-    }
-}
-
 #[derive(Args, Debug)]
 pub struct UpArgs {
     /// State directory of the controller and agents.
@@ -158,7 +131,7 @@ pub struct UpArgs {
     #[arg(long, default_value = "easy", value_parser = crate::values::policy)]
     pub policy: String,
     #[command(flatten)]
-    pub parm: ParmArgs,
+    pub parm: tessera_controller::ParmFlags,
     /// TCP address of the controller (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,

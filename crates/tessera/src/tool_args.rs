@@ -125,8 +125,13 @@ pub struct MetricsArgs {
 #[derive(Args, Debug)]
 pub struct TwinArgs {
     /// SWF trace (plain or gzip). A bare file name not in the current directory is looked up in $TESSERA_TRACES.
-    #[arg(long)]
-    pub trace: PathBuf,
+    #[arg(long, required_unless_present = "testbed")]
+    pub trace: Option<PathBuf>,
+    /// Instead of a trace, the PARM paper's testbed job set: SetL or SetH, with :SEED (default 1).
+    #[arg(long, conflicts_with = "trace")]
+    pub testbed: Option<String>,
+    #[command(flatten)]
+    pub parm: tessera_controller::ParmFlags,
     /// The first N records of the trace (N >= 1).
     #[arg(long, default_value_t = 2000, value_parser = at_least_one)]
     pub max_jobs: usize,
@@ -136,7 +141,7 @@ pub struct TwinArgs {
     /// Cluster file (default: the embedded default cluster).
     #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// fcfs, easy or conservative.
+    /// fcfs, easy, conservative or parm (a cluster with a power budget).
     #[arg(long, default_value = "easy")]
     pub policy: String,
     /// Agents presenting the cluster's nodes.

@@ -44,7 +44,7 @@ pub fn metrics(a: MetricsArgs) -> Result<()> {
 }
 
 pub fn twin(a: TwinArgs) -> Result<()> {
-    let o = twin::Options { trace: a.trace, max_jobs: a.max_jobs, shrink: a.shrink, cluster: a.cluster, policy: a.policy, agents: a.agents, dir: a.dir };
+    let o = twin::Options { trace: a.trace, testbed: a.testbed, parm: a.parm, max_jobs: a.max_jobs, shrink: a.shrink, cluster: a.cluster, policy: a.policy, agents: a.agents, dir: a.dir };
     print(&twin::run(&o, &bin()?)?, a.format)
 }
 

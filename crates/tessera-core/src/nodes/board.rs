@@ -113,6 +113,9 @@ pub(crate) enum NeverFits {
     UnknownPartition,
     /// More processors, memory or GPUs than its partition could ever give.
     TooLarge,
+    /// More nodes at full power than the power budget can feed at once (a
+    /// queue policy on a power-budgeted cluster).
+    PowerBudget,
 }
 
 impl NeverFits {
@@ -121,6 +124,7 @@ impl NeverFits {
         match self {
             NeverFits::UnknownPartition => "no such partition",
             NeverFits::TooLarge => "it asks for more processors, memory or GPUs than its partition has",
+            NeverFits::PowerBudget => "it needs more nodes at full power than the power budget can feed at once",
         }
     }
 }
@@ -240,7 +244,7 @@ pub(crate) struct Board {
     /// `users` 0, kept for reuse).
     pub sets: Vec<SetList>,
     /// Everything every node has (an empty machine).
-    empty: Free,
+    pub(crate) empty: Free,
 }
 
 impl Board {

@@ -73,7 +73,14 @@ impl NodeEngine {
             );
         }
         for (n, s) in self.status.iter().enumerate() {
-            assert_eq!(self.usable[n], s.up && !s.drain);
+            let on = self.budget.as_ref().is_none_or(|b| b.on[n]);
+            assert_eq!(self.usable[n], s.up && !s.drain && on);
+        }
+        if let Some(b) = self.budget.as_ref().filter(|b| !b.due) {
+            for n in 0..self.booked.len() {
+                assert!(self.booked[n] == 0 || b.on[n], "node {n} holds a job but is not powered");
+            }
+            assert!(b.committed_w <= b.budget_w + 1e-6, "{} W committed over a {} W budget", b.committed_w, b.budget_w);
         }
         let mut booked = vec![0u32; self.booked.len()];
         for (i, a) in self.alloc.iter().enumerate() {

@@ -17,6 +17,7 @@
 //! node the aggregate answer is exact and the per-node step costs nothing.
 
 mod board;
+mod budget;
 mod check;
 mod conservative;
 mod easy;
@@ -62,7 +63,7 @@ pub struct NodeEngine {
     /// queue can use; a drained node's idle cores are not in it).
     free_cores: u64,
     status: Vec<NodeStatus>,
-    /// Nodes that take new jobs (up and not drained), and how many.
+    /// Nodes that take new jobs (up, not drained and powered), and how many.
     usable: Vec<bool>,
     usable_nodes: usize,
     /// By job slot.
@@ -93,6 +94,10 @@ pub struct NodeEngine {
     slice: Time,
     gang_next: Option<Time>,
     running: Running,
+    /// The cluster's power budget, which powers only some nodes at full power
+    /// (absent from the saved state of a cluster without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    budget: Option<Box<budget::Budget>>,
     /// Jobs whose node set could never be satisfied, so it was ignored.
     dropped_nodesets: u64,
     max_factor: f64,
@@ -217,7 +222,7 @@ impl NodeEngine {
             && board.nodes[0].gpus == 0
             && board.site_nodeset.is_none()
             && board.parts.iter().all(|p| p.nodeset.is_none());
-        NodeEngine {
+        let mut e = NodeEngine {
             policy,
             board,
             free,
@@ -246,6 +251,7 @@ impl NodeEngine {
             slice: cluster.time_slice_s.max(1),
             gang_next: None,
             running: Running::default(),
+            budget: budget::Budget::of(cluster).map(Box::new),
             dropped_nodesets: 0,
             max_factor,
             min_node_cores,
@@ -263,7 +269,9 @@ impl NodeEngine {
             extra: Free::default(),
             profile: Profile::default(),
             doomed: Doomed::default(),
-        }
+        };
+        e.repower();
+        e
     }
 
     pub fn policy(&self) -> PolicyKind {
@@ -310,7 +318,19 @@ impl NodeEngine {
         own: Option<&NodeSetSpec>,
         now: Time,
     ) -> Result<(Demand, Option<Sets>, bool), NeverFits> {
-        self.board.demand(spec, own, now)
+        let r = self.board.demand(spec, own, now)?;
+        self.powerable(&r.0)?;
+        Ok(r)
+    }
+
+    /// Under a power budget, whether the nodes a job takes on an empty machine
+    /// can all run at full power at once.
+    fn powerable(&self, d: &Demand) -> Result<(), NeverFits> {
+        let Some(b) = &self.budget else { return Ok(()) };
+        match self.board.place(d, &self.board.empty, d.submit, &|_| true) {
+            Ok(a) if b.powers(a.parts.iter().map(|p| p.node as usize)) => Ok(()),
+            _ => Err(NeverFits::PowerBudget),
+        }
     }
 
     /// The demand of a job and its need, its set list kept while the job lives
@@ -322,6 +342,7 @@ impl NodeEngine {
         now: Time,
     ) -> Result<(Demand, u64, bool), NeverFits> {
         let (mut d, sets, dropped) = self.board.demand(spec, own, now)?;
+        self.powerable(&d)?;
         d.sets = sets.map(|s| self.board.keep(s));
         let need = self.need(&d);
         Ok((d, need, dropped))
@@ -382,6 +403,9 @@ impl NodeEngine {
         let whole = self.home[job.index()].take().unwrap_or(a);
         for p in &whole.parts {
             self.booked[p.node as usize] -= p.cores;
+        }
+        if let Some(b) = &mut self.budget {
+            b.due = true;
         }
         self.parked.retain(|&p| p != job);
         Some(whole)
@@ -464,7 +488,8 @@ impl NodeEngine {
 
     /// Change a node's status. When it starts or stops taking jobs, its free
     /// cores and those its running jobs give back when they end join or leave
-    /// what the queue can use.
+    /// what the queue can use. Under a power budget the nodes powered are
+    /// chosen again.
     pub(crate) fn set_status(&mut self, n: usize, f: impl FnOnce(&mut NodeStatus)) {
         self.version += 1;
         f(&mut self.status[n]);
@@ -472,10 +497,33 @@ impl NodeEngine {
         if s.up && !s.drain {
             s.reason.clear();
         }
-        let usable = s.up && !s.drain;
+        let takes = s.up && !s.drain;
+        match self.budget.is_some() {
+            true => self.repower(),
+            false => self.set_usable(n, takes),
+        }
+    }
+
+    /// Under a power budget: power the nodes that hold jobs, then those that
+    /// take jobs while the budget lasts ([`budget::Budget::repower`]); only
+    /// powered nodes take jobs.
+    fn repower(&mut self) {
+        let Some(mut b) = self.budget.take() else { return };
+        let (status, booked) = (&self.status, &self.booked);
+        b.repower(|i| booked[i] > 0, |i| status[i].up && !status[i].drain);
+        for n in 0..self.status.len() {
+            let s = &self.status[n];
+            self.set_usable(n, s.up && !s.drain && b.on[n]);
+        }
+        self.budget = Some(b);
+    }
+
+    /// Node `n` starts or stops taking jobs.
+    fn set_usable(&mut self, n: usize, usable: bool) {
         if usable == self.usable[n] {
             return;
         }
+        self.version += 1;
         self.usable[n] = usable;
         self.usable_nodes = self.usable.iter().filter(|&&u| u).count();
         let idle = self.free.cores[n] as u64;
@@ -498,6 +546,45 @@ impl NodeEngine {
         self.running = rs;
     }
 
+    /// Some node is up and not drained but not powered.
+    fn held_for_power(&self) -> bool {
+        self.budget.as_ref().is_some_and(|b| {
+            self.status
+                .iter()
+                .zip(&b.on)
+                .any(|(s, &on)| s.up && !s.drain && !on)
+        })
+    }
+
+    /// The power budget (W), if the cluster has one.
+    pub fn budget_w(&self) -> Option<f64> {
+        self.budget.as_ref().map(|b| b.budget_w)
+    }
+
+    /// The lowest budget that keeps the running jobs' nodes at full power.
+    pub(crate) fn least_power_w(&self) -> Option<f64> {
+        let booked = &self.booked;
+        self.budget.as_ref().map(|b| b.least_w(|i| booked[i] > 0))
+    }
+
+    /// A new budget (checked against [`NodeEngine::least_power_w`] first): the
+    /// nodes powered are chosen again at once.
+    pub(crate) fn set_budget(&mut self, watts: f64) {
+        if let Some(b) = &mut self.budget {
+            b.budget_w = watts;
+            self.repower();
+        }
+    }
+
+    /// Under a power budget, a job's node count and the CPU cap its nodes run
+    /// at (full power: the lowest maximum of its nodes).
+    pub fn power_config(&self, job: JobIdx) -> Option<(u32, f64)> {
+        let b = self.budget.as_ref()?;
+        let a = self.allocation(job)?;
+        let cap = a.parts.iter().map(|p| b.cpu_max_w[p.node as usize]).fold(f64::INFINITY, f64::min);
+        (cap.is_finite() && cap > 0.0).then_some((a.parts.len() as u32, cap))
+    }
+
     /// The next instant a pass is needed though nothing outside happens: the
     /// earliest limit of a running job.
     pub(crate) fn next_deadline(&self, t: &JobTable) -> Option<Time> {
@@ -518,6 +605,9 @@ impl NodeEngine {
             // their resources come back when their completions are reported; the
             // next pass schedules with them
             return;
+        }
+        if self.budget.as_ref().is_some_and(|b| b.due) {
+            self.repower();
         }
         if self.preemptive || self.gang {
             self.preempt_pass(now, t, out);
@@ -696,6 +786,18 @@ impl NodeEngine {
                 PendingReason::NodeSet {
                     policy: spec.policy,
                     attribute: spec.attribute,
+                }
+            }
+            // nodes that would take it but for the budget: it waits for power
+            _ if self.held_for_power() => {
+                let b = self.budget.as_ref().expect("held for power");
+                let nodes = match self.board.place(d, &self.board.empty, now, &|_| true) {
+                    Ok(a) => a.parts.len() as u32,
+                    Err(_) => 1,
+                };
+                PendingReason::PowerBudget {
+                    needed_w: b.need_w(nodes).ceil() as u64,
+                    free_w: b.free_w().floor() as u64,
                 }
             }
             _ => PendingReason::Resources {

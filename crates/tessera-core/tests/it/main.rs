@@ -1,5 +1,6 @@
 //! Integration tests of the engine, through a small `TestEnv`.
 mod cluster_file;
+mod budget;
 mod contract;
 mod drained;
 mod env;
