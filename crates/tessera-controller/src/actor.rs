@@ -365,8 +365,17 @@ impl Actor {
         let t1 = Instant::now();
         let mut actions = Vec::new();
         self.state.apply(&mut self.cluster, now, events, &mut actions);
-        self.metrics.batch(t1 - t0, t1.elapsed());
-        self.act(actions)
+        let took = t1.elapsed();
+        self.metrics.batch(t1 - t0, took);
+        self.act(actions)?;
+        // PARM's decision took `took`: with --charge-solve-time, journaled
+        // and charged to the jobs it started or reconfigured (they hear of
+        // their later end), as the simulator's does; a restart replays it
+        if self.state.engine().as_parm().is_some_and(|m| m.config().charge_solve_time && m.decided()) && !events.iter().any(|e| matches!(e, Event::DecisionTime { .. })) {
+            let micros = took.as_micros().max(1) as u64;
+            return self.commit(now, &[Event::DecisionTime { micros }, Event::PassLater]);
+        }
+        Ok(())
     }
 
     /// After a changed cluster file was applied: what the actor derives from

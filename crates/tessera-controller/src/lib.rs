@@ -91,6 +91,12 @@ pub struct ParmFlags {
     /// default: it waits for them to boot (Eq. 21), as in `sim run`.
     #[arg(long)]
     pub no_expand_boots: bool,
+    /// Measure each decision's solve time and charge it to the jobs it
+    /// started or resized (they end that much later), as `sim run
+    /// --charge-solve-time` does; default: the decision is paid in real time
+    /// only (jobs start once it is made).
+    #[arg(long)]
+    pub charge_solve_time: bool,
 }
 
 impl ParmFlags {
@@ -104,8 +110,10 @@ impl ParmFlags {
             ("--resize-ack", self.resize_ack.map(|f| f.to_string())),
         ];
         let mut v: Vec<String> = given.into_iter().filter_map(|(k, v)| Some([k.to_string(), v?])).flatten().collect();
-        if self.no_expand_boots {
-            v.push("--no-expand-boots".into());
+        for (flag, given) in [("--no-expand-boots", self.no_expand_boots), ("--charge-solve-time", self.charge_solve_time)] {
+            if given {
+                v.push(flag.into());
+            }
         }
         v
     }
@@ -117,11 +125,12 @@ impl ParmFlags {
             return Ok(None);
         }
         if !policy.eq_ignore_ascii_case("parm") {
-            return Err("--parm-variant, --parm-rule, --alpha, --fse, --resize-ack and --no-expand-boots apply to --policy parm only".into());
+            return Err("--parm-variant, --parm-rule, --alpha, --fse, --resize-ack, --no-expand-boots and --charge-solve-time apply to --policy parm only".into());
         }
         let mut c = tessera_core::power::ParmConfig::from_flags(self.variant.as_deref(), self.rule.as_deref(), self.alpha, self.fse)?;
         c.resize_ack_s = Some(RESIZE_ACK_S);
         c.expand_boots = !self.no_expand_boots;
+        c.charge_solve_time = self.charge_solve_time;
         match self.resize_ack {
             Some(s) if !(1..=86_400).contains(&s) => return Err(format!("--resize-ack {s}: expected seconds from 1 to 86400")),
             Some(s) => c.resize_ack_s = Some(s),

@@ -58,6 +58,10 @@ pub struct JobMeta {
     /// Under PARM: the CPU cap (W) of the current run's nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cap_w: Option<f64>,
+    /// Under PARM: when the model expects the current run to end, as last
+    /// told to it (`TESSERA_POWER_END`, or its last reconfiguration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_end: Option<i64>,
 }
 
 /// An event from outside, as journaled.
@@ -91,6 +95,10 @@ pub enum Event {
     Resized { job: u64, attempt: u32 },
     /// An operator changed the power budget (W).
     SetBudget { watts: f64 },
+    /// The PARM decision of the batch before took this long (measured by the
+    /// controller, journaled after it): charged to the jobs it started or
+    /// reconfigured, as the simulator's `--charge-solve-time` does.
+    DecisionTime { micros: u64 },
 }
 
 /// What the actor is asked to do.
@@ -365,6 +373,7 @@ impl State {
             // applied by `apply`, which holds the cluster and makes the pass
             Event::Reconfigure { .. } | Event::PassLater => {}
             Event::SetBudget { watts } => inputs.push_back(Input::SetBudget { watts: *watts }),
+            Event::DecisionTime { micros } => inputs.push_back(Input::DecisionTime { micros: *micros }),
             Event::Resized { job, attempt } => {
                 if self.awaits_resize(*job, *attempt) {
                     inputs.push_back(Input::Resized(JobId(*job)));
@@ -455,6 +464,7 @@ impl State {
                     released_since: None,
                     limit_hit: false,
                     cap_w: None,
+                    power_end: None,
                 },
             );
             inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone(), after: after.clone() });
@@ -643,6 +653,7 @@ impl Ledger {
                 m.released.clear();
                 m.released_since = None;
                 m.cap_w = engine.power_config(job).map(|(_, cap)| cap);
+                m.power_end = engine.power_end(job);
                 if let Some(cap_w) = m.cap_w {
                     // the caps are set before the job starts on its nodes
                     out.extend(m.nodes.iter().map(|&node| Action::Power { node, cap_w, busy: true }));
@@ -695,9 +706,10 @@ impl Ledger {
             Effect::Configure { job, cap_w, end, .. } => {
                 let Some(m) = self.jobs.get_mut(&job.0) else { return };
                 let nodes: Vec<u32> = engine.allocation(job).map(|a| a.parts.iter().map(|p| p.node).collect()).unwrap_or_default();
-                if nodes == m.nodes && m.cap_w == Some(cap_w) {
-                    return; // as started, or only its expected end moved
+                if nodes == m.nodes && m.cap_w == Some(cap_w) && m.power_end == Some(end) {
+                    return; // as it runs
                 }
+                m.power_end = Some(end);
                 tracing::info!(job = m.id, nodes = nodes.len(), cap_w, "reconfigure");
                 // nodes it gave back idle (at the cap they had), then the
                 // cap of those it holds

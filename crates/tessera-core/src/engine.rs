@@ -561,7 +561,10 @@ impl Engine {
     /// Give back a job's resources; returns its allocation and usage.
     fn release(&mut self, now: Time, j: JobIdx) -> (Option<Allocation>, Option<Usage>) {
         match &mut self.m {
-            Machine::Nodes(m) => (m.release(&self.t, j), None),
+            Machine::Nodes(m) => {
+                let usage = m.usage(&self.t, j, now);
+                (m.release(&self.t, j), usage)
+            }
             Machine::Parm(m) => m.release(now, j),
         }
     }

@@ -296,12 +296,15 @@ fn parse_testbed(s: &str) -> Result<(String, u64)> {
     }
 }
 
-/// PARM on the cluster's power machine, as the live controller runs it (its
-/// resize acknowledgements aside: a sleep job acknowledges at once).
+/// PARM on the cluster's power machine, as the live controller runs it: its
+/// decisions' solve times charged if it charges them (`--charge-solve-time`:
+/// the simulator's own, measured as it runs), its resize acknowledgements
+/// aside (a sleep job acknowledges at once).
 fn power_setup(cluster: &Cluster, mut cfg: ParmConfig) -> Result<PowerSetup> {
     let info = cluster.power_machine().map_err(anyhow::Error::msg)?;
     cfg.resize_ack_s = None;
-    Ok(PowerSetup { name: cluster.name.clone(), info, hardware: PowerNodes::of(cluster), rule: PowerRule::default(), mode: PowerMode::Parm(cfg), charge_solve_time: false })
+    let charge_solve_time = cfg.charge_solve_time;
+    Ok(PowerSetup { name: cluster.name.clone(), info, hardware: PowerNodes::of(cluster), rule: PowerRule::default(), mode: PowerMode::Parm(cfg), charge_solve_time })
 }
 
 /// The PARM paper's testbed job set `set` drawn with `seed` (`tessera

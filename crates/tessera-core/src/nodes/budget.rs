@@ -83,6 +83,11 @@ impl Budget {
         extra.iter().take(nodes as usize).sum()
     }
 
+    /// What node `i` draws busy at full power.
+    pub fn busy_w(&self, i: usize) -> f64 {
+        self.idle_w[i] + self.extra_w[i]
+    }
+
     /// Watts of the budget not committed.
     pub fn free_w(&self) -> f64 {
         (self.budget_w - self.committed_w).max(0.0)

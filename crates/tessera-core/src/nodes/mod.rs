@@ -556,6 +556,20 @@ impl NodeEngine {
         })
     }
 
+    /// Under a power budget, what a job has used by `now`: its nodes at full
+    /// power over its run, suspensions aside (the model's energy).
+    pub(crate) fn usage(&self, t: &JobTable, job: JobIdx, now: Time) -> Option<crate::power::Usage> {
+        let b = self.budget.as_ref()?;
+        let a = self.allocation(job)?;
+        let e = t.get(job);
+        let mut ran = now - e.state.start()? - e.suspended_s;
+        if let JobState::Suspended { since, .. } = e.state {
+            ran -= now - since;
+        }
+        let s = ran.max(0) as f64;
+        Some(crate::power::Usage { energy_j: a.parts.iter().map(|p| b.busy_w(p.node as usize)).sum::<f64>() * s, node_s: a.parts.len() as f64 * s })
+    }
+
     /// The power budget (W), if the cluster has one.
     pub fn budget_w(&self) -> Option<f64> {
         self.budget.as_ref().map(|b| b.budget_w)

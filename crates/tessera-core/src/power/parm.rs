@@ -158,6 +158,12 @@ pub struct ParmConfig {
     /// (the simulator's jobs resize as they are told).
     #[serde(default)]
     pub resize_ack_s: Option<Time>,
+    /// A live driver measures each decision's solve time and charges it to
+    /// the jobs the decision started or reconfigured (`Input::DecisionTime`),
+    /// as the simulator's `--charge-solve-time` does; the engine itself only
+    /// applies the charges it is given.
+    #[serde(default)]
+    pub charge_solve_time: bool,
 }
 
 fn yes() -> bool {
@@ -166,7 +172,7 @@ fn yes() -> bool {
 
 impl ParmConfig {
     pub fn new(variant: ParmVariant) -> Self {
-        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper, expand_boots: true, resize_ack_s: None }
+        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper, expand_boots: true, resize_ack_s: None, charge_solve_time: false }
     }
 
     /// Tessera's scheduler: wSE with the starts-first rule (the attribution,
@@ -304,13 +310,20 @@ pub struct ParmEngine {
     /// The budget was lowered below the power drawn: the next pass lowers caps.
     #[serde(default)]
     over_budget: bool,
+    /// Every end a job was told (a start's, a reconfiguration's) still to
+    /// come: PARM decides again at each, including those a later
+    /// reconfiguration moved, so a live controller, which wakes for them,
+    /// decides when the simulator does (its run loop passes at every end it
+    /// was given).
+    #[serde(default)]
+    announced: std::collections::BTreeSet<Time>,
 }
 
 impl ParmEngine {
     pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
         let n = machine.nodes as usize;
         let status = vec![NodeStatus { up: true, drain: false, reason: String::new() }; n];
-        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status, over_budget: false }
+        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status, over_budget: false, announced: Default::default() }
     }
 
     /// Whether machine node `k` takes jobs.
@@ -409,7 +422,11 @@ impl ParmEngine {
 
     /// The instant the first shrunk job that has not acknowledged is due to be killed.
     pub(crate) fn next_deadline(&self) -> Option<Time> {
-        self.running.iter().filter_map(|j| self.runs[j.index()].as_ref()?.release_by).min()
+        let ack = self.running.iter().filter_map(|j| self.runs[j.index()].as_ref()?.release_by).min();
+        // an end a reconfiguration moved (a job's current end comes as its completion)
+        let current = |t: Time| self.running.iter().any(|j| self.runs[j.index()].as_ref().is_some_and(|r| r.expected_end == t));
+        let moved = self.announced.iter().copied().find(|&t| !current(t));
+        [ack, moved].into_iter().flatten().min()
     }
 
     /// Running jobs whose acknowledgement is overdue at `now`.
@@ -562,7 +579,9 @@ impl ParmEngine {
         let r = self.runs[job.index()].as_mut().unwrap();
         let left = r.overhead + (1.0 - r.done) * pj.time(r.n, r.p);
         r.expected_end = (r.at + left - 1e-9).ceil().max(r.at.ceil()).min(crate::contract::MAX_TIME as f64) as Time;
-        r.expected_end
+        let end = r.expected_end;
+        self.announced.insert(end);
+        end
     }
 
     /// A job ends (or goes back to the queue): its nodes and power come back.
@@ -693,7 +712,7 @@ impl ParmEngine {
     }
 
     pub(crate) fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
-        let nowf = now as f64;
+        self.announced = self.announced.split_off(&(now + 1));
         self.advance_all(now);
         self.changed.clear();
         if t.queue.head().is_none() && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
@@ -753,12 +772,28 @@ impl ParmEngine {
                 d(x).total_cmp(&d(y))
             });
         }
+        let changes: Vec<(JobIdx, u32, f64)> = order.into_iter().filter_map(|k| sol.choice[k].map(|c| (jobs[k], shapes[k][c as usize].0, shapes[k][c as usize].1))).collect();
+        self.apply_changes(now, t, &changes, t_se_max, out);
+        // a lowered budget is met once what runs fits it
+        self.over_budget = self.power_w() > self.machine.budget_w * (1.0 + 1e-9) + 1e-6;
+    }
+
+    /// Apply a decision's changes (job, nodes, cap) in order. With
+    /// acknowledged resizes a change that needs nodes or power a shrunk job
+    /// still holds waits for a later decision (a shrink keeps its old cap if
+    /// the new one does not fit).
+    fn apply_changes(&mut self, now: Time, t: &mut JobTable, changes: &[(JobIdx, u32, f64)], t_se_max: f64, out: &mut Vec<Effect>) {
+        let ack = self.cfg.resize_ack_s.is_some();
+        let (base, idle) = (self.machine.node_base_w, self.machine.idle_w);
+        let delta = |run: Option<&Run>, n: u32, p: f64| match run {
+            Some(r) if n < r.n => n as f64 * (p - r.p),
+            Some(r) => n as f64 * (p + base) - r.n as f64 * (r.p + base) - (n - r.n) as f64 * idle,
+            None => n as f64 * (p + base - idle),
+        };
+        let nowf = now as f64;
         let mut power = self.power_w();
         let mut free = self.free_usable();
-        for k in order {
-            let j = jobs[k];
-            let Some(c) = sol.choice[k] else { continue };
-            let (n, mut p) = shapes[k][c as usize];
+        for &(j, n, mut p) in changes {
             // nodes a shrink gave up are free only once its job acknowledges
             // (resize_ack_s): a start or growth that needs them, or power they
             // still draw, waits for a later decision (a shrink keeps its old
@@ -834,13 +869,17 @@ impl ParmEngine {
                 }
             }
         }
-        // a lowered budget is met once what runs fits it
-        self.over_budget = self.power_w() > self.machine.budget_w * (1.0 + 1e-9) + 1e-6;
     }
 
     /// The last decision took `seconds` to compute: the jobs it started or
     /// reconfigured serve that much more overhead before their new configuration
     /// makes progress (their nodes are held and powered meanwhile).
+    /// Whether the last pass started or reconfigured jobs (a decision time
+    /// would be charged to them).
+    pub fn decided(&self) -> bool {
+        !self.changed.is_empty()
+    }
+
     pub(crate) fn charge_decision(&mut self, seconds: f64, t: &mut JobTable, out: &mut Vec<Effect>) {
         if !(seconds > 0.0 && seconds.is_finite()) {
             return;

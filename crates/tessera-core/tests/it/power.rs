@@ -76,6 +76,12 @@ impl Run {
 
 /// Drive a workload of (submit, job) to the end.
 fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
+    drive_acking(m, cfg, jobs, false)
+}
+
+/// [`drive`], a shrunk job acknowledging at once (`ack`: with
+/// `resize_ack_s`), then another pass at the same instant.
+fn drive_acking(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)], ack: bool) -> Run {
     let mut r = Run { budget_w: m.budget_w, nodes: m.nodes, e: Engine::parm(m, cfg), ends: vec![], configs: vec![], first: vec![], finished: 0 };
     let mut next = 0;
     loop {
@@ -100,8 +106,53 @@ fn drive(m: PowerMachine, cfg: ParmConfig, jobs: &[(Time, PowerJob)]) -> Run {
             next += 1;
         }
         r.step(now, Input::Pass);
+        while ack {
+            let owing: Vec<u64> = (0..r.ends.len() as u64).filter(|&i| r.e.awaits_resize(JobId(i))).collect();
+            if owing.is_empty() {
+                break;
+            }
+            for i in owing {
+                r.step(now, Input::Resized(JobId(i)));
+            }
+            r.step(now, Input::Pass);
+        }
     }
     r
+}
+
+/// Shrunk jobs that acknowledge at once get the simulator's decisions: what
+/// waited for the nodes they gave up is decided again at the same instant,
+/// and the same way (so a live run and its simulation agree).
+#[test]
+fn acknowledged_at_once_the_decisions_are_the_simulators() {
+    // per job, its configuration at the end of each instant
+    let settled = |r: &Run| -> Vec<Vec<(Time, u32, u64)>> {
+        r.configs.iter().map(|c| {
+            let mut v: Vec<(Time, u32, u64)> = Vec::new();
+            for &(t, n, p) in c {
+                if v.last().is_some_and(|l| l.0 == t) {
+                    v.pop();
+                }
+                v.push((t, n, p.to_bits()));
+            }
+            v
+        }).collect()
+    };
+    let mut resized = 0;
+    for seed in 0..40u64 {
+        // the PARM testbed's shape: 38 nodes under 3,300 W, 10 jobs of 4..12
+        // to 3 times as many nodes arriving 90 s apart on average
+        let jobs: Vec<(Time, PowerJob)> = workload(seed).into_iter().take(10).map(|(t, j)| {
+            let n_min = 4 + j.n_max % 9;
+            (t / 4, PowerJob { n_min, n_max: 3 * n_min, scaling: Downey { a: 3.0 * n_min as f64, sigma: 0.5 }, t1: j.t1 / 4.0, ..j })
+        }).collect();
+        let cfg = ParmConfig { expand_boots: false, fse: 30, ..if seed % 2 == 0 { ParmConfig::new(ParmVariant::WSE) } else { ParmConfig::tessera() } };
+        let plain = drive(machine(38, 3300.0), cfg.clone(), &jobs);
+        let acked = drive_acking(machine(38, 3300.0), ParmConfig { resize_ack_s: Some(30), ..cfg }, &jobs, true);
+        assert_eq!(settled(&acked), settled(&plain), "seed {seed}");
+        resized += plain.configs.iter().filter(|c| c.windows(2).any(|w| w[1].1 < w[0].1)).count();
+    }
+    assert!(resized > 0, "some job was shrunk");
 }
 
 /// Seeded random workloads: 40 jobs on 24 nodes whose budget powers 10 at full power.
@@ -498,4 +549,29 @@ fn acknowledged_resizes_keep_the_budget_and_every_job_ends() {
         all_killed += killed;
     }
     assert!(all_acked > 0 && all_killed > 0, "both paths taken: {all_acked} acknowledged, {all_killed} killed");
+}
+
+/// PARM decides again at every end a job was told, including one a later
+/// reconfiguration moved: the engine asks to be woken then, so a live
+/// controller decides when the simulator's run loop does.
+#[test]
+fn an_end_a_reconfiguration_moved_still_wakes_the_engine() {
+    let mut e = Engine::parm(machine(12, 8.0 * 116.0), ParmConfig { fse: 0, ..ParmConfig::new(ParmVariant::WSE) });
+    let mut out = Vec::new();
+    let a = job(PRESETS[0], 1000.0, 2, 8);
+    e.handle(0, Input::submit(JobSpec { power: Some(a), ..JobSpec::new(JobId(1), 8, 1_000_000) }), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    let first = out.iter().find_map(|x| if let Effect::Configure { end, .. } = x { Some(*end) } else { None }).expect("job 1 started");
+    // a second job takes power from the first, whose end moves later
+    out.clear();
+    e.handle(10, Input::submit(JobSpec { power: Some(job(PRESETS[1], 1000.0, 1, 1)), ..JobSpec::new(JobId(2), 1, 1_000_000) }), &mut out);
+    e.handle(10, Input::Pass, &mut out);
+    let moved = out.iter().find_map(|x| match x { Effect::Configure { job: JobId(1), end, .. } => Some(*end), _ => None }).unwrap_or_else(|| panic!("job 1 was resized: {out:?}"));
+    assert!(moved > first, "job 1 ends later on fewer nodes: {first} then {moved}");
+    let wakes: Vec<Time> = out.iter().filter_map(|x| if let Effect::WakeAt(t) = x { Some(*t) } else { None }).collect();
+    assert_eq!(wakes.last(), Some(&first), "the engine wakes at job 1's first end: {out:?}");
+    // there it decides, and then waits for the ends it holds now
+    out.clear();
+    e.handle(first, Input::Pass, &mut out);
+    assert!(!out.iter().any(|x| matches!(x, Effect::WakeAt(t) if *t <= first)), "{out:?}");
 }

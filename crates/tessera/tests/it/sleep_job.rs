@@ -263,3 +263,48 @@ fn a_dependent_workload_runs_live_as_simulated() {
     // (job 5 waits behind job 4, whose reservation its 10 s limit would delay)
     assert_eq!(sim, vec![(1, 0), (2, 4), (3, 4), (4, 7), (5, 9), (6, 9)], "{csv}");
 }
+
+/// `tessera twin` on the PARM testbed cluster file with `args`: its JSON summary.
+fn parm_twin(args: &[&str]) -> serde_json::Value {
+    let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/parm-testbed.toml");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["twin", "--cluster", cluster, "--format", "json", "--dir"])
+        .arg(tmp.path())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// What a power-aware twin run must show: every job ran, live throughput
+/// within 5% of the simulated, starts within a second, and the measured
+/// power never over the budget for longer than one sampling interval.
+fn assert_power_twin(t: &serde_json::Value, jobs: u64) {
+    assert_eq!(t["jobs"].as_u64(), Some(jobs), "{t:#}");
+    assert_eq!(t["live"]["jobs"].as_u64(), Some(jobs), "{t:#}");
+    let (live, sim) = (t["throughput_live"].as_f64().unwrap(), t["throughput_sim"].as_f64().unwrap());
+    assert!((live / sim - 1.0).abs() <= 0.05, "throughput live {live} against simulated {sim}: {t:#}");
+    assert!(t["start_abs_p90"].as_f64().unwrap() < 1.0, "{t:#}");
+    let p = &t["power"];
+    assert!(p["samples"].as_u64().unwrap() > 10, "{t:#}");
+    assert_eq!(p["budget_w"].as_f64(), Some(3300.0));
+    assert!(p["max_allocated_w"].as_f64().unwrap() <= 3300.0 + 1e-6, "{t:#}");
+    assert!(p["max_measured_w"].as_f64().unwrap() > 0.0, "{t:#}");
+    assert!(p["longest_over_budget_s"].as_f64().unwrap() <= 2.0, "{t:#}");
+}
+
+/// The short form of the PARM paper's live experiment (scripts/parm-live):
+/// one testbed job set under wSE at 0.5% of the paper's times, live and
+/// simulated, then the power-unaware baseline (EASY on the nodes the budget
+/// powers at full power), which PARM beats.
+#[test]
+fn the_parm_testbed_runs_live_as_simulated_and_beats_the_power_unaware_baseline() {
+    let wse = parm_twin(&["--testbed", "SetL:2", "--shrink", "0.5", "--policy", "parm", "--parm-rule", "paper", "--no-expand-boots"]);
+    assert_power_twin(&wse, 10);
+    let base = parm_twin(&["--testbed", "SetL:2", "--shrink", "0.5", "--policy", "easy"]);
+    assert_power_twin(&base, 10);
+    let (w, b) = (wse["live"]["mean_response"].as_f64().unwrap(), base["live"]["mean_response"].as_f64().unwrap());
+    assert!(b / w > 1.2, "wSE {w} s against the baseline's {b} s: {wse:#} {base:#}");
+}
