@@ -97,6 +97,8 @@ pub struct Actor {
     euid: u32,
     /// Each node's latest power reading from its agent, and when it came.
     power: Vec<Option<(NodePowerReading, Instant)>>,
+    /// Since when the measured power has been over the budget.
+    over_since: Option<Instant>,
 }
 
 
@@ -207,6 +209,7 @@ impl Actor {
             metrics: Metrics::default(),
             euid: nix::unistd::geteuid().as_raw(),
             power: Vec::new(),
+            over_since: None,
         };
         if replayed > 0 {
             actor.snapshot()?;
@@ -532,6 +535,7 @@ impl Actor {
                     if !msg.power.is_empty() && self.metrics.power_due() {
                         let (_, allocated, measured) = self.power_now();
                         self.metrics.power_sample(allocated, measured);
+                        self.govern(events);
                     }
                     events.extend(msg.ended.iter().map(|x| Event::Ended(*x)));
                     after.push(After::Ack(reply));
@@ -560,6 +564,38 @@ impl Actor {
                 }
             }
             self.power[n as usize] = Some((r.clone(), Instant::now()));
+        }
+    }
+
+    /// The power governor (crate::governor): once the measured power has
+    /// been over the budget for a whole report interval (a shorter excess is
+    /// the agents' reports being taken at different instants), cut the caps
+    /// of the most over-drawing jobs, and wait another interval for the
+    /// nodes to report at their new caps.
+    fn govern(&mut self, events: &mut Vec<Event>) {
+        let (Some(budget_w), _, Some(measured_w)) = self.power_now() else { return };
+        if measured_w <= budget_w + 1e-6 {
+            self.over_since = None;
+            return;
+        }
+        let since = *self.over_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < Duration::from_secs(tessera_proto::api::POWER_REPORT_S) {
+            return;
+        }
+        self.over_since = None;
+        let fresh = Duration::from_secs(3 * tessera_proto::api::POWER_REPORT_S);
+        let engine = self.state.engine();
+        let mut jobs = Vec::new();
+        for m in self.state.ledger.jobs.values() {
+            let (Some(cap_w), Some(_), Some(floor_w)) = (m.cap_w, m.start, engine.cap_floor(JobId(m.id))) else { continue };
+            let Some(p) = m.nodes.first().and_then(|&n| self.cluster.node_types[self.cluster.nodes[n as usize].node_type].power.as_ref()) else { continue };
+            let measured: f64 = m.nodes.iter().filter_map(|&n| self.power.get(n as usize)?.as_ref().filter(|(_, at)| at.elapsed() <= fresh).map(|(r, _)| r.watts)).sum();
+            jobs.push(crate::governor::Drawing { job: m.id, attempt: m.attempt, cap_w, floor_w, levels: p.cap_levels_w.clone(), nodes: m.nodes.len() as u32, measured_w: measured, allocated_w: m.nodes.len() as f64 * p.busy_w(cap_w) });
+        }
+        for (job, attempt, cap_w) in crate::governor::cuts(budget_w, measured_w, &jobs) {
+            tracing::warn!(job, cap_w, measured_w, budget_w, "measured power over the budget: the job's cap comes down");
+            self.metrics.throttles += 1;
+            events.push(Event::Throttle { job, attempt, cap_w });
         }
     }
 

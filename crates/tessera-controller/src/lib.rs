@@ -16,6 +16,7 @@ pub mod actor;
 mod admission;
 pub mod auth;
 pub mod failstop;
+pub mod governor;
 pub mod http;
 pub mod journal;
 pub mod metrics;

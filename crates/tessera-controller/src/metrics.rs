@@ -12,6 +12,8 @@ use tessera_core::{Cluster, JobId};
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub submitted: u64,
+    /// Jobs the power governor lowered a cap of (crate::governor).
+    pub throttles: u64,
     pub started: u64,
     pub finished: u64,
     passes: u64,
@@ -176,7 +178,8 @@ impl Metrics {
             let _ = writeln!(o, "{name} {v}");
         }
         let (sub_rate, start_rate) = self.rates();
-        let counters: [(&str, &str, f64); 4] = [
+        let counters: [(&str, &str, f64); 5] = [
+            ("tessera_power_throttles_total", "Cap cuts by the power governor (measured power over the budget) since the controller started.", self.throttles as f64),
             ("tessera_submissions_total", "Jobs accepted (durable) since the controller started.", self.submitted as f64),
             ("tessera_starts_total", "Job starts sent to agents since the controller started.", self.started as f64),
             ("tessera_finished_total", "Jobs recorded in accounting since the controller started.", self.finished as f64),

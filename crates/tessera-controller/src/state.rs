@@ -95,6 +95,9 @@ pub enum Event {
     Resized { job: u64, attempt: u32 },
     /// An operator changed the power budget (W).
     SetBudget { watts: f64 },
+    /// The measured power exceeded the budget: the power governor holds run
+    /// `attempt` of `job` to this CPU cap for the rest of the run (W).
+    Throttle { job: u64, attempt: u32, cap_w: f64 },
     /// The PARM decision of the batch before took this long (measured by the
     /// controller, journaled after it): charged to the jobs it started or
     /// reconfigured, as the simulator's `--charge-solve-time` does.
@@ -374,6 +377,11 @@ impl State {
             Event::Reconfigure { .. } | Event::PassLater => {}
             Event::SetBudget { watts } => inputs.push_back(Input::SetBudget { watts: *watts }),
             Event::DecisionTime { micros } => inputs.push_back(Input::DecisionTime { micros: *micros }),
+            Event::Throttle { job, attempt, cap_w } => {
+                if self.ledger.jobs.get(job).is_some_and(|m| m.attempt == *attempt && m.start.is_some()) {
+                    inputs.push_back(Input::CapCeiling { job: JobId(*job), cap_w: *cap_w });
+                }
+            }
             Event::Resized { job, attempt } => {
                 if self.awaits_resize(*job, *attempt) {
                     inputs.push_back(Input::Resized(JobId(*job)));

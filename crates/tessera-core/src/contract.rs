@@ -90,6 +90,12 @@ pub enum Input {
     /// lower budget is met at the next pass, by lowering caps before anything
     /// new starts; one the running jobs cannot be held to is refused.
     SetBudget { watts: f64 },
+    /// The power measured on the nodes exceeded the budget, and the driver's
+    /// power governor lowers a running job's CPU cap: for the rest of its run
+    /// the job runs at most at `cap_w`, never below its floor (the lowest
+    /// cap its profile allows), re-capped at once (`Effect::Configure`).
+    /// Power-aware machines, and queue policies under a power budget.
+    CapCeiling { job: JobId, cap_w: f64 },
 }
 
 impl Input {
@@ -118,6 +124,7 @@ impl Input {
             Input::DecisionTime { .. } => "decision time",
             Input::Resized(_) => "resized",
             Input::SetBudget { .. } => "set budget",
+            Input::CapCeiling { .. } => "cap ceiling",
         }
     }
 
@@ -130,7 +137,8 @@ impl Input {
             | Input::Suspend(j)
             | Input::Resume(j)
             | Input::Requeue(j)
-            | Input::Resized(j) => Some(*j),
+            | Input::Resized(j)
+            | Input::CapCeiling { job: j, .. } => Some(*j),
             Input::Complete { job, .. } => Some(*job),
             Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } | Input::SetBudget { .. } => None,
         }

@@ -368,6 +368,21 @@ impl Engine {
                 }
                 Ok(())
             }
+            Input::CapCeiling { job, cap_w } => {
+                let j = self.lookup(job)?;
+                let state = self.t.state(j);
+                if !matches!(state, JobState::Running { .. }) {
+                    return Err(Rejection::WrongState { job, state: state.name(), input: "cap ceiling", needs: "running" });
+                }
+                if !(cap_w.is_finite() && cap_w > 0.0) {
+                    return Err(Rejection::InvalidSpec { job, field: "cap_w", value: cap_w.to_string(), expected: "watts above 0" });
+                }
+                let done = match &mut self.m {
+                    Machine::Parm(m) => m.cap_ceiling(now, &mut self.t, j, cap_w, out),
+                    Machine::Nodes(m) => m.cap_ceiling(&self.t, j, cap_w, out),
+                };
+                done.ok_or(Rejection::Unsupported { input: "cap ceiling", engine: "queue without a power budget" })
+            }
             Input::Resized(id) => {
                 let j = self.lookup(id)?;
                 let Machine::Parm(m) = &mut self.m else {
@@ -775,6 +790,17 @@ impl Engine {
         match &self.m {
             Machine::Parm(m) => m.config_of(j),
             Machine::Nodes(m) => m.power_config(j),
+        }
+    }
+
+    /// The lowest CPU cap a running job may be held to (W): its profile's
+    /// floor under PARM, the lowest level of its nodes under a queue policy's
+    /// power budget ([`Input::CapCeiling`] goes no lower).
+    pub fn cap_floor(&self, id: JobId) -> Option<f64> {
+        let j = self.t.lookup(id)?;
+        match &self.m {
+            Machine::Parm(m) => m.cap_floor(j),
+            Machine::Nodes(m) => m.cap_floor(j),
         }
     }
 

@@ -99,3 +99,46 @@ fn the_power_options_are_the_power_aware_policys() {
     assert_eq!(n, 3);
     assert_eq!(cap, 60.0, "uncapped: the CPU's maximum");
 }
+
+/// A decision's solve time, journaled after it (`--charge-solve-time`), is
+/// charged to the job it started: the job hears its later end, and a
+/// controller replaying the journal charges the same.
+#[test]
+fn a_charged_decision_time_moves_the_started_jobs_end_and_tells_it() {
+    let mut env = testbed();
+    let u = user("ann", 1000);
+    let id = env.submit(&u, &[("--moldable", "4-12"), ("--power-profile", "Jacobi2D"), ("--time", "30:00")], None).unwrap()[0];
+    let launch = env.actions.iter().find_map(|a| if let Action::Launch { launch, .. } = a { Some(launch.clone()) } else { None }).expect("the job starts");
+    let end: i64 = launch.env["TESSERA_POWER_END"].parse().unwrap();
+    assert!(env.state.engine().as_parm().unwrap().decided(), "the pass started a job");
+    env.actions.clear();
+    env.apply(vec![tessera_controller::state::Event::DecisionTime { micros: 2_500_000 }, tessera_controller::state::Event::PassLater]);
+    let told = env.actions.iter().find_map(|a| if let Action::Reconfigure { job, end, .. } = a { Some((*job, *end)) } else { None });
+    assert_eq!(told, Some((id, end + 3)), "2.5 s more, to the whole second: {:?}", env.actions);
+    assert_eq!(env.state.engine().power_end(tessera_core::JobId(id)), Some(end + 3));
+    // a second charge has nothing to move: the decision was charged
+    env.actions.clear();
+    env.apply(vec![tessera_controller::state::Event::DecisionTime { micros: 2_500_000 }, tessera_controller::state::Event::PassLater]);
+    assert!(env.actions.is_empty(), "{:?}", env.actions);
+}
+
+/// The power governor's cut, journaled as `Event::Throttle`: the job's nodes
+/// are capped lower, the job is told its new cap and end, and a cut for an
+/// earlier run of the job changes nothing.
+#[test]
+fn a_throttle_caps_the_jobs_nodes_lower_and_tells_it() {
+    let mut env = testbed();
+    let u = user("ann", 1000);
+    let id = env.submit(&u, &[("--moldable", "4-4"), ("--power-profile", "LeanMD"), ("--time", "30:00")], None).unwrap()[0];
+    let (n, cap) = env.state.engine().power_config(tessera_core::JobId(id)).unwrap();
+    assert!(cap > 34.0, "LeanMD runs above 34 W alone: {cap}");
+    env.actions.clear();
+    env.apply(vec![tessera_controller::state::Event::Throttle { job: id, attempt: 2, cap_w: 30.0 }]);
+    assert!(caps(&env.actions).is_empty(), "another run's cut: {:?}", env.actions);
+    env.apply(vec![tessera_controller::state::Event::Throttle { job: id, attempt: 1, cap_w: 34.0 }]);
+    let set = caps(&env.actions);
+    assert_eq!(set.len() as u32, n, "{:?}", env.actions);
+    assert!(set.iter().all(|&(_, c, busy)| c == 34.0 && busy));
+    assert!(env.actions.iter().any(|a| matches!(a, Action::Reconfigure { job, cap_w, .. } if *job == id && *cap_w == 34.0)), "{:?}", env.actions);
+    assert_eq!(env.state.engine().power_config(tessera_core::JobId(id)), Some((n, 34.0)));
+}

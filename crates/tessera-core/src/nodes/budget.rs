@@ -21,8 +21,15 @@ pub(crate) struct Budget {
     /// Per node: what it draws idle, and what it adds busy at full CPU power.
     idle_w: Vec<f64>,
     extra_w: Vec<f64>,
-    /// Per node: its CPU's maximum power (0 without a power model).
+    /// Per node: its CPU's maximum power and lowest cap level (0 without a
+    /// power model).
     pub cpu_max_w: Vec<f64>,
+    #[serde(default)]
+    pub cpu_min_w: Vec<f64>,
+    /// By job slot: the highest cap the power governor holds a running job
+    /// to (`Input::CapCeiling`), for the rest of its run.
+    #[serde(default)]
+    pub ceiling: std::collections::BTreeMap<u32, f64>,
     /// Per node: powered, so it may take jobs.
     pub on: Vec<bool>,
     /// What the powered nodes draw busy and the others idle (W).
@@ -37,15 +44,16 @@ impl Budget {
     pub fn of(cluster: &Cluster) -> Option<Budget> {
         let budget_w = cluster.power_budget_w?;
         let n = cluster.nodes.len();
-        let (mut idle_w, mut extra_w, mut cpu_max_w) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        let (mut idle_w, mut extra_w, mut cpu_max_w, mut cpu_min_w) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
         for (i, node) in cluster.nodes.iter().enumerate() {
             if let Some(p) = &cluster.node_types[node.node_type].power {
                 idle_w[i] = p.idle_w;
                 extra_w[i] = (p.max_w() - p.idle_w).max(0.0);
                 cpu_max_w[i] = p.cpu_max_w;
+                cpu_min_w[i] = p.cap_levels_w.first().copied().unwrap_or(p.cpu_max_w);
             }
         }
-        Some(Budget { budget_w, idle_w, extra_w, cpu_max_w, on: vec![false; n], committed_w: 0.0, due: true })
+        Some(Budget { budget_w, idle_w, extra_w, cpu_max_w, cpu_min_w, ceiling: Default::default(), on: vec![false; n], committed_w: 0.0, due: true })
     }
 
     /// Power the nodes that hold jobs (`held`), then those that take jobs

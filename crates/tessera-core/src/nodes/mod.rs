@@ -406,6 +406,7 @@ impl NodeEngine {
         }
         if let Some(b) = &mut self.budget {
             b.due = true;
+            b.ceiling.remove(&job.0);
         }
         self.parked.retain(|&p| p != job);
         Some(whole)
@@ -591,12 +592,35 @@ impl NodeEngine {
     }
 
     /// Under a power budget, a job's node count and the CPU cap its nodes run
-    /// at (full power: the lowest maximum of its nodes).
+    /// at: full power (the lowest maximum of its nodes), or the power
+    /// governor's ceiling.
     pub fn power_config(&self, job: JobIdx) -> Option<(u32, f64)> {
         let b = self.budget.as_ref()?;
         let a = self.allocation(job)?;
         let cap = a.parts.iter().map(|p| b.cpu_max_w[p.node as usize]).fold(f64::INFINITY, f64::min);
+        let cap = b.ceiling.get(&job.0).map_or(cap, |&c| c.min(cap));
         (cap.is_finite() && cap > 0.0).then_some((a.parts.len() as u32, cap))
+    }
+
+    /// Under a power budget, the lowest cap a job's nodes may be held to: the
+    /// highest of their lowest levels.
+    pub(crate) fn cap_floor(&self, job: JobIdx) -> Option<f64> {
+        let b = self.budget.as_ref()?;
+        let a = self.allocation(job)?;
+        Some(a.parts.iter().map(|p| b.cpu_min_w[p.node as usize]).fold(0.0, f64::max))
+    }
+
+    /// Under a power budget, hold a running job at `cap_w` at most (its floor
+    /// at least) for the rest of its run, and say so (`Effect::Configure`).
+    pub(crate) fn cap_ceiling(&mut self, t: &JobTable, job: JobIdx, cap_w: f64, out: &mut Vec<Effect>) -> Option<()> {
+        let floor = self.cap_floor(job)?;
+        let (_, before) = self.power_config(job)?;
+        self.budget.as_mut()?.ceiling.insert(job.0, cap_w.max(floor));
+        let (nodes, cap) = self.power_config(job)?;
+        if cap < before {
+            out.push(Effect::Configure { job: t.spec(job).id, nodes, cap_w: cap, end: t.get(job).expected_end });
+        }
+        Some(())
     }
 
     /// The next instant a pass is needed though nothing outside happens: the

@@ -317,13 +317,17 @@ pub struct ParmEngine {
     /// was given).
     #[serde(default)]
     announced: std::collections::BTreeSet<Time>,
+    /// By job slot: the highest cap the power governor holds a running job
+    /// to (`Input::CapCeiling`), for the rest of its run.
+    #[serde(default)]
+    ceiling: Vec<Option<f64>>,
 }
 
 impl ParmEngine {
     pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
         let n = machine.nodes as usize;
         let status = vec![NodeStatus { up: true, drain: false, reason: String::new() }; n];
-        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status, over_budget: false, announced: Default::default() }
+        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status, over_budget: false, announced: Default::default(), ceiling: Vec::new() }
     }
 
     /// Whether machine node `k` takes jobs.
@@ -550,6 +554,10 @@ impl ParmEngine {
             self.runs[i] = None;
             self.usage[i] = Usage::default();
         }
+        if self.ceiling.len() <= i {
+            self.ceiling.resize(i + 1, None);
+        }
+        self.ceiling[i] = None;
     }
 
     /// The caps a job may run at: the machine's levels at or above the job's p_l
@@ -558,6 +566,41 @@ impl ParmEngine {
         let levels = &self.machine.cap_levels_w; // ascending
         let first = levels.partition_point(|&p| p < pj.app.p_l - 1e-9);
         &levels[first.min(levels.len().saturating_sub(1))..]
+    }
+
+    /// A job's caps ([`ParmEngine::caps`]) up to the governor's ceiling, if it
+    /// holds one (its floor at least).
+    fn held_caps(&self, job: JobIdx) -> &[f64] {
+        let caps = self.caps(&self.pj[job.index()]);
+        match self.ceiling.get(job.index()).copied().flatten() {
+            Some(c) => &caps[..caps.partition_point(|&p| p <= c + 1e-9).max(1)],
+            None => caps,
+        }
+    }
+
+    /// The lowest cap a job may run at: its profile's floor.
+    pub(crate) fn cap_floor(&self, job: JobIdx) -> Option<f64> {
+        self.caps(self.pj.get(job.index())?).first().copied()
+    }
+
+    /// Hold a running job at `cap_w` at most (its floor at least) for the
+    /// rest of its run, re-capped now if it runs above. Some(()) when it
+    /// applies (a running job of this engine).
+    pub(crate) fn cap_ceiling(&mut self, now: Time, t: &mut JobTable, job: JobIdx, cap_w: f64, out: &mut Vec<Effect>) -> Option<()> {
+        self.runs.get(job.index())?.as_ref()?;
+        self.ceiling[job.index()] = Some(cap_w);
+        let p = *self.held_caps(job).last()?;
+        if self.runs[job.index()].as_ref().is_some_and(|r| r.p > p + 1e-9) {
+            self.advance(job, now as f64);
+            let r = self.runs[job.index()].as_mut().expect("a running job");
+            r.p = p;
+            let n = r.n;
+            self.stats.cap_changes += 1;
+            let end = self.reschedule(job);
+            t.get_mut(job).expected_end = end;
+            out.push(Effect::Configure { job: t.spec(job).id, nodes: n, cap_w: p, end });
+        }
+        Some(())
     }
 
     fn advance(&mut self, job: JobIdx, now: f64) {
@@ -619,7 +662,7 @@ impl ParmEngine {
     /// Options of one job: (nodes, cap) pairs, as the variant allows.
     fn options(&self, job: JobIdx, now: Time) -> Vec<(u32, f64)> {
         let pj = &self.pj[job.index()];
-        let caps = self.caps(pj);
+        let caps = self.held_caps(job);
         let sizes: Vec<u32> = match (self.cfg.variant, &self.runs[job.index()]) {
             (ParmVariant::NoMM, _) => vec![pj.n_min],
             (ParmVariant::NoSE, Some(r)) => vec![r.n],

@@ -123,3 +123,24 @@ fn the_budget_changes_live_but_never_below_what_runs() {
     env.input(2, Input::SetBudget { watts: 4.0 * 116.0 });
     assert_eq!(env.pass(2), vec![3, 4], "a higher budget powers two more nodes");
 }
+
+#[test]
+fn a_cap_ceiling_holds_a_queue_policys_job_and_is_said() {
+    let toml = cluster(4, 4, Some(4.0 * 116.0), 0.0, true);
+    let mut env = TestEnv::cluster(PolicyKind::Easy, &toml);
+    env.submit(0, 1, 8, 100);
+    assert_eq!(env.pass(0), vec![1]);
+    assert_eq!(env.engine.power_config(JobId(1)), Some((2, 60.0)), "full power");
+    assert_eq!(env.engine.cap_floor(JobId(1)), Some(30.0));
+    let fx = env.take(5, Input::CapCeiling { job: JobId(1), cap_w: 45.0 });
+    assert!(fx.iter().any(|e| matches!(e, tessera_core::Effect::Configure { job: JobId(1), nodes: 2, cap_w, .. } if *cap_w == 45.0)), "{fx:?}");
+    assert_eq!(env.engine.power_config(JobId(1)), Some((2, 45.0)));
+    env.take(6, Input::CapCeiling { job: JobId(1), cap_w: 10.0 });
+    assert_eq!(env.engine.power_config(JobId(1)), Some((2, 30.0)), "never below the lowest level");
+    // without a budget there is nothing to cap
+    let mut plain = TestEnv::cluster(PolicyKind::Easy, &cluster(4, 4, None, 0.0, true));
+    plain.submit(0, 1, 8, 100);
+    plain.pass(0);
+    let fx = plain.take(5, Input::CapCeiling { job: JobId(1), cap_w: 45.0 });
+    assert!(fx.iter().any(|e| matches!(e, tessera_core::Effect::Rejected { reason: Rejection::Unsupported { .. }, .. })), "{fx:?}");
+}

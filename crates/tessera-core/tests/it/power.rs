@@ -575,3 +575,32 @@ fn an_end_a_reconfiguration_moved_still_wakes_the_engine() {
     e.handle(first, Input::Pass, &mut out);
     assert!(!out.iter().any(|x| matches!(x, Effect::WakeAt(t) if *t <= first)), "{out:?}");
 }
+
+/// The power governor's cut (`Input::CapCeiling`): a running job is re-capped
+/// at once and its end moves later; PARM's later decisions keep it at or
+/// under the ceiling; and it never goes below the job's floor.
+#[test]
+fn a_cap_ceiling_holds_a_job_under_it_for_the_rest_of_its_run() {
+    let mut e = Engine::parm(machine(8, 8.0 * 116.0), ParmConfig::new(ParmVariant::WSE));
+    let mut out = Vec::new();
+    // Lulesh: p_l 32 W, so its floor is the 33 W level
+    let a = job(PRESETS[2], 1000.0, 4, 4);
+    e.handle(0, Input::submit(JobSpec { power: Some(a), ..JobSpec::new(JobId(1), 4, 1_000_000) }), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    let (_, p0) = e.power_config(JobId(1)).unwrap();
+    let end0 = e.power_end(JobId(1)).unwrap();
+    assert_eq!(e.cap_floor(JobId(1)), Some(33.0));
+    out.clear();
+    e.handle(100, Input::CapCeiling { job: JobId(1), cap_w: 40.0 }, &mut out);
+    let (_, p1) = e.power_config(JobId(1)).unwrap();
+    assert!(p1 <= 40.0 && p1 < p0, "re-capped from {p0} W to {p1} W");
+    assert!(out.iter().any(|x| matches!(x, Effect::Configure { job: JobId(1), cap_w, end, .. } if *cap_w == p1 && *end > end0)), "{out:?}");
+    // later decisions keep it there, whatever else happens
+    e.handle(200, Input::submit(JobSpec { power: Some(job(PRESETS[0], 10.0, 1, 1)), ..JobSpec::new(JobId(2), 1, 1_000_000) }), &mut out);
+    e.handle(200, Input::Pass, &mut out);
+    assert!(e.power_config(JobId(1)).unwrap().1 <= 40.0);
+    // a ceiling below its floor holds it at its floor
+    e.handle(300, Input::CapCeiling { job: JobId(1), cap_w: 1.0 }, &mut out);
+    assert_eq!(e.power_config(JobId(1)).unwrap().1, 33.0);
+    e.sanity_check();
+}
