@@ -557,10 +557,10 @@ impl Actor {
             }
             if let Some(why) = &r.error {
                 let drained = self.state.engine().node_status(n).is_some_and(|s| s.drain);
-                let asked = events.iter().any(|e| matches!(e, Event::Node { node, change: NodeChange::Drain, .. } if *node == n));
+                let asked = events.iter().any(|e| matches!(e, Event::Node { node, change: NodeChange::PowerFault, .. } if *node == n));
                 if !drained && !asked {
                     tracing::warn!(node = %r.node, "power domain failed, draining the node: {why}");
-                    events.push(Event::Node { node: n, change: NodeChange::Drain, reason: format!("power: {}", tessera_core::quote::clip(why, 300)) });
+                    events.push(Event::Node { node: n, change: NodeChange::PowerFault, reason: format!("power: {}", tessera_core::quote::clip(why, 300)) });
                 }
             }
             self.power[n as usize] = Some((r.clone(), Instant::now()));
@@ -940,7 +940,7 @@ impl Actor {
     fn node_info(&self, n: u32, (ac, am, ag, busy): (u32, u64, u32, bool)) -> NodeInfo {
         let node = &self.cluster.nodes[n as usize];
         let t = &self.cluster.node_types[node.node_type];
-        let st = self.state.engine().node_status(n).cloned().unwrap_or(tessera_core::NodeStatus { up: false, drain: false, reason: "unknown".into() });
+        let st = self.state.engine().node_status(n).cloned().unwrap_or(tessera_core::NodeStatus { up: false, drain: false, reason: "unknown".into(), power_fault: false });
         let agent = self.state.ledger.node_agent[n as usize].clone();
         let state = if !st.up {
             if agent.is_none() && st.reason.starts_with("no agent") { "unknown" } else { "down" }
@@ -977,6 +977,7 @@ fn change_name(c: NodeChange) -> &'static str {
         NodeChange::Up => "up",
         NodeChange::Drain => "drain",
         NodeChange::Resume => "resume",
+        NodeChange::PowerFault => "drain (power fault)",
     }
 }
 

@@ -98,6 +98,11 @@ pub struct ParmFlags {
     /// only (jobs start once it is made).
     #[arg(long)]
     pub charge_solve_time: bool,
+    /// PARM's own durations (f_se, resize and boot times) in percent of the
+    /// paper's, for an emulated cluster whose jobs' times are shrunk as much
+    /// (`tessera twin` passes its --shrink); default 100.
+    #[arg(long)]
+    pub model_time_scale: Option<f64>,
 }
 
 impl ParmFlags {
@@ -109,6 +114,7 @@ impl ParmFlags {
             ("--alpha", self.alpha.map(|a| a.to_string())),
             ("--fse", self.fse.map(|f| f.to_string())),
             ("--resize-ack", self.resize_ack.map(|f| f.to_string())),
+            ("--model-time-scale", self.model_time_scale.map(|f| f.to_string())),
         ];
         let mut v: Vec<String> = given.into_iter().filter_map(|(k, v)| Some([k.to_string(), v?])).flatten().collect();
         for (flag, given) in [("--no-expand-boots", self.no_expand_boots), ("--charge-solve-time", self.charge_solve_time)] {
@@ -126,12 +132,17 @@ impl ParmFlags {
             return Ok(None);
         }
         if !policy.eq_ignore_ascii_case("parm") {
-            return Err("--parm-variant, --parm-rule, --alpha, --fse, --resize-ack, --no-expand-boots and --charge-solve-time apply to --policy parm only".into());
+            return Err("--parm-variant, --parm-rule, --alpha, --fse, --resize-ack, --no-expand-boots, --charge-solve-time and --model-time-scale apply to --policy parm only".into());
         }
         let mut c = tessera_core::power::ParmConfig::from_flags(self.variant.as_deref(), self.rule.as_deref(), self.alpha, self.fse)?;
         c.resize_ack_s = Some(RESIZE_ACK_S);
         c.expand_boots = !self.no_expand_boots;
         c.charge_solve_time = self.charge_solve_time;
+        match self.model_time_scale {
+            Some(p) if !(p.is_finite() && p > 0.0 && p <= 100.0) => return Err(format!("--model-time-scale {p}: expected a percentage above 0 and at most 100")),
+            Some(p) => c.time_scale = p / 100.0,
+            None => {}
+        }
         match self.resize_ack {
             Some(s) if !(1..=86_400).contains(&s) => return Err(format!("--resize-ack {s}: expected seconds from 1 to 86400")),
             Some(s) => c.resize_ack_s = Some(s),

@@ -54,9 +54,12 @@ pub fn allocated_power_w(state: &State, cluster: &Cluster) -> f64 {
     let mut w = 0.0;
     for (n, node) in cluster.nodes.iter().enumerate() {
         let Some(p) = &cluster.node_types[node.node_type].power else { continue };
+        let status = state.engine().node_status(n as u32);
         w += match cap[n] {
+            // a node whose power domain failed counts at its maximum
+            _ if status.is_some_and(|s| s.power_fault) => p.max_w(),
             Some(c) => c + p.memory_w + p.base_w,
-            None if state.engine().node_status(n as u32).is_some_and(|s| s.up) => p.idle_w,
+            None if status.is_some_and(|s| s.up) => p.idle_w,
             None => 0.0,
         };
     }

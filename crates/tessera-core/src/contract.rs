@@ -30,8 +30,13 @@ pub enum NodeChange {
     Up,
     /// The node finishes its jobs and takes no new ones.
     Drain,
-    /// An operator returns the node to service (clears `Drain` and `Down`).
+    /// An operator returns the node to service (clears `Drain` and `Down`,
+    /// and `PowerFault`).
     Resume,
+    /// The node's power domain failed (its cap cannot be set or its power
+    /// read): it is drained, and its power counts as its maximum (busy at
+    /// full CPU power) until an operator resumes it.
+    PowerFault,
 }
 
 /// What a driver tells the engine.

@@ -135,6 +135,13 @@ impl Engine {
             });
         }
         self.now = now;
+        if let Machine::Parm(m) = &mut self.m {
+            // a decision that waits for acknowledgements stands only while
+            // nothing else happens
+            if !matches!(input, Input::Pass | Input::Resized(_) | Input::DecisionTime { .. }) {
+                m.forget_deferred();
+            }
+        }
         match input {
             Input::Submit { spec, nodeset, after } => self.submit(now, spec, nodeset, after, out),
             Input::Cancel(id) => {
@@ -292,6 +299,12 @@ impl Engine {
                     NodeChange::Resume => {
                         s.drain = false;
                         s.up = true;
+                        s.power_fault = false;
+                    }
+                    NodeChange::PowerFault => {
+                        s.drain = true;
+                        s.power_fault = true;
+                        s.reason = reason;
                     }
                 };
                 let kill = match &mut self.m {

@@ -104,7 +104,12 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
     let shrinks = parse_shrink(&a.shrink)?;
     let [pct] = shrinks[..] else { bail!("--shrink {}: the twin check takes one percentage", a.shrink) };
     let policy: PolicyKind = a.policy.parse().map_err(|e| anyhow!("--policy: {e}"))?;
-    let parm = a.parm.config(&a.policy).map_err(anyhow::Error::msg)?.unwrap_or_else(tessera_controller::parm_defaults);
+    // PARM's own durations shrink with the jobs' (resize costs, f_se)
+    let mut flags = a.parm.clone();
+    if policy == PolicyKind::Parm && flags.model_time_scale.is_none() {
+        flags.model_time_scale = Some(pct.min(100.0));
+    }
+    let parm = flags.config(&a.policy).map_err(anyhow::Error::msg)?.unwrap_or_else(tessera_controller::parm_defaults);
     let testbed = a.testbed.as_deref().map(parse_testbed).transpose()?;
     let trace_path = match (&a.trace, &testbed) {
         (Some(t), None) => Some(tessera_workload::traces::resolve(t)?),
@@ -119,7 +124,7 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
     let dir = dir.canonicalize()?;
     let state = dir.join("state");
     std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
-    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &a.parm.args())?;
+    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &flags.args())?;
     let rt = runtime()?;
     let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
     let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;

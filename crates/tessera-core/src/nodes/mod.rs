@@ -52,6 +52,10 @@ pub struct NodeStatus {
     pub drain: bool,
     /// Why it is down or drained (empty otherwise).
     pub reason: String,
+    /// Its power domain failed (`NodeChange::PowerFault`; drained too): its
+    /// power counts as its maximum.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub power_fault: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -231,7 +235,8 @@ impl NodeEngine {
                 NodeStatus {
                     up: true,
                     drain: false,
-                    reason: String::new()
+                    reason: String::new(),
+                    power_fault: false,
                 };
                 n
             ],
@@ -511,7 +516,8 @@ impl NodeEngine {
     fn repower(&mut self) {
         let Some(mut b) = self.budget.take() else { return };
         let (status, booked) = (&self.status, &self.booked);
-        b.repower(|i| booked[i] > 0, |i| status[i].up && !status[i].drain);
+        // (a node whose power domain failed counts at its maximum, busy or not)
+        b.repower(|i| booked[i] > 0 || status[i].power_fault, |i| status[i].up && !status[i].drain);
         for n in 0..self.status.len() {
             let s = &self.status[n];
             self.set_usable(n, s.up && !s.drain && b.on[n]);
@@ -578,8 +584,8 @@ impl NodeEngine {
 
     /// The lowest budget that keeps the running jobs' nodes at full power.
     pub(crate) fn least_power_w(&self) -> Option<f64> {
-        let booked = &self.booked;
-        self.budget.as_ref().map(|b| b.least_w(|i| booked[i] > 0))
+        let (booked, status) = (&self.booked, &self.status);
+        self.budget.as_ref().map(|b| b.least_w(|i| booked[i] > 0 || status[i].power_fault))
     }
 
     /// A new budget (checked against [`NodeEngine::least_power_w`] first): the

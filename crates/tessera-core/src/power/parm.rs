@@ -164,6 +164,15 @@ pub struct ParmConfig {
     /// applies the charges it is given.
     #[serde(default)]
     pub charge_solve_time: bool,
+    /// PARM's own durations (f_se, a resize's redistribution and boot time)
+    /// as a fraction of the paper's: an emulation whose jobs' times are
+    /// shrunk shrinks these as much (`tessera twin` sets it from --shrink).
+    #[serde(default = "one")]
+    pub time_scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 fn yes() -> bool {
@@ -172,7 +181,7 @@ fn yes() -> bool {
 
 impl ParmConfig {
     pub fn new(variant: ParmVariant) -> Self {
-        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper, expand_boots: true, resize_ack_s: None, charge_solve_time: false }
+        ParmConfig { variant, alpha: 1.0, fse: 500, node_levels: 8, solver: Solver::Structured, link_mb_s: 425.0, amortize_resizes: false, rule: DecisionRule::Paper, expand_boots: true, resize_ack_s: None, charge_solve_time: false, time_scale: 1.0 }
     }
 
     /// Tessera's scheduler: wSE with the starts-first rule (the attribution,
@@ -321,13 +330,22 @@ pub struct ParmEngine {
     /// to (`Input::CapCeiling`), for the rest of its run.
     #[serde(default)]
     ceiling: Vec<Option<f64>>,
+    /// With acknowledged resizes: the last decision (job, nodes, cap, in its
+    /// order) while some of it waits for shrunk jobs to give their nodes and
+    /// power back, and its resize cost. It is applied as decided once it
+    /// fits (so the decisions are the simulator's, which applies it at once),
+    /// unless anything but an acknowledgement reaches the engine first.
+    #[serde(default)]
+    deferred: Vec<(JobIdx, u32, f64)>,
+    #[serde(default)]
+    deferred_t_se: f64,
 }
 
 impl ParmEngine {
     pub fn new(machine: PowerMachine, cfg: ParmConfig) -> Self {
         let n = machine.nodes as usize;
-        let status = vec![NodeStatus { up: true, drain: false, reason: String::new() }; n];
-        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status, over_budget: false, announced: Default::default(), ceiling: Vec::new() }
+        let status = vec![NodeStatus { up: true, drain: false, reason: String::new(), power_fault: false }; n];
+        ParmEngine { machine, cfg, pj: Vec::new(), runs: Vec::new(), running: Vec::new(), usage: Vec::new(), stats: ParmStats::default(), changed: Vec::new(), holder: vec![None; n], status, over_budget: false, announced: Default::default(), ceiling: Vec::new(), deferred: Vec::new(), deferred_t_se: 0.0 }
     }
 
     /// Whether machine node `k` takes jobs.
@@ -463,7 +481,7 @@ impl ParmEngine {
                 _ => r.n as f64 * (r.p + base),
             };
         }
-        w
+        w + self.fault_extra_w(true)
     }
 
     /// Change the budget; a pass must follow at once (until it, the power drawn
@@ -514,7 +532,29 @@ impl ParmEngine {
             let r = self.runs[j.index()].as_ref().unwrap();
             r.n as f64 * (r.p + self.machine.node_base_w) + r.releasing_w
         }).sum();
-        busy + self.idle_nodes() as f64 * self.machine.idle_w
+        busy + self.idle_nodes() as f64 * self.machine.idle_w + self.fault_extra_w(false)
+    }
+
+    /// What nodes whose power domain failed may draw beyond what they are
+    /// counted at (their job's cap, or `lowest`: the lowest cap a decision
+    /// may give it; or idle): they count at their maximum.
+    fn fault_extra_w(&self, lowest: bool) -> f64 {
+        let m = &self.machine;
+        let full = self.cpu_max_w() + m.node_base_w;
+        let low = m.cap_levels_w.first().copied().unwrap_or(0.0);
+        (0..self.status.len())
+            .filter(|&k| self.status[k].power_fault)
+            .map(|k| match self.holder[k].and_then(|j| self.runs[j.index()].as_ref()) {
+                Some(r) => full - (if lowest { low } else { r.p } + m.node_base_w),
+                None if self.status[k].up => full - m.idle_w,
+                None => full,
+            })
+            .sum()
+    }
+
+    /// The CPU's maximum: the highest cap level.
+    fn cpu_max_w(&self) -> f64 {
+        self.machine.cap_levels_w.last().copied().unwrap_or(0.0)
     }
 
     /// (nodes, cap) of every running job, in job order.
@@ -649,14 +689,15 @@ impl ParmEngine {
         let (nf, nt) = (from as f64, to as f64);
         let m = pj.mem_mb;
         let b = self.cfg.link_mb_s;
-        if to > from {
+        let t = if to > from {
             let tc = (m / nf - m / nt) * nf / (2.0 * b * nf.powf(2.0 / 3.0));
             let tb = if self.cfg.expand_boots { (nt - nf) * 0.01904 + 72.73 } else { 0.0 };
             tc + tb
         } else {
             // the data of the n_f - n_t released nodes spread over the n_t that stay
             (m / nf) * (nf - nt) / (2.0 * b * nt.powf(2.0 / 3.0))
-        }
+        };
+        t * self.cfg.time_scale
     }
 
     /// Options of one job: (nodes, cap) pairs, as the variant allows.
@@ -667,7 +708,7 @@ impl ParmEngine {
             (ParmVariant::NoMM, _) => vec![pj.n_min],
             (ParmVariant::NoSE, Some(r)) => vec![r.n],
             (ParmVariant::WSE, Some(r)) if !pj.malleable => vec![r.n],
-            (ParmVariant::WSE, Some(r)) if r.last_resize.is_some_and(|t| now - t < self.cfg.fse) => vec![r.n],
+            (ParmVariant::WSE, Some(r)) if r.last_resize.is_some_and(|t| ((now - t) as f64) < self.cfg.fse as f64 * self.cfg.time_scale) => vec![r.n],
             _ => pj.node_levels(self.cfg.node_levels),
         };
         let mut v = Vec::with_capacity(sizes.len() * caps.len());
@@ -749,7 +790,7 @@ impl ParmEngine {
             ending_w += r.releasing_w;
         }
         let nodes = self.free_usable() + held;
-        let power = self.machine.budget_w - ending_w - (self.idle_nodes() + held) as f64 * self.machine.idle_w;
+        let power = self.machine.budget_w - ending_w - (self.idle_nodes() + held) as f64 * self.machine.idle_w - self.fault_extra_w(true);
         let problem = Problem { groups, nodes, power };
         Decision { jobs, problem, shapes, incumbent }
     }
@@ -758,6 +799,15 @@ impl ParmEngine {
         self.announced = self.announced.split_off(&(now + 1));
         self.advance_all(now);
         self.changed.clear();
+        if !self.deferred.is_empty() {
+            // the last decision, as it was made, once what it waited for is back
+            let changes = std::mem::take(&mut self.deferred);
+            if self.apply_changes(now, t, &changes, self.deferred_t_se, out) {
+                self.deferred = changes;
+            }
+            self.over_budget = self.power_w() > self.machine.budget_w * (1.0 + 1e-9) + 1e-6;
+            return;
+        }
         if t.queue.head().is_none() && self.cfg.variant == ParmVariant::NoMM && self.running.is_empty() {
             return;
         }
@@ -816,16 +866,18 @@ impl ParmEngine {
             });
         }
         let changes: Vec<(JobIdx, u32, f64)> = order.into_iter().filter_map(|k| sol.choice[k].map(|c| (jobs[k], shapes[k][c as usize].0, shapes[k][c as usize].1))).collect();
-        self.apply_changes(now, t, &changes, t_se_max, out);
+        if self.apply_changes(now, t, &changes, t_se_max, out) {
+            (self.deferred, self.deferred_t_se) = (changes, t_se_max);
+        }
         // a lowered budget is met once what runs fits it
         self.over_budget = self.power_w() > self.machine.budget_w * (1.0 + 1e-9) + 1e-6;
     }
 
-    /// Apply a decision's changes (job, nodes, cap) in order. With
-    /// acknowledged resizes a change that needs nodes or power a shrunk job
-    /// still holds waits for a later decision (a shrink keeps its old cap if
-    /// the new one does not fit).
-    fn apply_changes(&mut self, now: Time, t: &mut JobTable, changes: &[(JobIdx, u32, f64)], t_se_max: f64, out: &mut Vec<Effect>) {
+    /// Apply a decision's changes (job, nodes, cap) in order; those applied
+    /// already change nothing. With acknowledged resizes a change that needs
+    /// nodes or power a shrunk job still holds waits (a shrink keeps its old
+    /// cap if the new one does not fit): whether any waits.
+    fn apply_changes(&mut self, now: Time, t: &mut JobTable, changes: &[(JobIdx, u32, f64)], t_se_max: f64, out: &mut Vec<Effect>) -> bool {
         let ack = self.cfg.resize_ack_s.is_some();
         let (base, idle) = (self.machine.node_base_w, self.machine.idle_w);
         let delta = |run: Option<&Run>, n: u32, p: f64| match run {
@@ -836,7 +888,9 @@ impl ParmEngine {
         let nowf = now as f64;
         let mut power = self.power_w();
         let mut free = self.free_usable();
-        for &(j, n, mut p) in changes {
+        let mut waits = false;
+        for &(j, n, decided) in changes {
+            let mut p = decided;
             // nodes a shrink gave up are free only once its job acknowledges
             // (resize_ack_s): a start or growth that needs them, or power they
             // still draw, waits for a later decision (a shrink keeps its old
@@ -844,12 +898,14 @@ impl ParmEngine {
             // power unused
             let have = self.runs[j.index()].as_ref().map_or(0, |r| r.n);
             if n > have && n - have > free {
+                waits = true;
                 continue;
             }
             if ack {
                 let run = self.runs[j.index()].as_ref();
                 let d = delta(run, n, p);
                 if d > 0.0 && power + d > self.machine.budget_w + 1e-6 {
+                    waits = true;
                     match run {
                         Some(r) if n < r.n => p = r.p,
                         _ => continue,
@@ -912,6 +968,13 @@ impl ParmEngine {
                 }
             }
         }
+        waits
+    }
+
+    /// Something other than an acknowledgement reached the engine: the
+    /// decision that waited is dropped, and the next pass decides anew.
+    pub(crate) fn forget_deferred(&mut self) {
+        self.deferred.clear();
     }
 
     /// The last decision took `seconds` to compute: the jobs it started or

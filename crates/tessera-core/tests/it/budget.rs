@@ -144,3 +144,20 @@ fn a_cap_ceiling_holds_a_queue_policys_job_and_is_said() {
     let fx = plain.take(5, Input::CapCeiling { job: JobId(1), cap_w: 45.0 });
     assert!(fx.iter().any(|e| matches!(e, tessera_core::Effect::Rejected { reason: Rejection::Unsupported { .. }, .. })), "{fx:?}");
 }
+
+#[test]
+fn a_node_whose_power_domain_failed_counts_at_its_maximum() {
+    // 4 nodes, 3 × 116 W: three powered; a faulted node takes one's power
+    let toml = cluster(4, 4, Some(3.0 * 116.0), 0.0, true);
+    let mut env = TestEnv::cluster(PolicyKind::Easy, &toml);
+    env.input(0, Input::Node { node: 3, change: NodeChange::PowerFault, reason: "power: unreadable".into() });
+    for id in 1..=3 {
+        env.submit(0, id, 4, 100);
+    }
+    assert_eq!(env.pass(0), vec![1, 2], "the faulted node counts 116 W though it runs nothing");
+    assert!(matches!(env.reason(0, 3), Some(PendingReason::PowerBudget { .. })));
+    assert_eq!(env.engine.node_status(3).map(|s| (s.drain, s.power_fault)), Some((true, true)));
+    // an operator resumes it: its power is counted as it runs again
+    env.input(1, Input::Node { node: 3, change: NodeChange::Resume, reason: String::new() });
+    assert_eq!(env.pass(1), vec![3]);
+}

@@ -144,7 +144,7 @@ fn acknowledged_at_once_the_decisions_are_the_simulators() {
         // to 3 times as many nodes arriving 90 s apart on average
         let jobs: Vec<(Time, PowerJob)> = workload(seed).into_iter().take(10).map(|(t, j)| {
             let n_min = 4 + j.n_max % 9;
-            (t / 4, PowerJob { n_min, n_max: 3 * n_min, scaling: Downey { a: 3.0 * n_min as f64, sigma: 0.5 }, t1: j.t1 / 4.0, ..j })
+            (t / 40, PowerJob { n_min, n_max: 3 * n_min, scaling: Downey { a: 3.0 * n_min as f64, sigma: 0.5 }, t1: j.t1 / 40.0, ..j })
         }).collect();
         let cfg = ParmConfig { expand_boots: false, fse: 30, ..if seed % 2 == 0 { ParmConfig::new(ParmVariant::WSE) } else { ParmConfig::tessera() } };
         let plain = drive(machine(38, 3300.0), cfg.clone(), &jobs);
@@ -602,5 +602,20 @@ fn a_cap_ceiling_holds_a_job_under_it_for_the_rest_of_its_run() {
     // a ceiling below its floor holds it at its floor
     e.handle(300, Input::CapCeiling { job: JobId(1), cap_w: 1.0 }, &mut out);
     assert_eq!(e.power_config(JobId(1)).unwrap().1, 33.0);
+    e.sanity_check();
+}
+
+#[test]
+fn a_node_whose_power_domain_failed_counts_at_its_maximum_under_parm() {
+    let mut e = Engine::parm(machine(8, 8.0 * 116.0), ParmConfig::new(ParmVariant::WSE));
+    let before = e.as_parm().unwrap().power_w();
+    let mut out = Vec::new();
+    e.handle(0, Input::Node { node: 7, change: tessera_core::NodeChange::PowerFault, reason: "power: unreadable".into() }, &mut out);
+    // the machine's highest level (60 W) plus 56 W, over its idle 0 W
+    assert_eq!(e.as_parm().unwrap().power_w() - before, 116.0);
+    // a job of all the other 7 nodes fits only below full power
+    e.handle(0, Input::submit(JobSpec { power: Some(job(PRESETS[0], 100.0, 7, 7)), ..JobSpec::new(JobId(1), 7, 1_000_000) }), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    assert!(e.as_parm().unwrap().power_w() <= 8.0 * 116.0 + 1e-6);
     e.sanity_check();
 }

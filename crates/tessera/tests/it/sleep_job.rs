@@ -296,14 +296,16 @@ fn assert_power_twin(t: &serde_json::Value, jobs: u64) {
 }
 
 /// The short form of the PARM paper's live experiment (scripts/parm-live):
-/// one testbed job set under wSE at 0.5% of the paper's times, live and
+/// one testbed job set under wSE at 1% of the paper's times, live and
 /// simulated, then the power-unaware baseline (EASY on the nodes the budget
-/// powers at full power), which PARM beats.
+/// powers at full power), which PARM beats. (This set shrinks a job and, once
+/// it has acknowledged, grows another with the nodes it gave up: the
+/// decision is applied as made, as the simulator applies it.)
 #[test]
 fn the_parm_testbed_runs_live_as_simulated_and_beats_the_power_unaware_baseline() {
-    let wse = parm_twin(&["--testbed", "SetL:2", "--shrink", "0.5", "--policy", "parm", "--parm-rule", "paper", "--no-expand-boots"]);
+    let wse = parm_twin(&["--testbed", "SetL:2", "--shrink", "1", "--policy", "parm", "--parm-rule", "paper", "--no-expand-boots"]);
     assert_power_twin(&wse, 10);
-    let base = parm_twin(&["--testbed", "SetL:2", "--shrink", "0.5", "--policy", "easy"]);
+    let base = parm_twin(&["--testbed", "SetL:2", "--shrink", "1", "--policy", "easy"]);
     assert_power_twin(&base, 10);
     let (w, b) = (wse["live"]["mean_response"].as_f64().unwrap(), base["live"]["mean_response"].as_f64().unwrap());
     assert!(b / w > 1.2, "wSE {w} s against the baseline's {b} s: {wse:#} {base:#}");

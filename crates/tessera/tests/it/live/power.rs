@@ -287,3 +287,50 @@ fn easy_runs_under_the_power_budget_and_jobs_wait_for_power() {
         assert!(joules >= 116.0 * 3.5, "job {j}: {joules} J\n{acct}");
     }
 }
+
+/// The power governor live: agent 2's nodes (node[005-008]) come back on a
+/// fake RAPL package whose energy counter a thread advances at 200 W per
+/// node, far above what their model allocates. The measured sum stays over
+/// the 600 W budget, so the controller cuts caps, the most over-drawing job
+/// (the one on node005) first, and says so in `/metrics`.
+#[test]
+fn measured_power_over_the_budget_brings_the_over_drawing_jobs_cap_down() {
+    let mut l = Live::start_with(2, 10, Some((POWERED, 8)), "easy", &[]);
+    let rapl = l.dir.path().join("powercap");
+    let pkg = rapl.join("intel-rapl:0");
+    std::fs::create_dir_all(&pkg).unwrap();
+    for (f, v) in [("name", "package-0"), ("enabled", "1"), ("energy_uj", "0"), ("constraint_0_name", "long_term"), ("constraint_0_power_limit_uw", "60000000"), ("constraint_0_max_power_uw", "60000000"), ("constraint_0_min_power_uw", "5000000")] {
+        std::fs::write(pkg.join(f), format!("{v}\n")).unwrap();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counter = {
+        let (stop, file) = (stop.clone(), pkg.join("energy_uj"));
+        std::thread::spawn(move || {
+            let mut uj: u64 = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                uj += 20_000_000; // 200 W for 0.1 s
+                std::fs::write(&file, format!("{uj}\n")).unwrap();
+            }
+        })
+    };
+    l.kill9_agent(1);
+    l.local.restart_agent_with(1, &["--power-domain".into(), "rapl".into(), "--powercap-root".into(), rapl.display().to_string()]).unwrap();
+    l.wait_for("agent 2 back", 30, |l| l.nodes().iter().filter(|n| n.agent.as_deref() == Some("agent2")).count() == 4 && l.nodes().iter().all(|n| n.state == "idle"));
+    // node[001-004] for the first job, node005 for the second
+    let a = l.submit(&["-N", "4", "-t", "1:00", "--wrap", "sleep 30"]);
+    l.wait_for("job a running", 20, |l| l.job(a).is_some_and(|x| x.state == JobStateCode::Running));
+    let b = l.submit(&["-N", "1", "-t", "1:00", "--wrap", "sleep 30"]);
+    l.wait_for("job b running on node005", 20, |l| l.job(b).is_some_and(|x| x.state == JobStateCode::Running && x.nodelist == "node005"));
+    l.wait_for("the governor cut a cap", 30, |l| metric(&l.metrics(), "tessera_power_throttles_total").is_some_and(|t| t >= 1.0));
+    // node005's job drew 84 W over its allocation, job a nothing: b's cap came down first
+    l.wait_for("node005 capped below full power", 20, |l| kept_caps(l, 1).get("node005").is_some_and(|&c| c < 60.0));
+    let log = std::fs::read_to_string(l.state().join("controller.log")).unwrap();
+    let first = log.lines().find(|x| x.contains("measured power over the budget")).unwrap_or_else(|| panic!("{log}"));
+    assert!(first.contains(&format!("job={b}")), "the most over-drawing job first: {first}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    counter.join().unwrap();
+    for j in [a, b] {
+        let _ = l.cli(&["job", "cancel", &j.to_string()]);
+    }
+}
