@@ -3,7 +3,8 @@
 //! charged to the jobs on that node in proportion to what they allocated, resource
 //! by resource, over time. A job's rate for a resource is what it is billed over
 //! what it allocated (143% for memory when 30% of a node's memory is unallocated and
-//! all its cores are busy).
+//! all its cores are busy). Energy is billed as each job's record gives it
+//! (measured or modelled on a power-aware cluster): what its own nodes drew.
 
 use crate::store::{Store, StoreError};
 use crate::timeline::{holdings, nodes, walk, window};
@@ -17,6 +18,8 @@ pub struct Prices {
     pub core_hour: f64,
     pub gb_hour: f64,
     pub gpu_hour: f64,
+    /// Per kWh of the energy in the jobs' records.
+    pub kwh: f64,
 }
 
 /// Core-hours, memory GB-hours, GPU-hours.
@@ -55,6 +58,8 @@ pub struct Bill {
     pub rates: Rates,
     /// Billed core-hours weighted by the HS06 per core of the nodes, when known.
     pub hs06_hours: f64,
+    /// The energy its records carry (kWh; 0 where none does).
+    pub energy_kwh: f64,
     pub cost: f64,
 }
 
@@ -80,9 +85,13 @@ pub struct BillReport {
     pub capacity: Amounts,
 }
 
-fn finish(alloc: Amounts, billed: Amounts, hs06: f64, p: &Prices) -> Bill {
-    let cost = billed.core_hours * p.core_hour + billed.memory_gb_hours * p.gb_hour + billed.gpu_hours * p.gpu_hour;
-    Bill { rates: rates(&alloc, &billed), allocated: alloc, billed, hs06_hours: hs06, cost }
+/// A job's (or a group's) allocated and billed amounts, billed HS06-hours and
+/// energy (kWh).
+type Sums = (Amounts, Amounts, f64, f64);
+
+fn finish((alloc, billed, hs06, kwh): Sums, p: &Prices) -> Bill {
+    let cost = billed.core_hours * p.core_hour + billed.memory_gb_hours * p.gb_hour + billed.gpu_hours * p.gpu_hour + kwh * p.kwh;
+    Bill { rates: rates(&alloc, &billed), allocated: alloc, billed, hs06_hours: hs06, energy_kwh: kwh, cost }
 }
 
 pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, StoreError> {
@@ -90,7 +99,7 @@ pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, Store
     let hold = holdings(store, run, node_rows.len())?;
     let (from, to) = window(store, run)?;
     // per job: allocated, billed, hs06-hours billed
-    let mut per_job: BTreeMap<i64, (Amounts, Amounts, f64)> = BTreeMap::new();
+    let mut per_job: BTreeMap<i64, Sums> = BTreeMap::new();
     let mut capacity = Amounts::default();
     let mut billed_total = Amounts::default();
     for (n, h) in node_rows.iter().zip(&hold) {
@@ -121,25 +130,27 @@ pub fn bill(store: &Store, run: i64, prices: Prices) -> Result<BillReport, Store
         });
     }
     let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
-    let mut q = store.connection().prepare("SELECT id, job_id, user, account FROM jobs WHERE run_id = ?1 ORDER BY id").map_err(e)?;
-    let meta: Vec<(i64, i64, String, String)> = q
-        .query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+    let mut q = store.connection().prepare("SELECT id, job_id, user, account, energy_j FROM jobs WHERE run_id = ?1 ORDER BY id").map_err(e)?;
+    let meta: Vec<(i64, i64, String, String, Option<f64>)> = q
+        .query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
         .map_err(e)?
         .collect::<Result<_, _>>()
         .map_err(e)?;
     let mut jobs = Vec::new();
-    let mut accounts: BTreeMap<String, (Amounts, Amounts, f64)> = BTreeMap::new();
-    let mut users: BTreeMap<String, (Amounts, Amounts, f64)> = BTreeMap::new();
-    for (id, job_id, user, account) in meta {
-        let (a, b, h) = per_job.get(&id).copied().unwrap_or_default();
+    let mut accounts: BTreeMap<String, Sums> = BTreeMap::new();
+    let mut users: BTreeMap<String, Sums> = BTreeMap::new();
+    for (id, job_id, user, account, energy_j) in meta {
+        let (a, b, h, _) = per_job.get(&id).copied().unwrap_or_default();
+        let kwh = energy_j.unwrap_or(0.0) / 3.6e6;
         for agg in [accounts.entry(account.clone()).or_default(), users.entry(user.clone()).or_default()] {
             agg.0.add(&a);
             agg.1.add(&b);
             agg.2 += h;
+            agg.3 += kwh;
         }
-        jobs.push(JobBill { job_id, user, account, bill: finish(a, b, h, &prices) });
+        jobs.push(JobBill { job_id, user, account, bill: finish((a, b, h, kwh), &prices) });
     }
-    let close = |m: BTreeMap<String, (Amounts, Amounts, f64)>| m.into_iter().map(|(k, (a, b, h))| (k, finish(a, b, h, &prices))).collect();
+    let close = |m: BTreeMap<String, Sums>| m.into_iter().map(|(k, s)| (k, finish(s, &prices))).collect();
     let provider_loss = Amounts {
         core_hours: capacity.core_hours - billed_total.core_hours,
         memory_gb_hours: capacity.memory_gb_hours - billed_total.memory_gb_hours,

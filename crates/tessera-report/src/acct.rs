@@ -104,7 +104,7 @@ pub fn overhead_text(r: &OverheadReport, format: TableFormat, top: usize) -> Str
 
 /// Bills per account; in text, also the provider's loss.
 pub fn bill_text(r: &BillReport, format: TableFormat) -> String {
-    let mut t = Table::new(&["account", "alloc_core_h", "billed_core_h", "cpu_rate", "alloc_gb_h", "billed_gb_h", "mem_rate", "billed_gpu_h", "billed_hs06_h", "cost"]);
+    let mut t = Table::new(&["account", "alloc_core_h", "billed_core_h", "cpu_rate", "alloc_gb_h", "billed_gb_h", "mem_rate", "billed_gpu_h", "billed_hs06_h", "energy_kwh", "cost"]);
     let mut accounts: Vec<_> = r.accounts.iter().collect();
     accounts.sort_by(|a, b| tessera_accounting::natural::cmp(a.0, b.0));
     for (k, b) in accounts {
@@ -118,6 +118,7 @@ pub fn bill_text(r: &BillReport, format: TableFormat) -> String {
             pct(b.rates.memory),
             f2(b.billed.gpu_hours),
             f2(b.hs06_hours),
+            format!("{:.3}", b.energy_kwh),
             f2(b.cost),
         ]);
     }

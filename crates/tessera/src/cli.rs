@@ -1028,11 +1028,14 @@ pub struct PriceArgs {
     /// Price of one GPU-hour (a finite amount >= 0).
     #[arg(long, default_value_t = 0.0, value_parser = price)]
     pub price_gpu_hour: f64,
+    /// Price of one kWh of the jobs' energy (ConsumedEnergy; a finite amount >= 0).
+    #[arg(long, default_value_t = 0.0, value_parser = price)]
+    pub price_kwh: f64,
 }
 
 impl PriceArgs {
     pub fn prices(&self) -> tessera_accounting::billing::Prices {
-        tessera_accounting::billing::Prices { core_hour: self.price_core_hour, gb_hour: self.price_gb_hour, gpu_hour: self.price_gpu_hour }
+        tessera_accounting::billing::Prices { core_hour: self.price_core_hour, gb_hour: self.price_gb_hour, gpu_hour: self.price_gpu_hour, kwh: self.price_kwh }
     }
 }
 

@@ -286,6 +286,16 @@ fn easy_runs_under_the_power_budget_and_jobs_wait_for_power() {
         let joules: f64 = row.split('|').nth(1).unwrap().parse().unwrap_or_else(|_| panic!("{acct}"));
         assert!(joules >= 116.0 * 3.5, "job {j}: {joules} J\n{acct}");
     }
+    // bills price it: the energy of the records, at 0.30 per kWh
+    let total_j: f64 = acct.lines().skip(1).filter_map(|r| r.split('|').nth(1)?.parse::<f64>().ok()).sum();
+    let state = l.state();
+    let o = l.cli(&["report", "bill", "--state-dir", state.to_str().unwrap(), "--format", "json", "--price-kwh", "0.30"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kwh: f64 = r["accounts"].as_object().unwrap().values().map(|a| a["energy_kwh"].as_f64().unwrap()).sum();
+    let cost: f64 = r["accounts"].as_object().unwrap().values().map(|a| a["cost"].as_f64().unwrap()).sum();
+    assert!((kwh - total_j / 3.6e6).abs() < 1e-9, "{kwh} kWh against {total_j} J: {r}");
+    assert!((cost - 0.30 * kwh).abs() < 1e-9, "{r}");
 }
 
 /// The power governor live: agent 2's nodes (node[005-008]) come back on a
