@@ -146,6 +146,10 @@ pub struct Agent {
     power: crate::power::Domains,
     /// Runs that acknowledged their configuration, to report.
     resized: Vec<(u64, u32)>,
+    /// A cap or a node's busy state changed since the last report: the next
+    /// report goes at once, so that the controller's sum over the agents'
+    /// nodes follows the change within a poll, not a report interval.
+    power_changed: bool,
 }
 
 impl Agent {
@@ -193,7 +197,7 @@ impl Agent {
         let client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
         let (session, _) = watch::channel(0);
         let power = crate::power::Domains::open(&cfg.state_dir, cfg.power.clone());
-        Ok(Agent { cfg, spool, launcher, client, jobs, session, power, resized: Vec::new() })
+        Ok(Agent { cfg, spool, launcher, client, jobs, session, power, resized: Vec::new(), power_changed: false })
     }
 
     /// Register (retrying until the controller answers) with every job held.
@@ -298,7 +302,7 @@ impl Agent {
             while let Ok(pid) = reap_rx.try_recv() {
                 self.reaped(pid)?;
             }
-            let power_due = !self.power.nodes.is_empty() && Instant::now() >= power_at;
+            let power_due = !self.power.nodes.is_empty() && (Instant::now() >= power_at || self.power_changed);
             if !reporting && Instant::now() >= retry_at && (power_due || !self.resized.is_empty() || self.jobs.values().any(|j| j.exit.is_some())) {
                 if !power_due {
                     let at = *report_at.get_or_insert_with(|| Instant::now() + REPORT_GATHER);
@@ -309,6 +313,7 @@ impl Agent {
                 report_at = None;
                 reporting = true;
                 power_at = Instant::now() + POWER_EVERY;
+                self.power_changed = false;
                 let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
                 let power = self.power.readings();
                 let resized = std::mem::take(&mut self.resized);
@@ -390,6 +395,7 @@ impl Agent {
         if let Err(e) = self.power.save() {
             tracing::warn!("keeping the caps in power.json: {e}");
         }
+        self.power_changed = true;
     }
 
     fn launch(&mut self, l: &Launch) {

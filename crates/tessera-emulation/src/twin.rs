@@ -110,10 +110,10 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         flags.model_time_scale = Some(pct.min(100.0));
     }
     let parm = flags.config(&a.policy).map_err(anyhow::Error::msg)?.unwrap_or_else(tessera_controller::parm_defaults);
-    let testbed = a.testbed.as_deref().map(parse_testbed).transpose()?;
-    let trace_path = match (&a.trace, &testbed) {
-        (Some(t), None) => Some(tessera_workload::traces::resolve(t)?),
-        (None, Some(_)) => None,
+    // the jobs: a trace's, or a testbed set's
+    let source = match (&a.trace, &a.testbed) {
+        (Some(t), None) => Jobs::Trace(tessera_workload::traces::resolve(t)?),
+        (None, Some(s)) => parse_testbed(s)?,
         _ => bail!("give --trace or --testbed (one of them)"),
     };
     let dir = match &a.dir {
@@ -130,11 +130,10 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
     let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
     let cluster = Arc::new(Cluster::from_toml(&info.toml, &info.path).map_err(|e| anyhow!("{e}"))?);
 
-    // the jobs: a trace's, or a testbed set's; under PARM with their power
-    // behaviour (the seeded rule, or the set's draw)
+    // under PARM with their power behaviour (the seeded rule, or the set's draw)
     let shrink = Shrink::uniform(pct);
-    let (trace, header, records, power_w) = match (&trace_path, testbed) {
-        (Some(path), _) => {
+    let (trace, header, records, power_w) = match &source {
+        Jobs::Trace(path) => {
             let (header, mut records, _) = SwfReader::read_file(path, false)?;
             first_jobs(&mut records, a.max_jobs);
             shrink.apply(&mut records).map_err(|e| anyhow!("{}: {e}", path.display()))?;
@@ -144,11 +143,10 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
             };
             (path.display().to_string(), header, records, power_w)
         }
-        (None, Some((set, seed))) => {
-            let (records, w) = testbed_jobs(&cluster, &set, seed, pct, policy == PolicyKind::Parm, parm.clone())?;
+        Jobs::Testbed(set, seed) => {
+            let (records, w) = testbed_jobs(&cluster, set, *seed, pct, policy == PolicyKind::Parm, parm.clone())?;
             (format!("parm-testbed {set} seed {seed}"), SwfHeader::default(), records, w)
         }
-        (None, None) => unreachable!("checked above"),
     };
     let mut power_w = power_w;
     let (w, planned) = match &mut power_w {
@@ -290,13 +288,20 @@ fn per_hour(m: &Classic) -> f64 {
     if m.makespan > 0.0 { m.jobs as f64 * 3600.0 / m.makespan } else { 0.0 }
 }
 
+/// Where a twin's jobs come from.
+enum Jobs {
+    Trace(PathBuf),
+    /// The PARM paper's testbed set (`SetL`, `SetH`) and its seed.
+    Testbed(String, u64),
+}
+
 /// `SetL` or `SetH`, with `:SEED` (default 1).
-fn parse_testbed(s: &str) -> Result<(String, u64)> {
+fn parse_testbed(s: &str) -> Result<Jobs> {
     let (set, seed) = s.split_once(':').unwrap_or((s, "1"));
     let set = ["SetL", "SetH"].into_iter().find(|k| k.eq_ignore_ascii_case(set.trim()));
     let seed = seed.trim().parse::<u64>().ok().filter(|&x| x >= 1);
     match (set, seed) {
-        (Some(set), Some(seed)) => Ok((set.to_string(), seed)),
+        (Some(set), Some(seed)) => Ok(Jobs::Testbed(set.to_string(), seed)),
         _ => bail!("--testbed {s}: expected SetL or SetH, optionally with :SEED (a seed >= 1), e.g. SetL:3"),
     }
 }

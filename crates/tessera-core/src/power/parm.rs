@@ -446,8 +446,8 @@ impl ParmEngine {
     pub(crate) fn next_deadline(&self) -> Option<Time> {
         let ack = self.running.iter().filter_map(|j| self.runs[j.index()].as_ref()?.release_by).min();
         // an end a reconfiguration moved (a job's current end comes as its completion)
-        let current = |t: Time| self.running.iter().any(|j| self.runs[j.index()].as_ref().is_some_and(|r| r.expected_end == t));
-        let moved = self.announced.iter().copied().find(|&t| !current(t));
+        let current: std::collections::BTreeSet<Time> = self.running.iter().filter_map(|j| Some(self.runs[j.index()].as_ref()?.expected_end)).collect();
+        let moved = self.announced.iter().copied().find(|t| !current.contains(t));
         [ack, moved].into_iter().flatten().min()
     }
 

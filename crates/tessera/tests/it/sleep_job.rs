@@ -310,3 +310,18 @@ fn the_parm_testbed_runs_live_as_simulated_and_beats_the_power_unaware_baseline(
     let (w, b) = (wse["live"]["mean_response"].as_f64().unwrap(), base["live"]["mean_response"].as_f64().unwrap());
     assert!(b / w > 1.2, "wSE {w} s against the baseline's {b} s: {wse:#} {base:#}");
 }
+
+/// `tessera twin --policy parm` on a trace: every job gets its profile,
+/// node range and scaling from the simulator's seeded rule (as `sim run
+/// --policy parm`), runs live as `sleep-job --work` on the PARM testbed's
+/// cluster file, and ends as simulated.
+#[test]
+fn a_trace_runs_live_under_parm_as_simulated() {
+    let Some(dir) = tessera_workload::traces::shared_dir_or_skip("a_trace_runs_live_under_parm") else { return };
+    let trace = dir.join("SDSC-SP2-1998-4.2-cln.swf.gz");
+    let t = parm_twin(&["--trace", trace.to_str().unwrap(), "--max-jobs", "20", "--shrink", "0.1", "--policy", "parm"]);
+    let jobs = t["jobs"].as_u64().unwrap();
+    assert!(jobs >= 15, "{t:#}");
+    assert_power_twin(&t, jobs);
+    assert_eq!(t["within_1s"].as_u64(), Some(jobs), "{t:#}");
+}
