@@ -377,10 +377,14 @@ impl ParmEngine {
         if s.up && !s.drain {
             s.reason.clear();
         }
-        match (s.up, self.holder[k as usize]) {
+        let kill = match (s.up, self.holder[k as usize]) {
             (false, Some(j)) => vec![j],
             _ => Vec::new(),
-        }
+        };
+        // a node whose power domain failed counts at its maximum: what runs
+        // may now draw more than the budget, and the next pass lowers caps
+        self.over_budget = self.power_w() > self.machine.budget_w * (1.0 + 1e-9) + 1e-6;
+        kill
     }
 
     /// Where a running job runs, naming the cluster's nodes.
@@ -790,7 +794,14 @@ impl ParmEngine {
             ending_w += r.releasing_w;
         }
         let nodes = self.free_usable() + held;
-        let power = self.machine.budget_w - ending_w - (self.idle_nodes() + held) as f64 * self.machine.idle_w - self.fault_extra_w(true);
+        // nodes whose power domain failed count at their maximum; should that
+        // leave the running jobs no way to fit, they get what they need at
+        // least (their caps come down as far as they go)
+        let short = match self.status.iter().any(|s| s.power_fault) {
+            true => (self.least_power_w(now, t) - self.machine.budget_w).max(0.0),
+            false => 0.0,
+        };
+        let power = self.machine.budget_w - ending_w - (self.idle_nodes() + held) as f64 * self.machine.idle_w - self.fault_extra_w(true) + short;
         let problem = Problem { groups, nodes, power };
         Decision { jobs, problem, shapes, incumbent }
     }

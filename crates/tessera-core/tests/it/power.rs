@@ -619,3 +619,20 @@ fn a_node_whose_power_domain_failed_counts_at_its_maximum_under_parm() {
     assert!(e.as_parm().unwrap().power_w() <= 8.0 * 116.0 + 1e-6);
     e.sanity_check();
 }
+
+/// A power fault under a running job can put the machine over its budget
+/// (the node counts at its maximum): the next pass lowers caps to meet it.
+#[test]
+fn a_power_fault_under_a_running_job_brings_caps_down_at_the_next_pass() {
+    let mut e = Engine::parm(machine(8, 8.0 * 86.0 + 10.0), ParmConfig::new(ParmVariant::WSE));
+    let mut out = Vec::new();
+    e.handle(0, Input::submit(JobSpec { power: Some(job(PRESETS[0], 1000.0, 8, 8)), ..JobSpec::new(JobId(1), 8, 1_000_000) }), &mut out);
+    e.handle(0, Input::Pass, &mut out);
+    assert_eq!(e.power_config(JobId(1)), Some((8, 30.0)), "8 nodes at the lowest cap fill the budget");
+    e.handle(5, Input::Node { node: 0, change: tessera_core::NodeChange::PowerFault, reason: "power: unreadable".into() }, &mut out);
+    let p = e.as_parm().unwrap();
+    assert!(p.power_w() > 8.0 * 86.0 + 10.0, "the faulted node counts at 116 W: {}", p.power_w());
+    e.sanity_check();
+    e.handle(5, Input::Pass, &mut out);
+    e.sanity_check();
+}

@@ -6,6 +6,16 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tessera_sim::sleeplog::read_log;
 
+/// One `tessera twin` at a time: each runs a controller and agents whose
+/// passes must come within their second (preemption twins compare suspended
+/// times to the second), so two of them on this machine's two cores at once
+/// would be the test's load, not the code's.
+static TWIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_twin() -> std::sync::MutexGuard<'static, ()> {
+    TWIN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn sleep_job(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tessera"));
     c.arg("sleep-job").args(args).env_remove("TESSERA_START_TIME").env_remove("TESSERA_SUBMIT_TIME").env_remove("TESSERA_NTASKS").stdin(Stdio::null());
@@ -153,6 +163,7 @@ fn a_short_twin_run_replays_every_job_and_starts_them_when_the_simulator_does() 
     let trace = dir.join("SDSC-SP2-1998-4.2-cln.swf.gz");
     let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/sdsc-sp2.toml");
     let tmp = tempfile::tempdir().unwrap();
+    let _one = one_twin();
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["twin", "--trace", trace.to_str().unwrap(), "--max-jobs", "40", "--shrink", "0.05", "--cluster", cluster, "--format", "json", "--dir"])
         .arg(tmp.path())
@@ -176,6 +187,7 @@ fn twin_on(cluster: &str, max_jobs: u32, shrink: &str) -> Option<(serde_json::Va
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("cluster.toml");
     std::fs::write(&file, cluster).unwrap();
+    let _one = one_twin();
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["twin", "--trace", trace.to_str().unwrap(), "--max-jobs", &max_jobs.to_string(), "--shrink", shrink, "--format", "json"])
         .arg("--cluster")
@@ -245,6 +257,7 @@ fn a_dependent_workload_runs_live_as_simulated() {
     }
     let trace = tmp.path().join("dep.swf");
     std::fs::write(&trace, swf).unwrap();
+    let _one = one_twin();
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["twin", "--trace", trace.to_str().unwrap(), "--shrink", "100", "--format", "json", "--cluster", cluster.to_str().unwrap(), "--dir"])
         .arg(tmp.path().join("run"))
@@ -268,6 +281,7 @@ fn a_dependent_workload_runs_live_as_simulated() {
 fn parm_twin(args: &[&str]) -> serde_json::Value {
     let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/parm-testbed.toml");
     let tmp = tempfile::tempdir().unwrap();
+    let _one = one_twin();
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["twin", "--cluster", cluster, "--format", "json", "--dir"])
         .arg(tmp.path())
