@@ -99,7 +99,7 @@ fuzz_target!(|r: Run| {
     for f in &o.flagged_intervals {
         assert!(f.from < f.to && f.job_units <= f.units, "{f:?}");
     }
-    let prices = billing::Prices { core_hour: 0.05, gb_hour: 0.01, gpu_hour: 1.0 };
+    let prices = billing::Prices { core_hour: 0.05, gb_hour: 0.01, gpu_hour: 1.0, kwh: 0.3 };
     billing::bill(&store, run, prices).expect("a bill of a checked run");
     let jobs = acct::jobs(&store, run, &acct::Filter { users: vec![], accounts: vec![], states: vec![], start_time: None, end_time: None }).expect("acct of a checked run");
     for j in &jobs {
