@@ -132,7 +132,7 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
 
     // under PARM with their power behaviour (the seeded rule, or the set's draw)
     let shrink = Shrink::uniform(pct);
-    let (trace, header, records, power_w) = match &source {
+    let (trace, header, records, mut power_w) = match &source {
         Jobs::Trace(path) => {
             let (header, mut records, _) = SwfReader::read_file(path, false)?;
             first_jobs(&mut records, a.max_jobs);
@@ -148,7 +148,6 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
             (format!("parm-testbed {set} seed {seed}"), SwfHeader::default(), records, w)
         }
     };
-    let mut power_w = power_w;
     let (w, planned) = match &mut power_w {
         Some(pw) => {
             let planned = plan_power(pw, &cluster)?;
@@ -325,7 +324,7 @@ fn power_setup(cluster: &Cluster, mut cfg: ParmConfig) -> Result<PowerSetup> {
 fn testbed_jobs(cluster: &Cluster, set: &str, seed: u64, pct: f64, parm: bool, cfg: ParmConfig) -> Result<(Vec<SwfRecord>, Option<Workload>)> {
     use tessera_studies::testbed::{testbed_mix, testbed_workload, TestbedRule};
     let setup = power_setup(cluster, cfg)?;
-    let mix = testbed_mix(set).expect("a known set");
+    let mix = testbed_mix(set).ok_or_else(|| anyhow!("--testbed {set}: expected SetL or SetH"))?;
     let mut w = testbed_workload(&mix, seed, TestbedRule::default(), &setup.info);
     let cpn = setup.info.machine.node_cores.max(1);
     let scale = |t: f64| ((t * pct / 100.0).round() as i64).max(1);

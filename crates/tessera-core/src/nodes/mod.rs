@@ -553,9 +553,9 @@ impl NodeEngine {
         self.running = rs;
     }
 
-    /// Some node is up and not drained but not powered.
-    fn held_for_power(&self) -> bool {
-        self.budget.as_ref().is_some_and(|b| {
+    /// The power budget, if some node is up and not drained but not powered.
+    fn held_for_power(&self) -> Option<&budget::Budget> {
+        self.budget.as_deref().filter(|b| {
             self.status
                 .iter()
                 .zip(&b.on)
@@ -824,8 +824,8 @@ impl NodeEngine {
                 free: self.free_cores.min(u32::MAX as u64) as u32,
             });
         }
-        let blocked = match self.place_now(d, &self.free, now) {
-            Err(Blocked::NodeSet) => {
+        let blocked = match (self.place_now(d, &self.free, now), self.held_for_power()) {
+            (Err(Blocked::NodeSet), _) => {
                 let spec = &self.board.sets[d.sets.unwrap() as usize].spec;
                 PendingReason::NodeSet {
                     policy: spec.policy,
@@ -833,8 +833,7 @@ impl NodeEngine {
                 }
             }
             // nodes that would take it but for the budget: it waits for power
-            _ if self.held_for_power() => {
-                let b = self.budget.as_ref().expect("held for power");
+            (_, Some(b)) => {
                 let nodes = match self.board.place(d, &self.board.empty, now, &|_| true) {
                     Ok(a) => a.parts.len() as u32,
                     Err(_) => 1,

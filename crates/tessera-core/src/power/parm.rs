@@ -636,7 +636,7 @@ impl ParmEngine {
         let p = *self.held_caps(job).last()?;
         if self.runs[job.index()].as_ref().is_some_and(|r| r.p > p + 1e-9) {
             self.advance(job, now as f64);
-            let r = self.runs[job.index()].as_mut().expect("a running job");
+            let r = self.runs[job.index()].as_mut()?;
             r.p = p;
             let n = r.n;
             self.stats.cap_changes += 1;
@@ -858,20 +858,12 @@ impl ParmEngine {
         let mut order: Vec<usize> = (0..jobs.len()).filter(|&k| shrinks(k, &self.runs)).collect();
         order.extend((0..jobs.len()).filter(|&k| !shrinks(k, &self.runs)));
         let ack = self.cfg.resize_ack_s.is_some();
-        let (base, idle) = (self.machine.node_base_w, self.machine.idle_w);
-        // the power a change adds (W): a shrunk job's nodes given up draw at
-        // its old cap until it acknowledges; nodes taken were idle
-        let delta = |run: Option<&Run>, n: u32, p: f64| match run {
-            Some(r) if n < r.n => n as f64 * (p - r.p),
-            Some(r) => n as f64 * (p + base) - r.n as f64 * (r.p + base) - (n - r.n) as f64 * idle,
-            None => n as f64 * (p + base - idle),
-        };
         if ack {
             // what frees power first
             order.sort_by(|&x, &y| {
                 let d = |k: usize| sol.choice[k].map_or(0.0, |c| {
                     let (n, p) = shapes[k][c as usize];
-                    delta(self.runs[jobs[k].index()].as_ref(), n, p)
+                    self.power_delta(self.runs[jobs[k].index()].as_ref(), n, p)
                 });
                 d(x).total_cmp(&d(y))
             });
@@ -884,18 +876,25 @@ impl ParmEngine {
         self.over_budget = self.power_w() > self.machine.budget_w * (1.0 + 1e-9) + 1e-6;
     }
 
+    /// The power a change to (n nodes, cap p) adds (W): a shrunk job's nodes
+    /// given up draw at its old cap until it acknowledges; nodes taken were
+    /// idle.
+    fn power_delta(&self, run: Option<&Run>, n: u32, p: f64) -> f64 {
+        let (base, idle) = (self.machine.node_base_w, self.machine.idle_w);
+        match run {
+            Some(r) if n < r.n => n as f64 * (p - r.p),
+            Some(r) => n as f64 * (p + base) - r.n as f64 * (r.p + base) - (n - r.n) as f64 * idle,
+            None => n as f64 * (p + base - idle),
+        }
+    }
+
     /// Apply a decision's changes (job, nodes, cap) in order; those applied
     /// already change nothing. With acknowledged resizes a change that needs
     /// nodes or power a shrunk job still holds waits (a shrink keeps its old
     /// cap if the new one does not fit): whether any waits.
     fn apply_changes(&mut self, now: Time, t: &mut JobTable, changes: &[(JobIdx, u32, f64)], t_se_max: f64, out: &mut Vec<Effect>) -> bool {
         let ack = self.cfg.resize_ack_s.is_some();
-        let (base, idle) = (self.machine.node_base_w, self.machine.idle_w);
-        let delta = |run: Option<&Run>, n: u32, p: f64| match run {
-            Some(r) if n < r.n => n as f64 * (p - r.p),
-            Some(r) => n as f64 * (p + base) - r.n as f64 * (r.p + base) - (n - r.n) as f64 * idle,
-            None => n as f64 * (p + base - idle),
-        };
+        let base = self.machine.node_base_w;
         let nowf = now as f64;
         let mut power = self.power_w();
         let mut free = self.free_usable();
@@ -914,7 +913,7 @@ impl ParmEngine {
             }
             if ack {
                 let run = self.runs[j.index()].as_ref();
-                let d = delta(run, n, p);
+                let d = self.power_delta(run, n, p);
                 if d > 0.0 && power + d > self.machine.budget_w + 1e-6 {
                     waits = true;
                     match run {
@@ -922,7 +921,7 @@ impl ParmEngine {
                         _ => continue,
                     }
                 }
-                power += delta(run, n, p);
+                power += self.power_delta(run, n, p);
             }
             if !ack || n > have {
                 free = (free + have).saturating_sub(n);

@@ -31,6 +31,19 @@ default = true
 allocation = "exclusive"
 "#;
 
+/// A powercap tree under `root` laid out as sysfs has it, with one RAPL
+/// package whose `long_term` limit is `limit_w` (5 W to `max_w`) and whose
+/// energy counter starts at 0: its directory.
+fn fake_package(root: &std::path::Path, limit_w: u64, max_w: u64) -> std::path::PathBuf {
+    let pkg = root.join("intel-rapl:0");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let (limit, max) = ((limit_w * 1_000_000).to_string(), (max_w * 1_000_000).to_string());
+    for (f, v) in [("name", "package-0"), ("enabled", "1"), ("energy_uj", "0"), ("constraint_0_name", "long_term"), ("constraint_0_power_limit_uw", &limit), ("constraint_0_max_power_uw", &max), ("constraint_0_min_power_uw", "5000000")] {
+        std::fs::write(pkg.join(f), format!("{v}\n")).unwrap();
+    }
+    pkg
+}
+
 /// A metric's value in `/metrics` text.
 fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
@@ -104,11 +117,7 @@ fn a_node_whose_cap_cannot_be_set_is_drained_with_the_reason() {
     // agent 2 (node[005-008]) comes back on real RAPL packages, here a fake
     // powercap tree whose one package takes at most 25 W: below every cap
     let rapl = l.dir.path().join("powercap");
-    let pkg = rapl.join("intel-rapl:0");
-    std::fs::create_dir_all(&pkg).unwrap();
-    for (f, v) in [("name", "package-0"), ("enabled", "1"), ("energy_uj", "1000"), ("constraint_0_name", "long_term"), ("constraint_0_power_limit_uw", "20000000"), ("constraint_0_max_power_uw", "25000000"), ("constraint_0_min_power_uw", "5000000")] {
-        std::fs::write(pkg.join(f), format!("{v}\n")).unwrap();
-    }
+    fake_package(&rapl, 20, 25);
     l.kill9_agent(1);
     l.local.restart_agent_with(1, &["--power-domain".into(), "rapl".into(), "--powercap-root".into(), rapl.display().to_string()]).unwrap();
     l.wait_for("agent 2 back", 30, |l| l.nodes().iter().filter(|n| n.agent.as_deref() == Some("agent2")).count() == 4 && l.nodes().iter().all(|n| n.state == "idle"));
@@ -307,11 +316,7 @@ fn easy_runs_under_the_power_budget_and_jobs_wait_for_power() {
 fn measured_power_over_the_budget_brings_the_over_drawing_jobs_cap_down() {
     let mut l = Live::start_with(2, 10, Some((POWERED, 8)), "easy", &[]);
     let rapl = l.dir.path().join("powercap");
-    let pkg = rapl.join("intel-rapl:0");
-    std::fs::create_dir_all(&pkg).unwrap();
-    for (f, v) in [("name", "package-0"), ("enabled", "1"), ("energy_uj", "0"), ("constraint_0_name", "long_term"), ("constraint_0_power_limit_uw", "60000000"), ("constraint_0_max_power_uw", "60000000"), ("constraint_0_min_power_uw", "5000000")] {
-        std::fs::write(pkg.join(f), format!("{v}\n")).unwrap();
-    }
+    let pkg = fake_package(&rapl, 60, 60);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let counter = {
         let (stop, file) = (stop.clone(), pkg.join("energy_uj"));
