@@ -49,6 +49,14 @@ pub struct AcctJob {
     pub energy_j: Option<f64>,
     /// Seconds to add to turn run times into Unix times.
     pub epoch_offset: i64,
+    /// The peak memory its cgroups counted, KiB (confined live jobs).
+    pub max_rss_kb: Option<i64>,
+    /// Tasks (a step's; a job's requested processors otherwise).
+    pub ntasks: i64,
+    /// A step's row: `batch`, or the step's number (JobID `12.batch`, `12.0`).
+    pub step: Option<String>,
+    /// The job's steps, as rows of their own (when the filter asks for them).
+    pub steps: Vec<AcctJob>,
 }
 
 /// Filters; times are Unix seconds, states Slurm names or abbreviations.
@@ -56,6 +64,8 @@ pub struct AcctJob {
 pub struct Filter {
     pub users: Vec<String>,
     pub accounts: Vec<String>,
+    /// Load each job's steps too.
+    pub steps: bool,
     pub states: Vec<String>,
     /// Jobs that ended at or after this time.
     pub start_time: Option<i64>,
@@ -71,6 +81,7 @@ pub fn state_name(s: &str) -> Option<&'static str> {
         "CA" | "CANCELLED" => "CANCELLED",
         "TO" | "TIMEOUT" => "TIMEOUT",
         "NF" | "NODE_FAIL" => "NODE_FAIL",
+        "OOM" | "OUT_OF_MEMORY" => "OUT_OF_MEMORY",
         _ => return None,
     })
 }
@@ -94,7 +105,7 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
             "SELECT j.id, j.job_id, j.name, j.user, j.grp, j.account, j.partition, j.submit_time, j.start_time, j.end_time, j.state, j.exit_code, j.req_procs, \
              j.req_mem_mb, j.time_limit, j.alloc_cores, j.alloc_nodes, j.factor, j.wall_raw_s, j.wall_norm_s, j.cpu_raw_s, j.cpu_norm_s, j.core_hours, \
              j.norm_core_hours, j.hs06_hours, j.hs06_per_core, (SELECT group_concat(node_id) FROM allocations a WHERE a.job = j.id), j.suspended_s, \
-             j.signal, j.reason, j.array_job, j.array_task, j.energy_j \
+             j.signal, j.reason, j.array_job, j.array_task, j.energy_j, j.max_rss_kb \
              FROM jobs j WHERE j.run_id = ?1 ORDER BY j.id",
         )
         .map_err(e)?;
@@ -158,9 +169,86 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
             hs06_per_core: r.get(25).map_err(e)?,
             energy_j: r.get(32).map_err(e)?,
             epoch_offset: offset,
+            max_rss_kb: r.get(33).map_err(e)?,
+            ntasks: r.get(12).map_err(e)?,
+            step: None,
+            steps: Vec::new(),
+        });
+        if f.steps {
+            let id: i64 = r.get(0).map_err(e)?;
+            let job = out.last_mut().expect("just pushed");
+            job.steps = steps(store, id, job)?;
+        }
+    }
+    Ok(out)
+}
+
+/// A job's steps, the batch step first, then by number: each a row like its
+/// job's, with the step's own nodes, tasks, times, state, exit and counters.
+fn steps(store: &Store, id: i64, job: &AcctJob) -> Result<Vec<AcctJob>, StoreError> {
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
+    let mut q = store
+        .connection()
+        .prepare_cached("SELECT step, name, node_list, ntasks, start_time, end_time, state, exit_code, signal, cpu_s, max_rss_kb FROM steps WHERE job = ?1 ORDER BY step <> 'batch', CAST(step AS INTEGER)")
+        .map_err(e)?;
+    let mut rows = q.query(params![id]).map_err(e)?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next().map_err(e)? {
+        let (start, end): (i64, i64) = (r.get(4).map_err(e)?, r.get(5).map_err(e)?);
+        let node_list: String = r.get(2).map_err(e)?;
+        let nodes = hostlist::expand(&node_list).map_or(0, |n| n.len() as i64);
+        let cpu: Option<f64> = r.get(9).map_err(e)?;
+        out.push(AcctJob {
+            step: Some(r.get(0).map_err(e)?),
+            name: r.get(1).map_err(e)?,
+            node_list,
+            alloc_nodes: nodes,
+            ntasks: r.get(3).map_err(e)?,
+            start,
+            end,
+            wall_raw_s: end - start,
+            suspended_s: 0,
+            state: r.get(6).map_err(e)?,
+            exit_code: r.get(7).map_err(e)?,
+            signal: r.get(8).map_err(e)?,
+            cpu_raw_s: cpu.unwrap_or(0.0),
+            max_rss_kb: r.get(10).map_err(e)?,
+            reason: String::new(),
+            // the job's own figures, not the step's
+            energy_j: None,
+            hs06_hours: None,
+            steps: Vec::new(),
+            ..job.clone()
         });
     }
     Ok(out)
+}
+
+/// CPU seconds as sacct prints TotalCPU: `MM:SS.mmm` under an hour, then
+/// `HH:MM:SS` and `D-HH:MM:SS`.
+pub fn total_cpu(secs: f64) -> String {
+    let ms = (secs.max(0.0) * 1000.0).round() as i64;
+    let s = ms / 1000;
+    if s >= 3600 {
+        duration(s)
+    } else {
+        format!("{:02}:{:02}.{:03}", s / 60, s % 60, ms % 1000)
+    }
+}
+
+/// KiB as sacct prints MaxRSS: `K` below a MiB, else the largest binary
+/// unit with two decimals (`65.52M`, `1.50G`).
+pub fn kib(k: i64) -> String {
+    let mut x = k.max(0) as f64;
+    let mut unit = 0;
+    while x >= 1024.0 && unit < 3 {
+        x /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{k}K"),
+        u => format!("{x:.2}{}", ["K", "M", "G", "T"][u]),
+    }
 }
 
 pub use crate::civil::datetime;
@@ -242,6 +330,9 @@ pub const FIELDS: &[(&str, usize)] = &[
     ("HS06PerCore", 11),
     ("ConsumedEnergy", 14),
     ("ConsumedEnergyRaw", 17),
+    ("TotalCPU", 10),
+    ("MaxRSS", 10),
+    ("NTasks", 8),
 ];
 
 /// The canonical name of a field (case-insensitive), or None.
@@ -253,8 +344,11 @@ impl AcctJob {
     pub fn field(&self, name: &str) -> String {
         let t = |x: i64| datetime(x + self.epoch_offset);
         match name {
-            "JobID" => self.array.map_or_else(|| self.job_id.to_string(), |(a, t)| format!("{a}_{t}")),
-            "JobIDRaw" => self.job_id.to_string(),
+            "JobID" => {
+                let id = self.array.map_or_else(|| self.job_id.to_string(), |(a, t)| format!("{a}_{t}"));
+                self.step.as_ref().map_or(id.clone(), |s| format!("{id}.{s}"))
+            }
+            "JobIDRaw" => self.step.as_ref().map_or(self.job_id.to_string(), |s| format!("{}.{s}", self.job_id)),
             "JobName" => self.name.clone(),
             "User" => self.user.clone(),
             "Group" => self.group.clone(),
@@ -286,6 +380,9 @@ impl AcctJob {
             // joules, with sacct's unit suffixes (K, M, G, T: powers of 1000)
             "ConsumedEnergy" => self.energy_j.map_or(String::new(), energy),
             "ConsumedEnergyRaw" => self.energy_j.map_or(String::new(), |j| format!("{:.0}", j)),
+            "TotalCPU" => total_cpu(self.cpu_raw_s),
+            "MaxRSS" => self.max_rss_kb.map_or(String::new(), kib),
+            "NTasks" => self.ntasks.to_string(),
             _ => String::new(),
         }
     }
@@ -314,5 +411,9 @@ mod tests {
         assert_eq!(energy(950.4), "950");
         assert_eq!(energy(12_345.0), "12.35K");
         assert_eq!(energy(3_100_000.0), "3.10M");
+        assert_eq!(total_cpu(1.2344), "00:01.234");
+        assert_eq!(total_cpu(3725.0), "01:02:05");
+        assert_eq!(kib(812), "812K");
+        assert_eq!(kib(67_092), "65.52M");
     }
 }

@@ -13,6 +13,7 @@ use tessera_proto::unix_now;
 use crate::suspensions;
 use crate::launch::{self, Slot, Spawned};
 use crate::launcher::Launcher;
+use crate::cgroup::{Hierarchy, JobGroup, Limits};
 use anyhow::{Context, Result};
 use hyper::Method;
 use nix::sys::signal::{killpg, Signal};
@@ -49,6 +50,20 @@ pub struct AgentConfig {
     /// cluster file's model, real nodes their RAPL packages (empty: the agent
     /// sets no caps and reports no power).
     pub power: Vec<(String, crate::power::Source)>,
+    /// Where its jobs' cgroups go (None: its jobs are not confined).
+    pub cgroups: Option<Hierarchy>,
+    /// Its nodes are emulated: their cores are not the host's, so a job's
+    /// cgroup has no cpuset.
+    pub emulated: bool,
+    /// Each GPU's device file on this host, by index: a job may open only
+    /// those of the GPUs it was given.
+    pub gpu_devices: Vec<PathBuf>,
+}
+
+/// The ceiling on a job's processes and threads on a node: 256 per core it
+/// holds there, and at least 4096.
+pub fn pids_max(cores: u32) -> u64 {
+    (256 * cores as u64).max(4096)
 }
 
 /// The agent's `run` line of a job's record.
@@ -57,6 +72,19 @@ struct RunInfo {
     start: i64,
     limit_s: Option<i64>,
     grace_s: u64,
+    /// It runs in a cgroup of its own ([`Hierarchy::job`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    cgroup: bool,
+    /// The node it runs on here, and the host cpus and GPUs it was given.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    node: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    cpus: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    gpus: Vec<u32>,
+    /// Suspension sends SIGTSTP before the freezer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    tstp: bool,
 }
 
 struct Job {
@@ -75,6 +103,13 @@ struct Job {
     stop_at: Option<Instant>,
     kill_at: Option<Instant>,
     limit_hit: bool,
+    /// Its cgroup, when it is confined.
+    cg: Option<JobGroup>,
+    /// Its cpus and GPUs are counted in the agent's `cpus_held`.
+    counted: bool,
+    /// Its first process ended, but others are left in its cgroup: killed,
+    /// and waited for before its end is reported.
+    draining: Option<JobExit>,
     exit: Option<JobExit>,
 }
 
@@ -96,8 +131,68 @@ impl Job {
             stop_at: None,
             kill_at: None,
             limit_hit: false,
+            cg: None,
+            counted: false,
+            draining: None,
             exit: None,
         }
+    }
+
+    /// Its first process ended as `x`: the job ends once its cgroup is
+    /// empty (what is left is killed), with the cgroup's counters.
+    fn settle(&mut self, x: JobExit) {
+        let Some(cg) = &self.cg else {
+            self.exit = Some(x);
+            return;
+        };
+        if !cg.empty() {
+            cg.kill();
+            if !cg.empty() {
+                self.draining = Some(x);
+                return;
+            }
+        }
+        self.draining = None;
+        let usage = cg.usage(None);
+        if !cg.remove() {
+            tracing::warn!(job = x.job, attempt = x.attempt, "the job's cgroup could not be removed");
+        }
+        self.exit = Some(JobExit { cpu_s: usage.cpu_s, usage: Some(usage), ..x });
+    }
+
+    /// Send `s` to its processes: every one in its cgroup, or its process
+    /// group.
+    fn signal(&self, s: Signal) {
+        match (&self.cg, self.pids) {
+            (Some(cg), _) => cg.signal(s as i32),
+            (None, Some(p)) => {
+                let _ = killpg(Pid::from_raw(p.pgid), s);
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Stop it: the freezer, or SIGSTOP.
+    fn stop(&self) {
+        match &self.cg {
+            Some(cg) => {
+                if let Err(e) = cg.freeze(true) {
+                    tracing::warn!("freezing a job: {e}");
+                }
+            }
+            None => self.signal(Signal::SIGSTOP),
+        }
+    }
+
+    /// Continue it: thawed, and SIGCONT to every process (one that stopped
+    /// itself on SIGTSTP included).
+    fn cont(&self) {
+        if let Some(cg) = &self.cg {
+            if let Err(e) = cg.freeze(false) {
+                tracing::warn!("thawing a job: {e}");
+            }
+        }
+        self.signal(Signal::SIGCONT);
     }
 }
 
@@ -150,6 +245,10 @@ pub struct Agent {
     /// report goes at once, so that the controller's sum over the agents'
     /// nodes follows the change within a poll, not a report interval.
     power_changed: bool,
+    /// How many running jobs hold each host cpu and each node's GPU (a
+    /// suspended job keeps its cpuset while another runs on its cores).
+    cpus_held: BTreeMap<u32, u32>,
+    gpus_held: BTreeMap<(String, u32), u32>,
 }
 
 impl Agent {
@@ -190,14 +289,46 @@ impl Agent {
             }
             let mut j = Job::new(slot, owner, info, false);
             j.pids = rec.pids;
-            j.exit = ended(job, attempt, &j);
+            j.cg = match (&cfg.cgroups, j.info.cgroup) {
+                (Some(h), true) => Some(h.job(job, attempt)),
+                _ => None,
+            };
+            if let Some(x) = ended(job, attempt, &j) {
+                j.settle(x);
+            }
             tracing::info!(job, attempt, ended = j.exit.is_some(), "re-adopted a job");
             jobs.insert((job, attempt), j);
         }
         let client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
         let (session, _) = watch::channel(0);
+        // a job's cgroup whose record is gone (the agent stopped between
+        // the two) holds nothing anyone waits for
+        if let Some(h) = &cfg.cgroups {
+            for (job, attempt) in h.jobs() {
+                if !jobs.contains_key(&(job, attempt)) {
+                    tracing::warn!(job, attempt, "a cgroup of a job the agent no longer holds: its processes are killed");
+                    let cg = h.job(job, attempt);
+                    cg.kill();
+                    for _ in 0..50 {
+                        if cg.empty() {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    cg.remove();
+                }
+            }
+        }
         let power = crate::power::Domains::open(&cfg.state_dir, cfg.power.clone());
-        Ok(Agent { cfg, spool, launcher, client, jobs, session, power, resized: Vec::new(), power_changed: false })
+        let mut a = Agent { cfg, spool, launcher, client, jobs, session, power, resized: Vec::new(), power_changed: false, cpus_held: BTreeMap::new(), gpus_held: BTreeMap::new() };
+        let held: Vec<RunInfo> = a.jobs.values_mut().filter(|j| j.exit.is_none()).map(|j| {
+            j.counted = true;
+            j.info.clone()
+        }).collect();
+        for info in held {
+            a.hold(&info, 1);
+        }
+        Ok(a)
     }
 
     /// Register (retrying until the controller answers) with every job held.
@@ -216,6 +347,8 @@ impl Agent {
                     })
                     .collect(),
                 power: self.power.readings(),
+                steps: Vec::new(),
+                steps_ended: Vec::new(),
             };
             match self.client.call::<_, RegisterReply>(Method::POST, "/v1/agent/register", Some(&req)).await {
                 Ok(r) => {
@@ -242,6 +375,9 @@ impl Agent {
                 if let Some(j) = self.jobs.remove(&(x.job, x.attempt)) {
                     j.slot.free(x.job, x.attempt);
                     self.spool.give_back(&j.slot, j.owner);
+                    if j.counted {
+                        self.hold(&j.info, -1);
+                    }
                 }
             }
         }
@@ -317,7 +453,7 @@ impl Agent {
                 let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
                 let power = self.power.readings();
                 let resized = std::mem::take(&mut self.resized);
-                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended, power, resized });
+                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended, power, resized, steps: Vec::new() });
             }
         }
         poller.abort();
@@ -328,6 +464,8 @@ impl Agent {
     fn command(&mut self, c: AgentCommand) {
         match c {
             AgentCommand::Launch(l) => self.launch(&l),
+            AgentCommand::Step(s) => tracing::warn!(job = s.job, step = s.step, "steps are not run by this agent yet"),
+            AgentCommand::SignalStep { .. } => {}
             AgentCommand::Kill { job, attempt, grace_s } => {
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     tracing::info!(job, attempt, "kill");
@@ -339,9 +477,14 @@ impl Agent {
                     if j.suspended_since.is_none() && j.exit.is_none() {
                         tracing::info!(job, attempt, "suspend");
                         note_suspension(j, suspensions::Mark::Suspend, at);
-                        signal(j, Signal::SIGTSTP);
                         j.suspended_since = Some(Instant::now());
-                        j.stop_at = Some(Instant::now() + Duration::from_millis(grace_ms));
+                        if j.cg.is_some() && !j.info.tstp {
+                            // the freezer alone
+                            j.stop();
+                        } else {
+                            j.signal(Signal::SIGTSTP);
+                            j.stop_at = Some(Instant::now() + Duration::from_millis(grace_ms));
+                        }
                     }
                 }
             }
@@ -358,7 +501,7 @@ impl Agent {
                         if j.acks_read.is_none() {
                             j.acks_read = Some(std::fs::metadata(j.slot.config_ack()).map_or(0, |m| m.len()));
                         }
-                        signal(j, Signal::SIGWINCH);
+                        j.signal(Signal::SIGWINCH);
                     }
                 }
             }
@@ -369,7 +512,7 @@ impl Agent {
                         note_suspension(j, suspensions::Mark::Resume, at);
                         j.suspended_for += since.elapsed();
                         j.stop_at = None;
-                        signal(j, Signal::SIGCONT);
+                        j.cont();
                     }
                 }
             }
@@ -405,22 +548,112 @@ impl Agent {
         }
         let owner = launch::runs_as(l);
         let slot = self.spool.take(owner, &self.cfg.state_dir);
-        let info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s };
-        let r = self.launcher.spawn(&slot, &serde_json::to_string(&info).expect("serializes"), l);
+        let mut info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s, cgroup: false, node: String::new(), cpus: Vec::new(), gpus: Vec::new(), tstp: l.suspend_tstp };
+        let mut l = l.clone();
+        let confined = self.confine(&mut l, &mut info);
+        let r = match &confined {
+            Ok((_, enter)) => self.launcher.spawn(&slot, &serde_json::to_string(&info).expect("serializes"), &l, enter),
+            Err(e) => Err(launch::SpawnError { failure: LaunchFailure { stage: LaunchStage::Cgroup, errno: e.raw_os_error().unwrap_or(libc::EIO) }, message: format!("the job's cgroup: {e}") }),
+        };
+        let run = serde_json::to_string(&info).expect("serializes");
         let mut job = Job::new(slot, owner, info, true);
+        if confined.is_err() {
+            let _ = job.slot.begin(l.job, l.attempt, &run);
+        }
+        job.cg = confined.ok().and_then(|(cg, _)| cg);
         match r {
             Ok(p) => {
                 tracing::debug!(job = l.job, attempt = l.attempt, pid = p.pgid, "launched");
                 job.pids = Some(p);
+                self.hold(&job.info, 1);
+                job.counted = true;
             }
             Err(e) => {
                 tracing::warn!(job = l.job, attempt = l.attempt, "cannot start the job: {e}");
                 // recorded like any end, so a restart reports it too
                 let _ = job.slot.append_exit(l.job, l.attempt, 1, -1, unix_now(), Some(e.failure));
-                job.exit = ended(l.job, l.attempt, &job);
+                if let Some(x) = ended(l.job, l.attempt, &job) {
+                    job.settle(x);
+                }
             }
         }
         self.jobs.insert(key, job);
+    }
+
+    /// Make the cgroup `l` runs in on its first node, with what it holds
+    /// there: the least-used host cpus (a real node), its memory, a ceiling
+    /// on its processes, its GPUs' device files only; the GPUs' variables
+    /// set to match. Returns the cgroup and the files its first process
+    /// writes itself into (none when the agent does not confine jobs).
+    fn confine(&mut self, l: &mut Launch, info: &mut RunInfo) -> std::io::Result<(Option<JobGroup>, Vec<PathBuf>)> {
+        let share = l.shares.first().cloned();
+        let node = share.as_ref().map_or_else(|| self.cfg.nodes.first().map_or(String::new(), |n| n.name.clone()), |s| s.node.clone());
+        let presented = self.cfg.nodes.iter().find(|n| n.name == node).cloned();
+        let (cores, mem_mb, gpus) = match (&share, &presented) {
+            (Some(s), _) => (s.cores, s.memory_mb, s.gpus),
+            (None, Some(n)) => (n.cores, n.memory_mb, n.gpus),
+            (None, None) => (1, 0, 0),
+        };
+        info.node = node.clone();
+        // GPUs: the least-used of the node's, by index
+        let node_gpus = presented.as_ref().map_or(0, |n| n.gpus);
+        let mut by_use: Vec<u32> = (0..node_gpus).collect();
+        by_use.sort_by_key(|g| (self.gpus_held.get(&(node.clone(), *g)).copied().unwrap_or(0), *g));
+        info.gpus = by_use.into_iter().take(gpus as usize).collect();
+        info.gpus.sort_unstable();
+        let devices = self.cfg.cgroups.as_ref().is_some_and(|h| h.confinement(self.cfg.emulated, !self.cfg.gpu_devices.is_empty()).controls.contains(&tessera_proto::api::Control::Devices));
+        if !info.gpus.is_empty() {
+            // numbered from 0 where the cgroup hides the others (the GPU
+            // runtimes number the devices they can open), else by index
+            let ids: Vec<String> = if devices { (0..info.gpus.len()).map(|i| i.to_string()).collect() } else { info.gpus.iter().map(|g| g.to_string()).collect() };
+            for var in ["CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"] {
+                l.env.insert(var.into(), ids.join(","));
+            }
+        }
+        let Some(h) = &self.cfg.cgroups else { return Ok((None, Vec::new())) };
+        if !self.cfg.emulated {
+            let pool = crate::cgroup::host_cpus();
+            let mut by_use = pool.clone();
+            by_use.sort_by_key(|c| (self.cpus_held.get(c).copied().unwrap_or(0), *c));
+            info.cpus = by_use.into_iter().take((cores as usize).clamp(1, pool.len().max(1))).collect();
+            info.cpus.sort_unstable();
+        }
+        let memory_mb = if mem_mb > 0 { mem_mb } else { presented.as_ref().map_or(0, |n| n.memory_mb) };
+        let mut deny = Vec::new();
+        if devices {
+            for (i, dev) in self.cfg.gpu_devices.iter().enumerate() {
+                if !info.gpus.contains(&(i as u32)) {
+                    deny.push(crate::cgroup::device_numbers(dev)?);
+                }
+            }
+        }
+        let limits = Limits { cpus: (!self.cfg.emulated).then(|| info.cpus.clone()), memory_bytes: (memory_mb > 0).then_some(memory_mb << 20), pids_max: Some(pids_max(cores)), deny };
+        let cg = h.job(l.job, l.attempt);
+        let made = cg.create(&limits).and_then(|()| cg.create_step("batch"));
+        match made {
+            Ok(enter) => {
+                info.cgroup = true;
+                Ok((Some(cg), enter))
+            }
+            Err(e) => {
+                cg.remove();
+                Err(e)
+            }
+        }
+    }
+
+    /// Count a job's cpus and GPUs as held (`by` 1) or given back (`by` -1).
+    fn hold(&mut self, info: &RunInfo, by: i32) {
+        for c in &info.cpus {
+            let n = self.cpus_held.entry(*c).or_default();
+            *n = n.saturating_add_signed(by);
+        }
+        for g in &info.gpus {
+            let n = self.gpus_held.entry((info.node.clone(), *g)).or_default();
+            *n = n.saturating_add_signed(by);
+        }
+        self.cpus_held.retain(|_, n| *n > 0);
+        self.gpus_held.retain(|_, n| *n > 0);
     }
 
     fn reaped(&mut self, pid: i32) -> Result<()> {
@@ -428,8 +661,9 @@ impl Agent {
             anyhow::bail!("the launcher (pid {}) died: the agent stops (its jobs run on, and a restarted agent re-adopts them)", self.launcher.pid);
         }
         for (&(job, attempt), j) in self.jobs.iter_mut() {
-            if j.ours && j.exit.is_none() && j.pids.is_some_and(|p| p.shepherd == pid) {
-                j.exit = ended(job, attempt, j).or_else(|| Some(lost(job, attempt, j)));
+            if j.ours && j.exit.is_none() && j.draining.is_none() && j.pids.is_some_and(|p| p.shepherd == pid) {
+                let x = ended(job, attempt, j).unwrap_or_else(|| lost(job, attempt, j));
+                j.settle(x);
                 return Ok(());
             }
         }
@@ -443,6 +677,11 @@ impl Agent {
             if j.exit.is_some() {
                 continue;
             }
+            if let Some(x) = j.draining {
+                // its first process ended: waiting for the rest to be gone
+                j.settle(x);
+                continue;
+            }
             if let Some(read) = j.acks_read {
                 // a whole new line acknowledges the latest configuration
                 if acknowledged(&j.slot.config_ack(), read) {
@@ -453,23 +692,27 @@ impl Agent {
             }
             if !j.ours {
                 // adopted: its shepherd is not our child; look for its exit file
-                j.exit = ended(job, attempt, j);
-                if j.exit.is_none() && j.pids.is_none_or(|p| !alive(p.shepherd)) {
+                let mut x = ended(job, attempt, j);
+                if x.is_none() && j.pids.is_none_or(|p| !alive(p.shepherd)) {
                     // gone: its exit file may have landed since the read above
-                    j.exit = ended(job, attempt, j).or_else(|| Some(lost(job, attempt, j)));
+                    x = Some(ended(job, attempt, j).unwrap_or_else(|| lost(job, attempt, j)));
                 }
-                if j.exit.is_some() {
+                if let Some(x) = x {
+                    j.settle(x);
                     continue;
                 }
             }
             if j.stop_at.is_some_and(|t| t <= now) {
                 j.stop_at = None;
-                signal(j, Signal::SIGSTOP);
+                j.stop();
             }
             if j.kill_at.is_some_and(|t| t <= now) {
                 j.kill_at = None;
                 tracing::info!(job, attempt, "grace period over: SIGKILL");
-                signal(j, Signal::SIGKILL);
+                match &j.cg {
+                    Some(cg) => cg.kill(),
+                    None => j.signal(Signal::SIGKILL),
+                }
             }
             if let (Some(limit), None, None) = (j.info.limit_s, j.suspended_since, j.kill_at) {
                 let ran = now.duration_since(j.started).saturating_sub(j.suspended_for);
@@ -485,12 +728,12 @@ impl Agent {
 }
 
 fn terminate(j: &mut Job, grace_s: u64) {
-    if j.exit.is_some() || j.kill_at.is_some() {
+    if j.exit.is_some() || j.draining.is_some() || j.kill_at.is_some() {
         return;
     }
-    signal(j, Signal::SIGTERM);
+    j.signal(Signal::SIGTERM);
     if j.suspended_since.is_some() {
-        signal(j, Signal::SIGCONT);
+        j.cont();
     }
     j.kill_at = Some(Instant::now() + Duration::from_secs(grace_s));
 }
@@ -504,12 +747,6 @@ fn note_suspension(j: &Job, mark: suspensions::Mark, at: Option<i64>) {
     }
 }
 
-fn signal(j: &Job, s: Signal) {
-    if let Some(p) = j.pids {
-        let _ = killpg(Pid::from_raw(p.pgid), s);
-    }
-}
-
 fn alive(pid: i32) -> bool {
     nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok()
 }
@@ -517,21 +754,21 @@ fn alive(pid: i32) -> bool {
 fn ended(job: u64, attempt: u32, j: &Job) -> Option<JobExit> {
     let r = j.slot.read();
     let x = r.exit?;
-    Some(JobExit { job, attempt, code: x.code, signal: x.signal, cpu_s: x.cpu_s, start: j.info.start, end: x.end, limit_hit: j.limit_hit, failure: r.failure })
+    Some(JobExit { job, attempt, code: x.code, signal: x.signal, cpu_s: x.cpu_s, start: j.info.start, end: x.end, limit_hit: j.limit_hit, failure: r.failure, usage: None })
 }
 
 /// A job whose shepherd vanished without writing how it ended.
 fn lost(job: u64, attempt: u32, j: &Job) -> JobExit {
     tracing::warn!(job, attempt, "the job's shepherd is gone without an exit record");
     let _ = j.slot.append_exit(job, attempt, -1, 9, unix_now(), None);
-    JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: j.info.start, end: unix_now(), limit_hit: j.limit_hit, failure: None }
+    JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: j.info.start, end: unix_now(), limit_hit: j.limit_hit, failure: None, usage: None }
 }
 
 async fn poll_loop(cfg: AgentConfig, mut session: watch::Receiver<u64>, tx: mpsc::UnboundedSender<Inbox>) {
     let mut client = Client::new(cfg.target.clone(), Some(cfg.token.clone()));
     loop {
         let s = *session.borrow_and_update();
-        let msg = AgentMessage { agent: cfg.name.clone(), session: s, ended: Vec::new(), power: Vec::new(), resized: Vec::new() };
+        let msg = AgentMessage { agent: cfg.name.clone(), session: s, ended: Vec::new(), power: Vec::new(), resized: Vec::new(), steps: Vec::new() };
         match client.call::<_, PollReply>(Method::POST, "/v1/agent/poll", Some(&msg)).await {
             Ok(r) => {
                 if !r.commands.is_empty() && tx.send(Inbox::Commands(r.commands)).is_err() {

@@ -162,6 +162,12 @@ impl Slot {
         f.write_all(format!("{fail}exit {job} {attempt} {code} {signal} 0 {end}\n").as_bytes())
     }
 
+    /// Begin a run's record (`run JOB ATTEMPT {json}`) without starting it:
+    /// a launch that fails before its shepherd exists is recorded so.
+    pub fn begin(&self, job: u64, attempt: u32, run: &str) -> io::Result<()> {
+        rewrite(&self.record, format!("run {job} {attempt} {run}\n").as_bytes(), 0o600).map(drop)
+    }
+
     /// Mark the slot free once its run (`job`, `attempt`) has been reported: a
     /// `free` line, so the record needs no truncation (see [`rewrite`]).
     pub fn free(&self, job: u64, attempt: u32) {
@@ -238,8 +244,12 @@ fn rewrite(path: &Path, body: &[u8], mode: u32) -> io::Result<fs::File> {
 /// and the script, then start the shepherd on a stack from `stacks`. Returns
 /// once the job's process exists; call [`Stacks::ended`] when the shepherd has
 /// been reaped.
-pub fn spawn(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<Spawned, SpawnError> {
-    spawn_io(slot, run, l, stacks).map_err(|e| match e {
+///
+/// `enter`: the `cgroup.procs` files of the cgroup the job runs in (one per
+/// hierarchy; none when it is not confined). The job enters it before it
+/// takes its submitter's identity, so everything it starts is counted there.
+pub fn spawn(slot: &Slot, run: &str, l: &Launch, enter: &[PathBuf], stacks: &mut Stacks) -> Result<Spawned, SpawnError> {
+    spawn_io(slot, run, l, enter, stacks).map_err(|e| match e {
         Failed::Spawn(e) => e,
         Failed::Io(e) => SpawnError::spool(e),
     })
@@ -262,7 +272,23 @@ impl From<SpawnError> for Failed {
     }
 }
 
-fn spawn_io(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<Spawned, Failed> {
+fn spawn_io(slot: &Slot, run: &str, l: &Launch, enter: &[PathBuf], stacks: &mut Stacks) -> Result<Spawned, Failed> {
+    if enter.len() > MAX_CGROUPS {
+        return Err(io::Error::other("more cgroup hierarchies than a job enters").into());
+    }
+    // opened here (the job writes `0` to each, as root, before its exec)
+    let mut cgroups = Vec::with_capacity(enter.len());
+    for p in enter {
+        let f = fs::OpenOptions::new().write(true).custom_flags(libc::O_CLOEXEC).open(p).map_err(|e| SpawnError {
+            failure: LaunchFailure { stage: LaunchStage::Cgroup, errno: e.raw_os_error().unwrap_or(libc::EIO) },
+            message: format!("opening {}: {e}", p.display()),
+        })?;
+        cgroups.push(f);
+    }
+    let mut cg_fds = [-1 as libc::c_int; MAX_CGROUPS];
+    for (i, f) in cgroups.iter().enumerate() {
+        cg_fds[i] = f.as_raw_fd();
+    }
     let record = rewrite(&slot.record, format!("run {} {} {run}\n", l.job, l.attempt).as_bytes(), 0o600)?;
     // the shepherd appends to it (Linux's pwrite would append too, were the
     // file opened so)
@@ -333,6 +359,7 @@ fn spawn_io(slot: &Slot, run: &str, l: &Launch, stacks: &mut Stacks) -> Result<S
         ids,
         run: (l.job as i64, l.attempt as i64),
         job_stack: stack.wrapping_add(STACK),
+        cgroups: cg_fds,
     };
     // SAFETY: the shepherd runs on its own stack, copies `child` before it
     // tells us the job's pid (until then everything `child` points to stays
@@ -430,7 +457,13 @@ struct Child {
     run: (i64, i64),
     /// The top of the stack the job runs on until it execs.
     job_stack: *mut u8,
+    /// The cgroup.procs files of its cgroup, open (-1 past the last).
+    cgroups: [libc::c_int; MAX_CGROUPS],
 }
+
+/// At most this many hierarchies (v1's freezer, cpuacct, memory, pids, cpuset
+/// and devices).
+const MAX_CGROUPS: usize = 8;
 
 /// Where a shepherd starts, on its own stack, sharing the launcher's memory.
 unsafe extern "C" fn shepherd_entry(arg: usize) -> ! {
@@ -537,6 +570,14 @@ impl Child {
 
     unsafe fn job(&self) -> ! {
         sys::call(libc::SYS_setpgid, [0; 6]);
+        // into its cgroup first: whatever it starts from now on is counted,
+        // confined and found there
+        for &fd in self.cgroups.iter().take_while(|&&fd| fd >= 0) {
+            let r = sys::call(libc::SYS_write, [fd as usize, b"0".as_ptr() as usize, 1, 0, 0, 0]);
+            if r < 0 {
+                self.failed(LaunchStage::Cgroup, r, 1);
+            }
+        }
         for s in 1..32 {
             if s != libc::SIGKILL && s != libc::SIGSTOP {
                 sys::disposition(s, libc::SIG_DFL);

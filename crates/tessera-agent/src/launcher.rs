@@ -26,6 +26,7 @@ struct Request {
     slot: Slot,
     run: String,
     launch: Launch,
+    enter: Vec<std::path::PathBuf>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -92,8 +93,8 @@ impl Launcher {
     /// Start `l` in `slot` (see [`launch::spawn`]).
     /// A launch the launcher itself could not make (it is gone) is a spool
     /// failure.
-    pub fn spawn(&mut self, slot: &Slot, run: &str, l: &Launch) -> Result<Spawned, SpawnError> {
-        let req = Request { slot: slot.clone(), run: run.to_string(), launch: l.clone() };
+    pub fn spawn(&mut self, slot: &Slot, run: &str, l: &Launch, enter: &[std::path::PathBuf]) -> Result<Spawned, SpawnError> {
+        let req = Request { slot: slot.clone(), run: run.to_string(), launch: l.clone(), enter: enter.to_vec() };
         let lost = |e: io::Error| SpawnError { failure: LaunchFailure { stage: LaunchStage::Spool, errno: e.raw_os_error().unwrap_or(libc::EPIPE) }, message: format!("the launcher is gone: {e}") };
         write_frame(&mut self.requests, &serde_json::to_vec(&req).expect("requests serialize")).map_err(lost)?;
         let body = read_frame(&mut self.requests).map_err(lost)?;
@@ -178,7 +179,7 @@ fn serve(mut requests: UnixStream, mut ended: UnixStream) -> io::Result<()> {
                 Err(e) => return Err(e),
             };
             let reply = match serde_json::from_slice::<Request>(&body) {
-                Ok(r) => match launch::spawn(&r.slot, &r.run, &r.launch, &mut stacks) {
+                Ok(r) => match launch::spawn(&r.slot, &r.run, &r.launch, &r.enter, &mut stacks) {
                     Ok(s) => Reply::Started { shepherd: s.shepherd, pgid: s.pgid },
                     Err(e) => Reply::Failed(e.failure, e.message),
                 },

@@ -8,6 +8,7 @@
 //! decides.
 
 pub mod agent;
+pub mod cgroup;
 pub mod launch;
 pub mod launcher;
 pub mod suspensions;

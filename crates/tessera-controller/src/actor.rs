@@ -48,6 +48,9 @@ pub enum Msg {
     Reconfigure { who: Identity, req: ReconfigureRequest, reply: Reply<ReconfigureReply> },
     SetBudget { who: Identity, req: BudgetRequest, reply: Reply<BudgetReply> },
     Dashboard { reply: Reply<tessera_report::dashboard::Dashboard> },
+    Step { who: Identity, job: JobRef, req: StepRequest, reply: Reply<StepInfo> },
+    StepInfo { job: JobRef, step: u32, reply: Reply<StepInfo> },
+    StepSignal { who: Identity, job: JobRef, step: u32, signal: i32, reply: Reply<StepInfo> },
     Shutdown,
 }
 
@@ -57,11 +60,12 @@ enum After {
     Job(Reply<JobInfo>, u64),
     Node(Reply<NodeInfo>, u32),
     /// (reply, agent, its jobs, every node it presents, those ignored)
-    Register(Reply<RegisterReply>, String, Vec<AgentJob>, Vec<String>, Vec<String>),
+    Register(Reply<RegisterReply>, String, Vec<AgentJob>, Vec<(u64, u32, u32)>, Vec<String>, Vec<String>),
     Reconfigure(Reply<ReconfigureReply>, Vec<String>, Vec<String>, Vec<String>),
     Poll(Reply<PollReply>, String),
     Ack(Reply<()>),
     Budget(Reply<BudgetReply>, Option<f64>),
+    Step(Reply<StepInfo>, u64, u32),
 }
 
 struct Session {
@@ -99,6 +103,8 @@ pub struct Actor {
     power: Vec<Option<(NodePowerReading, Instant)>>,
     /// Since when the measured power has been over the budget.
     over_since: Option<Instant>,
+    /// Each node's confinement of its jobs, as its agent last registered it.
+    confinement: BTreeMap<u32, tessera_proto::api::Confinement>,
 }
 
 
@@ -210,6 +216,7 @@ impl Actor {
             euid: nix::unistd::geteuid().as_raw(),
             power: Vec::new(),
             over_since: None,
+            confinement: BTreeMap::new(),
         };
         if replayed > 0 {
             actor.snapshot()?;
@@ -426,6 +433,24 @@ impl Actor {
                     Err(e) => drop(reply.send(Err(e))),
                 },
             },
+            Msg::Step { who, job, req, reply } => match self.state.resolve(job).and_then(|job| Ok((job, self.state.admit_step(&who, job, &req, events)?))) {
+                Ok((job, ev)) => {
+                    let Event::StepStart(b) = &ev else { unreachable!() };
+                    after.push(After::Step(reply, job, b.2.id));
+                    events.push(ev);
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Msg::StepInfo { job, step, reply } => {
+                let _ = reply.send(self.state.resolve(job).and_then(|job| self.state.step_info(&self.cluster, job, step).ok_or_else(|| ApiError::new(404, format!("job {job} has no step {step}")))));
+            }
+            Msg::StepSignal { who, job, step, signal, reply } => match self.state.resolve(job).and_then(|job| Ok((job, self.state.admit_step_signal(&who, job, step, signal)?))) {
+                Ok((job, ev)) => {
+                    events.push(ev);
+                    after.push(After::Step(reply, job, step));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
             Msg::JobOp { who, job, op, reply } => match self.state.resolve(job).and_then(|job| Ok((job, self.state.admit_op(&who, job, op)?))) {
                 Ok((job, ev)) => {
                     events.push(ev);
@@ -509,12 +534,13 @@ impl Actor {
                     self.power_readings(&req.agent, &req.power, events);
                     for j in &req.jobs {
                         if let AgentJob::Ended(x) = j {
-                            events.push(Event::Ended(*x));
+                            self.ended(x, events);
                         }
                     }
                     events.extend(self.never_launched(&req));
                     let presented = req.nodes.iter().map(|n| n.name.clone()).collect();
-                    after.push(After::Register(reply, req.agent, req.jobs, presented, ignored));
+                    events.extend(req.steps_ended.iter().map(|x| Event::StepEnded(Box::new(x.clone()))));
+                    after.push(After::Register(reply, req.agent, req.jobs, req.steps, presented, ignored));
                 }
                 Err(e) => drop(reply.send(Err(e))),
             },
@@ -537,11 +563,28 @@ impl Actor {
                         self.metrics.power_sample(allocated, measured);
                         self.govern(events);
                     }
-                    events.extend(msg.ended.iter().map(|x| Event::Ended(*x)));
+                    for x in &msg.ended {
+                        self.ended(x, events);
+                    }
+                    events.extend(msg.steps.iter().map(|x| Event::StepEnded(Box::new(x.clone()))));
                     after.push(After::Ack(reply));
                 }
                 Err(e) => drop(reply.send(Err(e))),
             },
+        }
+    }
+
+    /// A job's end, as its agent reports it; a job whose cgroup the node
+    /// could not make drains the node (the node's fault, not the job's).
+    fn ended(&self, x: &JobExit, events: &mut Vec<Event>) {
+        events.push(Event::Ended(*x));
+        if let Some(f) = x.failure.filter(|f| f.stage == tessera_proto::api::LaunchStage::Cgroup) {
+            let node = self.state.ledger.jobs.get(&x.job).filter(|m| m.attempt == x.attempt).and_then(|m| m.nodes.first().copied());
+            if let Some(n) = node.filter(|&n| !self.state.engine().node_status(n).is_some_and(|s| s.drain)) {
+                let reason = f.describe("", "", "");
+                tracing::warn!(node = %self.cluster.nodes[n as usize].name, "draining the node: {reason}");
+                events.push(Event::Node { node: n, change: NodeChange::Drain, reason: format!("cgroup: {}", tessera_core::quote::clip(&reason, 300)) });
+            }
         }
     }
 
@@ -661,6 +704,12 @@ impl Actor {
             }
             nodes.push(i);
         }
+        for (n, i) in req.nodes.iter().filter_map(|n| Some((n, *self.node_index.get(&n.name)?))) {
+            match &n.confinement {
+                Some(c) => self.confinement.insert(i, c.clone()),
+                None => self.confinement.remove(&i),
+            };
+        }
         if nodes.is_empty() {
             return Err(ApiError::new(400, match ignored.first() {
                 Some(n) => format!("field `nodes`: no node {n} in cluster {}", self.cluster.name),
@@ -728,6 +777,8 @@ impl Actor {
                     let nodelist = tessera_core::hostlist::compress(&names);
                     (node, AgentCommand::Reconfigure { job, attempt, nodelist, nodes: nodes.len() as u32, cap_w, at, end })
                 }
+                Action::Step { node, launch } => (node, AgentCommand::Step(launch)),
+                Action::SignalStep { node, job, attempt, step, signal } => (node, AgentCommand::SignalStep { job, attempt, step, signal }),
             };
             if let Some(s) = self.state.ledger.node_agent[node as usize].as_ref().and_then(|a| self.agents.get_mut(a)) {
                 s.outbox.push(cmd);
@@ -749,15 +800,17 @@ impl Actor {
                 drop(r.send(Ok(self.node_info(n, used))))
             }
             After::Ack(r) => drop(r.send(Ok(()))),
+            After::Step(r, job, step) => drop(r.send(self.state.step_info(&self.cluster, job, step).ok_or_else(|| ApiError::new(409, format!("job {job} ended before its step {step} started"))))),
             After::Budget(r, previous_w) => drop(r.send(Ok(BudgetReply { budget_w: self.state.budget_w(&self.cluster).unwrap_or(0.0), previous_w }))),
             After::Reconfigure(r, added, removed, changed) => {
                 drop(r.send(Ok(ReconfigureReply { cluster: self.cluster_info.clone(), added, removed, changed })));
             }
-            After::Register(r, agent, jobs, presented, ignored) => {
+            After::Register(r, agent, jobs, steps, presented, ignored) => {
                 self.sessions += 1;
                 let id = self.sessions;
                 self.awaited.remove(&agent);
-                let outbox = self.reconcile(&agent, &jobs);
+                let mut outbox = self.reconcile(&agent, &jobs);
+                outbox.extend(self.state.steps_missing_on(&self.cluster, &agent, &steps).into_iter().map(|l| AgentCommand::Step(Box::new(l))));
                 if let Some(old) = self.agents.insert(agent.clone(), Session { id, presented, last_seen: Instant::now(), outbox, parked: None }) {
                     if let Some((p, _)) = old.parked {
                         let _ = p.send(Err(ApiError::new(409, "a newer session replaced this one")));
@@ -800,7 +853,7 @@ impl Actor {
             .filter(|&(job, attempt, _, st)| matches!(st, JobState::Ending { .. }) && !held.contains(&(job, attempt)))
             .map(|(job, attempt, _, _)| {
                 tracing::warn!(job, attempt, agent = %req.agent, "a job being killed that its agent does not hold: it never ran, it ends");
-                Event::Ended(JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: now, end: now, limit_hit: false, failure: None })
+                Event::Ended(JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 0.0, start: now, end: now, limit_hit: false, usage: None, failure: None })
             })
             .collect()
     }
@@ -966,6 +1019,7 @@ impl Actor {
             alloc_gpus: ag,
             features: t.features.clone(),
             factor: t.factor,
+            confinement: agent.as_ref().and_then(|_| self.confinement.get(&n).cloned()),
             agent,
         }
     }

@@ -169,6 +169,65 @@ impl State {
     }
 }
 
+impl State {
+    /// A step of running job `job` (its owner's or an operator's), laid out
+    /// on the job's nodes; `batch` holds the steps this batch admitted
+    /// already (each takes the next number).
+    pub fn admit_step(&self, who: &Identity, job: u64, req: &tessera_proto::api::StepRequest, batch: &[Event]) -> Result<Event, ApiError> {
+        self.owned(who, job, false)?;
+        let bad = |field: &str, v: String, expected: &str| ApiError::new(400, format!("field `{field}`: {v}: expected {expected}"));
+        if req.argv.is_empty() || req.argv.iter().any(|a| a.contains('\0')) || req.argv.len() > 4096 {
+            return Err(bad("argv", format!("{} words", req.argv.len()), "a command of 1 to 4096 words without NUL bytes"));
+        }
+        if !req.workdir.starts_with('/') || req.workdir.contains('\0') {
+            return Err(bad("workdir", tessera_core::quote::bounded(&req.workdir), "an absolute path"));
+        }
+        if req.env.len() > 4096 || req.env.iter().any(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
+            return Err(bad("env", format!("{} variables", req.env.len()), "at most 4096 variables, names without `=` and no NUL bytes"));
+        }
+        if req.io.addrs.is_empty() || req.io.addrs.len() > 16 || req.io.addrs.iter().any(|a| a.parse::<std::net::IpAddr>().is_err()) || req.io.key.len() > 128 {
+            return Err(bad("io", format!("{} addresses", req.io.addrs.len()), "1 to 16 IP addresses and a key of at most 128 bytes"));
+        }
+        let (st, m) = (self.engine().job(JobId(job)).map(|(_, s)| s), &self.ledger.jobs[&job]);
+        if !matches!(st, Some(JobState::Running { .. })) {
+            return Err(ApiError::new(409, format!("job {job} is {}: a step runs in a running job", st.map_or("gone", |s| s.name())).to_lowercase()));
+        }
+        let alloc = self.engine().allocation(JobId(job)).expect("a running job has an allocation");
+        let cores: Vec<u32> = alloc.parts.iter().map(|p| p.cores).collect();
+        let counts = crate::steps::layout(&cores, req.ntasks, req.nodes, req.cpus_per_task, req.ntasks_per_node).map_err(|e| ApiError::new(400, format!("job {job}: {e}")))?;
+        let earlier = batch.iter().filter(|e| matches!(e, Event::StepStart(s) if s.0 == job)).count() as u32;
+        let mut req = req.clone();
+        if req.name.is_empty() {
+            req.name = req.argv[0].rsplit('/').next().unwrap_or("step").to_string();
+        }
+        let meta = crate::steps::StepMeta {
+            id: m.steps.len() as u32 + earlier,
+            req: Box::new(req),
+            nodes: m.nodes[..counts.len()].to_vec(),
+            ended: vec![None; counts.len()],
+            tasks_per_node: counts,
+            start: self.ledger.now,
+            signalled: None,
+            cut: None,
+        };
+        Ok(Event::StepStart(Box::new((job, m.attempt, meta))))
+    }
+
+    /// A signal for a running step, from its client.
+    pub fn admit_step_signal(&self, who: &Identity, job: u64, step: u32, signal: i32) -> Result<Event, ApiError> {
+        self.owned(who, job, false)?;
+        let m = &self.ledger.jobs[&job];
+        if !(1..=64).contains(&signal) {
+            return Err(ApiError::new(400, format!("field `signal`: {signal}: expected a signal number from 1 to 64")));
+        }
+        match m.steps.get(step as usize) {
+            Some(s) if s.end().is_none() => Ok(Event::StepSignal { job, attempt: m.attempt, step, signal }),
+            Some(_) => Err(ApiError::new(409, format!("step {job}.{step} has ended"))),
+            None => Err(ApiError::new(404, format!("job {job} has no step {step}"))),
+        }
+    }
+}
+
 /// The power options are the power-aware policy's: another policy refuses
 /// them, and PARM needs a time estimate (the PASS model scales it).
 fn power_options_fit(r: &request::JobRequest, parm: bool) -> Result<(), ApiError> {

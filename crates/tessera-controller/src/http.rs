@@ -33,6 +33,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/jobs/{id}"),
     ("GET", "/v1/jobs/{id}/script"),
     ("POST", "/v1/jobs/{id}/{action}"),
+    ("POST", "/v1/jobs/{id}/steps"),
+    ("GET", "/v1/jobs/{id}/steps/{step}"),
+    ("POST", "/v1/jobs/{id}/steps/{step}/signal"),
     ("GET", "/v1/nodes"),
     ("GET", "/v1/cluster"),
     ("POST", "/v1/cluster"),
@@ -167,6 +170,25 @@ async fn script(State(app): State<App>, Caller(who): Caller, Path(id): Path<Stri
     Ok(Json(ask(&app, |reply| Msg::Script { who, id, reply }).await?))
 }
 
+async fn step_start(State(app): State<App>, Caller(who): Caller, Path(id): Path<String>, b: Result<Json<StepRequest>, JsonRejection>) -> Result<(StatusCode, Json<StepInfo>), ApiError> {
+    let (job, req) = (job_id(&id)?, body(b)?);
+    Ok((StatusCode::CREATED, Json(ask(&app, |reply| Msg::Step { who, job, req, reply }).await?)))
+}
+
+fn step_id(s: &str) -> Result<u32, ApiError> {
+    s.parse().map_err(|_| ApiError::new(400, format!("step {}: expected a step number (0, 1, ...)", tessera_core::quote::bounded(s))))
+}
+
+async fn step_info(State(app): State<App>, Caller(_): Caller, Path((id, step)): Path<(String, String)>) -> Result<Json<StepInfo>, ApiError> {
+    let (job, step) = (job_id(&id)?, step_id(&step)?);
+    Ok(Json(ask(&app, |reply| Msg::StepInfo { job, step, reply }).await?))
+}
+
+async fn step_signal(State(app): State<App>, Caller(who): Caller, Path((id, step)): Path<(String, String)>, b: Result<Json<SignalRequest>, JsonRejection>) -> Result<Json<StepInfo>, ApiError> {
+    let (job, step, req) = (job_id(&id)?, step_id(&step)?, body(b)?);
+    Ok(Json(ask(&app, |reply| Msg::StepSignal { who, job, step, signal: req.signal, reply }).await?))
+}
+
 async fn job_action(State(app): State<App>, Caller(who): Caller, Path((id, action)): Path<(String, String)>) -> Result<Json<JobInfo>, ApiError> {
     let job = job_id(&id)?;
     let op = JobOp::parse(&action).ok_or_else(|| ApiError::new(404, format!("job action {action:?}: expected cancel, hold, release, suspend, resume or requeue")))?;
@@ -250,6 +272,9 @@ pub fn router(app: App) -> Router {
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/jobs/{id}/script", get(script))
         .route("/v1/jobs/{id}/{action}", post(job_action))
+        .route("/v1/jobs/{id}/steps", post(step_start))
+        .route("/v1/jobs/{id}/steps/{step}", get(step_info))
+        .route("/v1/jobs/{id}/steps/{step}/signal", post(step_signal))
         .route("/v1/nodes", get(nodes))
         .route("/v1/cluster", get(cluster).post(reconfigure))
         .route("/v1/cluster/budget", post(set_budget))

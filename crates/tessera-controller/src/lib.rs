@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod request;
 pub mod state;
+pub mod steps;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

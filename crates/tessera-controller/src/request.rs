@@ -56,6 +56,10 @@ pub struct JobRequest {
     /// says any of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerRequest>,
+    /// `--suspend-tstp`: suspension sends SIGTSTP before the freezer (a job
+    /// that records its suspensions, as the emulation's sleep job).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspend_tstp: bool,
 }
 
 /// A job's shape and power behaviour, for the power-aware policy (PARM): the
@@ -352,6 +356,7 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         nodeset,
         requeue: get("--requeue").is_some() && get("--no-requeue").is_none(),
         hold: get("--hold").is_some(),
+        suspend_tstp: get("--suspend-tstp").is_some(),
         dependencies,
         singleton,
         dependency_tasks,

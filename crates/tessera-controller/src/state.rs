@@ -12,9 +12,10 @@
 use crate::request::{expand_pattern, JobRequest};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use tessera_accounting::store::{AllocationRecord, JobRecord as AcctRecord, JobStateTag};
+use tessera_accounting::store::{AllocationRecord, JobRecord as AcctRecord, JobStateTag, StepRecord};
 use tessera_core::{hostlist, After, AfterKind, Cluster, Effect, Engine, FinalState, Input, JobId, JobState, NodeChange, Outcome, PendingReason, Throttle};
-use tessera_proto::api::{JobExit, JobInfo, JobStateCode, Launch, LaunchFailure};
+use tessera_proto::api::{CgroupUsage, JobExit, JobInfo, JobStateCode, Launch, LaunchFailure, NodeShare, StepExit, StepInfo, StepLaunch};
+use crate::steps::{NodeEnd, StepMeta};
 use tessera_proto::submit::DependencyKind;
 
 /// A job as the controller knows it, beyond the engine's spec.
@@ -62,6 +63,13 @@ pub struct JobMeta {
     /// told to it (`TESSERA_POWER_END`, or its last reconfiguration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_end: Option<i64>,
+    /// What the current run's cgroup counted (its batch step), as its
+    /// agent reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<CgroupUsage>,
+    /// The current run's steps (`tessera run`), by number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepMeta>,
 }
 
 /// An event from outside, as journaled.
@@ -102,6 +110,12 @@ pub enum Event {
     /// controller, journaled after it): charged to the jobs it started or
     /// reconfigured, as the simulator's `--charge-solve-time` does.
     DecisionTime { micros: u64 },
+    /// A step admitted: (job, attempt, the step with its layout).
+    StepStart(Box<(u64, u32, StepMeta)>),
+    /// A node's tasks of a step all ended, as its agent reported.
+    StepEnded(Box<StepExit>),
+    /// A step's client forwarded a signal to its tasks.
+    StepSignal { job: u64, attempt: u32, step: u32, signal: i32 },
 }
 
 /// What the actor is asked to do.
@@ -120,6 +134,10 @@ pub enum Action {
     /// A running job's configuration changed (PARM): its nodes, first node
     /// first, and its CPU cap. Sent to the agent of its first node.
     Reconfigure { node: u32, job: u64, attempt: u32, nodes: Vec<u32>, cap_w: f64, at: i64, end: i64 },
+    /// Start a node's part of a step.
+    Step { node: u32, launch: Box<StepLaunch> },
+    /// Signal a step's tasks on a node.
+    SignalStep { node: u32, job: u64, attempt: u32, step: u32, signal: i32 },
 }
 
 /// How a finished job ended (kept for dependencies and `job show`).
@@ -127,6 +145,9 @@ pub enum Action {
 pub struct Done {
     pub info: JobInfo,
     pub ok: bool,
+    /// Its steps, as they ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepInfo>,
 }
 
 /// Seconds a finished job stays visible in `tessera queue --all` and `job show`
@@ -244,6 +265,7 @@ impl State {
                         tracing::warn!("cluster file {path} not applied: {why}");
                     }
                 }
+                Event::StepStart(_) | Event::StepEnded(_) | Event::StepSignal { .. } => self.step_event(cluster, ev, out),
                 _ => self.event(cluster, now, ev, &mut inputs),
             }
         }
@@ -322,6 +344,105 @@ impl State {
         self.ledger.wake
     }
 
+    /// A step started, ended on a node, or signalled: the agents' commands.
+    fn step_event(&mut self, cluster: &Cluster, ev: &Event, out: &mut Vec<Action>) {
+        match ev {
+            Event::StepStart(b) => {
+                let (job, attempt, s) = &**b;
+                let running = matches!(self.engine.job(JobId(*job)), Some((_, JobState::Running { .. })));
+                let Some(m) = self.ledger.jobs.get(job).filter(|m| m.attempt == *attempt && running && m.steps.len() as u32 == s.id) else { return };
+                let Some(launches) = Self::step_launches(&self.engine, &self.ledger, cluster, m, s) else { return };
+                let m = self.ledger.jobs.get_mut(job).expect("just found");
+                out.extend(launches.into_iter().map(|(node, launch)| Action::Step { node, launch: Box::new(launch) }));
+                let names: Vec<&str> = s.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect();
+                tracing::info!(job, step = s.id, tasks = s.req.ntasks, nodes = %hostlist::compress(&names), "step");
+                m.steps.push(s.clone());
+            }
+            Event::StepEnded(x) => {
+                let Some(m) = self.ledger.jobs.get_mut(&x.job).filter(|m| m.attempt == x.attempt) else { return };
+                let Some(s) = m.steps.get_mut(x.step as usize) else { return };
+                let Some(k) = s.nodes.iter().position(|&n| cluster.nodes[n as usize].name == x.node) else { return };
+                if s.ended[k].is_none() {
+                    s.ended[k] = Some(NodeEnd::of(x));
+                }
+            }
+            Event::StepSignal { job, attempt, step, signal } => {
+                let Some(m) = self.ledger.jobs.get_mut(job).filter(|m| m.attempt == *attempt) else { return };
+                let Some(s) = m.steps.get_mut(*step as usize) else { return };
+                s.signalled = Some(*signal);
+                for (k, &node) in s.nodes.iter().enumerate() {
+                    if s.ended[k].is_none() {
+                        out.push(Action::SignalStep { node, job: *job, attempt: *attempt, step: *step, signal: *signal });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Each node's part of step `s` of job `m`.
+    fn step_launches(engine: &Engine, ledger: &Ledger, cluster: &Cluster, m: &JobMeta, s: &StepMeta) -> Option<Vec<(u32, StepLaunch)>> {
+        let alloc = engine.allocation(JobId(m.id))?;
+        let names: Vec<&str> = s.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect();
+        let env = crate::steps::step_env(s, m.id, &hostlist::compress(&names));
+        let mut first = 0;
+        let mut out = Vec::new();
+        for (k, (&node, &count)) in s.nodes.iter().zip(&s.tasks_per_node).enumerate() {
+            let p = alloc.parts.iter().find(|p| p.node == node)?;
+            out.push((
+                node,
+                StepLaunch {
+                    job: m.id,
+                    attempt: m.attempt,
+                    step: s.id,
+                    name: s.req.name.clone(),
+                    user: m.user.clone(),
+                    uid: m.uid,
+                    gid: m.gid,
+                    share: NodeShare { node: cluster.nodes[node as usize].name.clone(), cores: p.cores, memory_mb: p.mem, gpus: p.gpus },
+                    nodeid: k as u32,
+                    tasks: (first..first + count).collect(),
+                    ntasks: s.req.ntasks,
+                    cpus_per_task: s.req.cpus_per_task.max(1),
+                    argv: s.req.argv.clone(),
+                    env: env.clone(),
+                    workdir: s.req.workdir.clone(),
+                    io: s.req.io.clone(),
+                    kill_grace_s: ledger.kill_grace_s,
+                },
+            ));
+            first += count;
+        }
+        Some(out)
+    }
+
+    /// The parts of running steps an agent should run and does not
+    /// (`held`: those it reports), to start again.
+    pub fn steps_missing_on(&self, cluster: &Cluster, agent: &str, held: &[(u64, u32, u32)]) -> Vec<StepLaunch> {
+        let mut out = Vec::new();
+        for m in self.ledger.jobs.values() {
+            for s in m.steps.iter().filter(|s| s.end().is_none() && !held.contains(&(m.id, m.attempt, s.id))) {
+                let Some(launches) = Self::step_launches(&self.engine, &self.ledger, cluster, m, s) else { continue };
+                for (k, (node, l)) in launches.into_iter().enumerate() {
+                    if s.ended[k].is_none() && self.ledger.node_agent[node as usize].as_deref() == Some(agent) {
+                        out.push(l);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A step of a live or recently finished job, as its client follows it.
+    pub fn step_info(&self, cluster: &Cluster, job: u64, step: u32) -> Option<StepInfo> {
+        if let Some(m) = self.ledger.jobs.get(&job) {
+            let s = m.steps.get(step as usize)?;
+            let names: Vec<&str> = s.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect();
+            return Some(s.info(job, &hostlist::compress(&names)));
+        }
+        self.ledger.done.get(&job)?.steps.get(step as usize).cloned()
+    }
+
     fn event(&mut self, cluster: &Cluster, now: i64, ev: &Event, inputs: &mut VecDeque<Input>) {
         match ev {
             Event::Submit { first, user, uid, gid, req } => self.submit(cluster, now, *first, user, *uid, *gid, req, inputs),
@@ -374,7 +495,7 @@ impl State {
                 }
             }
             // applied by `apply`, which holds the cluster and makes the pass
-            Event::Reconfigure { .. } | Event::PassLater => {}
+            Event::Reconfigure { .. } | Event::PassLater | Event::StepStart(_) | Event::StepEnded(_) | Event::StepSignal { .. } => {}
             Event::SetBudget { watts } => inputs.push_back(Input::SetBudget { watts: *watts }),
             Event::DecisionTime { micros } => inputs.push_back(Input::DecisionTime { micros: *micros }),
             Event::Throttle { job, attempt, cap_w } => {
@@ -395,6 +516,7 @@ impl State {
                 m.cpu_s = x.cpu_s;
                 m.exit = Some((x.code, x.signal));
                 m.failure = x.failure;
+                m.usage = x.usage;
                 // a run that exited by itself: if the controller was killing
                 // it at its limit meanwhile, its agent's account stands
                 // (see `finished`)
@@ -402,6 +524,8 @@ impl State {
                 // the agent enforced the limit while the controller was away
                 m.limit_hit = x.limit_hit;
                 let outcome = match (x.code, x.signal) {
+                    // the kernel killed a process of it for its memory
+                    _ if x.usage.is_some_and(|u| u.oom_kills > 0) => Outcome::OutOfMemory,
                     (_, Some(s)) => Outcome::Signaled(s),
                     (Some(c), None) => Outcome::Exited(c),
                     (None, None) => Outcome::NodeFailed,
@@ -473,6 +597,8 @@ impl State {
                     limit_hit: false,
                     cap_w: None,
                     power_end: None,
+                    usage: None,
+                    steps: Vec::new(),
                 },
             );
             inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone(), after: after.clone() });
@@ -658,6 +784,8 @@ impl Ledger {
                 m.limit_hit = false;
                 m.failure = None;
                 m.cpu_s = 0.0;
+                m.usage = None;
+                m.steps.clear();
                 m.released.clear();
                 m.released_since = None;
                 m.cap_w = engine.power_config(job).map(|(_, cap)| cap);
@@ -675,6 +803,11 @@ impl Ledger {
                 let Some(m) = self.jobs.get(&job.0) else { return };
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, ?reason, "kill");
+                // the nodes its running steps' tasks are on
+                let mut step_nodes: Vec<u32> = m.steps.iter().filter(|s| s.end().is_none()).flat_map(|s| s.nodes.iter().zip(&s.ended).filter(|(_, e)| e.is_none()).map(|(&n, _)| n)).filter(|&n| n != node).collect();
+                step_nodes.sort_unstable();
+                step_nodes.dedup();
+                out.extend(step_nodes.into_iter().filter(|&n| self.node_agent[n as usize].is_some()).map(|n| Action::Kill { node: n, job: job.0, attempt: m.attempt }));
                 if self.node_agent[node as usize].is_some() {
                     out.push(Action::Kill { node, job: job.0, attempt: m.attempt });
                 } else {
@@ -761,10 +894,13 @@ impl Ledger {
             FinalState::Cancelled => JobStateTag::Cancelled,
             FinalState::Timeout => JobStateTag::Timeout,
             FinalState::NodeFail => JobStateTag::NodeFail,
+            FinalState::OutOfMemory => JobStateTag::OutOfMemory,
         };
         let (code, signal) = match rec.outcome {
             Some(Outcome::Exited(c)) => (Some(c), None),
             Some(Outcome::Signaled(s)) => (None, Some(s)),
+            // as its first process ended
+            Some(Outcome::OutOfMemory) => m.exit.unwrap_or((None, None)),
             _ => (None, None),
         };
         let start = rec.start.unwrap_or(rec.end);
@@ -774,10 +910,25 @@ impl Ledger {
             FinalState::Cancelled => JobStateCode::Cancelled,
             FinalState::Timeout => JobStateCode::Timeout,
             FinalState::NodeFail => JobStateCode::NodeFail,
+            FinalState::OutOfMemory => JobStateCode::OutOfMemory,
         };
         // the paths as `job show` gives them, for a failed launch's reason
         let mut info = self.info_of(cluster, &m, state, String::new());
         let reason = m.failure.map_or(String::new(), |f| f.describe(&info.workdir, &info.stdout, &info.stderr));
+        // its steps, one still running cut short by the job's end
+        let step_nodes = |st: &StepMeta| hostlist::compress(&st.nodes.iter().map(|&n| cluster.nodes[n as usize].name.as_str()).collect::<Vec<_>>());
+        let steps: Vec<StepRecord> = m.steps.iter().map(|st| st.record(&step_nodes(st), rec.end, state)).collect();
+        let step_infos: Vec<StepInfo> = m
+            .steps
+            .iter()
+            .map(|st| {
+                let mut st = st.clone();
+                if st.end().is_none() {
+                    st.cut = Some((if state == JobStateCode::NodeFail { JobStateCode::NodeFail } else { JobStateCode::Cancelled }, rec.end));
+                }
+                st.info(id, &step_nodes(&st))
+            })
+            .collect();
         let acct = AcctRecord {
             job_id: id as i64,
             name: m.req.name.clone(),
@@ -808,6 +959,27 @@ impl Ledger {
                 .unwrap_or_default(),
             // a job killed while parked had its cores given back until its end
             released: m.released.iter().copied().chain(m.released_since.map(|s| (s, rec.end))).collect(),
+            max_rss_kb: m.usage.map(|u| u.max_rss_kb).into_iter().chain(steps.iter().filter_map(|s| s.max_rss_kb)).max(),
+            // the batch script's step, on the job's first node, then its own
+            steps: match (rec.start, m.nodes.first()) {
+                (Some(s), Some(&first)) => vec![StepRecord {
+                    step: "batch".into(),
+                    name: "batch".into(),
+                    node_list: cluster.nodes[first as usize].name.clone(),
+                    ntasks: 1,
+                    start: s,
+                    end: rec.end,
+                    state: tag,
+                    exit_code: code.unwrap_or(0),
+                    signal: signal.unwrap_or(0),
+                    cpu_s: Some(m.cpu_s),
+                    max_rss_kb: m.usage.map(|u| u.max_rss_kb),
+                }],
+                _ => Vec::new(),
+            }
+            .into_iter()
+            .chain(steps)
+            .collect(),
         };
         out.push(Action::Record(Box::new(acct)));
         if m.failure.is_some() {
@@ -821,7 +993,7 @@ impl Ledger {
         info.signal = signal;
         info.requeues = rec.requeues;
         tracing::info!(job = id, state = state.name(), "finished");
-        self.done.insert(id, Done { info, ok });
+        self.done.insert(id, Done { info, ok, steps: step_infos });
         self.done_order.push_back((now, id));
         self.outcomes.insert(id, ok);
     }
@@ -891,6 +1063,8 @@ impl Ledger {
             env,
             limit_s: m.limit_real,
             kill_grace_s: self.kill_grace_s,
+            shares: alloc.parts.iter().map(|p| NodeShare { node: cluster.nodes[p.node as usize].name.clone(), cores: p.cores, memory_mb: p.mem, gpus: p.gpus }).collect(),
+            suspend_tstp: m.req.suspend_tstp,
         })
     }
     fn info_of(&self, cluster: &Cluster, m: &JobMeta, state: JobStateCode, reason: String) -> JobInfo {

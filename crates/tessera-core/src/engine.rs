@@ -267,6 +267,7 @@ impl Engine {
                         _,
                     )
                     | (_, Outcome::NodeFailed) => Some(FinalState::NodeFail),
+                    (_, Outcome::OutOfMemory) => Some(FinalState::OutOfMemory),
                     (_, Outcome::Exited(0)) => Some(FinalState::Completed),
                     (_, Outcome::Exited(_) | Outcome::Signaled(_)) => Some(FinalState::Failed),
                 };

@@ -204,6 +204,9 @@ pub enum Outcome {
     Signaled(i32),
     /// A node it ran on failed.
     NodeFailed,
+    /// The kernel's out-of-memory killer killed one of its processes (its
+    /// node's cgroup counted it), however its first process ended.
+    OutOfMemory,
 }
 
 /// How a job left the engine (sacct's states).
@@ -219,6 +222,8 @@ pub enum FinalState {
     Timeout,
     /// A node it ran on failed and it did not ask to be requeued.
     NodeFail,
+    /// A process of it was killed for exceeding its memory.
+    OutOfMemory,
 }
 
 impl FinalState {
@@ -229,6 +234,7 @@ impl FinalState {
             FinalState::Cancelled => "CANCELLED",
             FinalState::Timeout => "TIMEOUT",
             FinalState::NodeFail => "NODE_FAIL",
+            FinalState::OutOfMemory => "OUT_OF_MEMORY",
         }
     }
 }

@@ -345,7 +345,7 @@ pub fn run(
                 p.procs,
                 if p.power.is_some() { " --work" } else { "" }
             );
-            let mut options = vec![opt("-n", p.procs.to_string()), opt("-t", limit(p.estimate)), opt("-J", format!("t{}", p.trace_id)), opt("-o", "/dev/null")];
+            let mut options = vec![opt("-n", p.procs.to_string()), opt("-t", limit(p.estimate)), opt("-J", format!("t{}", p.trace_id)), opt("-o", "/dev/null"), opt("--suspend-tstp", "")];
             if let Some(pj) = &p.power {
                 options.push(opt("--moldable", format!("{}-{}", pj.n_min, pj.n_max)));
                 if pj.malleable && pj.n_min < pj.n_max {

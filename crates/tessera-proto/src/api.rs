@@ -81,6 +81,7 @@ pub enum JobStateCode {
     Cancelled,
     Timeout,
     NodeFail,
+    OutOfMemory,
 }
 
 impl JobStateCode {
@@ -96,6 +97,7 @@ impl JobStateCode {
             JobStateCode::Cancelled => "CA",
             JobStateCode::Timeout => "TO",
             JobStateCode::NodeFail => "NF",
+            JobStateCode::OutOfMemory => "OOM",
         }
     }
 
@@ -110,6 +112,7 @@ impl JobStateCode {
             JobStateCode::Cancelled => "CANCELLED",
             JobStateCode::Timeout => "TIMEOUT",
             JobStateCode::NodeFail => "NODE_FAIL",
+            JobStateCode::OutOfMemory => "OUT_OF_MEMORY",
         }
     }
 }
@@ -212,6 +215,9 @@ pub struct NodeInfo {
     pub factor: f64,
     /// The agent presenting it, if one is registered.
     pub agent: Option<String>,
+    /// How its agent confines its jobs (None: not at all, or no agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<Confinement>,
 }
 
 /// `GET /v1/cluster`: the cluster and policy the controller schedules, so a
@@ -280,6 +286,25 @@ pub struct JobExit {
     /// Why it never ran: the step of its launch that failed, and the error.
     #[serde(default)]
     pub failure: Option<LaunchFailure>,
+    /// What the job's cgroup counted, when it ran in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<CgroupUsage>,
+}
+
+/// A job's (or a step's) own counters, read from its cgroup when it ended:
+/// every process it started is counted, a double-forked one included.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupUsage {
+    /// User + system CPU seconds.
+    pub cpu_s: f64,
+    /// The peak of its memory (resident and page cache charged to it), KiB.
+    pub max_rss_kb: u64,
+    /// Processes the kernel's out-of-memory killer killed in it.
+    pub oom_kills: u64,
+    /// Seconds some of its tasks stalled on CPU and on memory (pressure
+    /// stall information; cgroup v2 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure_s: Option<(f64, f64)>,
 }
 
 /// The step of a job's launch that failed. The job's identity is taken before
@@ -302,6 +327,9 @@ pub enum LaunchStage {
     Stderr,
     /// Executing the script.
     Exec,
+    /// Creating the job's cgroup or entering it (the node's fault: the
+    /// controller drains the node).
+    Cgroup,
 }
 
 impl LaunchStage {
@@ -312,7 +340,7 @@ impl LaunchStage {
 
     pub fn from_code(c: i64) -> Option<LaunchStage> {
         use LaunchStage::*;
-        [Request, Spool, Identity, Workdir, Stdout, Stderr, Exec].into_iter().find(|s| s.code() == c)
+        [Request, Spool, Identity, Workdir, Stdout, Stderr, Exec, Cgroup].into_iter().find(|s| s.code() == c)
     }
 }
 
@@ -336,6 +364,7 @@ impl LaunchFailure {
             LaunchStage::Stdout => format!("launch failed: cannot open the output file `{}`: {err}", stdout.escape_debug()),
             LaunchStage::Stderr => format!("launch failed: cannot open the error file `{}`: {err}", stderr.escape_debug()),
             LaunchStage::Exec => format!("launch failed: cannot execute the job's script: {err}"),
+            LaunchStage::Cgroup => format!("launch failed: the node cannot confine the job in a cgroup ({err})"),
         }
     }
 }
@@ -355,6 +384,56 @@ pub struct AgentNode {
     pub cores: u32,
     pub memory_mb: u64,
     pub gpus: u32,
+    /// How the agent confines the node's jobs (None: it does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<Confinement>,
+}
+
+/// A node's confinement of its jobs: a cgroup per job and per step, and the
+/// controls in force in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confinement {
+    /// The cgroup version: 1 or 2.
+    pub version: u8,
+    pub controls: Vec<Control>,
+}
+
+impl std::fmt::Display for Confinement {
+    /// `v1:cpuset,memory,pids,devices,freezer`, as `tessera nodes` shows it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{}:", self.version)?;
+        let names: Vec<&str> = self.controls.iter().map(|c| c.name()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// One control a job's cgroup applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Control {
+    /// The cores the engine allocated (real nodes only: an emulated node's
+    /// cores are not the host's).
+    Cpuset,
+    /// The job's memory, swap off.
+    Memory,
+    /// A ceiling on the job's processes and threads.
+    Pids,
+    /// Only the allocated GPUs' device files (on nodes with GPU devices).
+    Devices,
+    /// Suspension freezes the cgroup.
+    Freezer,
+}
+
+impl Control {
+    pub fn name(self) -> &'static str {
+        match self {
+            Control::Cpuset => "cpuset",
+            Control::Memory => "memory",
+            Control::Pids => "pids",
+            Control::Devices => "devices",
+            Control::Freezer => "freezer",
+        }
+    }
 }
 
 /// `POST /v1/agent/register`: an agent (re)joins with everything it holds.
@@ -369,6 +448,12 @@ pub struct RegisterRequest {
     /// has any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub power: Vec<NodePowerReading>,
+    /// The steps it runs (job, attempt, step), and those that ended and
+    /// were not yet acknowledged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<(u64, u32, u32)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps_ended: Vec<StepExit>,
 }
 
 /// `POST /v1/cluster/budget`: an operator changes the power budget (W).
@@ -436,6 +521,10 @@ pub struct AgentMessage {
     /// (a line in `$TESSERA_CONFIG_ACK`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resized: Vec<(u64, u32)>,
+    /// Steps whose tasks on one of its nodes all ended (reported until
+    /// acknowledged, as job ends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepExit>,
 }
 
 /// What a job runs with on its first node.
@@ -456,12 +545,152 @@ pub struct Launch {
     pub limit_s: Option<i64>,
     /// Seconds between SIGTERM and SIGKILL.
     pub kill_grace_s: u64,
+    /// What the job holds on each of its nodes, first node first (the
+    /// agent confines it to that).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<NodeShare>,
+    /// Suspension sends SIGTSTP first and freezes after the grace period (a
+    /// job that records its suspensions, as the emulation's sleep job);
+    /// otherwise the freezer alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspend_tstp: bool,
+}
+
+/// What a job holds on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeShare {
+    pub node: String,
+    pub cores: u32,
+    /// MiB (0: the job asked for none; it is held to the node's memory).
+    pub memory_mb: u64,
+    pub gpus: u32,
+}
+
+// ---------------------------------------------------------------- steps
+
+/// `POST /v1/jobs/{id}/steps`: start a step of a running job (`tessera
+/// run`, Slurm's srun): `ntasks` tasks of `cpus_per_task` cores each, spread
+/// over `nodes` of the job's nodes (default: as many as there are tasks, at
+/// most all of them), each running `argv`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepRequest {
+    pub ntasks: u32,
+    #[serde(default)]
+    pub nodes: Option<u32>,
+    #[serde(default = "one")]
+    pub cpus_per_task: u32,
+    #[serde(default)]
+    pub ntasks_per_node: Option<u32>,
+    /// The step's name (sacct's JobName; default the command's).
+    #[serde(default)]
+    pub name: String,
+    pub argv: Vec<String>,
+    /// The tasks' environment (the client's, as srun's `--export=ALL`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub workdir: String,
+    pub io: StepIo,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Where a step's tasks connect: the client's addresses (each agent uses
+/// the first it reaches), its output port and the key each connection
+/// starts with, and the port of its PMI-1 server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepIo {
+    pub addrs: Vec<String>,
+    pub port: u16,
+    pub key: String,
+    #[serde(default)]
+    pub pmi_port: Option<u16>,
+}
+
+/// A step as `tessera run` follows it (`GET /v1/jobs/{id}/steps/{step}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepInfo {
+    pub job: u64,
+    pub step: u32,
+    pub name: String,
+    /// Running while a node's tasks have not all ended; then how it ended.
+    pub state: JobStateCode,
+    pub nodelist: String,
+    pub ntasks: u32,
+    /// Tasks on each of its nodes, in node order (task ids in blocks).
+    pub tasks_per_node: Vec<u32>,
+    /// The worst of its tasks' exits: the highest code, or a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Why it ended so, when its state says more than the exits.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// `POST /v1/jobs/{id}/steps/{step}/signal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignalRequest {
+    pub signal: i32,
+}
+
+/// One node's part of a step, for its agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepLaunch {
+    pub job: u64,
+    pub attempt: u32,
+    pub step: u32,
+    /// The step's name (its command's).
+    pub name: String,
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// This node and what the job holds on it; its index among the step's
+    /// nodes.
+    pub share: NodeShare,
+    pub nodeid: u32,
+    /// The task ids (ranks) this node runs.
+    pub tasks: Vec<u32>,
+    pub ntasks: u32,
+    pub cpus_per_task: u32,
+    pub argv: Vec<String>,
+    /// The step's environment (SLURM_STEP_ID, SLURM_NTASKS, ... set); the
+    /// agent adds each task's own (SLURM_PROCID, SLURM_LOCALID, PMI_RANK, ...).
+    pub env: BTreeMap<String, String>,
+    pub workdir: String,
+    pub io: StepIo,
+    pub kill_grace_s: u64,
+}
+
+/// How a step ended on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepExit {
+    pub job: u64,
+    pub attempt: u32,
+    pub step: u32,
+    pub node: String,
+    /// Each task's (id, exit code, signal).
+    pub tasks: Vec<(u32, Option<i32>, Option<i32>)>,
+    pub start: i64,
+    pub end: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<CgroupUsage>,
+    /// Why its tasks never ran, if they did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<LaunchFailure>,
 }
 
 /// What the controller asks of an agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AgentCommand {
     Launch(Box<Launch>),
+    /// Start one node's part of a job's step (its tasks).
+    Step(Box<StepLaunch>),
+    /// Send a signal to every process of a step on the agent's nodes.
+    SignalStep { job: u64, attempt: u32, step: u32, signal: i32 },
     /// SIGTERM to the job's process group, SIGKILL after the grace period.
     Kill { job: u64, attempt: u32, grace_s: u64 },
     /// SIGTSTP, then SIGSTOP after `grace_ms`. `at`: the controller's instant

@@ -262,6 +262,7 @@ pub const OPTIONS: &[(&str, &str, bool)] = &[
     ("", "--power-profile", true),
     ("", "--parallelism", true),
     ("", "--sigma", true),
+    ("", "--suspend-tstp", false),
 ];
 
 /// An option's long name and whether it takes a value, by its short or long

@@ -65,10 +65,12 @@ pub fn render_queue(jobs: &[JobInfo], long: bool) -> String {
 /// shows them.
 pub fn render_nodes(nodes: &[NodeInfo], per_node: bool) -> String {
     if per_node {
-        let mut o = format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {}\n", "NODELIST", "NODES", "PARTITION", "STATE", "CPUS(A/T)", "MEMORY", "REASON");
+        let mut o = format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {:<32} {}\n", "NODELIST", "NODES", "PARTITION", "STATE", "CPUS(A/T)", "MEMORY", "CGROUP", "REASON");
         for n in nodes {
+            // the controls confining its jobs (`none`: not confined)
+            let cg = n.confinement.as_ref().map_or("none".to_string(), |c| c.to_string());
             for p in &n.partitions {
-                o += &format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {}\n", shown(&n.name), 1, shown(p), shown(&n.state), format!("{}/{}", n.alloc_cores, n.cores), n.memory_mb, shown(&n.reason));
+                o += &format!("{:<12} {:>5} {:<10} {:<9} {:>13} {:>9} {:<32} {}\n", shown(&n.name), 1, shown(p), shown(&n.state), format!("{}/{}", n.alloc_cores, n.cores), n.memory_mb, cg, shown(&n.reason));
             }
         }
         return o;

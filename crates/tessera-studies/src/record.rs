@@ -146,6 +146,8 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             energy_j: o.power.as_ref().map(|p| p.job_energy_j[i]),
             allocations,
             released: o.released.get(&(i as u32)).cloned().unwrap_or_default(),
+            max_rss_kb: None,
+            steps: Vec::new(),
         }
     })
 }

@@ -69,12 +69,12 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
         .collect::<Result<_>>()?;
     let states = list(&a.state);
     if let Some(bad) = states.iter().find(|s| state_name(s).is_none()) {
-        bail!("--state: unknown state `{bad}`; known: COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO)");
+        bail!("--state: unknown state `{bad}`; known: COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO), NODE_FAIL (NF), OUT_OF_MEMORY (OOM)");
     }
     let time = |v: &Option<String>, flag: &str| -> Result<Option<i64>> {
         v.as_deref().map(|s| parse_time(s).with_context(|| format!("{flag} {s}: expected YYYY-MM-DD[THH:MM[:SS]] (UTC) or Unix seconds"))).transpose()
     };
-    let filter = Filter { users: list(&a.user), accounts: list(&a.account), states, start_time: time(&a.starttime, "--starttime")?, end_time: time(&a.endtime, "--endtime")? };
+    let filter = Filter { users: list(&a.user), accounts: list(&a.account), states, start_time: time(&a.starttime, "--starttime")?, end_time: time(&a.endtime, "--endtime")?, steps: !a.allocations };
     if let (Some(s), Some(e)) = (filter.start_time, filter.end_time) {
         if s > e {
             bail!(
@@ -85,7 +85,13 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
         }
     }
     let (store, run) = open(&a.db)?;
-    let jobs = acct::jobs(&store, run, &filter)?;
+    // each job's steps listed under it, as sacct (but with -X)
+    let mut jobs = Vec::new();
+    for mut j in acct::jobs(&store, run, &filter)? {
+        let steps = std::mem::take(&mut j.steps);
+        jobs.push(j);
+        jobs.extend(steps);
+    }
     let how = if a.parsable {
         Listing::Parsable
     } else if a.parsable2 {

@@ -887,6 +887,9 @@ pub struct AcctArgs {
     /// Parsable2: `|` between fields, none at the end.
     #[arg(short = 'P', long)]
     pub parsable2: bool,
+    /// Jobs only, not their steps (sacct -X).
+    #[arg(short = 'X', long)]
+    pub allocations: bool,
     /// Only these users (comma-separated).
     #[arg(short = 'u', long)]
     pub user: Option<String>,

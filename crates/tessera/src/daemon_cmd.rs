@@ -69,7 +69,7 @@ fn agent_nodes(a: &AgentArgs, name: &str) -> Result<(Vec<AgentNode>, Vec<(String
     for n in names {
         let Some(c) = &cluster else {
             models.push((n.clone(), None));
-            nodes.push(AgentNode { name: n, cores, memory_mb: mem, gpus });
+            nodes.push(AgentNode { name: n, cores, memory_mb: mem, gpus, confinement: None });
             continue;
         };
         let node = c.nodes.iter().find(|x| x.name == n).ok_or_else(|| anyhow!("--nodes: no node {n} in cluster {}", c.name))?;
@@ -80,7 +80,7 @@ fn agent_nodes(a: &AgentArgs, name: &str) -> Result<(Vec<AgentNode>, Vec<(String
             cpu_max_w: p.cpu_max_w,
         });
         models.push((n.clone(), Some(model)));
-        nodes.push(AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus });
+        nodes.push(AgentNode { name: n, cores: node.cores, memory_mb: node.memory_mb, gpus: node.gpus, confinement: None });
     }
     Ok((nodes, tessera_agent::power::sources(models, a.power_domain, &a.powercap_root).map_err(anyhow::Error::msg)?))
 }
@@ -96,11 +96,13 @@ pub fn agent(a: AgentArgs) -> Result<()> {
         (None, Some(k)) => Key::load(k, false)?.sign(Role::Agent, &name, nix::unistd::geteuid().as_raw(), unix_now() + 10 * 365 * 86400),
         (None, None) => bail!("the agent needs --key-file (the cluster key) or --token (an agent token)"),
     };
-    let (nodes, power) = agent_nodes(&a, &name)?;
+    let (mut nodes, power) = agent_nodes(&a, &name)?;
+    let emulated = a.default_cluster || a.cluster.is_some();
+    let (cgroups, gpu_devices) = a.cgroup.setup(&name, &a.state_dir, &mut nodes, emulated).map_err(anyhow::Error::msg)?;
     // one agent per spool, and only the operator reads it
     let _lock = tessera_proto::statedir::lock(&a.state_dir, "agent")?;
     tessera_proto::statedir::secure(&a.state_dir, &[]).with_context(|| format!("securing state directory {}", a.state_dir.display()))?;
-    let cfg = AgentConfig { name, target, token, nodes, state_dir: a.state_dir.clone(), limit_slack_s: a.limit_slack, power };
+    let cfg = AgentConfig { name, target, token, nodes, state_dir: a.state_dir.clone(), limit_slack_s: a.limit_slack, power, cgroups, emulated, gpu_devices };
     // before the runtime's threads: the launcher is forked from a one-thread process
     let launcher = tessera_agent::launcher::Launcher::start().context("starting the launcher")?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;

@@ -112,6 +112,8 @@ pub struct AgentArgs {
     /// auto (the model for a cluster file's nodes, else RAPL if present).
     #[arg(long, default_value = "auto")]
     pub power_domain: tessera_agent::power::Choice,
+    #[command(flatten)]
+    pub cgroup: tessera_agent::cgroup::CgroupFlags,
 }
 
 #[derive(Args, Debug)]

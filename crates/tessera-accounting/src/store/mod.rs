@@ -9,7 +9,7 @@
 
 mod records;
 
-pub use records::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, PowerRow, RunInfo, RunKind};
+pub use records::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, PowerRow, RunInfo, RunKind, StepRecord};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/004_power.sql"),
     include_str!("../../migrations/005_ending.sql"),
     include_str!("../../migrations/006_released.sql"),
+    include_str!("../../migrations/007_steps.sql"),
 ];
 
 /// The schema version this build writes.
@@ -439,7 +440,7 @@ impl Store {
         let e = |source| StoreError::Sqlite { path: path.clone(), source };
         let tx = self.conn.transaction().map_err(e)?;
         for id in ids {
-            for table in ["allocations", "released", "power_samples", "node_capacity", "jobs", "nodes"] {
+            for table in ["allocations", "released", "steps", "power_samples", "node_capacity", "jobs", "nodes"] {
                 tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), params![id]).map_err(e)?;
             }
             tx.execute("DELETE FROM runs WHERE id = ?1", params![id]).map_err(e)?;
@@ -472,18 +473,22 @@ fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord],
     let mut job = tx.prepare_cached(
         "INSERT INTO jobs (run_id, job_id, name, user, grp, account, partition, submit_time, start_time, end_time, state, exit_code, req_procs, req_mem_mb, time_limit, \
          alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours, hs06_hours, hs06_per_core, energy_j, suspended_s, \
-         signal, reason, array_job, array_task) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
+         signal, reason, array_job, array_task, max_rss_kb) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)",
     )?;
     let mut alloc = tx.prepare_cached("INSERT INTO allocations (job, run_id, node_id, cores, memory_mb, gpus, start_time, end_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
     let mut released = tx.prepare_cached("INSERT INTO released (job, run_id, start_time, end_time) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut step = tx.prepare_cached(
+        "INSERT INTO steps (job, run_id, step, name, node_list, ntasks, start_time, end_time, state, exit_code, signal, cpu_s, max_rss_kb) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?;
     for j in jobs {
         let u = j.usage(nodes);
         job.execute(params![
             run_id, j.job_id, j.name, j.user, j.group, j.account, j.partition, j.submit, j.start, j.end, j.state.as_str(), j.exit_code,
             j.req_procs, j.req_mem_mb as i64, j.time_limit, u.alloc_cores, j.allocations.len() as i64, j.factor, u.wall_raw_s, u.wall_norm_s,
             u.cpu_raw_s, u.cpu_norm_s, u.core_hours, u.norm_core_hours, u.hs06_hours, u.hs06_per_core, j.energy_j, j.suspended_s,
-            j.signal, j.reason, j.array.map(|a| a.0), j.array.map(|a| a.1)
+            j.signal, j.reason, j.array.map(|a| a.0), j.array.map(|a| a.1), j.max_rss_kb.map(|k| k as i64)
         ])?;
         let id = tx.last_insert_rowid();
         for a in &j.allocations {
@@ -491,6 +496,9 @@ fn write_jobs(tx: &rusqlite::Transaction<'_>, run_id: i64, nodes: &[NodeRecord],
         }
         for &(from, to) in &j.released {
             released.execute(params![id, run_id, from, to])?;
+        }
+        for s in &j.steps {
+            step.execute(params![id, run_id, s.step, s.name, s.node_list, s.ntasks, s.start, s.end.max(s.start), s.state.as_str(), s.exit_code, s.signal, s.cpu_s, s.max_rss_kb.map(|k| k as i64)])?;
         }
     }
     Ok(())

@@ -83,6 +83,8 @@ pub enum JobStateTag {
     Timeout,
     /// A node it ran on failed.
     NodeFail,
+    /// A process of it was killed for exceeding its memory.
+    OutOfMemory,
 }
 
 impl JobStateTag {
@@ -93,6 +95,7 @@ impl JobStateTag {
             JobStateTag::Cancelled => "CANCELLED",
             JobStateTag::Timeout => "TIMEOUT",
             JobStateTag::NodeFail => "NODE_FAIL",
+            JobStateTag::OutOfMemory => "OUT_OF_MEMORY",
         }
     }
 }
@@ -144,6 +147,31 @@ pub struct JobRecord {
     /// Intervals [from, to) in which the job, suspended by preemption or the
     /// gang scheduler, had given its cores back (memory and GPUs kept).
     pub released: Vec<(i64, i64)>,
+    /// The peak memory its cgroups counted on any of its nodes, KiB (a
+    /// confined live job).
+    pub max_rss_kb: Option<u64>,
+    /// Its steps: the batch script and each `tessera run`.
+    pub steps: Vec<StepRecord>,
+}
+
+/// One step of a live job, as sacct lists it under the job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRecord {
+    /// `batch`, or the step's number.
+    pub step: String,
+    pub name: String,
+    /// Its nodes (a hostlist).
+    pub node_list: String,
+    pub ntasks: u32,
+    pub start: i64,
+    pub end: i64,
+    pub state: JobStateTag,
+    pub exit_code: i32,
+    pub signal: i32,
+    /// CPU seconds its cgroups counted (every node's).
+    pub cpu_s: Option<f64>,
+    /// Its peak memory on any one node (its cgroup's), KiB.
+    pub max_rss_kb: Option<u64>,
 }
 
 /// Usage derived from a job record and the nodes it ran on.
@@ -193,6 +221,8 @@ impl JobRecord {
             energy_j: None,
             allocations,
             released: Vec::new(),
+            max_rss_kb: None,
+            steps: Vec::new(),
         }
     }
 

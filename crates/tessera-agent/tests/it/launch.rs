@@ -24,6 +24,8 @@ fn launch(job: u64, script: &str, dir: &std::path::Path) -> Launch {
         env,
         limit_s: None,
         kill_grace_s: 1,
+        shares: Vec::new(),
+        suspend_tstp: false,
     }
 }
 
@@ -43,7 +45,7 @@ fn wait_exit(slot: &Slot, shepherd: i32) -> ExitRecord {
 /// Start `l` (the test process is the shepherds' parent; their stacks are
 /// never reused here).
 fn spawn(slot: &Slot, run: &str, l: &Launch) -> Result<Spawned, launch::SpawnError> {
-    launch::spawn(slot, run, l, &mut Stacks::default())
+    launch::spawn(slot, run, l, &[], &mut Stacks::default())
 }
 
 fn spool() -> (tempfile::TempDir, Slot) {

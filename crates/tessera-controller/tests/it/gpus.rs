@@ -44,7 +44,7 @@ fn gpu_requests_reach_the_allocation_and_the_record() {
         let req = Box::new(validate(&request(opts), &c, 3600).unwrap());
         // one at a time, so that each runs whatever the others hold
         s.apply(&mut c, 10 * k as i64 + 1, &[Event::Submit { first: k as u64 + 1, user: "u".into(), uid: 1000, gid: 1000, req }], &mut out);
-        let exit = JobExit { job: k as u64 + 1, attempt: 1, code: Some(0), signal: None, cpu_s: 1.0, start: 10 * k as i64 + 1, end: 10 * k as i64 + 5, limit_hit: false, failure: None };
+        let exit = JobExit { job: k as u64 + 1, attempt: 1, code: Some(0), signal: None, cpu_s: 1.0, start: 10 * k as i64 + 1, end: 10 * k as i64 + 5, limit_hit: false, failure: None, usage: None };
         s.apply(&mut c, 10 * k as i64 + 5, &[Event::Ended(exit)], &mut out);
     }
     let records: Vec<_> = out.iter().filter_map(|a| if let Action::Record(r) = a { Some(r) } else { None }).collect();

@@ -15,7 +15,7 @@ fn submit(c: &Cluster, first: u64, opts: &[(&str, &str)]) -> Event {
 }
 
 fn ended(job: u64, code: i32) -> Event {
-    Event::Ended(JobExit { job, attempt: 1, code: Some(code), signal: None, cpu_s: 1.0, start: 0, end: 0, limit_hit: false, failure: None })
+    Event::Ended(JobExit { job, attempt: 1, code: Some(code), signal: None, cpu_s: 1.0, start: 0, end: 0, limit_hit: false, failure: None, usage: None })
 }
 
 /// What must agree: each job's engine state, allocation and attempt.
@@ -183,7 +183,7 @@ fn a_preempted_jobs_record_says_when_it_held_no_cores() {
     out.clear();
     s.apply(&mut c, 1_010, &[high], &mut out);
     assert!(actions(&out).iter().any(|a| a.starts_with("Suspend") && a.contains("job: 1,")), "{:?}", actions(&out));
-    s.apply(&mut c, 1_020, &[Event::Ended(JobExit { job: 2, attempt: 1, code: Some(0), signal: None, cpu_s: 1.0, start: 1_010, end: 1_020, limit_hit: false, failure: None })], &mut out);
+    s.apply(&mut c, 1_020, &[Event::Ended(JobExit { job: 2, attempt: 1, code: Some(0), signal: None, cpu_s: 1.0, start: 1_010, end: 1_020, limit_hit: false, failure: None, usage: None })], &mut out);
     s.apply(&mut c, 1_030, &[Event::Suspend(1)], &mut out);
     s.apply(&mut c, 1_035, &[Event::Resume(1)], &mut out);
     out.clear();

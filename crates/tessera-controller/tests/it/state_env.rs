@@ -93,7 +93,7 @@ impl StateEnv {
     /// Job `job`'s current run exited with `code` now.
     pub fn exit(&mut self, job: u64, code: i32) {
         let m = &self.state.ledger.jobs[&job];
-        let x = JobExit { job, attempt: m.attempt, code: Some(code), signal: None, cpu_s: 1.0, start: m.start.unwrap(), end: self.now, limit_hit: false, failure: None };
+        let x = JobExit { job, attempt: m.attempt, code: Some(code), signal: None, cpu_s: 1.0, start: m.start.unwrap(), end: self.now, limit_hit: false, failure: None, usage: None };
         self.apply(vec![Event::Ended(x)]);
     }
 

@@ -61,11 +61,11 @@ fn submit(c: &Cluster, first: u64, user: (&str, u32), opts: &[(&str, &str)], key
 }
 
 fn ended(job: u64, attempt: u32, code: i32, start: i64, end: i64) -> Event {
-    Event::Ended(JobExit { job, attempt, code: Some(code), signal: None, cpu_s: 2.5, start, end, limit_hit: false, failure: None })
+    Event::Ended(JobExit { job, attempt, code: Some(code), signal: None, cpu_s: 2.5, start, end, limit_hit: false, failure: None, usage: None })
 }
 
 fn killed(job: u64, attempt: u32, start: i64, end: i64) -> Event {
-    Event::Ended(JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 1.0, start, end, limit_hit: false, failure: None })
+    Event::Ended(JobExit { job, attempt, code: None, signal: Some(9), cpu_s: 1.0, start, end, limit_hit: false, failure: None, usage: None })
 }
 
 /// The fixture's history: (instant, batch), and after which batch the

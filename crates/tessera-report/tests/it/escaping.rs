@@ -116,6 +116,10 @@ fn job(id: i64, name: &str, user: &str, account: &str, partition: &str) -> AcctJ
         hs06_per_core: None,
         energy_j: None,
         epoch_offset: 0,
+        max_rss_kb: None,
+        ntasks: 1,
+        step: None,
+        steps: Vec::new(),
     }
 }
 

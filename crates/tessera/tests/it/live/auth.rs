@@ -14,8 +14,8 @@ use tessera_proto::unix_now as now;
 /// A request for each route, with a valid body where one is needed.
 fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
     let submit = serde_json::to_vec(&SubmitRequest { script: "#!/bin/sh\n#SBATCH --hold\ntrue\n".into(), options: vec![], workdir: "/tmp".into(), env: Default::default(), script_name: None, idempotency_key: None }).unwrap();
-    let register = serde_json::to_vec(&RegisterRequest { agent: "intruder".into(), version: PROTOCOL_VERSION, nodes: vec![AgentNode { name: "node001".into(), cores: 8, memory_mb: 32768, gpus: 0 }], jobs: vec![], power: vec![] }).unwrap();
-    let msg = serde_json::to_vec(&AgentMessage { agent: "agent1".into(), session: 1, ended: vec![], power: vec![], resized: vec![] }).unwrap();
+    let register = serde_json::to_vec(&RegisterRequest { agent: "intruder".into(), version: PROTOCOL_VERSION, nodes: vec![AgentNode { name: "node001".into(), cores: 8, memory_mb: 32768, gpus: 0, confinement: None }], jobs: vec![], power: vec![], steps: vec![], steps_ended: vec![] }).unwrap();
+    let msg = serde_json::to_vec(&AgentMessage { agent: "agent1".into(), session: 1, ended: vec![], power: vec![], resized: vec![], steps: vec![] }).unwrap();
     // the cluster the live tests run, with one node fewer (node032 is idle)
     let smaller = include_str!("../../../../../examples/clusters/default.toml").replace("node[001-032]", "node[001-031]");
     let reconfigure = serde_json::to_vec(&ReconfigureRequest { toml: smaller, path: "smaller.toml".into() }).unwrap();

@@ -78,9 +78,10 @@ fn jobs_are_held_released_cancelled_suspended_resumed_and_requeued() {
     assert_eq!(l.job(a).unwrap().reason, "JobHeldUser");
     assert!(l.cli(&["job", "release", &a.to_string()]).status.success());
     l.wait_for("the released job to complete", 20, |l| l.job(a).is_some_and(|j| j.state == JobStateCode::Completed));
-    // suspend: the job sees SIGTSTP; resume; its run time does not count the pause
+    // suspend: the job, which asked for it, sees SIGTSTP before the freezer;
+    // resume; its run time does not count the pause
     let script = cwd.join("s.sh");
-    std::fs::write(&script, "#!/bin/bash\ntrap 'echo tstp' TSTP\necho ready\nfor i in 1 2 3 4 5 6 7 8; do sleep 0.5; done\necho end\n").unwrap();
+    std::fs::write(&script, "#!/bin/bash\n#SBATCH --suspend-tstp\ntrap 'echo tstp' TSTP\necho ready\nfor i in 1 2 3 4 5 6 7 8; do sleep 0.5; done\necho end\n").unwrap();
     let s = l.submit(&[script.to_str().unwrap(), "-o", "s.out"]);
     l.wait_for("running", 20, |l| l.job(s).is_some_and(|j| j.state == JobStateCode::Running));
     // a signal that comes before the script has set its trap stops it untrapped:

@@ -3,6 +3,7 @@
 //! jobs; killed and restarted at will.
 
 mod auth;
+mod cgroups;
 mod browser;
 mod chaos;
 mod cleanup;
