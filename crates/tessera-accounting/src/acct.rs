@@ -183,6 +183,17 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
     Ok(out)
 }
 
+/// Jobs, each followed by its steps' rows (as sacct lists them).
+pub fn with_steps(jobs: Vec<AcctJob>) -> Vec<AcctJob> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for mut j in jobs {
+        let steps = std::mem::take(&mut j.steps);
+        out.push(j);
+        out.extend(steps);
+    }
+    out
+}
+
 /// A job's steps, the batch step first, then by number: each a row like its
 /// job's, with the step's own nodes, tasks, times, state, exit and counters.
 fn steps(store: &Store, id: i64, job: &AcctJob) -> Result<Vec<AcctJob>, StoreError> {

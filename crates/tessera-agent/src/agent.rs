@@ -14,6 +14,8 @@ use crate::suspensions;
 use crate::launch::{self, Slot, Spawned};
 use crate::launcher::Launcher;
 use crate::cgroup::{Hierarchy, JobGroup, Limits};
+
+mod steps;
 use anyhow::{Context, Result};
 use hyper::Method;
 use nix::sys::signal::{killpg, Signal};
@@ -85,6 +87,9 @@ struct RunInfo {
     /// Suspension sends SIGTSTP before the freezer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     tstp: bool,
+    /// A step's task: (step, task id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task: Option<(u32, u32)>,
 }
 
 struct Job {
@@ -249,6 +254,10 @@ pub struct Agent {
     /// suspended job keeps its cpuset while another runs on its cores).
     cpus_held: BTreeMap<u32, u32>,
     gpus_held: BTreeMap<(String, u32), u32>,
+    /// The steps' parts on its nodes, by (job, attempt, step), and the
+    /// cgroups of jobs whose steps only run here.
+    steps: BTreeMap<(u64, u32, u32, String), steps::StepRun>,
+    externs: BTreeMap<(u64, u32), steps::Extern>,
 }
 
 impl Agent {
@@ -269,6 +278,7 @@ impl Agent {
         let euid = nix::unistd::geteuid().as_raw();
         let mut spool = Spool { slots, free: BTreeMap::new() };
         let mut jobs = BTreeMap::new();
+        let mut tasks = Vec::new();
         for n in 0..slots {
             let slot = Slot::new(&cfg.state_dir, n);
             let owner = std::fs::metadata(&slot.script).map_or(euid, |m| std::os::unix::fs::MetadataExt::uid(&m));
@@ -282,6 +292,10 @@ impl Agent {
                 continue;
             };
             let info: RunInfo = serde_json::from_str(&run).with_context(|| format!("{}: its run line", slot.record.display()))?;
+            if info.task.is_some() {
+                tasks.push((job, attempt, slot, owner, info, rec.pids));
+                continue;
+            }
             if rec.pids.is_none() && rec.exit.is_none() {
                 // the shepherd may be writing its pids at this moment
                 std::thread::sleep(Duration::from_millis(200));
@@ -305,7 +319,7 @@ impl Agent {
         // the two) holds nothing anyone waits for
         if let Some(h) = &cfg.cgroups {
             for (job, attempt) in h.jobs() {
-                if !jobs.contains_key(&(job, attempt)) {
+                if !jobs.contains_key(&(job, attempt)) && !tasks.iter().any(|t| (t.0, t.1) == (job, attempt)) {
                     tracing::warn!(job, attempt, "a cgroup of a job the agent no longer holds: its processes are killed");
                     let cg = h.job(job, attempt);
                     cg.kill();
@@ -320,7 +334,14 @@ impl Agent {
             }
         }
         let power = crate::power::Domains::open(&cfg.state_dir, cfg.power.clone());
-        let mut a = Agent { cfg, spool, launcher, client, jobs, session, power, resized: Vec::new(), power_changed: false, cpus_held: BTreeMap::new(), gpus_held: BTreeMap::new() };
+        let mut a = Agent { cfg, spool, launcher, client, jobs, session, power, resized: Vec::new(), power_changed: false, cpus_held: BTreeMap::new(), gpus_held: BTreeMap::new(), steps: BTreeMap::new(), externs: BTreeMap::new() };
+        for (job, attempt, slot, owner, info, pids) in tasks {
+            a.adopt_task(job, attempt, slot, owner, info, pids);
+        }
+        let held: Vec<RunInfo> = a.externs.values().map(|x| x.info.clone()).collect();
+        for info in held {
+            a.hold(&info, 1);
+        }
         let held: Vec<RunInfo> = a.jobs.values_mut().filter(|j| j.exit.is_none()).map(|j| {
             j.counted = true;
             j.info.clone()
@@ -347,8 +368,8 @@ impl Agent {
                     })
                     .collect(),
                 power: self.power.readings(),
-                steps: Vec::new(),
-                steps_ended: Vec::new(),
+                steps: self.steps.iter().filter(|(_, r)| r.exit.is_none()).map(|(k, _)| (k.0, k.1, k.2)).collect(),
+                steps_ended: self.steps.values().filter_map(|r| r.exit.clone()).collect(),
             };
             match self.client.call::<_, RegisterReply>(Method::POST, "/v1/agent/register", Some(&req)).await {
                 Ok(r) => {
@@ -357,6 +378,7 @@ impl Agent {
                         tracing::warn!(agent = %self.cfg.name, nodes = ?r.ignored, "the controller's cluster does not have these nodes: they take no jobs until a cluster file that has them is applied");
                     }
                     self.forget_reported(&req.jobs);
+                    self.forget_steps(&req.steps_ended);
                     self.session.send_replace(r.session);
                     return Ok(());
                 }
@@ -393,13 +415,13 @@ impl Agent {
         let poller = tokio::spawn(poll_loop(self.cfg.clone(), self.session.subscribe(), in_tx));
         // one report in flight at a time, sent by a task of its own so that
         // launches go on while the controller commits it
-        let (rep_tx, mut rep_rx) = mpsc::unbounded_channel::<(Vec<JobExit>, Vec<(u64, u32)>, Result<(), ClientError>)>();
+        let (rep_tx, mut rep_rx) = mpsc::unbounded_channel::<(Vec<JobExit>, Vec<(u64, u32)>, Vec<StepExit>, Result<(), ClientError>)>();
         let (send_tx, mut send_rx) = mpsc::unbounded_channel::<AgentMessage>();
         let mut client = Client::new(self.cfg.target.clone(), Some(self.cfg.token.clone()));
         let reporter = tokio::spawn(async move {
             while let Some(msg) = send_rx.recv().await {
                 let r = client.call::<_, ()>(Method::POST, "/v1/agent/report", Some(&msg)).await;
-                if rep_tx.send((msg.ended, msg.resized, r)).is_err() {
+                if rep_tx.send((msg.ended, msg.resized, msg.steps, r)).is_err() {
                     return;
                 }
             }
@@ -417,10 +439,13 @@ impl Agent {
                     None => break,
                 },
                 Some(pid) = reap_rx.recv() => self.reaped(pid)?,
-                Some((sent, acks, r)) = rep_rx.recv() => {
+                Some((sent, acks, steps, r)) = rep_rx.recv() => {
                     reporting = false;
                     match r {
-                        Ok(()) => self.forget_reported(&sent.into_iter().map(AgentJob::Ended).collect::<Vec<_>>()),
+                        Ok(()) => {
+                            self.forget_reported(&sent.into_iter().map(AgentJob::Ended).collect::<Vec<_>>());
+                            self.forget_steps(&steps);
+                        }
                         Err(ClientError::Api { status: 409, .. }) => {
                             self.resized.extend(acks);
                             self.register().await?
@@ -439,7 +464,7 @@ impl Agent {
                 self.reaped(pid)?;
             }
             let power_due = !self.power.nodes.is_empty() && (Instant::now() >= power_at || self.power_changed);
-            if !reporting && Instant::now() >= retry_at && (power_due || !self.resized.is_empty() || self.jobs.values().any(|j| j.exit.is_some())) {
+            if !reporting && Instant::now() >= retry_at && (power_due || !self.resized.is_empty() || self.jobs.values().any(|j| j.exit.is_some()) || self.steps.values().any(|r| r.exit.is_some())) {
                 if !power_due {
                     let at = *report_at.get_or_insert_with(|| Instant::now() + REPORT_GATHER);
                     if Instant::now() < at {
@@ -453,7 +478,7 @@ impl Agent {
                 let ended: Vec<JobExit> = self.jobs.values().filter_map(|j| j.exit).collect();
                 let power = self.power.readings();
                 let resized = std::mem::take(&mut self.resized);
-                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended, power, resized, steps: Vec::new() });
+                let _ = send_tx.send(AgentMessage { agent: self.cfg.name.clone(), session: *self.session.borrow(), ended, power, resized, steps: self.steps.values().filter_map(|r| r.exit.clone()).collect() });
             }
         }
         poller.abort();
@@ -464,9 +489,10 @@ impl Agent {
     fn command(&mut self, c: AgentCommand) {
         match c {
             AgentCommand::Launch(l) => self.launch(&l),
-            AgentCommand::Step(s) => tracing::warn!(job = s.job, step = s.step, "steps are not run by this agent yet"),
-            AgentCommand::SignalStep { .. } => {}
+            AgentCommand::Step(s) => self.step(&s),
+            AgentCommand::SignalStep { job, attempt, step, signal } => self.signal_step(job, attempt, step, signal),
             AgentCommand::Kill { job, attempt, grace_s } => {
+                self.kill_steps(job, attempt, grace_s);
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     tracing::info!(job, attempt, "kill");
                     terminate(j, grace_s);
@@ -548,7 +574,7 @@ impl Agent {
         }
         let owner = launch::runs_as(l);
         let slot = self.spool.take(owner, &self.cfg.state_dir);
-        let mut info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s, cgroup: false, node: String::new(), cpus: Vec::new(), gpus: Vec::new(), tstp: l.suspend_tstp };
+        let mut info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s, cgroup: false, node: String::new(), cpus: Vec::new(), gpus: Vec::new(), tstp: l.suspend_tstp, task: None };
         let mut l = l.clone();
         let confined = self.confine(&mut l, &mut info);
         let r = match &confined {
@@ -586,7 +612,25 @@ impl Agent {
     /// set to match. Returns the cgroup and the files its first process
     /// writes itself into (none when the agent does not confine jobs).
     fn confine(&mut self, l: &mut Launch, info: &mut RunInfo) -> std::io::Result<(Option<JobGroup>, Vec<PathBuf>)> {
-        let share = l.shares.first().cloned();
+        let cg = self.confine_job(l.job, l.attempt, l.shares.first().cloned(), &mut l.env, info)?;
+        let Some(cg) = cg else { return Ok((None, Vec::new())) };
+        match cg.create_step("batch") {
+            Ok(enter) => Ok((Some(cg), enter)),
+            Err(e) => {
+                cg.remove();
+                info.cgroup = false;
+                Err(e)
+            }
+        }
+    }
+
+    /// Make the cgroup of run `attempt` of `job` on the node of `share`
+    /// (its first node's when none), with what it holds there: the
+    /// least-used host cpus (a real node), its memory, a ceiling on its
+    /// processes, its GPUs' device files only; the GPUs' variables set in
+    /// `env` to match, its cpus and GPUs in `info`. None when the agent does
+    /// not confine jobs.
+    fn confine_job(&mut self, job: u64, attempt: u32, share: Option<tessera_proto::api::NodeShare>, env: &mut BTreeMap<String, String>, info: &mut RunInfo) -> std::io::Result<Option<JobGroup>> {
         let node = share.as_ref().map_or_else(|| self.cfg.nodes.first().map_or(String::new(), |n| n.name.clone()), |s| s.node.clone());
         let presented = self.cfg.nodes.iter().find(|n| n.name == node).cloned();
         let (cores, mem_mb, gpus) = match (&share, &presented) {
@@ -607,10 +651,10 @@ impl Agent {
             // runtimes number the devices they can open), else by index
             let ids: Vec<String> = if devices { (0..info.gpus.len()).map(|i| i.to_string()).collect() } else { info.gpus.iter().map(|g| g.to_string()).collect() };
             for var in ["CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"] {
-                l.env.insert(var.into(), ids.join(","));
+                env.insert(var.into(), ids.join(","));
             }
         }
-        let Some(h) = &self.cfg.cgroups else { return Ok((None, Vec::new())) };
+        let Some(h) = &self.cfg.cgroups else { return Ok(None) };
         if !self.cfg.emulated {
             let pool = crate::cgroup::host_cpus();
             let mut by_use = pool.clone();
@@ -628,12 +672,11 @@ impl Agent {
             }
         }
         let limits = Limits { cpus: (!self.cfg.emulated).then(|| info.cpus.clone()), memory_bytes: (memory_mb > 0).then_some(memory_mb << 20), pids_max: Some(pids_max(cores)), deny };
-        let cg = h.job(l.job, l.attempt);
-        let made = cg.create(&limits).and_then(|()| cg.create_step("batch"));
-        match made {
-            Ok(enter) => {
+        let cg = h.job(job, attempt);
+        match cg.create(&limits) {
+            Ok(()) => {
                 info.cgroup = true;
-                Ok((Some(cg), enter))
+                Ok(Some(cg))
             }
             Err(e) => {
                 cg.remove();
@@ -667,10 +710,12 @@ impl Agent {
                 return Ok(());
             }
         }
+        self.task_reaped(pid);
         Ok(())
     }
 
     fn timers(&mut self) {
+        self.step_timers();
         let now = Instant::now();
         let slack = self.cfg.limit_slack_s;
         for (&(job, attempt), j) in self.jobs.iter_mut() {

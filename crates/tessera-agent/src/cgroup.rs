@@ -452,6 +452,12 @@ impl JobGroup {
         Ok(())
     }
 
+    /// A step's cgroup below the job's (made by [`JobGroup::create_step`]),
+    /// as a group of its own: its processes, signals, freezer, counters.
+    pub fn step(&self, step: &str) -> JobGroup {
+        JobGroup { version: self.version, dirs: self.dirs.iter().map(|(c, d)| (*c, d.join(format!("step_{step}")))).collect(), kill_file: self.kill_file }
+    }
+
     /// Make a step's cgroup below the job's; returns the files a process
     /// writes `0` to, to enter it (one per hierarchy).
     pub fn create_step(&self, step: &str) -> io::Result<Vec<PathBuf>> {

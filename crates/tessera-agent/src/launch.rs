@@ -330,6 +330,22 @@ fn spawn_io(slot: &Slot, run: &str, l: &Launch, enter: &[PathBuf], stacks: &mut 
         .chain(records.iter().map(|r| cstr(r, "environment")))
         .collect::<Result<_, SpawnError>>()?;
     let workdir = cstr(&l.workdir, "workdir")?;
+    // a step's task: its output and error to its client, each on a
+    // connection of its own that starts with the key and the task
+    let mut io_socks = Vec::new();
+    if let Some(io) = &l.io {
+        let failed = |e: io::Error| SpawnError { failure: LaunchFailure { stage: LaunchStage::Io, errno: e.raw_os_error().unwrap_or(libc::ECONNREFUSED) }, message: format!("connecting to {}: {e}", io.addr) };
+        let addr: std::net::SocketAddr = io.addr.parse().map_err(|_| failed(io::Error::from_raw_os_error(libc::EINVAL)))?;
+        for stream in [1, 2] {
+            let mut s = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5)).map_err(failed)?;
+            s.write_all(format!("{} {} {stream}\n", io.key, io.task).as_bytes()).map_err(failed)?;
+            io_socks.push(s);
+        }
+    }
+    let mut mask = [0u64; 16];
+    for &c in l.affinity.iter().filter(|&&c| c < 1024) {
+        mask[c as usize / 64] |= 1 << (c % 64);
+    }
     // opened by the job itself, once it is the submitter (see `Child::job`)
     let stdout = cstr(&l.stdout, "output path")?;
     let stderr = if l.stderr == l.stdout { None } else { Some(cstr(&l.stderr, "error path")?) };
@@ -360,6 +376,8 @@ fn spawn_io(slot: &Slot, run: &str, l: &Launch, enter: &[PathBuf], stacks: &mut 
         run: (l.job as i64, l.attempt as i64),
         job_stack: stack.wrapping_add(STACK),
         cgroups: cg_fds,
+        io: if io_socks.len() == 2 { [io_socks[0].as_raw_fd(), io_socks[1].as_raw_fd()] } else { [-1, -1] },
+        affinity: (!l.affinity.is_empty()).then_some(mask),
     };
     // SAFETY: the shepherd runs on its own stack, copies `child` before it
     // tells us the job's pid (until then everything `child` points to stays
@@ -459,6 +477,10 @@ struct Child {
     job_stack: *mut u8,
     /// The cgroup.procs files of its cgroup, open (-1 past the last).
     cgroups: [libc::c_int; MAX_CGROUPS],
+    /// A step task's output and error connections (-1: its files).
+    io: [libc::c_int; 2],
+    /// The cpus it is bound to, a mask of 1,024 (None: not bound).
+    affinity: Option<[u64; 16]>,
 }
 
 /// At most this many hierarchies (v1's freezer, cpuacct, memory, pids, cpuset
@@ -570,6 +592,12 @@ impl Child {
 
     unsafe fn job(&self) -> ! {
         sys::call(libc::SYS_setpgid, [0; 6]);
+        if let Some(mask) = &self.affinity {
+            let r = sys::call(libc::SYS_sched_setaffinity, [0, std::mem::size_of_val(mask), mask.as_ptr() as usize, 0, 0, 0]);
+            if r < 0 {
+                self.failed(LaunchStage::Cgroup, r, 1);
+            }
+        }
         // into its cgroup first: whatever it starts from now on is counted,
         // confined and found there
         for &fd in self.cgroups.iter().take_while(|&&fd| fd >= 0) {
@@ -605,6 +633,12 @@ impl Child {
         if r != 0 {
             self.failed(LaunchStage::Workdir, r, 1);
         }
+        if self.io[0] >= 0 {
+            // a step's task: its client's connections
+            sys::dup2(self.io[0], 1);
+            sys::dup2(self.io[1], 2);
+            self.exec()
+        }
         let flags = (libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOCTTY | libc::O_CLOEXEC) as usize;
         let out = sys::call(libc::SYS_openat, [libc::AT_FDCWD as usize, self.stdout as usize, flags, 0o644, 0, 0]);
         if out < 0 {
@@ -617,6 +651,11 @@ impl Child {
         // the copies at 1 and 2 stay open across the exec, the originals not
         sys::dup2(out as i32, 1);
         sys::dup2(err as i32, 2);
+        self.exec()
+    }
+
+    /// Execute the script (fds 0 to 2 in place).
+    unsafe fn exec(&self) -> ! {
         // A script written a moment ago may still be open for writing in a
         // process another thread cloned meanwhile and has not yet exec'd (the
         // fork/exec ETXTBSY race; in a multi-threaded process, such as a test

@@ -13,5 +13,6 @@ pub mod launch;
 pub mod launcher;
 pub mod suspensions;
 pub mod powercap;
+pub mod run;
 pub mod power;
 mod sys;

@@ -166,3 +166,41 @@ mod tests {
         assert_eq!(other.verify(&t, 1_000), Err("bad token signature"));
     }
 }
+
+/// `tessera token create`'s options.
+#[derive(clap::Args, Debug)]
+pub struct TokenArgs {
+    /// The user the token authenticates.
+    #[arg(long)]
+    pub user: String,
+    /// Uid the jobs of this user run as (default: the local user's, if any).
+    #[arg(long)]
+    pub uid: Option<u32>,
+    /// user, operator or agent.
+    #[arg(long, default_value = "user")]
+    pub role: String,
+    /// Validity (Slurm's time syntax: 1-0 is one day).
+    #[arg(long, default_value = "30-0")]
+    pub ttl: String,
+    /// Key file (default: STATE_DIR/cluster.key).
+    #[arg(long)]
+    pub key_file: Option<std::path::PathBuf>,
+    /// State directory of the controller (its socket, endpoint file and key).
+    #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]
+    pub state_dir: std::path::PathBuf,
+}
+
+impl TokenArgs {
+    /// The signed token these options ask for.
+    pub fn create(&self) -> Result<String, String> {
+        let role = Role::parse(&self.role).ok_or_else(|| format!("--role {:?}: expected user, operator or agent", self.role))?;
+        let ttl = tessera_proto::submit::parse_time_limit("--ttl", &self.ttl).map_err(|e| e.to_string())?.unwrap_or(10 * 365 * 86400);
+        let key_path = self.key_file.clone().unwrap_or_else(|| self.state_dir.join("cluster.key"));
+        let key = Key::load(&key_path, false).map_err(|e| e.to_string())?;
+        let uid = match self.uid {
+            Some(u) => u,
+            None => nix::unistd::User::from_name(&self.user).ok().flatten().map(|u| u.uid.as_raw()).ok_or_else(|| format!("--user {}: no such local user; give --uid", self.user))?,
+        };
+        Ok(key.sign(role, &self.user, uid, tessera_proto::unix_now() + ttl))
+    }
+}

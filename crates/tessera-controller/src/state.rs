@@ -1065,6 +1065,8 @@ impl Ledger {
             kill_grace_s: self.kill_grace_s,
             shares: alloc.parts.iter().map(|p| NodeShare { node: cluster.nodes[p.node as usize].name.clone(), cores: p.cores, memory_mb: p.mem, gpus: p.gpus }).collect(),
             suspend_tstp: m.req.suspend_tstp,
+            io: None,
+            affinity: Vec::new(),
         })
     }
     fn info_of(&self, cluster: &Cluster, m: &JobMeta, state: JobStateCode, reason: String) -> JobInfo {

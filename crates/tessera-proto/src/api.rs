@@ -330,6 +330,8 @@ pub enum LaunchStage {
     /// Creating the job's cgroup or entering it (the node's fault: the
     /// controller drains the node).
     Cgroup,
+    /// Reaching the step's client (`tessera run`) for its output.
+    Io,
 }
 
 impl LaunchStage {
@@ -340,7 +342,7 @@ impl LaunchStage {
 
     pub fn from_code(c: i64) -> Option<LaunchStage> {
         use LaunchStage::*;
-        [Request, Spool, Identity, Workdir, Stdout, Stderr, Exec, Cgroup].into_iter().find(|s| s.code() == c)
+        [Request, Spool, Identity, Workdir, Stdout, Stderr, Exec, Cgroup, Io].into_iter().find(|s| s.code() == c)
     }
 }
 
@@ -365,6 +367,7 @@ impl LaunchFailure {
             LaunchStage::Stderr => format!("launch failed: cannot open the error file `{}`: {err}", stderr.escape_debug()),
             LaunchStage::Exec => format!("launch failed: cannot execute the job's script: {err}"),
             LaunchStage::Cgroup => format!("launch failed: the node cannot confine the job in a cgroup ({err})"),
+            LaunchStage::Io => format!("launch failed: the node cannot reach the step's client (tessera run) for its output ({err})"),
         }
     }
 }
@@ -554,6 +557,23 @@ pub struct Launch {
     /// otherwise the freezer alone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspend_tstp: bool,
+    /// A step's task: its output and error go to its client's connections
+    /// instead of files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<TaskIo>,
+    /// The host cpus it is bound to (none: not bound).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub affinity: Vec<u32>,
+}
+
+/// Where a step's task sends its output: a connection for its standard
+/// output and one for its error, each starting `KEY TASK 1` or `KEY TASK 2`
+/// and a newline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskIo {
+    pub addr: String,
+    pub key: String,
+    pub task: u32,
 }
 
 /// What a job holds on one node.

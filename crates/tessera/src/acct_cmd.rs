@@ -86,12 +86,7 @@ pub fn list_jobs(a: AcctArgs) -> Result<()> {
     }
     let (store, run) = open(&a.db)?;
     // each job's steps listed under it, as sacct (but with -X)
-    let mut jobs = Vec::new();
-    for mut j in acct::jobs(&store, run, &filter)? {
-        let steps = std::mem::take(&mut j.steps);
-        jobs.push(j);
-        jobs.extend(steps);
-    }
+    let jobs = acct::with_steps(acct::jobs(&store, run, &filter)?);
     let how = if a.parsable {
         Listing::Parsable
     } else if a.parsable2 {

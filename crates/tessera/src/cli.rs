@@ -90,6 +90,8 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::live_args::JobCommand,
     },
+    /// A job step (srun): tasks across the job's nodes, their output here.
+    Run(crate::live_args::RunCmd),
     /// The queue of a running controller (squeue).
     Queue(crate::live_args::QueueArgs),
     /// The nodes of a running controller (sinfo).

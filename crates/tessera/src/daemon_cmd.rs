@@ -117,16 +117,8 @@ pub fn agent(a: AgentArgs) -> Result<()> {
     })
 }
 
-pub fn token(a: TokenArgs) -> Result<()> {
-    let role = Role::parse(&a.role).ok_or_else(|| anyhow!("--role {:?}: expected user, operator or agent", a.role))?;
-    let ttl = tessera_proto::submit::parse_time_limit("--ttl", &a.ttl).map_err(|e| anyhow!(e))?.unwrap_or(10 * 365 * 86400);
-    let key_path = a.key_file.unwrap_or_else(|| a.state_dir.join("cluster.key"));
-    let key = Key::load(&key_path, false)?;
-    let uid = match a.uid {
-        Some(u) => u,
-        None => nix::unistd::User::from_name(&a.user).ok().flatten().map(|u| u.uid.as_raw()).ok_or_else(|| anyhow!("--user {}: no such local user; give --uid", a.user))?,
-    };
-    outln!("{}", key.sign(role, &a.user, uid, unix_now() + ttl))?;
+pub fn token(a: tessera_controller::auth::TokenArgs) -> Result<()> {
+    outln!("{}", a.create().map_err(anyhow::Error::msg)?)?;
     Ok(())
 }
 

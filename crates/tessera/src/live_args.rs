@@ -335,6 +335,14 @@ pub struct QueueArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct RunCmd {
+    #[command(flatten)]
+    pub run: tessera_agent::run::RunArgs,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
 pub struct NodesArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
@@ -360,27 +368,6 @@ pub struct NodeStateArgs {
 #[derive(Subcommand, Debug)]
 pub enum TokenCommand {
     /// Sign a token with the cluster key (operators: the key file is theirs alone).
-    Create(TokenArgs),
+    Create(tessera_controller::auth::TokenArgs),
 }
 
-#[derive(Args, Debug)]
-pub struct TokenArgs {
-    /// The user the token authenticates.
-    #[arg(long)]
-    pub user: String,
-    /// Uid the jobs of this user run as (default: the local user's, if any).
-    #[arg(long)]
-    pub uid: Option<u32>,
-    /// user, operator or agent.
-    #[arg(long, default_value = "user")]
-    pub role: String,
-    /// Validity (Slurm's time syntax: 1-0 is one day).
-    #[arg(long, default_value = "30-0")]
-    pub ttl: String,
-    /// Key file (default: STATE_DIR/cluster.key).
-    #[arg(long)]
-    pub key_file: Option<PathBuf>,
-    /// State directory of the controller (its socket, endpoint file and key).
-    #[arg(long, env = "TESSERA_STATE_DIR", default_value = "tessera-state")]
-    pub state_dir: PathBuf,
-}

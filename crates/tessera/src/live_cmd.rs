@@ -30,6 +30,12 @@ pub fn connect(c: &ClientArgs) -> Result<Client> {
     Ok(Client::new(target, c.token.clone()))
 }
 
+/// `tessera run`: a step of the job it runs in; ends with the step's code.
+pub fn run(a: RunCmd) -> Result<()> {
+    let code = tessera_agent::run::run_here(connect(&a.client)?, &a.run).map_err(|e| anyhow!("tessera run: {e}"))?;
+    std::process::exit(code)
+}
+
 pub fn submit(a: SubmitArgs) -> Result<()> {
     let (script, script_name) = match (&a.script, &a.wrap) {
         (Some(p), _) => (std::fs::read_to_string(p).with_context(|| format!("reading script {}", p.display()))?, p.file_name().map(|n| n.to_string_lossy().to_string())),

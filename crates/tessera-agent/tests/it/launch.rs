@@ -26,6 +26,8 @@ fn launch(job: u64, script: &str, dir: &std::path::Path) -> Launch {
         kill_grace_s: 1,
         shares: Vec::new(),
         suspend_tstp: false,
+        io: None,
+        affinity: Vec::new(),
     }
 }
 

@@ -16,6 +16,7 @@ mod power;
 mod privacy;
 mod reconfigure;
 mod recovery;
+mod steps;
 mod suspend;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,61 @@
+//! Job steps: `tessera run` inside a batch script starts tasks across the
+//! job's nodes through their agents, with Slurm's task variables, labelled
+//! output, the worst exit, a refusal with the numbers when it asks for more
+//! than the allocation holds, and steps in the accounting.
+
+use super::*;
+use tessera_proto::api::JobStateCode;
+
+#[test]
+fn tessera_run_starts_tasks_across_the_jobs_nodes_and_the_steps_are_accounted() {
+    let l = Live::start(2, 30);
+    let script = format!(
+        "#!/bin/sh\n{bin} run -n 4 -N 2 --label sh -c 'echo $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURM_NTASKS $SLURM_STEP_ID $TESSERA_PROCID $SLURMD_NODENAME'\n\
+         {bin} run -n 2 -N 2 sh -c 'exit $((SLURM_PROCID + 3))'\necho second=$?\n{bin} run -n 17 true\necho third=$?\n",
+        bin = BIN
+    );
+    std::fs::write(l.dir.path().join("steps.sh"), script).unwrap();
+    let j = l.submit(&["-N", "2", "-n", "16", "steps.sh", "-o", "steps.out"]);
+    l.wait_for("the job to end", 60, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed));
+    let out = std::fs::read_to_string(l.dir.path().join("steps.out")).unwrap();
+    // four labelled lines from two nodes, each task with its own ids
+    let mut rows: Vec<&str> = out.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(": ")).collect();
+    rows.sort_unstable();
+    assert_eq!(rows, ["0: 0 0 0 4 0 0 node001", "1: 1 1 0 4 0 1 node001", "2: 2 0 1 4 0 2 node002", "3: 3 1 1 4 0 3 node002"], "{out}");
+    // the worst exit: task 1's 4
+    assert!(out.contains("second=4"), "{out}");
+    // more than the allocation holds: refused with the numbers
+    assert!(out.contains("17 tasks × 1 cores = 17 cores: the allocation holds 16 cores on 2 nodes") && out.contains("third=1"), "{out}");
+    let o = l.cli(&["acct", "-P", "-o", "JobID,JobName,State,ExitCode,NodeList,NTasks"]);
+    let acct = String::from_utf8_lossy(&o.stdout).to_string();
+    let rows: Vec<&str> = acct.lines().skip(1).collect();
+    assert_eq!(
+        rows,
+        [
+            format!("{j}|steps.sh|COMPLETED|0:0|node[001-002]|16"),
+            format!("{j}.batch|batch|COMPLETED|0:0|node001|1"),
+            format!("{j}.0|sh|COMPLETED|0:0|node[001-002]|4"),
+            format!("{j}.1|sh|FAILED|4:0|node[001-002]|2"),
+        ],
+        "{acct}"
+    );
+}
+
+#[test]
+fn a_step_whose_node_fails_ends_node_fail() {
+    let mut l = Live::start(2, 3);
+    // 136 cores: node001-016 (agent 1) and node017 (agent 2)
+    std::fs::write(l.dir.path().join("long.sh"), format!("#!/bin/sh\n{BIN} run -n 17 -N 17 sleep 600\n")).unwrap();
+    let j = l.submit(&["-n", "136", "long.sh"]);
+    l.wait_for("the step running on both agents", 60, |l| {
+        let o = l.cli(&["job", "show", &j.to_string()]);
+        o.status.success() && std::fs::read_dir(l.agent_state(1).join("jobs")).is_ok_and(|d| d.count() > 0)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    l.kill9_agent(1);
+    l.wait_for("the job to end NODE_FAIL", 60, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::NodeFail));
+    let o = l.cli(&["acct", "-P", "-o", "JobID,State"]);
+    let acct = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(acct.lines().any(|r| r == format!("{j}.0|NODE_FAIL")), "{acct}");
+    assert!(acct.lines().any(|r| r == format!("{j}|NODE_FAIL")), "{acct}");
+}
