@@ -10,6 +10,7 @@ mod cleanup;
 mod e2e;
 mod failstop;
 mod loadtest;
+mod mpi;
 mod naming;
 mod netns;
 mod power;
