@@ -90,6 +90,16 @@ struct RunInfo {
     /// A step's task: (step, task id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     task: Option<(u32, u32)>,
+    /// Its job's cgroup on the node (`slot_N`, `job_ID_ATTEMPT`), and the
+    /// out-of-memory kills counted there before the job (a reused slot's).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    cg_name: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    oom_base: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 struct Job {
@@ -158,8 +168,11 @@ impl Job {
             }
         }
         self.draining = None;
-        let usage = cg.usage(None);
-        if !cg.remove() {
+        let mut usage = cg.usage(None);
+        usage.oom_kills = usage.oom_kills.saturating_sub(self.info.oom_base);
+        if cg.pooled {
+            cg.release();
+        } else if !cg.remove() {
             tracing::warn!(job = x.job, attempt = x.attempt, "the job's cgroup could not be removed");
         }
         self.exit = Some(JobExit { cpu_s: usage.cpu_s, usage: Some(usage), ..x });
@@ -304,6 +317,7 @@ impl Agent {
             let mut j = Job::new(slot, owner, info, false);
             j.pids = rec.pids;
             j.cg = match (&cfg.cgroups, j.info.cgroup) {
+                (Some(h), true) if !j.info.cg_name.is_empty() => Some(h.named(&j.info.cg_name)),
                 (Some(h), true) => Some(h.job(job, attempt)),
                 _ => None,
             };
@@ -330,6 +344,16 @@ impl Agent {
                         std::thread::sleep(Duration::from_millis(20));
                     }
                     cg.remove();
+                }
+            }
+            // a slot's cgroup whose slot holds nothing now: emptied
+            for n in h.slots() {
+                let held = jobs.values().any(|j: &Job| j.slot.n == n && j.exit.is_none()) || tasks.iter().any(|t| t.2.n == n);
+                if let (Some(cg), false) = (h.slot(n), held) {
+                    if !cg.empty() {
+                        tracing::warn!(slot = n, "processes left in a free slot's cgroup: killed");
+                        cg.kill();
+                    }
                 }
             }
         }
@@ -574,9 +598,9 @@ impl Agent {
         }
         let owner = launch::runs_as(l);
         let slot = self.spool.take(owner, &self.cfg.state_dir);
-        let mut info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s, cgroup: false, node: String::new(), cpus: Vec::new(), gpus: Vec::new(), tstp: l.suspend_tstp, task: None };
+        let mut info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s, cgroup: false, node: String::new(), cpus: Vec::new(), gpus: Vec::new(), tstp: l.suspend_tstp, task: None, cg_name: String::new(), oom_base: 0 };
         let mut l = l.clone();
-        let confined = self.confine(&mut l, &mut info);
+        let confined = self.confine(&mut l, &mut info, slot.n);
         let r = match &confined {
             Ok((_, enter)) => self.launcher.spawn(&slot, &serde_json::to_string(&info).expect("serializes"), &l, enter),
             Err(e) => Err(launch::SpawnError { failure: LaunchFailure { stage: LaunchStage::Cgroup, errno: e.raw_os_error().unwrap_or(libc::EIO) }, message: format!("the job's cgroup: {e}") }),
@@ -611,10 +635,10 @@ impl Agent {
     /// on its processes, its GPUs' device files only; the GPUs' variables
     /// set to match. Returns the cgroup and the files its first process
     /// writes itself into (none when the agent does not confine jobs).
-    fn confine(&mut self, l: &mut Launch, info: &mut RunInfo) -> std::io::Result<(Option<JobGroup>, Vec<PathBuf>)> {
-        let cg = self.confine_job(l.job, l.attempt, l.shares.first().cloned(), &mut l.env, info)?;
+    fn confine(&mut self, l: &mut Launch, info: &mut RunInfo, slot: u32) -> std::io::Result<(Option<JobGroup>, Vec<PathBuf>)> {
+        let cg = self.confine_job(l.job, l.attempt, l.shares.first().cloned(), &mut l.env, info, Some(slot))?;
         let Some(cg) = cg else { return Ok((None, Vec::new())) };
-        match cg.create_step("batch") {
+        match cg.enter_batch() {
             Ok(enter) => Ok((Some(cg), enter)),
             Err(e) => {
                 cg.remove();
@@ -630,7 +654,9 @@ impl Agent {
     /// processes, its GPUs' device files only; the GPUs' variables set in
     /// `env` to match, its cpus and GPUs in `info`. None when the agent does
     /// not confine jobs.
-    fn confine_job(&mut self, job: u64, attempt: u32, share: Option<tessera_proto::api::NodeShare>, env: &mut BTreeMap<String, String>, info: &mut RunInfo) -> std::io::Result<Option<JobGroup>> {
+    /// `slot`: the spool slot of its batch script, whose cgroup (v1) it
+    /// reuses; None: a cgroup of its own.
+    fn confine_job(&mut self, job: u64, attempt: u32, share: Option<tessera_proto::api::NodeShare>, env: &mut BTreeMap<String, String>, info: &mut RunInfo, slot: Option<u32>) -> std::io::Result<Option<JobGroup>> {
         let node = share.as_ref().map_or_else(|| self.cfg.nodes.first().map_or(String::new(), |n| n.name.clone()), |s| s.node.clone());
         let presented = self.cfg.nodes.iter().find(|n| n.name == node).cloned();
         let (cores, mem_mb, gpus) = match (&share, &presented) {
@@ -672,10 +698,14 @@ impl Agent {
             }
         }
         let limits = Limits { cpus: (!self.cfg.emulated).then(|| info.cpus.clone()), memory_bytes: (memory_mb > 0).then_some(memory_mb << 20), pids_max: Some(pids_max(cores)), deny };
-        let cg = h.job(job, attempt);
+        let cg = slot.and_then(|n| h.slot(n)).unwrap_or_else(|| h.job(job, attempt));
         match cg.create(&limits) {
             Ok(()) => {
                 info.cgroup = true;
+                info.cg_name = cg.name();
+                if cg.pooled {
+                    info.oom_base = cg.reuse();
+                }
                 Ok(Some(cg))
             }
             Err(e) => {

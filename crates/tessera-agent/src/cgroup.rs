@@ -50,7 +50,7 @@ pub struct CgroupFlags {
     /// Confine each job and step in a cgroup: auto (wherever the host
     /// allows it), cgroup (refuse to start where it cannot, with the
     /// reason), or none.
-    #[arg(long = "cgroup", default_value = "auto")]
+    #[arg(long = "cgroup", env = "TESSERA_CGROUP", default_value = "auto")]
     pub mode: Mode,
     /// Each GPU's device file, by index (comma-separated; default: the
     /// host's /dev/nvidiaN): a job may open only those of its GPUs.
@@ -85,7 +85,8 @@ impl CgroupFlags {
             }
         });
         match h {
-            Ok(h) => {
+            Ok(mut h) => {
+                h.keep_only(emulated, !gpu_devices.is_empty());
                 for n in nodes.iter_mut() {
                     n.confinement = Some(h.confinement(emulated, !gpu_devices.is_empty()));
                 }
@@ -322,6 +323,14 @@ impl Hierarchy {
         Confinement { version: self.version, controls }
     }
 
+    /// Leave out the hierarchies no job of these nodes uses (a cgroup made
+    /// in each costs a launch time): the cpuset on emulated nodes, the
+    /// devices where there are no GPU device files.
+    pub fn keep_only(&mut self, emulated: bool, gpu_devices: bool) {
+        self.bases.retain(|(c, _)| !(*c == Ctl::Cpuset && emulated) && !(*c == Ctl::Devices && !gpu_devices));
+        self.controls.retain(|c| !(*c == Control::Cpuset && emulated) && !(*c == Control::Devices && !gpu_devices));
+    }
+
     /// The controls this hierarchy lacks for a node (`cgroup` mode refuses
     /// to start without them): memory, pids and the freezer everywhere, and
     /// the cpuset on a real node.
@@ -339,8 +348,29 @@ impl Hierarchy {
 
     /// A job's cgroup (made by [`JobGroup::create`]).
     pub fn job(&self, job: u64, attempt: u32) -> JobGroup {
-        let name = format!("job_{job}_{attempt}");
-        JobGroup { version: self.version, dirs: self.bases.iter().map(|(c, b)| (*c, b.join(&name))).collect(), kill_file: self.kill_file }
+        self.named(&format!("job_{job}_{attempt}"))
+    }
+
+    /// On v1, the cgroup of the agent's spool slot `n`: made once and reused
+    /// by each job the slot runs (its limits written again and its counters
+    /// reset at each launch, [`JobGroup::reuse`]), as the slot's files are:
+    /// a cgroup made and removed in each of four hierarchies costs more
+    /// than the rest of a launch. None on v2 (a job's cgroup of its own).
+    pub fn slot(&self, n: u32) -> Option<JobGroup> {
+        (self.version == 1).then(|| self.named(&format!("slot_{n}")))
+    }
+
+    /// The cgroup of this name in the agent's directory (`slot_N` is pooled).
+    pub fn named(&self, name: &str) -> JobGroup {
+        JobGroup { version: self.version, dirs: self.bases.iter().map(|(c, b)| (*c, b.join(name))).collect(), kill_file: self.kill_file, pooled: name.starts_with("slot_") }
+    }
+
+    /// The spool slots that have a cgroup in the agent's directory.
+    pub fn slots(&self) -> Vec<u32> {
+        let Some((_, base)) = self.bases.iter().find(|(c, _)| matches!(c, Ctl::Freezer | Ctl::Unified)) else { return Vec::new() };
+        let mut out: Vec<u32> = fs::read_dir(base).map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_prefix("slot_")?.parse().ok()).collect()).unwrap_or_default();
+        out.sort_unstable();
+        out
     }
 
     /// The jobs whose cgroups are in the agent's directory, (job, attempt).
@@ -378,6 +408,8 @@ pub struct JobGroup {
     version: u8,
     dirs: Vec<(Ctl, PathBuf)>,
     kill_file: bool,
+    /// A spool slot's, reused from job to job (released, not removed).
+    pub pooled: bool,
 }
 
 impl JobGroup {
@@ -393,8 +425,12 @@ impl JobGroup {
     /// Make the job's cgroup with its limits (or find it made, after a
     /// restart: the limits are written again).
     pub fn create(&self, l: &Limits) -> io::Result<()> {
+        // a reused slot's cgroup is there already (one stat, not a mkdir each)
+        let made = self.pooled && self.dirs.iter().all(|(_, d)| d.exists());
         for (c, d) in &self.dirs {
-            mkdir(d)?;
+            if !made {
+                mkdir(d)?;
+            }
             match c {
                 Ctl::Cpuset => {
                     let parent = d.parent().expect("below the agent's directory");
@@ -455,7 +491,43 @@ impl JobGroup {
     /// A step's cgroup below the job's (made by [`JobGroup::create_step`]),
     /// as a group of its own: its processes, signals, freezer, counters.
     pub fn step(&self, step: &str) -> JobGroup {
-        JobGroup { version: self.version, dirs: self.dirs.iter().map(|(c, d)| (*c, d.join(format!("step_{step}")))).collect(), kill_file: self.kill_file }
+        JobGroup { version: self.version, dirs: self.dirs.iter().map(|(c, d)| (*c, d.join(format!("step_{step}")))).collect(), kill_file: self.kill_file, pooled: false }
+    }
+
+    /// Ready a slot's cgroup (v1) for its next job: its counters reset (CPU
+    /// time, peak memory); returns the out-of-memory kills counted so far,
+    /// which cannot be reset (the job's are those past it).
+    pub fn reuse(&self) -> u64 {
+        for (c, d) in &self.dirs {
+            match c {
+                Ctl::Cpuacct => drop(write(&d.join("cpuacct.usage"), "0")),
+                Ctl::Memory => drop(write(&d.join("memory.max_usage_in_bytes"), "0")),
+                _ => {}
+            }
+        }
+        self.usage(None).oom_kills
+    }
+
+    /// A slot's cgroup once its job ended and it is empty: its steps' cgroups
+    /// removed. The page cache its job left stays charged to it (reclaimable
+    /// under the next job's limit; forcing it out costs a reclaim per job).
+    pub fn release(&self) {
+        for (_, d) in &self.dirs {
+            for s in children(d) {
+                let _ = fs::remove_dir(s);
+            }
+        }
+    }
+
+    /// The files the batch script's first process writes itself into: on v1
+    /// the job's own cgroup (a job without steps makes no second level; the
+    /// batch step's counters are then the job's on its first node), on v2 a
+    /// `batch` step's (there processes live only in leaves).
+    pub fn enter_batch(&self) -> io::Result<Vec<PathBuf>> {
+        match self.version {
+            2 => self.create_step("batch"),
+            _ => Ok(self.dirs.iter().map(|(_, d)| d.join("cgroup.procs")).collect()),
+        }
     }
 
     /// Make a step's cgroup below the job's; returns the files a process
@@ -556,9 +628,7 @@ impl JobGroup {
             let oom = |d: &Path| fs::read_to_string(d.join("memory.oom_control")).ok().and_then(|e| key_value(&e, "oom_kill")).unwrap_or(0);
             u.oom_kills = oom(&d);
             if step.is_none() {
-                if let Ok(rd) = fs::read_dir(&d) {
-                    u.oom_kills += rd.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| oom(&e.path())).sum::<u64>();
-                }
+                u.oom_kills += children(&d).iter().map(|c| oom(c)).sum::<u64>();
             }
         }
         u
@@ -576,12 +646,8 @@ impl JobGroup {
     pub fn remove(&self) -> bool {
         let mut gone = true;
         for (_, d) in &self.dirs {
-            if let Ok(rd) = fs::read_dir(d) {
-                for e in rd.flatten() {
-                    if e.file_type().is_ok_and(|t| t.is_dir()) {
-                        let _ = fs::remove_dir(e.path());
-                    }
-                }
+            for c in children(d) {
+                let _ = fs::remove_dir(c);
             }
             if let Err(e) = fs::remove_dir(d) {
                 gone &= e.kind() == io::ErrorKind::NotFound;
@@ -590,22 +656,34 @@ impl JobGroup {
         gone
     }
 
+    /// Its directory's name (`slot_3`, `job_12_1`).
+    pub fn name(&self) -> String {
+        self.tracking().file_name().map_or(String::new(), |n| n.to_string_lossy().to_string())
+    }
+
     /// Whether its directory exists.
     pub fn exists(&self) -> bool {
         self.tracking().exists()
     }
 }
 
+/// A cgroup's subdirectories, read only when it has any (a cgroup
+/// directory's link count is 2 plus its subdirectories: one `stat` instead
+/// of listing its control files).
+fn children(d: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    if fs::metadata(d).map_or(true, |m| m.nlink() <= 2) {
+        return Vec::new();
+    }
+    fs::read_dir(d).map(|rd| rd.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()).collect()).unwrap_or_default()
+}
+
 fn collect_pids(d: &Path, out: &mut Vec<i32>) {
     if let Ok(t) = fs::read_to_string(d.join("cgroup.procs")) {
         out.extend(t.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
     }
-    if let Ok(rd) = fs::read_dir(d) {
-        for e in rd.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                collect_pids(&e.path(), out);
-            }
-        }
+    for c in children(d) {
+        collect_pids(&c, out);
     }
 }
 

@@ -63,23 +63,27 @@ impl Agent {
             return;
         }
         let mut env = s.env.clone();
-        let mut info = RunInfo { start: unix_now(), limit_s: None, grace_s: s.kill_grace_s, cgroup: false, node: s.share.node.clone(), cpus: Vec::new(), gpus: Vec::new(), tstp: false, task: None };
+        let mut info = RunInfo { start: unix_now(), limit_s: None, grace_s: s.kill_grace_s, cgroup: false, node: s.share.node.clone(), cpus: Vec::new(), gpus: Vec::new(), tstp: false, task: None, cg_name: String::new(), oom_base: 0 };
         // the job's cgroup on the node: its batch script's, or one of its own
         let job_cg: std::io::Result<Option<JobGroup>> = match (self.jobs.get(&(s.job, s.attempt)), self.externs.get(&(s.job, s.attempt))) {
             (Some(j), _) => {
                 info.cpus = j.info.cpus.clone();
                 info.gpus = j.info.gpus.clone();
+                info.cgroup = j.info.cgroup;
+                info.cg_name = j.info.cg_name.clone();
                 Ok(j.cg.clone())
             }
             (None, Some(x)) => {
                 info.cpus = x.info.cpus.clone();
                 info.gpus = x.info.gpus.clone();
+                info.cgroup = x.info.cgroup;
+                info.cg_name = x.info.cg_name.clone();
                 env.extend(x.env.clone());
                 Ok(x.cg.clone())
             }
             (None, None) => {
                 let mut gpu_env = BTreeMap::new();
-                let r = self.confine_job(s.job, s.attempt, Some(s.share.clone()), &mut gpu_env, &mut info);
+                let r = self.confine_job(s.job, s.attempt, Some(s.share.clone()), &mut gpu_env, &mut info, None);
                 if r.is_ok() {
                     env.extend(gpu_env.clone());
                     self.hold(&info, 1);
@@ -283,6 +287,7 @@ impl Agent {
     pub(super) fn adopt_task(&mut self, job: u64, attempt: u32, slot: Slot, owner: u32, info: RunInfo, pids: Option<Spawned>) {
         let Some((step, procid)) = info.task else { return };
         let cg = match (&self.cfg.cgroups, info.cgroup) {
+            (Some(h), true) if !info.cg_name.is_empty() => Some(h.named(&info.cg_name)),
             (Some(h), true) => Some(h.job(job, attempt)),
             _ => None,
         };

@@ -23,13 +23,15 @@ fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
         .iter()
         .filter(|r| !PUBLIC_ROUTES.contains(r))
         .map(|&(m, p)| {
-            let path = p.replace("{id}", "1").replace("{name}", "node001").replace("{action}", if p.starts_with("/v1/jobs") { "cancel" } else { "drain" });
+            let path = p.replace("{id}", "1").replace("{name}", "node001").replace("{action}", if p.starts_with("/v1/jobs") { "cancel" } else { "drain" }).replace("{step}", "0");
             let body = match p {
                 "/v1/jobs" if m == "POST" => Some(submit.clone()),
                 "/v1/agent/register" => Some(register.clone()),
                 "/v1/agent/poll" | "/v1/agent/report" => Some(msg.clone()),
                 "/v1/cluster" if m == "POST" => Some(reconfigure.clone()),
                 "/v1/cluster/budget" => Some(br#"{"watts": 1000}"#.to_vec()),
+                "/v1/jobs/{id}/steps" => Some(br#"{"ntasks": 1, "argv": ["true"], "workdir": "/", "io": {"addrs": ["127.0.0.1"], "port": 1, "key": "k"}}"#.to_vec()),
+                "/v1/jobs/{id}/steps/{step}/signal" => Some(br#"{"signal": 2}"#.to_vec()),
                 _ => None,
             };
             (m.parse().unwrap(), path, body)
@@ -78,6 +80,8 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
             "/v1/jobs" if *m == Method::POST => StatusCode::CREATED,
             "/v1/cluster" if *m == Method::POST => StatusCode::FORBIDDEN,
             "/v1/jobs" | "/v1/jobs/1" | "/v1/nodes" | "/v1/cluster" | "/v1/openapi.json" | "/metrics" => StatusCode::OK,
+            // anyone may follow a step; job 1 has none
+            "/v1/jobs/1/steps/0" => StatusCode::NOT_FOUND,
             _ => StatusCode::FORBIDDEN,
         };
         assert_eq!(s, want, "{m} {p} as user bob: {body}");
@@ -88,6 +92,8 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
             "/v1/jobs/1/cancel" | "/v1/jobs/1/script" | "/v1/nodes/node001/drain" | "/v1/cluster/budget" => StatusCode::FORBIDDEN,
             "/v1/agent/register" => StatusCode::CONFLICT, // node001 is agent1's, which is alive
             "/v1/agent/poll" | "/v1/agent/report" => StatusCode::CONFLICT, // not agent1's session
+            "/v1/jobs/1/steps" | "/v1/jobs/1/steps/0/signal" => StatusCode::FORBIDDEN,
+            "/v1/jobs/1/steps/0" => StatusCode::NOT_FOUND,
             _ => StatusCode::OK,
         };
         assert_eq!(s, want, "{m} {p} as an agent: {body}");

@@ -7,10 +7,17 @@
 use super::*;
 use tessera_proto::api::{Control, JobStateCode};
 
-/// The job's cgroup directory in the v1 controller `ctl`, for agent `agent`
-/// with state directory `spool`.
-fn cgroup_dir(ctl: &str, agent: &str, spool: &Path, job: u64) -> PathBuf {
-    PathBuf::from("/sys/fs/cgroup").join(ctl).join("tessera").join(tessera_agent::cgroup::base_name(agent, spool)).join(format!("job_{job}_1"))
+/// The v1 `ctl` cgroup directory of the first process whose command line
+/// holds `marker` (the job's: a reused slot's, `tessera/AGENT-HASH/slot_N`).
+fn cgroup_of(ctl: &str, marker: &str) -> Option<PathBuf> {
+    let pid = *processes_with(marker).first()?;
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, c, p) = (f.next()?, f.next()?, f.next()?);
+        (c.split(',').any(|x| x == ctl)).then(|| p.to_string())
+    })?;
+    Some(PathBuf::from("/sys/fs/cgroup").join(ctl).join(path.trim_start_matches('/')))
 }
 
 fn cpu_s(dir: &Path) -> f64 {
@@ -70,12 +77,10 @@ fn nothing_a_job_starts_outlives_it_and_a_frozen_job_uses_no_cpu() {
         return;
     }
     let l = Live::start(1, 30);
-    let spool = l.agent_state(0);
     // a process that leaves the job's session and process group
     let ended = l.submit(&["--wrap", "setsid sh -c 'sleep 987651 &'; (sleep 987652 &); sleep 1"]);
     l.wait_for("the job to complete", 30, |l| l.job(ended).is_some_and(|x| x.state == JobStateCode::Completed));
     assert!(processes_with("sleep 98765").is_empty(), "left behind: {:?}", processes_with("sleep 98765"));
-    assert!(!cgroup_dir("freezer", "agent1", &spool, ended).exists(), "its cgroup is removed");
     // the same, cancelled
     let c = l.submit(&["--wrap", "setsid sh -c 'sleep 987653 &'; sleep 600"]);
     l.wait_for("the forked sleep", 30, |_| !processes_with("sleep 987653").is_empty());
@@ -83,10 +88,10 @@ fn nothing_a_job_starts_outlives_it_and_a_frozen_job_uses_no_cpu() {
     l.wait_for("the job cancelled", 30, |l| l.job(c).is_some_and(|x| x.state == JobStateCode::Cancelled));
     assert!(processes_with("sleep 98765").is_empty(), "left behind: {:?}", processes_with("sleep 98765"));
     // a busy job, frozen: its cgroup counts no CPU while it is
-    let b = l.submit(&["--wrap", "while :; do :; done"]);
-    l.wait_for("running", 30, |l| l.job(b).is_some_and(|x| x.state == JobStateCode::Running));
-    let cpu = cgroup_dir("cpuacct", "agent1", &spool, b);
-    let freezer = cgroup_dir("freezer", "agent1", &spool, b);
+    let b = l.submit(&["--wrap", "exec sh -c ': busy987; while :; do :; done'"]);
+    l.wait_for("running", 30, |_| cgroup_of("cpuacct", "busy987").is_some());
+    let cpu = cgroup_of("cpuacct", "busy987").unwrap();
+    let freezer = cgroup_of("freezer", "busy987").unwrap();
     l.wait_for("it burns CPU", 30, |_| cpu_s(&cpu) > 0.2);
     assert!(l.cli(&["job", "suspend", &b.to_string()]).status.success());
     l.wait_for("frozen", 30, |_| std::fs::read_to_string(freezer.join("freezer.state")).is_ok_and(|s| s.trim() == "FROZEN"));
@@ -142,10 +147,10 @@ fn a_job_on_a_real_node_runs_on_the_cores_it_was_given() {
     let _agent = real_agent(&mut l, &spool);
     l.wait_for("the real node", 30, |l| l.nodes().iter().any(|n| n.state == "idle" && n.confinement.as_ref().is_some_and(|c| c.controls.contains(&Control::Cpuset))));
     // one core asked, four busy processes started
-    let j = l.submit(&["-n", "1", "--wrap", "for i in 1 2 3 4; do (while :; do :; done) & done; sleep 6"]);
-    l.wait_for("running", 30, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Running));
-    let cpu = cgroup_dir("cpuacct", "agent1", &spool, j);
-    let cpus = std::fs::read_to_string(cgroup_dir("cpuset", "agent1", &spool, j).join("cpuset.cpus")).unwrap();
+    let j = l.submit(&["-n", "1", "--wrap", "exec sh -c ': busy988; for i in 1 2 3 4; do (while :; do :; done) & done; sleep 6'"]);
+    l.wait_for("running", 30, |_| cgroup_of("cpuacct", "busy988").is_some());
+    let cpu = cgroup_of("cpuacct", "busy988").unwrap();
+    let cpus = std::fs::read_to_string(cgroup_of("cpuset", "busy988").unwrap().join("cpuset.cpus")).unwrap();
     assert_eq!(tessera_agent::cgroup::parse_cpu_list(&cpus).map(|c| c.len()), Some(1), "one host cpu: {cpus}");
     l.wait_for("the busy processes", 30, |_| cpu_s(&cpu) > 0.5);
     let (c0, t0) = (cpu_s(&cpu), Instant::now());
