@@ -440,11 +440,31 @@ impl JobGroup {
                 }
                 Ctl::Memory => {
                     if let Some(b) = l.memory_bytes {
-                        // the limit first: memory+swap may not be below it
-                        write(&d.join("memory.limit_in_bytes"), &b.to_string())?;
-                        if d.join("memory.memsw.limit_in_bytes").exists() {
-                            write(&d.join("memory.memsw.limit_in_bytes"), &b.to_string())?;
+                        // the limit first: memory+swap may not be below it; a
+                        // reused slot's cache over the new limit is given back
+                        // first if reclaim alone cannot make room
+                        let limit = d.join("memory.limit_in_bytes");
+                        let set_limit = || {
+                            if write(&limit, &b.to_string()).is_err() {
+                                let _ = write(&d.join("memory.force_empty"), "0");
+                                write(&limit, &b.to_string())?;
+                            }
+                            Ok::<(), io::Error>(())
+                        };
+                        let memsw = d.join("memory.memsw.limit_in_bytes");
+                        if memsw.exists() {
+                            // memory + swap is never below memory: raised
+                            // first when a reused slot's limit goes up
+                            let now: u64 = read(&limit)?.trim().parse().unwrap_or(u64::MAX);
+                            if b > now {
+                                write(&memsw, &b.to_string())?;
+                                set_limit()?;
+                            } else {
+                                set_limit()?;
+                                write(&memsw, &b.to_string())?;
+                            }
                         } else {
+                            set_limit()?;
                             write(&d.join("memory.swappiness"), "0")?;
                         }
                     }

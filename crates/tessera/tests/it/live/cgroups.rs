@@ -66,9 +66,15 @@ fn a_job_over_its_memory_ends_out_of_memory_and_its_steps_are_accounted() {
     assert!(row(&format!("{j}.batch"))[3].ends_with('M') && row(&format!("{j}.batch"))[3].trim_end_matches('M').parse::<f64>().unwrap() >= 60.0, "{text}");
     assert_eq!(row(&ok.to_string())[2], "COMPLETED", "{text}");
     assert_eq!(row(&format!("{ok}.batch"))[2], "COMPLETED", "{text}");
+    // the slots' cgroups are reused: a job given more memory, then less, in turn
+    for mem in ["1G", "32M", "2G"] {
+        let k = l.submit(&["--mem", mem, "--wrap", "true"]);
+        l.wait_for("it completes", 30, |l| l.job(k).is_some_and(|x| x.state == JobStateCode::Completed));
+    }
+    assert!(l.nodes().iter().all(|n| n.state == "idle"), "no node drained: {:?}", l.nodes());
     // -X: jobs only
     let x = String::from_utf8_lossy(&l.cli(&["acct", "-X", "-P", "-o", "JobID"]).stdout).to_string();
-    assert!(!x.contains(".batch") && x.lines().count() == 3, "{x}");
+    assert!(!x.contains(".batch") && x.lines().count() == 6, "{x}");
 }
 
 #[test]
