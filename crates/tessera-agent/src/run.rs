@@ -407,22 +407,63 @@ pub struct RunArgs {
     /// The step's name (default: the command's).
     #[arg(short = 'J', long = "job-name")]
     pub name: Option<String>,
-    /// The job the step runs in (default: $TESSERA_JOB_ID, or $SLURM_JOB_ID).
+    /// The job the step runs in (default: $TESSERA_JOB_ID, or $SLURM_JOB_ID;
+    /// outside a job, an allocation made for it).
     #[arg(long)]
     pub jobid: Option<u64>,
+    #[command(flatten)]
+    pub alloc: AllocArgs,
     /// The command and its arguments.
     #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
 }
 
+/// What an allocation made by `tessera run` outside a job, or by `tessera
+/// salloc`, asks for beyond its tasks (sbatch's names).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct AllocArgs {
+    /// Time limit (Slurm's syntax).
+    #[arg(short = 't', long)]
+    pub time: Option<String>,
+    #[arg(short = 'p', long)]
+    pub partition: Option<String>,
+    /// Memory per node (`--mem 4G`).
+    #[arg(long)]
+    pub mem: Option<String>,
+    #[arg(long)]
+    pub mem_per_cpu: Option<String>,
+    /// GPUs on each node.
+    #[arg(long)]
+    pub gpus_per_node: Option<String>,
+}
+
+/// `tessera salloc`'s options: an allocation, and a command run here in it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SallocArgs {
+    #[arg(short = 'n', long = "ntasks", default_value_t = 1)]
+    pub ntasks: u32,
+    #[arg(short = 'N', long = "nodes")]
+    pub nodes: Option<u32>,
+    #[arg(short = 'c', long = "cpus-per-task", default_value_t = 1)]
+    pub cpus_per_task: u32,
+    #[arg(short = 'J', long = "job-name", default_value = "interactive")]
+    pub name: String,
+    #[command(flatten)]
+    pub alloc: AllocArgs,
+    /// The command (default: $SHELL), run on this host with the job's
+    /// variables; the allocation ends with it.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
 impl RunArgs {
-    /// What to run, in which job: an error says how to get an allocation.
+    /// What to run, in which job (None: outside any, an allocation is made).
     pub fn spec(&self, env: &BTreeMap<String, String>) -> Result<RunSpec, String> {
         let job = match self.jobid {
             Some(j) => j,
             None => match env.get("TESSERA_JOB_ID").or_else(|| env.get("SLURM_JOB_ID")) {
                 Some(v) => v.parse().map_err(|_| format!("$TESSERA_JOB_ID {v:?}: expected a job id"))?,
-                None => return Err("not inside an allocation (no $TESSERA_JOB_ID or $SLURM_JOB_ID): run it in a batch script (tessera job submit), or name the job with --jobid".into()),
+                None => 0,
             },
         };
         let name = self.name.clone().unwrap_or_else(|| self.command[0].rsplit('/').next().unwrap_or("step").to_string());
@@ -430,12 +471,102 @@ impl RunArgs {
     }
 }
 
+/// Make an allocation without a batch script (`--no-shell`) for `ntasks`
+/// tasks and wait until it runs; `who` names the command in its messages.
+/// Interrupted while it waits, it cancels the allocation.
+async fn allocate(client: &mut Client, who: &str, shape: (u32, Option<u32>, u32), name: &str, a: &AllocArgs, workdir: &str, env: &BTreeMap<String, String>) -> Result<tessera_proto::api::JobInfo, String> {
+    use tessera_proto::api::{JobInfo, OptionArg, SubmitReply, SubmitRequest};
+    let opt = |o: &str, v: String| OptionArg { option: o.into(), value: v };
+    let mut options = vec![opt("--ntasks", shape.0.to_string()), opt("--cpus-per-task", shape.2.to_string()), opt("--no-shell", String::new()), opt("--job-name", name.to_string())];
+    for (o, v) in [("--nodes", shape.1.map(|n| n.to_string())), ("--time", a.time.clone()), ("--partition", a.partition.clone()), ("--mem", a.mem.clone()), ("--mem-per-cpu", a.mem_per_cpu.clone()), ("--gpus-per-node", a.gpus_per_node.clone())] {
+        if let Some(v) = v {
+            options.push(opt(o, v));
+        }
+    }
+    let req = SubmitRequest { script: format!("#!/bin/sh\n# an allocation of {who}, without a batch script\n"), options, workdir: workdir.to_string(), env: env.clone(), script_name: Some(name.to_string()), idempotency_key: None };
+    let r: SubmitReply = client.call(hyper::Method::POST, "/v1/jobs", Some(&req)).await.map_err(explain)?;
+    let id = *r.jobs.first().ok_or("the controller created no job")?;
+    let mut told = false;
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    loop {
+        let j: JobInfo = client.call::<(), _>(hyper::Method::GET, &format!("/v1/jobs/{id}"), None).await.map_err(explain)?;
+        match j.state {
+            JobStateCode::Running => {
+                eprintln!("{who}: job {id} has been allocated resources ({})", j.nodelist);
+                return Ok(j);
+            }
+            JobStateCode::Pending | JobStateCode::Suspended => {}
+            s => return Err(format!("job {id} ended {} before it ran", s.name())),
+        }
+        if !told {
+            eprintln!("{who}: job {id} queued and waiting for resources ({})", j.reason);
+            told = true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            _ = interrupt.recv() => {
+                let _ = client.call::<(), JobInfo>(hyper::Method::POST, &format!("/v1/jobs/{id}/cancel"), None).await;
+                return Err(format!("job {id} cancelled while it waited"));
+            }
+        }
+    }
+}
+
+/// End an allocation made by [`allocate`] with its command's code.
+async fn end(client: &mut Client, job: u64, code: i32) {
+    let body = tessera_proto::api::EndRequest { code };
+    if let Err(e) = client.call::<_, tessera_proto::api::JobInfo>(hyper::Method::POST, &format!("/v1/jobs/{job}/end"), Some(&body)).await {
+        eprintln!("ending job {job}: {}", explain(e));
+    }
+}
+
 /// `tessera run` from this process: its environment and working directory
-/// go to the tasks; the code it ends with.
+/// go to the tasks; the code it ends with. Outside a job it makes an
+/// allocation for the step, runs it, and ends the allocation with the
+/// step's code (srun without an allocation).
 pub fn run_here(mut client: Client, a: &RunArgs) -> Result<i32, String> {
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let spec = a.spec(&env)?;
+    let mut spec = a.spec(&env)?;
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?.display().to_string();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    rt.block_on(run(&mut client, &spec, cwd, env))
+    rt.block_on(async {
+        if spec.job != 0 {
+            return run(&mut client, &spec, cwd, env).await;
+        }
+        let j = allocate(&mut client, "tessera run", (spec.ntasks, spec.nodes, spec.cpus_per_task), &spec.name, &a.alloc, &cwd, &env).await?;
+        spec.job = j.id;
+        let code = run(&mut client, &spec, cwd, env).await;
+        end(&mut client, j.id, *code.as_ref().unwrap_or(&1)).await;
+        code
+    })
+}
+
+/// `tessera salloc`: an allocation, then its command run here with the
+/// job's variables (`tessera run` inside starts steps in it); the allocation
+/// ends with the command, with its code.
+pub fn salloc_here(mut client: Client, a: &SallocArgs) -> Result<i32, String> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?.display().to_string();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let j = rt.block_on(allocate(&mut client, "salloc", (a.ntasks, a.nodes, a.cpus_per_task), &a.name, &a.alloc, &cwd, &env))?;
+    eprintln!("salloc: Granted job allocation {}", j.id);
+    let argv = if a.command.is_empty() { vec![env.get("SHELL").cloned().unwrap_or_else(|| "/bin/sh".into())] } else { a.command.clone() };
+    let mut cmd = std::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    for prefix in ["SLURM_", "TESSERA_"] {
+        for (k, v) in [("JOB_ID", j.id.to_string()), ("JOB_NODELIST", j.nodelist.clone()), ("NODELIST", j.nodelist.clone()), ("JOB_NUM_NODES", j.nodes.to_string()), ("NNODES", j.nodes.to_string()), ("NTASKS", a.ntasks.to_string()), ("NPROCS", a.ntasks.to_string()), ("CPUS_PER_TASK", a.cpus_per_task.to_string()), ("JOB_NAME", a.name.clone())] {
+            cmd.env(format!("{prefix}{k}"), v);
+        }
+    }
+    cmd.env("SLURM_JOBID", j.id.to_string());
+    let code = match cmd.status() {
+        Ok(s) => s.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0)),
+        Err(e) => {
+            eprintln!("salloc: cannot run {:?}: {e}", argv[0]);
+            127
+        }
+    };
+    rt.block_on(end(&mut client, j.id, code));
+    eprintln!("salloc: Relinquishing job allocation {}", j.id);
+    Ok(code)
 }

@@ -51,6 +51,7 @@ pub enum Msg {
     Step { who: Identity, job: JobRef, req: StepRequest, reply: Reply<StepInfo> },
     StepInfo { job: JobRef, step: u32, reply: Reply<StepInfo> },
     StepSignal { who: Identity, job: JobRef, step: u32, signal: i32, reply: Reply<StepInfo> },
+    End { who: Identity, job: JobRef, code: i32, reply: Reply<JobInfo> },
     Shutdown,
 }
 
@@ -444,6 +445,13 @@ impl Actor {
             Msg::StepInfo { job, step, reply } => {
                 let _ = reply.send(self.state.resolve(job).and_then(|job| self.state.step_info(&self.cluster, job, step).ok_or_else(|| ApiError::new(404, format!("job {job} has no step {step}")))));
             }
+            Msg::End { who, job, code, reply } => match self.state.resolve(job).and_then(|job| Ok((job, self.state.admit_end(&who, job, code)?))) {
+                Ok((job, ev)) => {
+                    events.push(ev);
+                    after.push(After::Job(reply, job));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
             Msg::StepSignal { who, job, step, signal, reply } => match self.state.resolve(job).and_then(|job| Ok((job, self.state.admit_step_signal(&who, job, step, signal)?))) {
                 Ok((job, ev)) => {
                     events.push(ev);

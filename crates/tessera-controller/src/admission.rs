@@ -213,6 +213,19 @@ impl State {
         Ok(Event::StepStart(Box::new((job, m.attempt, meta))))
     }
 
+    /// The end of an allocation without a batch script, from its client.
+    pub fn admit_end(&self, who: &Identity, job: u64, code: i32) -> Result<Event, ApiError> {
+        self.owned(who, job, false)?;
+        let m = &self.ledger.jobs[&job];
+        if !m.req.no_shell {
+            return Err(ApiError::new(409, format!("job {job} runs a batch script: it ends when the script does")));
+        }
+        match self.engine().job(JobId(job)).map(|(_, s)| s) {
+            Some(JobState::Running { .. }) => Ok(Event::End { job, attempt: m.attempt, code }),
+            st => Err(ApiError::new(409, format!("job {job} is {}: only a running allocation ends so", st.map_or("gone", |s| s.name())).to_lowercase())),
+        }
+    }
+
     /// A signal for a running step, from its client.
     pub fn admit_step_signal(&self, who: &Identity, job: u64, step: u32, signal: i32) -> Result<Event, ApiError> {
         self.owned(who, job, false)?;

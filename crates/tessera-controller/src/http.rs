@@ -33,6 +33,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/jobs/{id}"),
     ("GET", "/v1/jobs/{id}/script"),
     ("POST", "/v1/jobs/{id}/{action}"),
+    ("POST", "/v1/jobs/{id}/end"),
     ("POST", "/v1/jobs/{id}/steps"),
     ("GET", "/v1/jobs/{id}/steps/{step}"),
     ("POST", "/v1/jobs/{id}/steps/{step}/signal"),
@@ -175,6 +176,11 @@ async fn step_start(State(app): State<App>, Caller(who): Caller, Path(id): Path<
     Ok((StatusCode::CREATED, Json(ask(&app, |reply| Msg::Step { who, job, req, reply }).await?)))
 }
 
+async fn end(State(app): State<App>, Caller(who): Caller, Path(id): Path<String>, b: Result<Json<EndRequest>, JsonRejection>) -> Result<Json<JobInfo>, ApiError> {
+    let (job, req) = (job_id(&id)?, body(b)?);
+    Ok(Json(ask(&app, |reply| Msg::End { who, job, code: req.code, reply }).await?))
+}
+
 fn step_id(s: &str) -> Result<u32, ApiError> {
     s.parse().map_err(|_| ApiError::new(400, format!("step {}: expected a step number (0, 1, ...)", tessera_core::quote::bounded(s))))
 }
@@ -272,6 +278,7 @@ pub fn router(app: App) -> Router {
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/jobs/{id}/script", get(script))
         .route("/v1/jobs/{id}/{action}", post(job_action))
+        .route("/v1/jobs/{id}/end", post(end))
         .route("/v1/jobs/{id}/steps", post(step_start))
         .route("/v1/jobs/{id}/steps/{step}", get(step_info))
         .route("/v1/jobs/{id}/steps/{step}/signal", post(step_signal))

@@ -60,6 +60,10 @@ pub struct JobRequest {
     /// that records its suspensions, as the emulation's sleep job).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspend_tstp: bool,
+    /// `--no-shell` (salloc's): an allocation without a batch script; its
+    /// steps run in it until its client ends it (`POST /v1/jobs/{id}/end`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_shell: bool,
 }
 
 /// A job's shape and power behaviour, for the power-aware policy (PARM): the
@@ -357,6 +361,7 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         requeue: get("--requeue").is_some() && get("--no-requeue").is_none(),
         hold: get("--hold").is_some(),
         suspend_tstp: get("--suspend-tstp").is_some(),
+        no_shell: get("--no-shell").is_some(),
         dependencies,
         singleton,
         dependency_tasks,

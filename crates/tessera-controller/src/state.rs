@@ -116,6 +116,8 @@ pub enum Event {
     StepEnded(Box<StepExit>),
     /// A step's client forwarded a signal to its tasks.
     StepSignal { job: u64, attempt: u32, step: u32, signal: i32 },
+    /// The client of an allocation without a batch script ended it.
+    End { job: u64, attempt: u32, code: i32 },
 }
 
 /// What the actor is asked to do.
@@ -495,6 +497,11 @@ impl State {
                 }
             }
             // applied by `apply`, which holds the cluster and makes the pass
+            Event::End { job, attempt, code } => {
+                if self.ledger.jobs.get(job).is_some_and(|m| m.attempt == *attempt && m.req.no_shell) && matches!(self.engine.job(JobId(*job)), Some((_, JobState::Running { .. }))) {
+                    inputs.push_back(Input::Complete { job: JobId(*job), outcome: Outcome::Exited(*code) });
+                }
+            }
             Event::Reconfigure { .. } | Event::PassLater | Event::StepStart(_) | Event::StepEnded(_) | Event::StepSignal { .. } => {}
             Event::SetBudget { watts } => inputs.push_back(Input::SetBudget { watts: *watts }),
             Event::DecisionTime { micros } => inputs.push_back(Input::DecisionTime { micros: *micros }),
@@ -738,7 +745,8 @@ impl State {
             .filter_map(|m| {
                 let n = *m.nodes.first()?;
                 let (_, st) = self.engine.job(JobId(m.id))?;
-                (!st.queued() && self.ledger.node_agent[n as usize].as_deref() == Some(agent)).then_some((m.id, m.attempt, n, st))
+                // an allocation without a batch script runs on no agent
+                (!st.queued() && !m.req.no_shell && self.ledger.node_agent[n as usize].as_deref() == Some(agent)).then_some((m.id, m.attempt, n, st))
             })
             .collect()
     }
@@ -796,19 +804,24 @@ impl Ledger {
                 }
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, node = %cluster.nodes[node as usize].name, attempt = m.attempt, "start");
-                let launch = self.launch_of(engine, cluster, job.0).expect("a started job has a launch");
-                out.push(Action::Launch { node, launch: Box::new(launch) });
+                if !m.req.no_shell {
+                    let launch = self.launch_of(engine, cluster, job.0).expect("a started job has a launch");
+                    out.push(Action::Launch { node, launch: Box::new(launch) });
+                }
             }
             Effect::Kill { job, reason } => {
                 let Some(m) = self.jobs.get(&job.0) else { return };
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, ?reason, "kill");
                 // the nodes its running steps' tasks are on
-                let mut step_nodes: Vec<u32> = m.steps.iter().filter(|s| s.end().is_none()).flat_map(|s| s.nodes.iter().zip(&s.ended).filter(|(_, e)| e.is_none()).map(|(&n, _)| n)).filter(|&n| n != node).collect();
+                let mut step_nodes: Vec<u32> = m.steps.iter().filter(|s| s.end().is_none()).flat_map(|s| s.nodes.iter().zip(&s.ended).filter(|(_, e)| e.is_none()).map(|(&n, _)| n)).filter(|&n| n != node || m.req.no_shell).collect();
                 step_nodes.sort_unstable();
                 step_nodes.dedup();
                 out.extend(step_nodes.into_iter().filter(|&n| self.node_agent[n as usize].is_some()).map(|n| Action::Kill { node: n, job: job.0, attempt: m.attempt }));
-                if self.node_agent[node as usize].is_some() {
+                if m.req.no_shell {
+                    // no batch script to end: the allocation ends now
+                    inputs.push_back(Input::Complete { job, outcome: Outcome::Signaled(9) });
+                } else if self.node_agent[node as usize].is_some() {
                     out.push(Action::Kill { node, job: job.0, attempt: m.attempt });
                 } else {
                     // nobody runs it any more: its first node's agent is gone
@@ -869,6 +882,11 @@ impl Ledger {
     fn finished(&mut self, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, out: &mut Vec<Action>) {
         let id = rec.spec.id.0;
         let Some(m) = self.jobs.remove(&id) else { return };
+        // the nodes its steps ran on give back what they kept for it
+        let mut step_nodes: Vec<u32> = m.steps.iter().flat_map(|s| s.nodes.iter().copied()).collect();
+        step_nodes.sort_unstable();
+        step_nodes.dedup();
+        out.extend(step_nodes.into_iter().filter(|&n| self.node_agent[n as usize].is_some()).map(|n| Action::Kill { node: n, job: id, attempt: m.attempt }));
         if let (Some(cap_w), Some(_)) = (m.cap_w, rec.start) {
             // its nodes idle, at the cap they had
             out.extend(m.nodes.iter().map(|&node| Action::Power { node, cap_w, busy: false }));
@@ -962,7 +980,7 @@ impl Ledger {
             max_rss_kb: m.usage.map(|u| u.max_rss_kb).into_iter().chain(steps.iter().filter_map(|s| s.max_rss_kb)).max(),
             // the batch script's step, on the job's first node, then its own
             steps: match (rec.start, m.nodes.first()) {
-                (Some(s), Some(&first)) => vec![StepRecord {
+                (Some(s), Some(&first)) if !m.req.no_shell => vec![StepRecord {
                     step: "batch".into(),
                     name: "batch".into(),
                     node_list: cluster.nodes[first as usize].name.clone(),

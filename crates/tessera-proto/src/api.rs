@@ -650,6 +650,15 @@ pub struct StepInfo {
     pub reason: String,
 }
 
+/// `POST /v1/jobs/{id}/end`: the client of an allocation without a batch
+/// script (`tessera run` outside a job, `tessera salloc`) ends it, with the
+/// exit code of what it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndRequest {
+    pub code: i32,
+}
+
 /// `POST /v1/jobs/{id}/steps/{step}/signal`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

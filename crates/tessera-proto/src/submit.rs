@@ -263,6 +263,7 @@ pub const OPTIONS: &[(&str, &str, bool)] = &[
     ("", "--parallelism", true),
     ("", "--sigma", true),
     ("", "--suspend-tstp", false),
+    ("", "--no-shell", false),
 ];
 
 /// An option's long name and whether it takes a value, by its short or long

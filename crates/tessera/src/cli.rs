@@ -92,6 +92,8 @@ pub enum Command {
     },
     /// A job step (srun): tasks across the job's nodes, their output here.
     Run(crate::live_args::RunCmd),
+    /// An interactive allocation (salloc): a command run here in it.
+    Salloc(crate::live_args::SallocCmd),
     /// The queue of a running controller (squeue).
     Queue(crate::live_args::QueueArgs),
     /// The nodes of a running controller (sinfo).

@@ -343,6 +343,14 @@ pub struct RunCmd {
 }
 
 #[derive(Args, Debug)]
+pub struct SallocCmd {
+    #[command(flatten)]
+    pub salloc: tessera_agent::run::SallocArgs,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Args, Debug)]
 pub struct NodesArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]

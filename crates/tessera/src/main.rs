@@ -98,6 +98,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
         cli::Command::Down(a) => daemon_cmd::down(a),
         cli::Command::Token { command: live_args::TokenCommand::Create(a) } => daemon_cmd::token(a),
         cli::Command::Run(a) => live_cmd::run(a),
+        cli::Command::Salloc(a) => std::process::exit(tessera_agent::run::salloc_here(live_cmd::connect(&a.client)?, &a.salloc).map_err(|e| anyhow::anyhow!("salloc: {e}"))?),
         cli::Command::Queue(a) => live_cmd::queue(a),
         cli::Command::Nodes(a) => live_cmd::nodes(a),
         cli::Command::Job { command } => match command {

@@ -32,6 +32,7 @@ fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
                 "/v1/cluster/budget" => Some(br#"{"watts": 1000}"#.to_vec()),
                 "/v1/jobs/{id}/steps" => Some(br#"{"ntasks": 1, "argv": ["true"], "workdir": "/", "io": {"addrs": ["127.0.0.1"], "port": 1, "key": "k"}}"#.to_vec()),
                 "/v1/jobs/{id}/steps/{step}/signal" => Some(br#"{"signal": 2}"#.to_vec()),
+                "/v1/jobs/{id}/end" => Some(br#"{"code": 0}"#.to_vec()),
                 _ => None,
             };
             (m.parse().unwrap(), path, body)
@@ -92,7 +93,7 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
             "/v1/jobs/1/cancel" | "/v1/jobs/1/script" | "/v1/nodes/node001/drain" | "/v1/cluster/budget" => StatusCode::FORBIDDEN,
             "/v1/agent/register" => StatusCode::CONFLICT, // node001 is agent1's, which is alive
             "/v1/agent/poll" | "/v1/agent/report" => StatusCode::CONFLICT, // not agent1's session
-            "/v1/jobs/1/steps" | "/v1/jobs/1/steps/0/signal" => StatusCode::FORBIDDEN,
+            "/v1/jobs/1/steps" | "/v1/jobs/1/steps/0/signal" | "/v1/jobs/1/end" => StatusCode::FORBIDDEN,
             "/v1/jobs/1/steps/0" => StatusCode::NOT_FOUND,
             _ => StatusCode::OK,
         };

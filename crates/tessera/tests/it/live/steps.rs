@@ -59,3 +59,26 @@ fn a_step_whose_node_fails_ends_node_fail() {
     assert!(acct.lines().any(|r| r == format!("{j}.0|NODE_FAIL")), "{acct}");
     assert!(acct.lines().any(|r| r == format!("{j}|NODE_FAIL")), "{acct}");
 }
+
+#[test]
+fn tessera_run_outside_a_job_and_salloc_make_an_allocation_that_ends_with_their_command() {
+    let l = Live::start(1, 30);
+    // srun without a job: an allocation for the step, ended with its code
+    let o = l.cli(&["run", "-n", "4", "--label", "sh", "-c", "echo task $SLURM_PROCID of $SLURM_NTASKS in $SLURM_JOB_ID"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect();
+    lines.sort();
+    assert_eq!(lines, ["0: task 0 of 4 in 1", "1: task 1 of 4 in 1", "2: task 2 of 4 in 1", "3: task 3 of 4 in 1"], "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("job 1 has been allocated resources"));
+    // salloc: its command runs here with the job's variables, steps in it
+    let o = l.cli(&["salloc", "-n", "2", "sh", "-c", &format!("{BIN} run -n 2 true && echo in $SLURM_JOB_ID of $SLURM_NTASKS; exit 3")]);
+    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "in 2 of 2");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("salloc: Granted job allocation 2"));
+    let acct = String::from_utf8_lossy(&l.cli(&["acct", "-P", "-o", "JobID,JobName,State,ExitCode,NTasks"]).stdout).to_string();
+    let rows: Vec<&str> = acct.lines().skip(1).collect();
+    assert_eq!(rows, ["1|sh|COMPLETED|0:0|4", "1.0|sh|COMPLETED|0:0|4", "2|interactive|FAILED|3:0|2", "2.0|true|COMPLETED|0:0|2"], "{acct}");
+    // without a controller: how to start one
+    let o = Command::new(BIN).args(["run", "true"]).current_dir(l.dir.path()).env_remove("TESSERA_STATE_DIR").env_remove("TESSERA_CONTROLLER").output().unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("start one with `tessera up"), "{}", String::from_utf8_lossy(&o.stderr));
+}
