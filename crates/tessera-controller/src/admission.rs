@@ -89,7 +89,7 @@ impl State {
         let spec = r.spec(first, cluster, parm);
         let nodeset = r.nodeset.as_deref().map(|s| tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit"));
         {
-            if let Err(e) = self.engine().can_run(&spec, nodeset.as_ref()) {
+            if let Err(e) = self.engine().can_run_with(&spec, nodeset.as_ref(), &r.choice(cluster)) {
                 // the request is no job yet: its options are named, not an id
                 let why = match e {
                     tessera_core::Rejection::NeverFits { why, .. } => why.to_string(),

@@ -60,6 +60,14 @@ pub struct JobRequest {
     /// that records its suspensions, as the emulation's sleep job).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspend_tstp: bool,
+    /// Its layout on nodes (`-N`, `--ntasks-per-node`, `-c`, `--exclusive`).
+    #[serde(default, skip_serializing_if = "tessera_core::Shape::is_free")]
+    pub shape: tessera_core::Shape,
+    /// Nodes it must run on and nodes it may not (`-w`, `-x`), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
     /// `--no-shell` (salloc's): an allocation without a batch script; its
     /// steps run in it until its client ends it (`POST /v1/jobs/{id}/end`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -113,14 +121,24 @@ impl JobRequest {
         spec.mem_per_proc_mb = self.mem_per_proc_mb;
         spec.gpus_per_node = self.gpus_per_node;
         if parm {
+            // the power-aware scheduler chooses its nodes itself
             if let Ok(info) = cluster.power_machine() {
                 let cores = info.machine.node_cores.max(1);
-                let p = self.power.clone().unwrap_or_else(|| PowerRequest::rigid(self.procs.div_ceil(cores)));
+                let n = if self.shape.nodes > 0 { self.shape.nodes } else { self.procs.div_ceil(cores) };
+                let p = self.power.clone().unwrap_or_else(|| PowerRequest::rigid(n));
                 spec.procs = p.n_max.saturating_mul(cores).max(1);
                 spec.power = Some(p.job(self.limit_s, info.cpu_max_w));
             }
+        } else {
+            spec.shape = self.shape;
         }
         spec
+    }
+
+    /// The nodes it names (`-w`) and excludes (`-x`), by index in `cluster`.
+    pub fn choice(&self, cluster: &Cluster) -> tessera_core::NodeChoice {
+        let index = |names: &[String]| -> Vec<u32> { names.iter().filter_map(|n| cluster.nodes.iter().position(|x| x.name == *n)).map(|i| i as u32).collect() };
+        tessera_core::NodeChoice { include: index(&self.include), exclude: index(&self.exclude) }
     }
 }
 
@@ -227,38 +245,60 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         Some((v, l)) => count("--cpus-per-task", v, 1, max_procs).map_err(|e| at(e, l))?,
         None => 1,
     };
-    let per_node: Vec<u32> = part.nodes.iter().map(|&n| cluster.nodes[n].cores).collect();
-    let uniform = per_node.windows(2).all(|w| w[0] == w[1]);
-    let node_cores = per_node.first().copied().unwrap_or(1);
-    let procs = match (get("--ntasks"), nodes) {
-        (Some((v, l)), _) => count("--ntasks", v, 1, max_procs).map_err(|e| at(e, l))? as u64 * cpt as u64,
-        (None, Some(n)) if uniform => n as u64 * node_cores as u64,
-        (None, Some(n)) => {
-            let (_, l) = get("--nodes").unwrap();
-            return Err(at(err("--nodes", &n.to_string(), "-n/--ntasks as well: the partition's nodes differ in size, so whole nodes are not a fixed number of processors"), l));
+    // nodes named (-w) or excluded (-x): hostlists of the partition's nodes
+    let names = |o: &str| -> Result<Vec<String>, OptionError> {
+        let Some((v, l)) = get(o) else { return Ok(Vec::new()) };
+        let list = tessera_core::hostlist::expand(v.trim()).map_err(|e| at(err(o, v, &format!("a hostlist such as node[001-004] ({e})")), l))?;
+        if let Some(bad) = list.iter().find(|n| !part.nodes.iter().any(|&k| cluster.nodes[k].name == **n)) {
+            return Err(at(err(o, v, &format!("nodes of partition {} ({} is not)", part.name, tessera_core::quote::bounded(bad))), l));
         }
-        (None, None) => cpt as u64,
+        Ok(list)
     };
+    let (include, exclude) = (names("--nodelist")?, names("--exclude")?);
+    let per_node_cap = match get("--ntasks-per-node") {
+        Some((v, l)) => Some(count("--ntasks-per-node", v, 1, max_procs).map_err(|e| at(e, l))?),
+        None => None,
+    };
+    // -w names every node it lists: as many nodes at least
+    let nodes = match (nodes, include.len() as u32) {
+        (None, 0) => None,
+        (None, w) => Some(w),
+        (Some(n), w) if n < w => {
+            let (v, l) = get("--nodes").unwrap();
+            return Err(at(err("--nodes", v, &format!("at least the {w} nodes of -w")), l));
+        }
+        (n, _) => n,
+    };
+    // tasks as Slurm counts them: -n, else -N × --ntasks-per-node, else one
+    // per node of -N, else --ntasks-per-node, else one
+    let tasks: u64 = match (get("--ntasks"), nodes, per_node_cap) {
+        (Some((v, l)), _, _) => count("--ntasks", v, 1, max_procs).map_err(|e| at(e, l))? as u64,
+        (None, Some(n), Some(k)) => n as u64 * k as u64,
+        (None, Some(n), None) => n as u64,
+        (None, None, Some(k)) => k as u64,
+        (None, None, None) => 1,
+    };
+    let procs = tasks * cpt as u64;
     if procs > max_procs as u64 {
         let (o, (v, l)) = get("--ntasks").map(|x| ("--ntasks", x)).unwrap_or(("--cpus-per-task", get("--cpus-per-task").unwrap_or(("", None))));
         return Err(at(err(o, v, &format!("at most {max_procs} processors in all (partition {})", part.name)), l));
     }
     let procs = procs as u32;
-    if let (Some(n), true) = (nodes, get("--ntasks").is_some()) {
-        // the engine packs processors onto nodes; -N must agree with that packing
-        let packed = if uniform { procs.div_ceil(node_cores) } else { 0 };
-        if !uniform || (part.exclusive && packed != n) || n > procs {
-            let (v, l) = get("--nodes").unwrap();
-            let allowed = if uniform && part.exclusive {
-                format!("{packed} for {procs} processors on nodes of {node_cores} cores (whole nodes)")
-            } else if uniform {
-                format!("at most {procs} (one processor per node at least)")
-            } else {
-                "to be left out: with -n the engine chooses the nodes of a partition whose nodes differ in size".to_string()
-            };
-            return Err(at(err("--nodes", v, &allowed), l));
+    if let Some(n) = nodes {
+        let (v, l) = get("--nodes").unwrap_or(("", None));
+        if n as u64 > tasks {
+            return Err(at(err("--nodes", v, &format!("at most {tasks}: each node runs one task at least")), l));
+        }
+        if let Some(k) = per_node_cap.filter(|&k| (n as u64) * (k as u64) < tasks) {
+            return Err(at(err("--ntasks-per-node", &k.to_string(), &format!("at least {} for {tasks} tasks on {n} nodes", tasks.div_ceil(n as u64))), l));
         }
     }
+    let shape = tessera_core::Shape {
+        nodes: nodes.unwrap_or(0),
+        tasks_per_node: per_node_cap.unwrap_or(0),
+        cpus_per_task: if cpt > 1 { cpt } else { 0 },
+        exclusive: get("--exclusive").is_some(),
+    };
     let per_node_procs = nodes.map(|n| procs.div_ceil(n)).unwrap_or(procs);
     let max_mem = part.nodes.iter().map(|&n| cluster.nodes[n].memory_mb).max().unwrap_or(0);
     let mem_per_proc_mb = match (get("--mem"), get("--mem-per-cpu")) {
@@ -374,6 +414,9 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         env: req.env.clone(),
         idempotency_key,
         power,
+        shape,
+        include,
+        exclude,
     })
 }
 

@@ -573,6 +573,7 @@ impl State {
             })
             .map(|&(kind, d)| After { kind: after_kind(kind), job: JobId(d), delay: 0 })
             .collect();
+        let choice = req.choice(cluster);
         for (k, task) in tasks.iter().enumerate() {
             let id = first + k as u64;
             let mut spec = req.spec(id, cluster, parm);
@@ -608,7 +609,7 @@ impl State {
                     steps: Vec::new(),
                 },
             );
-            inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone(), after: after.clone() });
+            inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone(), after: after.clone(), nodes: choice.clone() });
         }
         self.ledger.next_id = self.ledger.next_id.max(first + tasks.len() as u64);
     }

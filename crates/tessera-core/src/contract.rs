@@ -39,6 +39,22 @@ pub enum NodeChange {
     PowerFault,
 }
 
+/// Nodes a job must run on (all of them, `include`, Slurm's `-w`) and nodes
+/// it may not (`exclude`, `-x`), by index in the cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeChoice {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<u32>,
+}
+
+impl NodeChoice {
+    pub fn is_empty(&self) -> bool {
+        self.include.is_empty() && self.exclude.is_empty()
+    }
+}
+
 /// What a driver tells the engine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Input {
@@ -53,6 +69,8 @@ pub enum Input {
         spec: JobSpec,
         nodeset: Option<NodeSetSpec>,
         after: Vec<After>,
+        /// Nodes it must use and nodes it may not (Slurm's `-w`, `-x`).
+        nodes: NodeChoice,
     },
     /// Cancel a queued job (it leaves at once) or a running one (it is killed).
     Cancel(JobId),
@@ -110,6 +128,7 @@ impl Input {
             spec,
             nodeset: None,
             after: Vec::new(),
+            nodes: NodeChoice::default(),
         }
     }
 

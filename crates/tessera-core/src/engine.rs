@@ -143,7 +143,7 @@ impl Engine {
             }
         }
         match input {
-            Input::Submit { spec, nodeset, after } => self.submit(now, spec, nodeset, after, out),
+            Input::Submit { spec, nodeset, after, nodes } => self.submit(now, spec, nodeset, after, nodes, out),
             Input::Cancel(id) => {
                 let j = self.lookup(id)?;
                 match self.t.state(j) {
@@ -421,11 +421,16 @@ impl Engine {
     /// machine could run (its id aside). Drivers use it to sort out jobs that
     /// could never run before replaying them.
     pub fn can_run(&self, spec: &JobSpec, nodeset: Option<&NodeSetSpec>) -> Result<(), Rejection> {
+        self.can_run_with(spec, nodeset, &crate::NodeChoice::default())
+    }
+
+    /// [`Engine::can_run`] for a job that names nodes it must use or may not.
+    pub fn can_run_with(&self, spec: &JobSpec, nodeset: Option<&NodeSetSpec>, choice: &crate::NodeChoice) -> Result<(), Rejection> {
         self.vet(spec)?;
         let never = |why| Rejection::NeverFits { job: spec.id, why };
         match &self.m {
             Machine::Nodes(m) => m
-                .demand_of(spec, nodeset, 0)
+                .demand_of(spec, nodeset, choice, 0)
                 .map(|_| ())
                 .map_err(|e| never(e.why())),
             Machine::Parm(m) => match spec.power {
@@ -463,6 +468,23 @@ impl Engine {
                 expected: "0 to 2^42 seconds",
             });
         }
+        let cpt = spec.shape.cpt();
+        if spec.procs % cpt != 0 {
+            return Err(Rejection::InvalidSpec {
+                job: id,
+                field: "shape.cpus_per_task",
+                value: cpt.to_string(),
+                expected: "a divisor of its processors (each task has that many)",
+            });
+        }
+        if spec.shape.nodes > spec.procs / cpt {
+            return Err(Rejection::InvalidSpec {
+                job: id,
+                field: "shape.nodes",
+                value: spec.shape.nodes.to_string(),
+                expected: "at most one node per task",
+            });
+        }
         Ok(())
     }
 
@@ -472,6 +494,7 @@ impl Engine {
         spec: JobSpec,
         nodeset: Option<NodeSetSpec>,
         after: Vec<After>,
+        choice: crate::NodeChoice,
         out: &mut Vec<Effect>,
     ) -> Result<(), Rejection> {
         let id = spec.id;
@@ -491,7 +514,7 @@ impl Engine {
         let j = match &mut self.m {
             Machine::Nodes(m) => {
                 let (d, need, dropped) = m
-                    .admit(&spec, nodeset.as_ref(), now)
+                    .admit(&spec, nodeset.as_ref(), &choice, now)
                     .map_err(|e| never(e.why()))?;
                 let j = self.t.insert(now, spec, need);
                 m.attach(j, d, nodeset, dropped);

@@ -63,6 +63,46 @@ pub struct JobSpec {
     /// (Slurm's `--dependency=singleton`: the driver keys a user's job name).
     #[serde(default)]
     pub singleton: Option<u64>,
+    /// How its processors are laid out on nodes, as Slurm's `-N`,
+    /// `--ntasks-per-node`, `-c` and `--exclusive` ask (the default: the
+    /// engine packs processors where they are free).
+    #[serde(default, skip_serializing_if = "Shape::is_free")]
+    pub shape: Shape,
+}
+
+/// A job's layout on nodes (Slurm's semantics). `procs` is its tasks ×
+/// `cpus_per_task`; a task's cores are on one node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shape {
+    /// Exactly this many nodes (`-N`; 0: as many as the packing takes), its
+    /// tasks spread over them as evenly as their room allows.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nodes: u32,
+    /// At most this many tasks on a node (`--ntasks-per-node`; 0: no cap).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tasks_per_node: u32,
+    /// Cores per task (`-c`; 0 or 1: one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpus_per_task: u32,
+    /// Whole nodes, shared with no other job (`--exclusive`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exclusive: bool,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
+}
+
+impl Shape {
+    /// The engine's own packing (nothing asked).
+    pub fn is_free(&self) -> bool {
+        *self == Shape::default()
+    }
+
+    /// Cores per task, at least one.
+    pub fn cpt(&self) -> u32 {
+        self.cpus_per_task.max(1)
+    }
 }
 
 /// An array task's throttle: at most `limit` tasks of array `array` are let
@@ -123,6 +163,7 @@ impl JobSpec {
             begin: None,
             throttle: None,
             singleton: None,
+            shape: Shape::default(),
         }
     }
 }

@@ -238,6 +238,10 @@ pub struct Dependencies {
 /// The submission options understood, as `(short, long, takes a value)`.
 pub const OPTIONS: &[(&str, &str, bool)] = &[
     ("-N", "--nodes", true),
+    ("", "--ntasks-per-node", true),
+    ("", "--exclusive", false),
+    ("-w", "--nodelist", true),
+    ("-x", "--exclude", true),
     ("-n", "--ntasks", true),
     ("-c", "--cpus-per-task", true),
     ("", "--mem", true),
@@ -265,6 +269,139 @@ pub const OPTIONS: &[(&str, &str, bool)] = &[
     ("", "--suspend-tstp", false),
     ("", "--no-shell", false),
 ];
+
+/// The job options of `tessera job submit`, as sbatch names them; the
+/// controller reads them after the script's `#SBATCH` lines.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct JobOptions {
+    /// Nodes, as sbatch -N: exactly this many (a count); without -n, one
+    /// task on each.
+    #[arg(short = 'N', long)]
+    pub nodes: Option<String>,
+    /// At most this many tasks on a node; with -N and without -n, this many
+    /// on each (sbatch --ntasks-per-node).
+    #[arg(long)]
+    pub ntasks_per_node: Option<String>,
+    /// Whole nodes, shared with no other job (sbatch --exclusive).
+    #[arg(long)]
+    pub exclusive: bool,
+    /// Nodes the job must run on (a hostlist, sbatch -w).
+    #[arg(short = 'w', long)]
+    pub nodelist: Option<String>,
+    /// Nodes it may not run on (a hostlist, sbatch -x).
+    #[arg(short = 'x', long)]
+    pub exclude: Option<String>,
+    /// Tasks, as sbatch -n.
+    #[arg(short = 'n', long)]
+    pub ntasks: Option<String>,
+    /// CPUs per task, as sbatch -c.
+    #[arg(short = 'c', long)]
+    pub cpus_per_task: Option<String>,
+    /// Memory per node (512M, 4G, ...).
+    #[arg(long)]
+    pub mem: Option<String>,
+    /// Memory per CPU, as sbatch --mem-per-cpu (e.g. 2G).
+    #[arg(long)]
+    pub mem_per_cpu: Option<String>,
+    /// GPUs in all (with -N).
+    #[arg(short = 'G', long)]
+    pub gpus: Option<String>,
+    /// GPUs per node, as sbatch --gpus-per-node.
+    #[arg(long)]
+    pub gpus_per_node: Option<String>,
+    /// Time limit (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], UNLIMITED), in reference time.
+    #[arg(short = 't', long)]
+    pub time: Option<String>,
+    /// Partition, as sbatch -p.
+    #[arg(short = 'p', long)]
+    pub partition: Option<String>,
+    /// Job name, as sbatch -J.
+    #[arg(short = 'J', long)]
+    pub job_name: Option<String>,
+    /// Output file pattern (%j %x %u %N %A %a); default tessera-%j.out.
+    #[arg(short = 'o', long)]
+    pub output: Option<String>,
+    /// File for the job's standard error, as sbatch -e (%j: the job id).
+    #[arg(short = 'e', long)]
+    pub error: Option<String>,
+    /// A node feature all nodes must have.
+    #[arg(short = 'C', long)]
+    pub constraint: Option<String>,
+    /// A node-set request (ONEOF:FEATURE:a:b, ANYOF:..., FIRSTOF:...).
+    #[arg(long)]
+    pub nodeset: Option<String>,
+    /// Requeue the job if a node it runs on fails, as sbatch --requeue.
+    #[arg(long)]
+    pub requeue: bool,
+    /// Dependencies, as sbatch -d (afterok:ID, afterany:ID, ...).
+    #[arg(short = 'd', long)]
+    pub dependency: Option<String>,
+    /// Job array indices, as sbatch -a (0-9, 1,3,5, 0-99%10).
+    #[arg(short = 'a', long)]
+    pub array: Option<String>,
+    /// Submit the job held, as sbatch -H (release it with `tessera job release`).
+    #[arg(short = 'H', long)]
+    pub hold: bool,
+    /// Power-aware policy: the job may run on MIN-MAX nodes, chosen at its start.
+    #[arg(long)]
+    pub moldable: Option<String>,
+    /// Power-aware policy: the job may also be resized while it runs (with --moldable).
+    #[arg(long)]
+    pub malleable: bool,
+    /// Power-aware policy: the job's application profile (LeanMD, Wave2D,
+    /// Lulesh, AMR, Jacobi2D; none: run at full power).
+    #[arg(long)]
+    pub power_profile: Option<String>,
+    /// Power-aware policy: the job's average parallelism A (Downey; default its largest size).
+    #[arg(long)]
+    pub parallelism: Option<String>,
+    /// Power-aware policy: the variance of its parallelism σ in [0, 1] (default 0).
+    #[arg(long)]
+    pub sigma: Option<String>,
+}
+
+impl JobOptions {
+    /// The options given, as the submission carries them.
+    pub fn options(&self) -> Vec<crate::api::OptionArg> {
+        let mut out = Vec::new();
+        let values = [
+            ("--nodes", &self.nodes),
+            ("--ntasks", &self.ntasks),
+            ("--ntasks-per-node", &self.ntasks_per_node),
+            ("--nodelist", &self.nodelist),
+            ("--exclude", &self.exclude),
+            ("--cpus-per-task", &self.cpus_per_task),
+            ("--mem", &self.mem),
+            ("--mem-per-cpu", &self.mem_per_cpu),
+            ("--gpus", &self.gpus),
+            ("--gpus-per-node", &self.gpus_per_node),
+            ("--time", &self.time),
+            ("--partition", &self.partition),
+            ("--job-name", &self.job_name),
+            ("--output", &self.output),
+            ("--error", &self.error),
+            ("--constraint", &self.constraint),
+            ("--nodeset", &self.nodeset),
+            ("--dependency", &self.dependency),
+            ("--array", &self.array),
+            ("--moldable", &self.moldable),
+            ("--power-profile", &self.power_profile),
+            ("--parallelism", &self.parallelism),
+            ("--sigma", &self.sigma),
+        ];
+        for (name, v) in values {
+            if let Some(v) = v {
+                out.push(crate::api::OptionArg { option: name.into(), value: v.clone() });
+            }
+        }
+        for (flag, given) in [("--malleable", self.malleable), ("--requeue", self.requeue), ("--hold", self.hold), ("--exclusive", self.exclusive)] {
+            if given {
+                out.push(crate::api::OptionArg { option: flag.into(), value: String::new() });
+            }
+        }
+        out
+    }
+}
 
 /// An option's long name and whether it takes a value, by its short or long
 /// name.

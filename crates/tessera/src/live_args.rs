@@ -232,76 +232,8 @@ pub struct SubmitArgs {
     /// Run this command line as the job (a #!/bin/sh script).
     #[arg(long, conflicts_with = "script")]
     pub wrap: Option<String>,
-    /// Whole nodes, as sbatch -N (a count).
-    #[arg(short = 'N', long)]
-    pub nodes: Option<String>,
-    /// Tasks, as sbatch -n.
-    #[arg(short = 'n', long)]
-    pub ntasks: Option<String>,
-    /// CPUs per task, as sbatch -c.
-    #[arg(short = 'c', long)]
-    pub cpus_per_task: Option<String>,
-    /// Memory per node (512M, 4G, ...).
-    #[arg(long)]
-    pub mem: Option<String>,
-    /// Memory per CPU, as sbatch --mem-per-cpu (e.g. 2G).
-    #[arg(long)]
-    pub mem_per_cpu: Option<String>,
-    /// GPUs in all (with -N).
-    #[arg(short = 'G', long)]
-    pub gpus: Option<String>,
-    /// GPUs per node, as sbatch --gpus-per-node.
-    #[arg(long)]
-    pub gpus_per_node: Option<String>,
-    /// Time limit (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], UNLIMITED), in reference time.
-    #[arg(short = 't', long)]
-    pub time: Option<String>,
-    /// Partition, as sbatch -p.
-    #[arg(short = 'p', long)]
-    pub partition: Option<String>,
-    /// Job name, as sbatch -J.
-    #[arg(short = 'J', long)]
-    pub job_name: Option<String>,
-    /// Output file pattern (%j %x %u %N %A %a); default tessera-%j.out.
-    #[arg(short = 'o', long)]
-    pub output: Option<String>,
-    /// File for the job's standard error, as sbatch -e (%j: the job id).
-    #[arg(short = 'e', long)]
-    pub error: Option<String>,
-    /// A node feature all nodes must have.
-    #[arg(short = 'C', long)]
-    pub constraint: Option<String>,
-    /// A node-set request (ONEOF:FEATURE:a:b, ANYOF:..., FIRSTOF:...).
-    #[arg(long)]
-    pub nodeset: Option<String>,
-    /// Requeue the job if a node it runs on fails, as sbatch --requeue.
-    #[arg(long)]
-    pub requeue: bool,
-    /// Dependencies, as sbatch -d (afterok:ID, afterany:ID, ...).
-    #[arg(short = 'd', long)]
-    pub dependency: Option<String>,
-    /// Job array indices, as sbatch -a (0-9, 1,3,5, 0-99%10).
-    #[arg(short = 'a', long)]
-    pub array: Option<String>,
-    /// Submit the job held, as sbatch -H (release it with `tessera job release`).
-    #[arg(short = 'H', long)]
-    pub hold: bool,
-    /// Power-aware policy: the job may run on MIN-MAX nodes, chosen at its start.
-    #[arg(long)]
-    pub moldable: Option<String>,
-    /// Power-aware policy: the job may also be resized while it runs (with --moldable).
-    #[arg(long)]
-    pub malleable: bool,
-    /// Power-aware policy: the job's application profile (LeanMD, Wave2D,
-    /// Lulesh, AMR, Jacobi2D; none: run at full power).
-    #[arg(long)]
-    pub power_profile: Option<String>,
-    /// Power-aware policy: the job's average parallelism A (Downey; default its largest size).
-    #[arg(long)]
-    pub parallelism: Option<String>,
-    /// Power-aware policy: the variance of its parallelism σ in [0, 1] (default 0).
-    #[arg(long)]
-    pub sigma: Option<String>,
+    #[command(flatten)]
+    pub opts: tessera_proto::submit::JobOptions,
     /// Working directory (default: the current one).
     #[arg(short = 'D', long)]
     pub chdir: Option<PathBuf>,

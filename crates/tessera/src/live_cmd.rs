@@ -49,37 +49,7 @@ pub fn submit(a: SubmitArgs) -> Result<()> {
     if script.trim().is_empty() {
         bail!("the batch script is empty (give a script file, --wrap CMD, or a script on standard input)");
     }
-    let mut options = Vec::new();
-    let mut opt = |name: &str, v: &Option<String>| {
-        if let Some(v) = v {
-            options.push(OptionArg { option: name.into(), value: v.clone() });
-        }
-    };
-    opt("--nodes", &a.nodes);
-    opt("--ntasks", &a.ntasks);
-    opt("--cpus-per-task", &a.cpus_per_task);
-    opt("--mem", &a.mem);
-    opt("--mem-per-cpu", &a.mem_per_cpu);
-    opt("--gpus", &a.gpus);
-    opt("--gpus-per-node", &a.gpus_per_node);
-    opt("--time", &a.time);
-    opt("--partition", &a.partition);
-    opt("--job-name", &a.job_name);
-    opt("--output", &a.output);
-    opt("--error", &a.error);
-    opt("--constraint", &a.constraint);
-    opt("--nodeset", &a.nodeset);
-    opt("--dependency", &a.dependency);
-    opt("--array", &a.array);
-    opt("--moldable", &a.moldable);
-    opt("--power-profile", &a.power_profile);
-    opt("--parallelism", &a.parallelism);
-    opt("--sigma", &a.sigma);
-    for (flag, given) in [("--malleable", a.malleable), ("--requeue", a.requeue), ("--hold", a.hold)] {
-        if given {
-            options.push(OptionArg { option: flag.into(), value: String::new() });
-        }
-    }
+    let options = a.opts.options();
     let cwd = std::env::current_dir().context("the current directory")?;
     let workdir = match &a.chdir {
         Some(d) if d.is_absolute() => d.clone(),

@@ -116,6 +116,9 @@ pub(crate) enum NeverFits {
     /// More nodes at full power than the power budget can feed at once (a
     /// queue policy on a power-budgeted cluster).
     PowerBudget,
+    /// Its layout (node count, tasks per node, cores per task, whole nodes,
+    /// nodes named or excluded) fits no set of its partition's nodes.
+    Shape,
 }
 
 impl NeverFits {
@@ -125,6 +128,7 @@ impl NeverFits {
             NeverFits::UnknownPartition => "no such partition",
             NeverFits::TooLarge => "it asks for more processors, memory or GPUs than its partition has",
             NeverFits::PowerBudget => "it needs more nodes at full power than the power budget can feed at once",
+            NeverFits::Shape => "its partition's nodes can never hold it as it asks (-N, --ntasks-per-node, -c, --exclusive, -w, -x)",
         }
     }
 }
@@ -151,6 +155,33 @@ pub(crate) struct Demand {
     /// Index into [`Board::sets`]: the node sets the job must (or prefers to) use.
     pub sets: Option<u32>,
     pub submit: Time,
+    /// Its layout, as Slurm asks it ([`crate::Shape`]): exact nodes (0: any),
+    /// at most tasks per node (0: no cap), cores per task (0 or 1: one),
+    /// whole nodes; and nodes it must use and may not (`-w`, `-x`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub count: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub per_node: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpt: u32,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<u32>,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
+}
+
+impl Demand {
+    /// It asks a layout of its own: the engine's packing and its shortcuts
+    /// (cores counted as a pool, misses remembered) do not apply to it.
+    pub fn shaped(&self) -> bool {
+        self.count > 0 || self.per_node > 0 || self.cpt > 1 || self.whole || !self.include.is_empty() || !self.exclude.is_empty()
+    }
 }
 
 /// Demands that could not be placed on what is free (for a duration, in
@@ -176,6 +207,9 @@ impl Misses {
     }
 
     fn key(board: &Board, d: &Demand, est: Time) -> Option<[u64; 7]> {
+        if d.shaped() {
+            return None;
+        }
         let sets = match d.sets {
             None => 0,
             Some(si) if board.sets[si as usize].spec.plus == SetPlus::None => si as u64 + 1,
@@ -324,6 +358,7 @@ impl Board {
         &self,
         spec: &JobSpec,
         own: Option<&NodeSetSpec>,
+        choice: &crate::NodeChoice,
         submit: Time,
     ) -> Result<(Demand, Option<Sets>, bool), NeverFits> {
         let part = spec.partition.map_or(self.default_part, |p| p as usize);
@@ -344,11 +379,18 @@ impl Board {
             gpus_per_node: spec.gpus_per_node,
             sets: None,
             submit,
+            count: spec.shape.nodes,
+            per_node: spec.shape.tasks_per_node,
+            cpt: if spec.shape.cpus_per_task > 1 { spec.shape.cpus_per_task } else { 0 },
+            whole: spec.shape.exclusive,
+            include: choice.include.clone(),
+            exclude: choice.exclude.clone(),
         };
         let full = &self.empty;
         // the machine alone, without node sets
         if self.place(&d, full, submit, &|_| true).is_err() {
-            return Err(NeverFits::TooLarge);
+            let plain = Demand { count: 0, per_node: 0, cpt: 0, whole: false, include: Vec::new(), exclude: Vec::new(), ..d.clone() };
+            return Err(if d.shaped() && self.place(&plain, full, submit, &|_| true).is_ok() { NeverFits::Shape } else { NeverFits::TooLarge });
         }
         let Some(request) = request else {
             return Ok((d, None, false));
@@ -544,6 +586,9 @@ impl Board {
         nodes: impl Iterator<Item = u32>,
         eligible: &dyn Fn(u32) -> bool,
     ) -> Option<Allocation> {
+        if d.shaped() {
+            return self.pick_shaped(d, free, nodes, eligible);
+        }
         let ps = &self.parts[d.part as usize];
         let mut a = Allocation {
             parts: Vec::new(),
@@ -593,6 +638,64 @@ impl Board {
             left -= if ps.exclusive { 1 } else { cores };
         }
         (left == 0).then_some(a)
+    }
+
+    /// Place a job that asks a layout of its own (Slurm's semantics): its
+    /// tasks (`procs / cpt`, each on one node) on the nodes it must use, then
+    /// on `nodes` in order, never on those it may not; with an exact node
+    /// count, as evenly as possible (the first `tasks % count` nodes one task
+    /// more), else packed; at most `per_node` tasks on a node; whole nodes
+    /// (an exclusive partition's, or `--exclusive`) all of the node.
+    fn pick_shaped(&self, d: &Demand, free: &Free, nodes: impl Iterator<Item = u32>, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+        let ps = &self.parts[d.part as usize];
+        let cpt = d.cpt.max(1);
+        let tasks = d.procs / cpt;
+        let whole = d.whole || ps.exclusive;
+        let mut a = Allocation { parts: Vec::new(), factor: f64::INFINITY, procs: 0 };
+        let mut left = tasks;
+        let order = d.include.iter().copied().chain(nodes.filter(|n| !d.include.contains(n)));
+        for n in order {
+            let pos = a.parts.len() as u32;
+            if left == 0 || (d.count > 0 && pos == d.count) {
+                break;
+            }
+            let must = d.include.contains(&n);
+            let ns = &self.nodes[n as usize];
+            let ok = ps.member[n as usize] && eligible(n) && !d.exclude.contains(&n) && d.gpus_per_node <= free.gpus[n as usize];
+            // tasks the node has room for
+            let room = if !ok {
+                0
+            } else if whole {
+                let all = free.cores[n as usize] == ns.cores && free.gpus[n as usize] == ns.gpus && free.mem[n as usize] == ns.mem;
+                if all { (if ps.exclusive { ps.cpn } else { ns.cores }) / cpt } else { 0 }
+            } else {
+                let c = if d.mem_per_proc == 0 || ns.mem == 0 { free.cores[n as usize] } else { free.cores[n as usize].min((free.mem[n as usize] / d.mem_per_proc).min(u32::MAX as u64) as u32) };
+                c / cpt
+            };
+            let room = if d.per_node > 0 { room.min(d.per_node) } else { room };
+            let want = if d.count > 0 { tasks / d.count + u32::from(pos < tasks % d.count) } else { room.min(left) };
+            if room == 0 || room < want || want == 0 {
+                if must {
+                    return None;
+                }
+                continue;
+            }
+            let cores = if whole { ns.cores } else { want * cpt };
+            a.parts.push(AllocPart {
+                node: n,
+                cores,
+                mem: if whole { ns.mem } else if ns.mem == 0 { 0 } else { (want * cpt) as u64 * d.mem_per_proc },
+                gpus: if whole { ns.gpus } else { d.gpus_per_node },
+            });
+            a.factor = a.factor.min(ns.factor);
+            a.procs += want * cpt;
+            left -= want;
+        }
+        let used_all = d.include.iter().all(|n| a.parts.iter().any(|p| p.node == *n));
+        (left == 0 && (d.count == 0 || a.parts.len() as u32 == d.count) && used_all).then(|| {
+            a.parts.sort_by_key(|p| p.node);
+            a
+        })
     }
 
     /// Units (nodes or cores) of a set available to the job on `free`.
@@ -668,7 +771,7 @@ impl Board {
             SetPlus::SpanEvenly => true,
             SetPlus::Delay => now - d.submit >= self.delay,
             SetPlus::None => false,
-        };
+        } && !d.shaped();
         if may_span && spec.policy != SetPolicy::AnyOf {
             if let Some(a) = self.span_evenly(d, free, sl, eligible) {
                 return Ok(a);

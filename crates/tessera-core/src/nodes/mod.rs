@@ -76,6 +76,9 @@ pub struct NodeEngine {
     /// and how many live jobs have one.
     own: Vec<Option<NodeSetSpec>>,
     own_sets: usize,
+    /// Live jobs that ask a layout of their own ([`Demand::shaped`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    shaped: usize,
     alloc: Vec<Option<Allocation>>,
     /// By job slot: the allocation of a job suspended by preemption or the gang
     /// scheduler (`alloc` then holds its memory and GPUs and the cores it has
@@ -245,6 +248,7 @@ impl NodeEngine {
             demand: Vec::new(),
             own: Vec::new(),
             own_sets: 0,
+            shaped: 0,
             alloc: Vec::new(),
             home: Vec::new(),
             parked: Vec::new(),
@@ -321,9 +325,10 @@ impl NodeEngine {
         &self,
         spec: &JobSpec,
         own: Option<&NodeSetSpec>,
+        choice: &crate::NodeChoice,
         now: Time,
     ) -> Result<(Demand, Option<Sets>, bool), NeverFits> {
-        let r = self.board.demand(spec, own, now)?;
+        let r = self.board.demand(spec, own, choice, now)?;
         self.powerable(&r.0)?;
         Ok(r)
     }
@@ -344,9 +349,10 @@ impl NodeEngine {
         &mut self,
         spec: &JobSpec,
         own: Option<&NodeSetSpec>,
+        choice: &crate::NodeChoice,
         now: Time,
     ) -> Result<(Demand, u64, bool), NeverFits> {
-        let (mut d, sets, dropped) = self.board.demand(spec, own, now)?;
+        let (mut d, sets, dropped) = self.board.demand(spec, own, choice, now)?;
         self.powerable(&d)?;
         d.sets = sets.map(|s| self.board.keep(s));
         let need = self.need(&d);
@@ -364,6 +370,7 @@ impl NodeEngine {
     ) {
         self.dropped_nodesets += dropped as u64;
         self.own_sets += own.is_some() as usize;
+        self.shaped += d.shaped() as usize;
         let i = job.index();
         if i == self.demand.len() {
             self.demand.push(d);
@@ -386,6 +393,9 @@ impl NodeEngine {
         }
         if self.own[i].take().is_some() {
             self.own_sets -= 1;
+        }
+        if self.demand[i].shaped() {
+            self.shaped -= 1;
         }
     }
 
@@ -687,7 +697,7 @@ impl NodeEngine {
     /// in a pool (so counting cores over them is exact): a fungible cluster and
     /// no job with its own node set.
     fn cores_interchangeable(&self) -> bool {
-        self.fungible && self.own_sets == 0 && self.usable_nodes > 0
+        self.fungible && self.own_sets == 0 && self.shaped == 0 && self.usable_nodes > 0
     }
 
     /// Whether a job's placement (and so its pace and end) can depend on which
@@ -695,6 +705,7 @@ impl NodeEngine {
     fn placement_varies(&self) -> bool {
         self.board.site_nodeset.is_some()
             || self.own_sets > 0
+            || self.shaped > 0
             || self
                 .board
                 .parts
@@ -870,4 +881,8 @@ impl NodeEngine {
 
 pub(crate) fn cores_of(a: &Allocation) -> u64 {
     a.parts.iter().map(|p| p.cores as u64).sum()
+}
+
+fn is_zero(x: &usize) -> bool {
+    *x == 0
 }

@@ -55,7 +55,15 @@ impl NodeEngine {
                 e.spec.partition = Some(q as u16);
             }
             let own = self.own[i].as_ref();
-            let (d, need, _) = m.admit(&e.spec, own, self.demand[i].submit).map_err(|w| {
+            // the nodes it names, by their new indices (one the new cluster
+            // lacks: it can no longer run as asked)
+            let old = &self.demand[i];
+            let include: Option<Vec<u32>> = old.include.iter().map(|&n| r.nodes[n as usize]).collect();
+            let Some(include) = include else {
+                return Err(format!("job {id} asks for a node (-w) the new cluster does not have"));
+            };
+            let choice = crate::NodeChoice { include, exclude: old.exclude.iter().filter_map(|&n| r.nodes[n as usize]).collect() };
+            let (d, need, _) = m.admit(&e.spec, own, &choice, self.demand[i].submit).map_err(|w| {
                 format!(
                     "job {id} could never run on the new cluster: {}",
                     w.why()
@@ -67,9 +75,11 @@ impl NodeEngine {
                 let (pos, est) = (e.queue_pos, e.spec.estimate);
                 t.queue.set(pos, q, est);
             }
+            let d_shaped = d.shaped();
             m.demand[i] = d;
             m.own[i] = own.cloned();
             m.own_sets += own.is_some() as usize;
+            m.shaped += d_shaped as usize;
             m.alloc[i] = self.alloc[i].as_ref().map(|a| moved(a, id)).transpose()?;
             m.home[i] = self.home[i].as_ref().map(|a| moved(a, id)).transpose()?;
         }

@@ -13,5 +13,6 @@ mod power;
 mod purity;
 mod reconfigure;
 mod schedules;
+mod shapes;
 mod shortcuts;
 mod suspension;

@@ -266,10 +266,10 @@ fn emulated_malleable_jobs_end_when_the_model_says_through_their_resizes() {
 #[test]
 fn easy_runs_under_the_power_budget_and_jobs_wait_for_power() {
     let l = Live::start_with(2, 10, Some((POWERED, 8)), "easy", &[]);
-    let o = l.cli(&["job", "submit", "-N", "6", "-t", "0:10", "--wrap", "true"]);
+    let o = l.cli(&["job", "submit", "-N", "6", "--exclusive", "-t", "0:10", "--wrap", "true"]);
     assert!(!o.status.success(), "6 nodes at full power need 696 W");
     assert!(String::from_utf8_lossy(&o.stderr).contains("power budget"), "{}", String::from_utf8_lossy(&o.stderr));
-    let jobs: Vec<u64> = (0..6).map(|_| l.submit(&["-N", "1", "-t", "0:30", "--wrap", "sleep 4"])).collect();
+    let jobs: Vec<u64> = (0..6).map(|_| l.submit(&["-N", "1", "--exclusive", "-t", "0:30", "--wrap", "sleep 4"])).collect();
     l.wait_for("5 running, 1 waiting for power", 20, |l| {
         let js: Vec<_> = jobs.iter().filter_map(|&j| l.job(j)).collect();
         js.iter().filter(|j| j.state == JobStateCode::Running).count() == 5 && js.iter().any(|j| j.state == JobStateCode::Pending && j.reason == "PowerBudget")
@@ -333,9 +333,9 @@ fn measured_power_over_the_budget_brings_the_over_drawing_jobs_cap_down() {
     l.local.restart_agent_with(1, &["--power-domain".into(), "rapl".into(), "--powercap-root".into(), rapl.display().to_string()]).unwrap();
     l.wait_for("agent 2 back", 30, |l| l.nodes().iter().filter(|n| n.agent.as_deref() == Some("agent2")).count() == 4 && l.nodes().iter().all(|n| n.state == "idle"));
     // node[001-004] for the first job, node005 for the second
-    let a = l.submit(&["-N", "4", "-t", "1:00", "--wrap", "sleep 30"]);
+    let a = l.submit(&["-N", "4", "--exclusive", "-t", "1:00", "--wrap", "sleep 30"]);
     l.wait_for("job a running", 20, |l| l.job(a).is_some_and(|x| x.state == JobStateCode::Running));
-    let b = l.submit(&["-N", "1", "-t", "1:00", "--wrap", "sleep 30"]);
+    let b = l.submit(&["-N", "1", "--exclusive", "-t", "1:00", "--wrap", "sleep 30"]);
     l.wait_for("job b running on node005", 20, |l| l.job(b).is_some_and(|x| x.state == JobStateCode::Running && x.nodelist == "node005"));
     l.wait_for("the governor cut a cap", 30, |l| metric(&l.metrics(), "tessera_power_throttles_total").is_some_and(|t| t >= 1.0));
     // node005's job drew 84 W over its allocation, job a nothing: b's cap came down first

@@ -4,7 +4,7 @@
 //! than the allocation holds, and steps in the accounting.
 
 use super::*;
-use tessera_proto::api::JobStateCode;
+use tessera_proto::api::{JobInfo, JobStateCode};
 
 #[test]
 fn tessera_run_starts_tasks_across_the_jobs_nodes_and_the_steps_are_accounted() {
@@ -81,4 +81,53 @@ fn tessera_run_outside_a_job_and_salloc_make_an_allocation_that_ends_with_their_
     // without a controller: how to start one
     let o = Command::new(BIN).args(["run", "true"]).current_dir(l.dir.path()).env_remove("TESSERA_STATE_DIR").env_remove("TESSERA_CONTROLLER").output().unwrap();
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("start one with `tessera up"), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Allocation options as Slurm users type them: `-N` alone is one task per
+/// node, `-N` with `-n` spreads the tasks, `-c` keeps a task's cores on one
+/// node, `--exclusive` takes whole nodes, `-w` names nodes and `-x` keeps
+/// off them, on a partition of mixed node types too.
+#[test]
+fn allocation_options_follow_slurms_semantics() {
+    let mixed = "name = \"mixed\"\n[[nodetype]]\nname = \"big\"\nnodes = \"node[001-002]\"\ncores = 8\n[[nodetype]]\nname = \"small\"\nnodes = \"node[003-004]\"\ncores = 4\n[[partition]]\nname = \"batch\"\nnodetypes = [\"big\", \"small\"]\ndefault = true\n";
+    let l = Live::start_on(1, 30, Some((mixed, 4)));
+    let started = |args: &[&str]| -> JobInfo {
+        let j = l.submit(&[args, &["--hold", "--wrap", "sleep 30"]].concat());
+        assert!(l.cli(&["job", "release", &j.to_string()]).status.success());
+        l.wait_for("it runs", 30, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Running));
+        let info = l.job(j).unwrap();
+        assert!(l.cli(&["job", "cancel", &j.to_string()]).status.success());
+        l.wait_for("it ends", 30, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Cancelled));
+        info
+    };
+    // -N 1 alone: one task, one core
+    let j = started(&["-N", "1"]);
+    assert_eq!((j.procs, j.nodes), (1, 1));
+    // -N 2 -n 4 on the mixed partition: two nodes
+    let j = started(&["-N", "2", "-n", "4"]);
+    assert_eq!((j.procs, j.nodes, j.nodelist.as_str()), (4, 2, "node[001-002]"));
+    // -N 3 alone: three tasks, one on each of three nodes
+    let j = started(&["-N", "3"]);
+    assert_eq!((j.procs, j.nodes), (3, 3));
+    // -c 4 -n 3: a task's four cores on one node
+    let j = started(&["-n", "3", "-c", "4"]);
+    assert_eq!((j.procs, j.nodes), (12, 2));
+    // -w names the node, -x keeps off the others
+    assert_eq!(started(&["-w", "node004"]).nodelist, "node004");
+    assert_eq!(started(&["-x", "node[001-003]", "-n", "2"]).nodelist, "node004");
+    // --exclusive: the whole node, shared with no one
+    let e = l.submit(&["--exclusive", "-w", "node003", "--wrap", "sleep 30"]);
+    l.wait_for("it runs", 30, |l| l.job(e).is_some_and(|x| x.state == JobStateCode::Running));
+    let other = l.submit(&["-w", "node003", "--wrap", "true"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(l.job(other).unwrap().state, JobStateCode::Pending, "node003 is the exclusive job's alone");
+    let nodes = l.nodes();
+    assert_eq!(nodes.iter().find(|n| n.name == "node003").map(|n| n.alloc_cores), Some(4));
+    // refused with the numbers
+    let o = l.cli(&["job", "submit", "-N", "3", "-n", "2", "--wrap", "true"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("each node runs one task at least"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = l.cli(&["job", "submit", "-w", "node009", "--wrap", "true"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`node009` is not"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = l.cli(&["job", "submit", "-N", "2", "-w", "node[001-003]", "--wrap", "true"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("at least the 3 nodes of -w"), "{}", String::from_utf8_lossy(&o.stderr));
 }
