@@ -41,7 +41,7 @@ struct Run {
     jobs: Vec<Job>,
 }
 
-const STATES: [&str; 5] = ["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"];
+const STATES: [&str; 6] = ["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"];
 
 fn fill(store: &Store, r: &Run) -> rusqlite_result::Result<()> {
     let c = store.connection();
@@ -61,13 +61,18 @@ fn fill(store: &Store, r: &Run) -> rusqlite_result::Result<()> {
         let ok = c.execute(
             "INSERT INTO jobs (id, run_id, job_id, name, user, grp, account, partition, submit_time, start_time, end_time, state, exit_code, req_procs, req_mem_mb, time_limit, alloc_cores, alloc_nodes, factor, wall_raw_s, wall_norm_s, cpu_raw_s, cpu_norm_s, core_hours, norm_core_hours, hs06_hours, hs06_per_core, energy_j, suspended_s) \
              VALUES (?1, 1, ?1, 'j', ?2, 'g', 'a', ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, 3600, ?8, ?10, ?11, ?12, ?12, ?12, ?12, 1.0, 1.0, NULL, NULL, NULL, 0)",
-            rusqlite_result::params![i as i64 + 1, format!("user{}", j.user), part, j.submit, start, end, STATES[j.state as usize % 5], j.procs, j.mem_mb, j.allocs.len() as i64, f64::from(j.factor), j.run],
+            rusqlite_result::params![i as i64 + 1, format!("user{}", j.user), part, j.submit, start, end, STATES[j.state as usize % 6], j.procs, j.mem_mb, j.allocs.len() as i64, f64::from(j.factor), j.run],
         );
         if ok.is_err() {
             continue;
         }
         for a in j.allocs.iter().take(4) {
             c.execute("INSERT INTO allocations (job, run_id, node_id, cores, memory_mb, gpus, start_time, end_time) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7)", rusqlite_result::params![i as i64 + 1, a.0, a.1, a.2, a.3, start, end])?;
+            // a step of it, on a node list of any text
+            let _ = c.execute(
+                "INSERT INTO steps (job, run_id, step, name, node_list, ntasks, start_time, end_time, state, exit_code, signal, cpu_s, max_rss_kb) VALUES (?1, 1, ?2, 's', ?3, ?4, ?5, ?6, ?7, 0, 0, ?8, ?9)",
+                rusqlite_result::params![i as i64 + 1, a.0.to_string(), format!("n[{}-{}]", a.0, a.1), a.1, start, end, STATES[a.3 as u8 as usize % 6], f64::from(j.factor), a.2],
+            );
         }
     }
     Ok(())
@@ -101,7 +106,7 @@ fuzz_target!(|r: Run| {
     }
     let prices = billing::Prices { core_hour: 0.05, gb_hour: 0.01, gpu_hour: 1.0, kwh: 0.3 };
     billing::bill(&store, run, prices).expect("a bill of a checked run");
-    let jobs = acct::jobs(&store, run, &acct::Filter { users: vec![], accounts: vec![], states: vec![], start_time: None, end_time: None }).expect("acct of a checked run");
+    let jobs = acct::jobs(&store, run, &acct::Filter { users: vec![], accounts: vec![], states: vec![], start_time: None, end_time: None, steps: true }).expect("acct of a checked run");
     for j in &jobs {
         let _ = acct::datetime(j.end);
     }
