@@ -163,6 +163,10 @@ pub struct Limits {
     pub deny: Vec<(char, u32, u32)>,
 }
 
+/// A reused slot's cgroup keeps up to this much of its last job's page cache
+/// (16 MiB): giving every byte back costs a reclaim per job (BENCHMARKS.md).
+const RELEASE_ABOVE: u64 = 16 << 20;
+
 /// The controls every confined job gets; a node whose host lacks one cannot
 /// confine its jobs.
 const REQUIRED: [Control; 3] = [Control::Memory, Control::Pids, Control::Freezer];
@@ -305,7 +309,8 @@ impl Hierarchy {
         if !base.join("cgroup.freeze").exists() {
             return Err("cgroup v2: no cgroup.freeze (Linux 5.2 or later is needed)".into());
         }
-        let mut controls = vec![Control::Freezer];
+        // devices: an eBPF program on the job's cgroup (crate::bpf)
+        let mut controls = vec![Control::Freezer, Control::Devices];
         for (c, ctl) in [("memory", Control::Memory), ("pids", Control::Pids), ("cpuset", Control::Cpuset)] {
             if want.contains(&c) {
                 controls.push(ctl);
@@ -475,6 +480,10 @@ impl JobGroup {
                     }
                 }
                 Ctl::Devices => {
+                    // a reused slot's: what its last job was denied, allowed again
+                    if self.pooled {
+                        write(&d.join("devices.allow"), "a *:* rwm")?;
+                    }
                     for (t, major, minor) in &l.deny {
                         write(&d.join("devices.deny"), &format!("{t} {major}:{minor} rwm"))?;
                     }
@@ -496,6 +505,9 @@ impl JobGroup {
                     }
                     if let (Some(n), true) = (l.pids_max, d.join("pids.max").exists()) {
                         write(&d.join("pids.max"), &n.to_string())?;
+                    }
+                    if !l.deny.is_empty() {
+                        crate::bpf::deny_devices(d, &l.deny)?;
                     }
                     // the steps below get the controllers the job has
                     let enable: Vec<String> = read(&d.join("cgroup.controllers"))?.split_whitespace().map(|c| format!("+{c}")).collect();
@@ -532,9 +544,14 @@ impl JobGroup {
     /// removed. The page cache its job left stays charged to it (reclaimable
     /// under the next job's limit; forcing it out costs a reclaim per job).
     pub fn release(&self) {
-        for (_, d) in &self.dirs {
+        for (c, d) in &self.dirs {
             for s in children(d) {
                 let _ = fs::remove_dir(s);
+            }
+            // more than a little cache left (a job that wrote large files) is
+            // given back, so that the next job's peak is its own
+            if *c == Ctl::Memory && fs::read_to_string(d.join("memory.usage_in_bytes")).ok().and_then(|s| s.trim().parse::<u64>().ok()).is_some_and(|b| b > RELEASE_ABOVE) {
+                let _ = write(&d.join("memory.force_empty"), "0");
             }
         }
     }

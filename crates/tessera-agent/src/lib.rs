@@ -8,6 +8,7 @@
 //! decides.
 
 pub mod agent;
+mod bpf;
 pub mod cgroup;
 pub mod launch;
 pub mod launcher;

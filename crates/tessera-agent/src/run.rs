@@ -425,11 +425,13 @@ pub struct AllocArgs {
     /// Time limit (Slurm's syntax).
     #[arg(short = 't', long)]
     pub time: Option<String>,
+    /// Partition (default: the cluster's default).
     #[arg(short = 'p', long)]
     pub partition: Option<String>,
     /// Memory per node (`--mem 4G`).
     #[arg(long)]
     pub mem: Option<String>,
+    /// Memory per core (`--mem-per-cpu 2G`).
     #[arg(long)]
     pub mem_per_cpu: Option<String>,
     /// GPUs on each node.
@@ -440,12 +442,16 @@ pub struct AllocArgs {
 /// `tessera salloc`'s options: an allocation, and a command run here in it.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SallocArgs {
+    /// Tasks the allocation holds.
     #[arg(short = 'n', long = "ntasks", default_value_t = 1)]
     pub ntasks: u32,
+    /// Exactly this many nodes.
     #[arg(short = 'N', long = "nodes")]
     pub nodes: Option<u32>,
+    /// Cores of each task.
     #[arg(short = 'c', long = "cpus-per-task", default_value_t = 1)]
     pub cpus_per_task: u32,
+    /// The job's name.
     #[arg(short = 'J', long = "job-name", default_value = "interactive")]
     pub name: String,
     #[command(flatten)]

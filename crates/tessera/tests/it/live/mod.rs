@@ -7,6 +7,7 @@ mod cgroups;
 mod browser;
 mod chaos;
 mod cleanup;
+mod devices;
 mod e2e;
 mod failstop;
 mod loadtest;
