@@ -523,6 +523,7 @@ impl Agent {
                 }
             }
             AgentCommand::Suspend { job, attempt, grace_ms, at } => {
+                self.stop_steps(job, attempt, true);
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     if j.suspended_since.is_none() && j.exit.is_none() {
                         tracing::info!(job, attempt, "suspend");
@@ -556,6 +557,7 @@ impl Agent {
                 }
             }
             AgentCommand::Resume { job, attempt, at } => {
+                self.stop_steps(job, attempt, false);
                 if let Some(j) = self.jobs.get_mut(&(job, attempt)) {
                     if let Some(since) = j.suspended_since.take() {
                         tracing::info!(job, attempt, "resume");

@@ -815,10 +815,7 @@ impl Ledger {
                 let node = m.nodes[0];
                 tracing::info!(job = m.id, ?reason, "kill");
                 // the nodes its running steps' tasks are on
-                let mut step_nodes: Vec<u32> = m.steps.iter().filter(|s| s.end().is_none()).flat_map(|s| s.nodes.iter().zip(&s.ended).filter(|(_, e)| e.is_none()).map(|(&n, _)| n)).filter(|&n| n != node || m.req.no_shell).collect();
-                step_nodes.sort_unstable();
-                step_nodes.dedup();
-                out.extend(step_nodes.into_iter().filter(|&n| self.node_agent[n as usize].is_some()).map(|n| Action::Kill { node: n, job: job.0, attempt: m.attempt }));
+                out.extend(m.step_nodes().into_iter().filter(|&n| self.node_agent[n as usize].is_some()).map(|n| Action::Kill { node: n, job: job.0, attempt: m.attempt }));
                 if m.req.no_shell {
                     // no batch script to end: the allocation ends now
                     inputs.push_back(Input::Complete { job, outcome: Outcome::Signaled(9) });
@@ -835,7 +832,9 @@ impl Ledger {
                     if !by_operator {
                         m.released_since = Some(now);
                     }
+                    // its batch script's node, and its steps' other nodes
                     out.push(Action::Suspend { node: m.nodes[0], job: job.0, attempt: m.attempt, at: now });
+                    out.extend(m.step_nodes().into_iter().map(|node| Action::Suspend { node, job: job.0, attempt: m.attempt, at: now }));
                 }
             }
             Effect::Resume { job } => {
@@ -844,6 +843,7 @@ impl Ledger {
                         m.released.push((s, now));
                     }
                     out.push(Action::Resume { node: m.nodes[0], job: job.0, attempt: m.attempt, at: now });
+                    out.extend(m.step_nodes().into_iter().map(|node| Action::Resume { node, job: job.0, attempt: m.attempt, at: now }));
                 }
             }
             Effect::WakeAt(t) => self.wake = Some(t),
@@ -1121,6 +1121,23 @@ impl Ledger {
 }
 
 impl JobMeta {
+    /// The nodes its running steps' tasks are on, but the batch script's
+    /// (whose cgroup holds the steps there): each is told of a kill or a
+    /// suspension of the job as well.
+    fn step_nodes(&self) -> Vec<u32> {
+        let first = self.nodes.first().copied();
+        let mut v: Vec<u32> = self
+            .steps
+            .iter()
+            .filter(|s| s.end().is_none())
+            .flat_map(|s| s.nodes.iter().zip(&s.ended).filter(|(_, e)| e.is_none()).map(|(&n, _)| n))
+            .filter(|&n| Some(n) != first || self.req.no_shell)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// An output pattern expanded for this job on its first node, made absolute
     /// against its working directory.
     fn output_path(&self, pattern: &str, first_node: &str) -> String {

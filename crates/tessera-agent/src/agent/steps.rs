@@ -264,6 +264,25 @@ impl Agent {
         }
     }
 
+    /// The job is suspended (or resumed): its steps' tasks here are frozen
+    /// (thawed, and continued), their own cgroups as the job's.
+    pub(super) fn stop_steps(&mut self, job: u64, attempt: u32, stop: bool) {
+        for (_, run) in self.steps.iter().filter(|(k, r)| k.0 == job && k.1 == attempt && r.exit.is_none()) {
+            match (&run.cg, stop) {
+                (Some(cg), s) => {
+                    if let Err(e) = cg.freeze(s) {
+                        tracing::warn!(job, "freezing a step: {e}");
+                    }
+                    if !s {
+                        cg.signal(libc::SIGCONT);
+                    }
+                }
+                (None, true) => run.kill(libc::SIGSTOP),
+                (None, false) => run.kill(libc::SIGCONT),
+            }
+        }
+    }
+
     pub(super) fn signal_step(&mut self, job: u64, attempt: u32, step: u32, signal: i32) {
         for (_, run) in self.steps.iter().filter(|(k, r)| (k.0, k.1, k.2) == (job, attempt, step) && r.exit.is_none()) {
             tracing::info!(job, step, signal, node = %run.node, "signal to a step");

@@ -25,7 +25,7 @@ fn cpu_s(dir: &Path) -> f64 {
 }
 
 /// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<i32> {
+pub(super) fn processes_with(marker: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()

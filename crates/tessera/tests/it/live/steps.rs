@@ -131,3 +131,37 @@ fn allocation_options_follow_slurms_semantics() {
     let o = l.cli(&["job", "submit", "-N", "2", "-w", "node[001-003]", "--wrap", "true"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("at least the 3 nodes of -w"), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The v1 freezer state of process `pid`'s cgroup.
+fn freezer_state(pid: i32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = text.lines().find_map(|l| l.split(':').nth(2).filter(|_| l.split(':').nth(1) == Some("freezer")))?;
+    std::fs::read_to_string(PathBuf::from("/sys/fs/cgroup/freezer").join(path.trim_start_matches('/')).join("freezer.state")).ok().map(|s| s.trim().to_string())
+}
+
+#[test]
+fn a_suspended_job_freezes_its_steps_on_every_node() {
+    if !nix::unistd::geteuid().is_root() || !Path::new("/sys/fs/cgroup/freezer").is_dir() {
+        eprintln!("skipped: needs root and the v1 freezer");
+        return;
+    }
+    let l = Live::start(2, 30);
+    // 136 cores: node001-016 (agent 1) and node017 (agent 2)
+    // the tasks' command line: a marker of this run, the shell staying (its
+    // last command a builtin) so that it keeps it
+    let marker = format!("frz{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos());
+    std::fs::write(l.dir.path().join("frz.sh"), format!("#!/bin/sh\n{BIN} run -n 17 -N 17 sh -c 'sleep 600; : {marker}'\n")).unwrap();
+    let j = l.submit(&["-n", "136", "frz.sh"]);
+    // the tasks' shells (not the client, whose command line holds theirs)
+    let tasks_now = || -> Vec<i32> {
+        super::cgroups::processes_with(&marker).into_iter().filter(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0"))).collect()
+    };
+    l.wait_for("the step's 17 tasks", 30, |_| tasks_now().len() == 17);
+    let tasks = tasks_now();
+    assert!(l.cli(&["job", "suspend", &j.to_string()]).status.success());
+    l.wait_for("every task frozen, on both agents", 30, |_| tasks.iter().all(|&p| freezer_state(p).as_deref() == Some("FROZEN")));
+    assert!(l.cli(&["job", "resume", &j.to_string()]).status.success());
+    l.wait_for("every task thawed", 30, |_| tasks.iter().all(|&p| freezer_state(p).as_deref() == Some("THAWED")));
+    assert!(l.cli(&["job", "cancel", &j.to_string()]).status.success());
+    l.wait_for("cancelled, nothing left", 30, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Cancelled) && tasks_now().is_empty());
+}
