@@ -133,7 +133,7 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
             .filter_map(|x| x.parse::<i64>().ok())
             .filter_map(|id| names.get(&id).map(|n| n.as_str()))
             .collect();
-        out.push(AcctJob {
+        let mut job = AcctJob {
             job_id: r.get(1).map_err(e)?,
             name: r.get(2).map_err(e)?,
             user,
@@ -173,12 +173,11 @@ pub fn jobs(store: &Store, run: i64, f: &Filter) -> Result<Vec<AcctJob>, StoreEr
             ntasks: r.get(12).map_err(e)?,
             step: None,
             steps: Vec::new(),
-        });
+        };
         if f.steps {
-            let id: i64 = r.get(0).map_err(e)?;
-            let job = out.last_mut().expect("just pushed");
-            job.steps = steps(store, id, job)?;
+            job.steps = steps(store, r.get(0).map_err(e)?, &job)?;
         }
+        out.push(job);
     }
     Ok(out)
 }

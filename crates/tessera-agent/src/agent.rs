@@ -603,11 +603,12 @@ impl Agent {
         let mut info = RunInfo { start: unix_now(), limit_s: l.limit_s, grace_s: l.kill_grace_s, cgroup: false, node: String::new(), cpus: Vec::new(), gpus: Vec::new(), tstp: l.suspend_tstp, task: None, cg_name: String::new(), oom_base: 0 };
         let mut l = l.clone();
         let confined = self.confine(&mut l, &mut info, slot.n);
+        // a struct of plain fields: its JSON cannot fail
+        let run = serde_json::to_string(&info).expect("serializes");
         let r = match &confined {
-            Ok((_, enter)) => self.launcher.spawn(&slot, &serde_json::to_string(&info).expect("serializes"), &l, enter),
+            Ok((_, enter)) => self.launcher.spawn(&slot, &run, &l, enter),
             Err(e) => Err(launch::SpawnError { failure: LaunchFailure { stage: LaunchStage::Cgroup, errno: e.raw_os_error().unwrap_or(libc::EIO) }, message: format!("the job's cgroup: {e}") }),
         };
-        let run = serde_json::to_string(&info).expect("serializes");
         let mut job = Job::new(slot, owner, info, true);
         if confined.is_err() {
             let _ = job.slot.begin(l.job, l.attempt, &run);

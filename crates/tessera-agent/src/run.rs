@@ -526,15 +526,22 @@ async fn end(client: &mut Client, job: u64, code: i32) {
     }
 }
 
+/// This process's environment and working directory (what its tasks or
+/// command get), and a runtime for its calls to the controller.
+fn here() -> Result<(BTreeMap<String, String>, String, tokio::runtime::Runtime), String> {
+    let env = std::env::vars().collect();
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?.display().to_string();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    Ok((env, cwd, rt))
+}
+
 /// `tessera run` from this process: its environment and working directory
 /// go to the tasks; the code it ends with. Outside a job it makes an
 /// allocation for the step, runs it, and ends the allocation with the
 /// step's code (srun without an allocation).
 pub fn run_here(mut client: Client, a: &RunArgs) -> Result<i32, String> {
-    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let (env, cwd, rt) = here()?;
     let mut spec = a.spec(&env)?;
-    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?.display().to_string();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     rt.block_on(async {
         if spec.job != 0 {
             return run(&mut client, &spec, cwd, env).await;
@@ -551,9 +558,7 @@ pub fn run_here(mut client: Client, a: &RunArgs) -> Result<i32, String> {
 /// job's variables (`tessera run` inside starts steps in it); the allocation
 /// ends with the command, with its code.
 pub fn salloc_here(mut client: Client, a: &SallocArgs) -> Result<i32, String> {
-    let env: BTreeMap<String, String> = std::env::vars().collect();
-    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?.display().to_string();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let (env, cwd, rt) = here()?;
     let j = rt.block_on(allocate(&mut client, "salloc", (a.ntasks, a.nodes, a.cpus_per_task), &a.name, &a.alloc, &cwd, &env))?;
     eprintln!("salloc: Granted job allocation {}", j.id);
     let argv = if a.command.is_empty() { vec![env.get("SHELL").cloned().unwrap_or_else(|| "/bin/sh".into())] } else { a.command.clone() };

@@ -243,7 +243,7 @@ impl Agent {
         // and its steps here have
         let done: Vec<(u64, u32)> = self.externs.iter().filter(|(k, x)| x.ending && !self.steps.iter().any(|(s, r)| (s.0, s.1) == **k && r.exit.is_none())).map(|(k, _)| *k).collect();
         for k in done {
-            let x = self.externs.remove(&k).expect("listed");
+            let Some(x) = self.externs.remove(&k) else { continue };
             if let Some(cg) = &x.cg {
                 cg.kill();
                 cg.remove();

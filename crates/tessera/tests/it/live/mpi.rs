@@ -6,7 +6,8 @@
 //! says so and passes, except under `.ci/run` (TESSERA_REQUIRE_MPI=1).
 
 use super::BIN;
-use std::process::{Child, Command, Stdio};
+use super::netns::{ip, Net};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tessera_proto::api::{JobInfo, JobStateCode};
 
@@ -35,28 +36,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-
-struct Net {
-    names: Vec<String>,
-    children: Vec<Child>,
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        for n in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-        }
-    }
-}
-
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().expect("run ip");
-    assert!(o.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
 
 fn usable() -> bool {
     let root = nix::unistd::geteuid().is_root();

@@ -8,12 +8,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tessera_proto::api::{JobInfo, JobStateCode};
 
-struct Net {
-    names: Vec<String>,
-    children: Vec<Child>,
+pub(super) struct Net {
+    pub(super) names: Vec<String>,
+    pub(super) children: Vec<Child>,
 }
 
-fn ip(args: &[&str]) {
+pub(super) fn ip(args: &[&str]) {
     let o = Command::new("ip").args(args).output().expect("run ip");
     assert!(o.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
