@@ -12,6 +12,7 @@
 //! `ARCHITECTURE.md`.
 
 pub mod cluster;
+pub mod duration;
 pub mod contract;
 pub mod engine;
 mod gate;
@@ -26,6 +27,7 @@ pub mod power;
 mod profile;
 mod queue;
 mod running;
+pub mod share;
 pub mod step;
 mod table;
 

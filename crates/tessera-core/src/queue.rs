@@ -107,6 +107,36 @@ impl Queue {
         }
     }
 
+    /// Put the queued jobs in a new order: `order` lists every occupied
+    /// position once, in the order wanted. Each job keeps what it is filed
+    /// under; `moved` is told each job's new position. Counts as an edit.
+    pub fn permute(&mut self, order: &[u32], mut moved: impl FnMut(JobIdx, u32)) {
+        debug_assert_eq!(order.len(), self.len);
+        let items: Vec<(JobIdx, Mins)> = order.iter().map(|&pos| { let p = self.phys(pos); (self.jobs[p], self.tree[self.size + p]) }).collect();
+        let mut size = 64;
+        while size < items.len() * 2 {
+            size *= 2;
+        }
+        let base = self.base + self.tail as u32;
+        self.size = size;
+        self.tree.clear();
+        self.tree.resize(2 * size, EMPTY);
+        self.jobs.clear();
+        for (i, &(j, m)) in items.iter().enumerate() {
+            self.tree[size + i] = m;
+            self.jobs.push(j);
+            moved(j, base + i as u32);
+        }
+        for n in (1..size).rev() {
+            self.tree[n] = self.tree[2 * n].min(self.tree[2 * n + 1]);
+        }
+        // new positions follow every old one, so none handed out is reused
+        self.base = base;
+        self.head = 0;
+        self.tail = items.len();
+        self.edits += 1;
+    }
+
     /// Changes other than arrivals so far.
     pub fn edits(&self) -> u64 {
         self.edits
@@ -235,6 +265,35 @@ mod tests {
         assert_eq!(order, expect);
         assert_eq!(q.len(), live.len());
         assert_eq!(q.head().map(|h| h.1), expect.first().map(|&j| JobIdx(j)));
+    }
+
+    #[test]
+    fn a_permutation_keeps_what_jobs_are_filed_under() {
+        let mut q = Queue::new();
+        let pos: Vec<u32> = (0..100u32).map(|i| q.push(JobIdx(i), 1 + i as u64 % 5, i as Time)).collect();
+        for p in pos.iter().step_by(3) {
+            q.remove(*p);
+        }
+        q.set(pos[1], Queue::HELD, 1);
+        let mut order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
+        order.reverse();
+        let mut new = std::collections::BTreeMap::new();
+        q.permute(&order, |j, p| {
+            new.insert(j.0, p);
+        });
+        let jobs: Vec<u32> = q.iter().map(|(_, j)| j.0).collect();
+        let want: Vec<u32> = order.iter().map(|&p| (p - pos[0])).collect();
+        assert_eq!(jobs, want);
+        assert!(new.values().all(|&p| p > pos[99]), "positions are never reused");
+        for (&j, &p) in &new {
+            assert_eq!(q.job_at(p), JobIdx(j));
+        }
+        // the last (held) job is skipped; the head is the highest unheld
+        assert_eq!(q.head().map(|h| h.1), Some(JobIdx(98)));
+        let small = q.find_first(0, |n, _| n <= 1).map(|p| q.job_at(p).0);
+        assert_eq!(small, Some(95), "job 95 files one core and comes first in the new order");
+        q.push(JobIdx(500), 1, 0);
+        assert_eq!(q.iter().last().map(|(_, j)| j.0), Some(500));
     }
 
     #[test]

@@ -26,56 +26,13 @@ fn err(option: &str, value: &str, expected: &str) -> OptionError {
 
 /// The longest limit accepted: 365 days, in seconds (a year of wall time is
 /// beyond any partition's limit; larger values are typing errors).
-pub const MAX_LIMIT_S: i64 = 365 * 86_400;
-
-const TIME_FORMS: &str = "minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes, days-hours:minutes:seconds, 0, UNLIMITED or INFINITE (at most 365 days)";
+pub const MAX_LIMIT_S: i64 = tessera_core::duration::MAX_DURATION_S;
 
 /// A time limit (`-t`, `--time`) in seconds; None for no limit (`0`,
-/// `UNLIMITED`, `INFINITE`). Slurm's forms: "minutes", "minutes:seconds",
-/// "hours:minutes:seconds", "days-hours", "days-hours:minutes" and
-/// "days-hours:minutes:seconds" (sbatch(1)). Seconds are kept as given (Slurm
-/// rounds them up to a minute).
+/// `UNLIMITED`, `INFINITE`), in Slurm's time syntax
+/// ([`tessera_core::duration::parse_duration`]).
 pub fn parse_time_limit(option: &str, s: &str) -> Result<Option<i64>, OptionError> {
-    let bad = || err(option, s, TIME_FORMS);
-    let t = s.trim();
-    if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") {
-        return Ok(None);
-    }
-    let num = |x: &str| -> Result<i64, OptionError> {
-        if x.is_empty() || x.len() > 9 || !x.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        x.parse::<i64>().map_err(|_| bad())
-    };
-    let (days, rest) = match t.split_once('-') {
-        Some((d, r)) => (Some(num(d)?), r),
-        None => (None, t),
-    };
-    let parts: Vec<&str> = rest.split(':').collect();
-    let secs = match (days, parts.as_slice()) {
-        (None, [m]) => num(m)? * 60,
-        (None, [m, s]) => num(m)? * 60 + sixty(num(s)?, bad)?,
-        (None, [h, m, s]) => num(h)? * 3600 + sixty(num(m)?, bad)? * 60 + sixty(num(s)?, bad)?,
-        (Some(d), [h]) => d * 86_400 + num(h)? * 3600,
-        (Some(d), [h, m]) => d * 86_400 + num(h)? * 3600 + sixty(num(m)?, bad)? * 60,
-        (Some(d), [h, m, s]) => {
-            d * 86_400 + num(h)? * 3600 + sixty(num(m)?, bad)? * 60 + sixty(num(s)?, bad)?
-        }
-        _ => return Err(bad()),
-    };
-    if secs > MAX_LIMIT_S {
-        return Err(bad());
-    }
-    Ok((secs > 0).then_some(secs))
-}
-
-/// Minutes and seconds after the first field are below 60.
-fn sixty(v: i64, bad: impl Fn() -> OptionError) -> Result<i64, OptionError> {
-    if v < 60 {
-        Ok(v)
-    } else {
-        Err(bad())
-    }
+    tessera_core::duration::parse_duration(s).map_err(|()| err(option, s, tessera_core::duration::DURATION_FORMS))
 }
 
 /// A memory size (`--mem`, `--mem-per-cpu`) in MiB: an integer with an optional

@@ -1,0 +1,10 @@
+//! Sharing a cluster: accounts and associations, Fair Tree fair share,
+//! multifactor priority, QOS and limits.
+
+mod accounts;
+mod fairtree;
+mod priority;
+
+pub use accounts::{trace_group, trace_user, Accounts, Assoc, AssocId, Limits, Qos, QosId, QosPreemptMode, Ticket, TicketError, Tres};
+pub use fairtree::{fair_tree, FsRow};
+pub use priority::{Factors, PriorityConfig, PriorityKind, UsageUnit, Weights};
