@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 /// The machine behind the contract.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-enum Machine {
+pub(crate) enum Machine {
     /// FCFS, EASY or conservative on the nodes of a cluster (one node of N cores
     /// for a pool of N processors).
     Nodes(Box<NodeEngine>),
@@ -43,10 +43,10 @@ enum Machine {
 /// The scheduling engine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Engine {
-    t: JobTable,
-    m: Machine,
+    pub(crate) t: JobTable,
+    pub(crate) m: Machine,
     /// The last instant seen.
-    now: Time,
+    pub(crate) now: Time,
     /// The last wake-up asked for.
     wake: Option<Time>,
     /// What queued jobs wait for besides resources (holds, dependencies,
@@ -57,6 +57,10 @@ pub struct Engine {
     /// of jobs that have started or left stay until their instant passes: they
     /// only cost a pass.
     delays: std::collections::BTreeSet<(Time, JobIdx)>,
+    /// Accounts, fair share and multifactor priority (None: submission
+    /// order, nobody charged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) share: Option<Box<crate::share::Sharing>>,
 }
 
 /// A saved engine state.
@@ -105,6 +109,7 @@ impl Engine {
             wake: None,
             gates: Gates::default(),
             delays: Default::default(),
+            share: None,
         }
     }
 
@@ -274,8 +279,10 @@ impl Engine {
                 match final_state {
                     Some(fs) => self.finish(now, j, fs, Some(outcome), out),
                     None => {
+                        self.share_charge(now, j);
                         self.release(now, j);
                         self.t.requeue(j);
+                        self.share_queued(now, j);
                         self.note_delay(j);
                         out.push(Effect::Requeued { job: id });
                     }
@@ -353,6 +360,7 @@ impl Engine {
                         m.no_deadline(j); // its nodes stay with it until its end
                     }
                 }
+                self.share_pass(now);
                 match &mut self.m {
                     Machine::Nodes(m) => m.pass(now, &mut self.t, out),
                     Machine::Parm(m) => m.pass(now, &mut self.t, out),
@@ -366,6 +374,7 @@ impl Engine {
                 let (t, m) = m.reconfigured(&self.t, &r).map_err(Rejection::CannotReconfigure)?;
                 self.t = t;
                 self.m = Machine::Nodes(Box::new(m));
+                self.share_reconfigured(&r.cluster);
                 // DELAY instants follow the new cluster's node-set delay
                 self.delays.clear();
                 let queued: Vec<_> = self.t.queued().map(|(_, j)| j).collect();
@@ -502,6 +511,7 @@ impl Engine {
             return Err(Rejection::DuplicateJob(id));
         }
         self.vet(&spec)?;
+        self.share_vet(&spec)?;
         if let Err(on) = self.gates.check(&self.t, now, id, &after) {
             return Err(Rejection::InvalidSpec {
                 job: id,
@@ -536,6 +546,7 @@ impl Engine {
                 j
             }
         };
+        self.share_queued(now, j);
         let admission = self.gates.attach(&self.t, now, j, &spec, after);
         self.t.set_held(j, self.gates.closed(j));
         if let Admission::Never = admission {
@@ -630,6 +641,7 @@ impl Engine {
         outcome: Option<Outcome>,
         out: &mut Vec<Effect>,
     ) {
+        self.share_charge(now, j);
         let (alloc, usage) = self.release(now, j);
         if let Machine::Nodes(m) = &mut self.m {
             m.detach(j);
@@ -670,7 +682,7 @@ impl Engine {
             Machine::Nodes(m) => m.next_deadline(&self.t),
             Machine::Parm(m) => m.next_deadline(),
         };
-        let delay = [self.delays.first().map(|d| d.0), self.gates.next_timer()].into_iter().flatten().min();
+        let delay = [self.delays.first().map(|d| d.0), self.gates.next_timer(), self.share_wake()].into_iter().flatten().min();
         let next = match (deadline, delay) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -68,6 +68,10 @@ pub struct JobSpec {
     /// engine packs processors where they are free).
     #[serde(default, skip_serializing_if = "Shape::is_free")]
     pub shape: Shape,
+    /// Its association, QOS and nice value, on an engine with accounts
+    /// ([`crate::share`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<crate::share::Ticket>,
 }
 
 /// A job's layout on nodes (Slurm's semantics). `procs` is its tasks ×
@@ -164,6 +168,7 @@ impl JobSpec {
             throttle: None,
             singleton: None,
             shape: Shape::default(),
+            ticket: None,
         }
     }
 }

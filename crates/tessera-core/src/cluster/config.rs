@@ -169,6 +169,7 @@ struct RawPartition {
     nodeset: Option<String>,
     canonical_unit: Option<RawUnit>,
     priority_tier: Option<i64>,
+    priority_job_factor: Option<i64>,
     preempt_mode: Option<String>,
     oversubscribe: Option<i64>,
     swf_queue: Option<i64>,

@@ -158,6 +158,10 @@ pub struct Partition {
     /// Slurm's PriorityTier: pending jobs of a higher tier go first, and may
     /// preempt running jobs of lower tiers whose partition allows it.
     pub priority_tier: u32,
+    /// Slurm's PriorityJobFactor: the partition factor of multifactor
+    /// priority is this over the largest of any partition.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub priority_job_factor: u32,
     pub preempt: PreemptMode,
     /// Gang partitions: how many jobs may share a core (Slurm OverSubscribe=FORCE:N).
     pub oversubscribe: u32,
@@ -169,6 +173,14 @@ pub struct Partition {
     /// submitted without `--gpus`/`--gpus-per-node`. (A job of an exclusive
     /// partition holds every GPU of its nodes.)
     pub default_gpus_per_node: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(x: &u32) -> bool {
+    *x == 1
 }
 
 /// Slurm's default SchedulerTimeSlice.
@@ -188,6 +200,7 @@ impl Partition {
             nodeset: None,
             canonical_unit: CanonicalUnit::CPU,
             priority_tier: 1,
+            priority_job_factor: 1,
             preempt: PreemptMode::Off,
             oversubscribe: 1,
             swf_queue: None,

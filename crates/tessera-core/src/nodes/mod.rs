@@ -305,6 +305,18 @@ impl NodeEngine {
         self.alloc.get(job.index()).and_then(|a| a.as_ref())
     }
 
+    /// The partition a job runs in.
+    pub(crate) fn part_of(&self, job: JobIdx) -> usize {
+        self.demand[job.index()].part as usize
+    }
+
+    /// What a job holds while it runs, node by node: cores, memory, GPUs and
+    /// the node's scaling factor (a parked job: what it will hold again).
+    pub(crate) fn holdings(&self, job: JobIdx) -> impl Iterator<Item = (u32, u64, u32, f64)> + '_ {
+        let a = self.home.get(job.index()).and_then(|a| a.as_ref()).or_else(|| self.allocation(job));
+        a.into_iter().flat_map(|a| a.parts.iter()).map(|p| (p.cores, p.mem, p.gpus, self.board.nodes[p.node as usize].factor))
+    }
+
     /// What the queue index files a job under: the cores it needs at least.
     fn need(&self, d: &Demand) -> u64 {
         let p = &self.board.parts[d.part as usize];

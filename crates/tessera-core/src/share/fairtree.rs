@@ -35,9 +35,43 @@ pub struct FsRow {
     pub effective_usage: f64,
     /// `norm_shares / effective_usage` (infinite without usage, 0 without
     /// shares; NaN for an account with `Fairshare=parent`, which has none).
+    /// JSON has no infinity: it is written `"inf"` (and NaN `"nan"`).
+    #[serde(with = "non_finite")]
     pub level_fs: f64,
     /// The fair-share factor (users only; 0 for accounts).
     pub fairshare: f64,
+}
+
+mod non_finite {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        match *v {
+            v if v.is_finite() => s.serialize_f64(v),
+            v if v.is_nan() => s.serialize_str("nan"),
+            v if v > 0.0 => s.serialize_str("inf"),
+            _ => s.serialize_str("-inf"),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        N(f64),
+        S(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Raw::deserialize(d)? {
+            Raw::N(v) => Ok(v),
+            Raw::S(s) => match s.as_str() {
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                "nan" => Ok(f64::NAN),
+                _ => Err(serde::de::Error::custom(format!("expected a number, \"inf\" or \"nan\", found {s:?}"))),
+            },
+        }
+    }
 }
 
 /// Fair Tree over the accounts, from each association's own usage (only user

@@ -2,9 +2,13 @@
 //! multifactor priority, QOS and limits.
 
 mod accounts;
+mod engine;
 mod fairtree;
 mod priority;
+mod state;
 
 pub use accounts::{trace_group, trace_user, Accounts, Assoc, AssocId, Limits, Qos, QosId, QosPreemptMode, Ticket, TicketError, Tres};
 pub use fairtree::{fair_tree, FsRow};
 pub use priority::{Factors, PriorityConfig, PriorityKind, UsageUnit, Weights};
+pub use engine::{ShareView, SharingError};
+pub(crate) use state::Sharing;

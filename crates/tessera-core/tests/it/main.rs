@@ -14,5 +14,6 @@ mod purity;
 mod reconfigure;
 mod schedules;
 mod shapes;
+mod share;
 mod shortcuts;
 mod suspension;

@@ -112,6 +112,11 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
             Some(t) if (0..=u16::MAX as i64).contains(&t) => t as u32,
             Some(t) => return Err(src.err(at("priority_tier"), key("priority_tier"), format!("expected an integer 0..=65535, found {t}"))),
         };
+        let priority_job_factor = match p.priority_job_factor {
+            None => 1,
+            Some(t) if (0..=u16::MAX as i64).contains(&t) => t as u32,
+            Some(t) => return Err(src.err(at("priority_job_factor"), key("priority_job_factor"), format!("expected an integer 0..=65535, found {t}"))),
+        };
         let preempt = match p.preempt_mode.as_deref() {
             None | Some("off") => PreemptMode::Off,
             Some("suspend") => PreemptMode::Suspend,
@@ -149,6 +154,7 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
             nodeset,
             canonical_unit,
             priority_tier,
+            priority_job_factor,
             preempt,
             oversubscribe,
             swf_queue: p.swf_queue,
