@@ -13,6 +13,7 @@ pub mod output;
 pub mod power;
 pub mod reference;
 pub mod run;
+pub mod share;
 pub mod sleeplog;
 pub mod workload;
 

@@ -64,6 +64,13 @@ pub struct Summary {
     /// Node-level figures, for runs on a cluster file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterMetrics>,
+    /// The queue's order: `fifo`, or `multifactor` and where the accounts
+    /// come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    /// Runs with accounts: waits, slowdowns and shares per account and user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<Vec<crate::share::ShareRow>>,
     /// Seconds to read and parse the trace.
     pub parse_wall_time_s: f64,
     /// Seconds the simulation itself took.
@@ -464,6 +471,8 @@ impl Summary {
                     normalized_throughput: if makespan > 0 { norm_cs / makespan as f64 } else { 0.0 },
                 }),
             },
+            priority: w.sharing.as_ref().map(|s| format!("{} (accounts: {})", s.priority.kind, s.source)),
+            fairness: crate::share::fairness(w, o),
             parse_wall_time_s: 0.0,
             sim_wall_time_s: 0.0,
             wall_time_s: 0.0,
@@ -541,11 +550,18 @@ impl Summary {
                 ("jobs per day", format!("{:.1}", c.jobs_per_day)),
             ]);
         }
+        if let Some(p) = &self.priority {
+            rows.push(("priority", p.clone()));
+        }
         rows.extend([
             ("wall time (s)", format!("{:.3} (parse {:.3}, simulate {:.3})", self.wall_time_s, self.parse_wall_time_s, self.sim_wall_time_s)),
         ]);
         let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-        rows.iter().map(|(k, v)| format!("{k:<width$}  {v}\n")).collect()
+        let mut text: String = rows.iter().map(|(k, v)| format!("{k:<width$}  {v}\n")).collect();
+        if let Some(f) = &self.fairness {
+            text.push_str(&crate::share::fairness_table(f, 12));
+        }
+        text
     }
 }
 

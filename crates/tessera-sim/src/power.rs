@@ -159,7 +159,7 @@ mod tests {
     use super::*;
 
     fn job(id: i64, procs: u32, runtime: i64) -> TraceJob {
-        TraceJob { id, submit: 0, procs, estimate: runtime * 2, runtime, mem_per_proc_mb: 0, queue: -1, preceding: -1, think: -1 }
+        TraceJob { id, submit: 0, procs, estimate: runtime * 2, runtime, mem_per_proc_mb: 0, queue: -1, preceding: -1, think: -1, user: -1, group: -1 }
     }
 
     #[test]

@@ -94,6 +94,14 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         },
     };
     let mut engine = built.expect("the caller matched the policy to the machine");
+    if let Some(s) = &w.sharing {
+        let cluster = match &w.machine {
+            Machine::Cluster { cluster, .. } => cluster.as_ref().clone(),
+            Machine::Pool(c) => tessera_core::Cluster::pool(*c),
+            Machine::Power(setup) => tessera_core::Cluster::pool(setup.nodes()),
+        };
+        engine = engine.with_sharing(s.accounts.clone(), s.priority, &cluster).expect("the caller gives accounts to a queue policy only");
+    }
     let nodeset = match &w.machine {
         Machine::Cluster { nodeset, .. } => nodeset.clone(),
         _ => None,
@@ -152,6 +160,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         while let Some(j) = w.jobs.get(next).filter(|j| j.submit == now) {
             let mut spec = w.machine.spec(j);
             spec.id = JobId(next as u64);
+            spec.ticket = w.sharing.as_ref().map(|s| s.tickets[next]);
             if parm {
                 spec.power = Some(w.power_jobs[next]);
             }

@@ -35,6 +35,8 @@ pub struct Workload {
     pub machine: Machine,
     /// Power-aware machines: each job's PASS model, by index (empty otherwise).
     pub power_jobs: Vec<PowerJob>,
+    /// Accounts, fair share and multifactor priority (None: submission order).
+    pub sharing: Option<Arc<crate::share::SimSharing>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -166,7 +168,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     }
     keyed.sort_by_key(|(j, i)| (j.submit, j.id, *i));
     let (jobs, record_index) = keyed.into_iter().unzip();
-    Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new() }
+    Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new(), sharing: None }
 }
 
 #[cfg(test)]
@@ -239,5 +241,5 @@ pub fn prepare_power(records: &[SwfRecord], setup: Arc<PowerSetup>) -> Workload 
         power_jobs.push(pj);
         record_index.push(i);
     }
-    Workload { jobs, record_index, skipped, capacity, machine: Machine::Power(setup), power_jobs }
+    Workload { jobs, record_index, skipped, capacity, machine: Machine::Power(setup), power_jobs, sharing: None }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use tessera_core::nodeset::SetAttribute;
+use tessera_core::share::{PriorityKind, SharingConfig};
 use tessera_core::{Cluster, NodeSetSpec, PolicyKind};
 use tessera_report::run::RunData;
 use tessera_sim::output::{write_jobs_csv, write_swf};
@@ -29,6 +30,25 @@ pub const DEFAULT_SEED: u64 = 1;
 pub fn load_cluster(path: &Path) -> Result<Cluster> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading cluster file {}", path.display()))?;
     Ok(Cluster::from_toml(&text, &path.display().to_string())?)
+}
+
+/// The sharing a run uses: the accounts file given, else the cluster file's
+/// own tables or the accounts file it names (relative to it).
+pub fn load_sharing(accounts: Option<&Path>, cluster: Option<&Path>) -> Result<Option<SharingConfig>> {
+    if let Some(p) = accounts {
+        let text = std::fs::read_to_string(p).with_context(|| format!("reading accounts file {}", p.display()))?;
+        return SharingConfig::from_toml(&text, &p.display().to_string())?
+            .with_context(|| format!("{}: no [priority], [[qos]], [[account]] or [[user]] tables", p.display()))
+            .map(Some);
+    }
+    let Some(p) = cluster else { return Ok(None) };
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading cluster file {}", p.display()))?;
+    let named = Cluster::from_toml(&text, &p.display().to_string())?.accounts_file;
+    let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok(SharingConfig::of_cluster(&text, &p.display().to_string(), named.as_deref(), |f| {
+        let path = dir.join(f);
+        std::fs::read_to_string(&path).map(|t| (t, path.display().to_string())).map_err(|e| format!("reading accounts file {}: {e}", path.display()))
+    })?)
 }
 
 pub fn default_cluster() -> Cluster {
@@ -99,6 +119,28 @@ fn nodeset_of(a: &RunSpec, cluster: &Cluster) -> Result<Option<NodeSetSpec>> {
         }
     }
     Ok(Some(spec))
+}
+
+/// The accounts and priority of a run: `--accounts`, else the cluster
+/// file's; `--priority` overrides their queue order. Without either (or
+/// with `--priority fifo` alone) the run has none and orders by submission.
+fn sharing_of(a: &RunSpec, w: &tessera_sim::Workload) -> Result<Option<tessera_sim::share::SimSharing>> {
+    let kind: Option<PriorityKind> = a.priority.as_deref().map(|p| p.parse().map_err(|e: String| anyhow::anyhow!("--priority {p}: {e}"))).transpose()?;
+    let config = load_sharing(a.accounts.as_deref(), a.cluster.as_deref())?;
+    if config.is_none() && kind != Some(PriorityKind::Multifactor) {
+        return Ok(None);
+    }
+    if a.policy == PolicyKind::Parm {
+        bail!("accounts and multifactor priority order a queue; policy parm decides its own order (use fcfs, easy or conservative)");
+    }
+    Ok(Some(match config {
+        Some(c) => {
+            let priority = tessera_core::share::PriorityConfig { kind: kind.unwrap_or(c.priority.kind), ..c.priority };
+            let source = a.accounts.as_ref().or(a.cluster.as_ref()).map(|p| p.display().to_string()).unwrap_or_default();
+            tessera_sim::share::SimSharing::from_file(&w.jobs, c.accounts, priority, &source)?
+        }
+        None => tessera_sim::share::SimSharing::from_trace(&w.jobs, tessera_core::share::PriorityConfig { kind: PriorityKind::Multifactor, ..Default::default() }),
+    }))
 }
 
 /// One simulation, before its outputs are written.
@@ -183,6 +225,8 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
             prepare(&records, capacity)
         }
     };
+    let mut w = w;
+    w.sharing = sharing_of(a, &w)?.map(Arc::new);
     w.check_time_range(&label)?;
     let t1 = Instant::now();
     let outcome = {

@@ -34,6 +34,11 @@ pub struct RunSpec {
     pub max_jobs: Option<usize>,
     /// Multiply inter-arrival times by this factor.
     pub arrival_scale: Option<f64>,
+    /// Queue order (`fifo`, `multifactor`), as given; None: the accounts'
+    /// settings, else submission order.
+    pub priority: Option<String>,
+    /// Accounts file.
+    pub accounts: Option<PathBuf>,
 }
 
 /// Power-aware runs on a cluster with a power budget (docs/power.md): the
@@ -64,7 +69,7 @@ pub struct PowerSpec {
 /// The flags [`RunSpec::set`] takes.
 pub const FLAGS: &[&str] = &[
     "--trace", "--capacity", "--cluster", "--partition", "--nodeset", "--nodeset-optional", "--nodeset-tolerance", "--nodeset-priority", "--nodeset-plus", "--policy", "--lenient", "--max-jobs",
-    "--arrival-scale", "--parm-variant", "--solver", "--milp-node-limit", "--milp-time-limit", "--alpha", "--fse", "--amortize-resizes", "--parm-rule", "--charge-solve-time", "--cap",
+    "--arrival-scale", "--priority", "--accounts", "--parm-variant", "--solver", "--milp-node-limit", "--milp-time-limit", "--alpha", "--fse", "--amortize-resizes", "--parm-rule", "--charge-solve-time", "--cap",
     "--power-seed", "--budget-w", "--theta", "--parallelism", "--sigma", "--package-base-w",
 ];
 
@@ -87,6 +92,8 @@ impl RunSpec {
             lenient: false,
             max_jobs: None,
             arrival_scale: None,
+            priority: None,
+            accounts: None,
         }
     }
 
@@ -115,6 +122,11 @@ impl RunSpec {
             "--lenient" => self.lenient = yes()?,
             "--max-jobs" => self.max_jobs = Some(parsed::<usize>(flag, value, "a whole number >= 1").and_then(|n| if n >= 1 { Ok(n) } else { bail!("{flag} {value}: expected a whole number >= 1") })?),
             "--arrival-scale" => self.arrival_scale = Some(number()?),
+            "--priority" => {
+                value.trim().parse::<tessera_core::share::PriorityKind>().map_err(|e| anyhow!("{flag} {value}: {e}"))?;
+                self.priority = text();
+            }
+            "--accounts" => self.accounts = Some(value.into()),
             "--parm-variant" => p.parm_variant = text(),
             "--solver" => p.solver = text(),
             "--milp-node-limit" => p.milp_node_limit = Some(parsed(flag, value, "a whole number")?),

@@ -86,10 +86,10 @@ pub fn testbed_workload(mix: &[&str], seed: u64, tr: TestbedRule, info: &PowerSe
         let scaling = Downey { a: a.max(1.0), sigma };
         let t1 = runtime / (scaling.fraction(n_min as f64) * app.slowdown(info.cpu_max_w));
         power_jobs.push(PowerJob { app, scaling, t1, n_min, n_max, mem_mb: n_max as f64 * pr.mem_per_node_mb, malleable: true });
-        jobs.push(TraceJob { id: k as i64 + 1, submit: t.round() as i64, procs: n_max, estimate: runtime as i64, runtime: runtime as i64, mem_per_proc_mb: 0, queue: -1, preceding: -1, think: -1 });
+        jobs.push(TraceJob { id: k as i64 + 1, submit: t.round() as i64, procs: n_max, estimate: runtime as i64, runtime: runtime as i64, mem_per_proc_mb: 0, queue: -1, preceding: -1, think: -1, user: -1, group: -1 });
     }
     let setup = PowerSetup { name: "parm-testbed".into(), info: info.clone(), hardware: Default::default(), rule: pr, mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
-    Workload { record_index: (0..jobs.len() as u32).collect(), jobs, skipped: BTreeMap::new(), capacity: info.machine.nodes, machine: Machine::Power(Arc::new(setup)), power_jobs }
+    Workload { record_index: (0..jobs.len() as u32).collect(), jobs, skipped: BTreeMap::new(), capacity: info.machine.nodes, machine: Machine::Power(Arc::new(setup)), power_jobs, sharing: None }
 }
 
 /// The sizes the testbed's SLURM baseline runs the jobs at.

@@ -27,6 +27,14 @@ pub struct TraceJob {
     /// Field 18: seconds after the preceding job's end before this one may
     /// start (-1 if unknown: none).
     pub think: i64,
+    /// Fields 12 and 13: the user and group (-1 if unknown), clamped into
+    /// `i32` (every trace's ids fit).
+    pub user: i32,
+    pub group: i32,
+}
+
+fn clamp_id(v: i64) -> i32 {
+    v.clamp(i32::MIN as i64, i32::MAX as i64) as i32
 }
 
 impl TraceJob {
@@ -81,7 +89,7 @@ pub fn job_from_record(r: &SwfRecord) -> Result<TraceJob, SkipReason> {
     let procs = u32::try_from(procs).map_err(|_| SkipReason::LargerThanMachine)?;
     let estimate = if r.requested_time > 0 { r.requested_time } else { r.run_time };
     let mem_per_proc_mb = if r.requested_memory > 0 { (r.requested_memory as u64).div_ceil(1024) } else { 0 };
-    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time, mem_per_proc_mb, queue: r.queue, preceding: r.preceding_job, think: r.think_time })
+    Ok(TraceJob { id: r.job_number, submit: r.submit_time, procs, estimate, runtime: r.run_time, mem_per_proc_mb, queue: r.queue, preceding: r.preceding_job, think: r.think_time, user: clamp_id(r.user_id), group: clamp_id(r.group_id) })
 }
 
 #[cfg(test)]

@@ -345,6 +345,14 @@ pub struct SimRunArgs {
     /// cluster file with power_budget_w).
     #[arg(long, default_value = "easy", value_parser = policy)]
     pub policy: String,
+    /// Queue order: fifo (submission order; the default) or multifactor
+    /// (Slurm's priority/multifactor with Fair Tree fair share; docs/scheduling.md).
+    #[arg(long)]
+    pub priority: Option<String>,
+    /// Accounts, QOS and priority settings (an accounts file); without it, a
+    /// cluster file's own, else each trace group an account with equal shares.
+    #[arg(long)]
+    pub accounts: Option<PathBuf>,
     #[command(flatten)]
     pub power: PowerArgs,
     /// Write one CSV row per job (job_id,submit,start,end,procs,estimate,wait,killed).

@@ -81,6 +81,17 @@ struct RawCluster {
     nodetype: Vec<toml::Spanned<RawNodeType>>,
     #[serde(default)]
     partition: Vec<toml::Spanned<RawPartition>>,
+    /// Sharing (accounts, QOS, priority) is read by `crate::share`'s own
+    /// parser from the same text; the cluster keeps the file it names.
+    accounts: Option<String>,
+    #[serde(default, rename = "priority")]
+    _priority: Option<toml::Value>,
+    #[serde(default, rename = "account")]
+    _account: Option<toml::Value>,
+    #[serde(default, rename = "user")]
+    _user: Option<toml::Value>,
+    #[serde(default, rename = "qos")]
+    _qos: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -151,7 +162,7 @@ struct RawNodeType {
 
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum RawMemory {
+pub(crate) enum RawMemory {
     Mib(i64),
     Text(String),
 }
@@ -187,7 +198,7 @@ struct RawUnit {
 // ---- stage 2: validated ------------------------------------------------------
 
 /// Locating keys in the source text, for error lines.
-struct Source<'a> {
+pub(crate) struct Source<'a> {
     text: &'a str,
     name: &'a str,
     /// Offsets of the text's newlines, so that finding a line is a binary
@@ -196,17 +207,17 @@ struct Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    fn new(text: &'a str, name: &'a str) -> Self {
+    pub(crate) fn new(text: &'a str, name: &'a str) -> Self {
         Source { text, name, newlines: text.match_indices('\n').map(|(i, _)| i).collect() }
     }
 
-    fn line_of(&self, span: Range<usize>) -> Option<usize> {
+    pub(crate) fn line_of(&self, span: Range<usize>) -> Option<usize> {
         let start = span.start.min(self.text.len());
         Some(self.newlines.partition_point(|&i| i < start) + 1)
     }
 
     /// The line of `key = ...` inside a table, else the table's own line.
-    fn key_line(&self, span: Range<usize>, key: &str) -> Option<usize> {
+    pub(crate) fn key_line(&self, span: Range<usize>, key: &str) -> Option<usize> {
         let start = span.start.min(self.text.len());
         let body = &self.text[start..span.end.min(self.text.len())];
         let mut offset = start;
@@ -220,7 +231,7 @@ impl<'a> Source<'a> {
         self.line_of(span)
     }
 
-    fn err(&self, line: Option<usize>, key: impl Into<String>, message: impl Into<String>) -> ClusterError {
+    pub(crate) fn err(&self, line: Option<usize>, key: impl Into<String>, message: impl Into<String>) -> ClusterError {
         ClusterError { source_name: self.name.to_string(), line, key: key.into(), message: message.into() }
     }
 }
@@ -277,6 +288,7 @@ impl Cluster {
             nodeset: site_nodeset,
             nodeset_delay,
             time_slice_s,
+            accounts_file: raw.accounts,
         };
         if let Some(w) = power_budget_w {
             cluster.check_power_budget(w).map_err(|m| src.err(src.key_line(0..text.len(), "power_budget_w"), "power_budget_w", m))?;
@@ -288,7 +300,7 @@ impl Cluster {
 /// A name the file holds (the cluster's, a partition's, a feature, a network):
 /// printed in tables and published in LDIF, so without control characters.
 /// (Node and node type names are host names: [`hostlist::check_name`].)
-fn plain_name(name: &str) -> Result<(), String> {
+pub(crate) fn plain_name(name: &str) -> Result<(), String> {
     if name.chars().any(char::is_control) {
         return Err(format!("expected a name without control characters, found {}", crate::quote::bounded(name)));
     }
@@ -337,7 +349,7 @@ fn site_nodeset(src: &Source<'_>, sp: &toml::Spanned<RawNodeSet>) -> Result<Node
 }
 
 /// A memory key: MiB as an integer, or a size as text; at most [`MAX_MEMORY_MB`].
-fn memory_mb(raw: &RawMemory) -> Result<u64, String> {
+pub(crate) fn memory_mb(raw: &RawMemory) -> Result<u64, String> {
     let (mb, found) = match raw {
         RawMemory::Mib(m) => (u64::try_from(*m).ok(), m.to_string()),
         RawMemory::Text(s) => (parse_memory_mb(s), format!("\"{s}\"")),

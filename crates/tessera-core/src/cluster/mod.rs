@@ -5,7 +5,7 @@
 //! Parsed from TOML by [`Cluster::from_toml`] (see `config.rs` and
 //! `docs/cluster-file.md`). Parsing is pure: text in, model out.
 
-mod config;
+pub(crate) mod config;
 
 use crate::nodeset::NodeSetSpec;
 use crate::Time;
@@ -27,6 +27,10 @@ pub struct Cluster {
     pub power_budget_w: Option<f64>,
     /// Gang scheduling's time slice (Slurm's SchedulerTimeSlice), seconds.
     pub time_slice_s: Time,
+    /// The accounts file the cluster file names (`accounts = "..."`), as
+    /// written (relative to the cluster file); the driver reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounts_file: Option<String>,
 }
 
 /// What happens to a partition's running jobs when a job of a higher priority
@@ -427,6 +431,7 @@ impl Cluster {
             nodeset_delay: 0,
             power_budget_w: None,
             time_slice_s: DEFAULT_TIME_SLICE_S,
+            accounts_file: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! multifactor priority, QOS and limits.
 
 mod accounts;
+mod config;
 mod engine;
 mod fairtree;
 mod priority;
@@ -12,3 +13,4 @@ pub use fairtree::{fair_tree, FsRow};
 pub use priority::{Factors, PriorityConfig, PriorityKind, UsageUnit, Weights};
 pub use engine::{ShareView, SharingError};
 pub(crate) use state::Sharing;
+pub use config::SharingConfig;

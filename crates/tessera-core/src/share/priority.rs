@@ -33,7 +33,7 @@ impl FromStr for PriorityKind {
         match s.to_ascii_lowercase().as_str() {
             "fifo" | "basic" => Ok(PriorityKind::Fifo),
             "multifactor" => Ok(PriorityKind::Multifactor),
-            _ => Err(format!("unknown priority `{}`; expected one of {}", crate::quote::bounded(s), Self::NAMES)),
+            _ => Err(format!("unknown priority {}; expected one of {}", crate::quote::bounded(s), Self::NAMES)),
         }
     }
 }
@@ -77,7 +77,7 @@ impl FromStr for UsageUnit {
             "raw" => Ok(UsageUnit::Raw),
             "normalized" => Ok(UsageUnit::Normalized),
             "canonical" => Ok(UsageUnit::Canonical),
-            _ => Err(format!("unknown usage unit `{}`; expected one of {}", crate::quote::bounded(s), Self::NAMES)),
+            _ => Err(format!("unknown usage unit {}; expected one of {}", crate::quote::bounded(s), Self::NAMES)),
         }
     }
 }
