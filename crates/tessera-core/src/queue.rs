@@ -22,6 +22,9 @@ struct Mins {
 
 const EMPTY: Mins = Mins { need: EMPTY_NEED, est: EMPTY_EST };
 
+/// What an empty position of a spread queue holds.
+const NO_JOB: JobIdx = JobIdx(u32::MAX);
+
 impl Mins {
     #[inline]
     fn min(self, o: Mins) -> Mins {
@@ -110,11 +113,15 @@ impl Queue {
     /// Put the queued jobs in a new order: `order` lists every occupied
     /// position once, in the order wanted. Each job keeps what it is filed
     /// under; `moved` is told each job's new position. Counts as an edit.
-    pub fn permute(&mut self, order: &[u32], mut moved: impl FnMut(JobIdx, u32)) {
+    /// With `spread`, a free position is left after each job, so that jobs
+    /// inserted in order later ([`Queue::insert_sorted`]) find room.
+    pub fn permute(&mut self, order: &[u32], spread: bool, mut moved: impl FnMut(JobIdx, u32)) {
         debug_assert_eq!(order.len(), self.len);
         let items: Vec<(JobIdx, Mins)> = order.iter().map(|&pos| { let p = self.phys(pos); (self.jobs[p], self.tree[self.size + p]) }).collect();
+        let step = if spread { 2 } else { 1 };
+        let tail = (items.len() * step).saturating_sub(step - 1);
         let mut size = 64;
-        while size < items.len() * 2 {
+        while size < tail * 2 {
             size *= 2;
         }
         let base = self.base + self.tail as u32;
@@ -122,10 +129,11 @@ impl Queue {
         self.tree.clear();
         self.tree.resize(2 * size, EMPTY);
         self.jobs.clear();
+        self.jobs.resize(tail, NO_JOB);
         for (i, &(j, m)) in items.iter().enumerate() {
-            self.tree[size + i] = m;
-            self.jobs.push(j);
-            moved(j, base + i as u32);
+            self.tree[size + i * step] = m;
+            self.jobs[i * step] = j;
+            moved(j, base + (i * step) as u32);
         }
         for n in (1..size).rev() {
             self.tree[n] = self.tree[2 * n].min(self.tree[2 * n + 1]);
@@ -133,8 +141,89 @@ impl Queue {
         // new positions follow every old one, so none handed out is reused
         self.base = base;
         self.head = 0;
-        self.tail = items.len();
+        self.tail = tail;
         self.edits += 1;
+    }
+
+    /// The first occupied physical position at or after `from`.
+    fn first_occupied(&self, from: usize) -> Option<usize> {
+        if from >= self.tail {
+            return None;
+        }
+        let mut i = self.size + from;
+        loop {
+            if self.tree[i].need != EMPTY_NEED {
+                if i >= self.size {
+                    return Some(i - self.size);
+                }
+                i *= 2;
+                continue;
+            }
+            while i & 1 == 1 {
+                i >>= 1;
+            }
+            if i == 0 {
+                return None;
+            }
+            i += 1;
+        }
+    }
+
+    /// Insert a job in order: after every queued job `before` holds for (it
+    /// must hold for a prefix of the queue) and before the others. It takes a
+    /// free position between its neighbours, or the jobs after it move up one
+    /// to the next free position; `moved` is told each move. Returns its
+    /// position. Counts as an edit (unless it lands at the tail).
+    pub fn insert_sorted(&mut self, job: JobIdx, need: u64, est: Time, before: impl Fn(JobIdx) -> bool, mut moved: impl FnMut(JobIdx, u32)) -> u32 {
+        // the first occupied position whose job does not come before the new one
+        let (mut lo, mut hi) = (self.head, self.tail);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.first_occupied(mid).filter(|&q| q < hi) {
+                None => hi = mid,
+                Some(q) if before(self.jobs[q]) => lo = q + 1,
+                Some(q) => hi = q,
+            }
+        }
+        let next = match self.first_occupied(lo) {
+            None => return self.push(job, need, est),
+            Some(q) => q,
+        };
+        self.edits += 1;
+        // free positions just before `next` (back to the previous job)
+        let mut prev = next;
+        while prev > self.head && self.tree[self.size + prev - 1] == EMPTY {
+            prev -= 1;
+        }
+        let p = if prev < next {
+            prev + (next - prev) / 2
+        } else {
+            // move the jobs from `next` up to the next free position
+            let mut e = next;
+            while e < self.tail && self.tree[self.size + e] != EMPTY {
+                e += 1;
+            }
+            if e == self.tail {
+                if self.tail == self.size {
+                    self.make_room();
+                    return self.insert_sorted(job, need, est, before, moved);
+                }
+                self.tail += 1;
+                self.jobs.push(NO_JOB);
+            }
+            for q in (next..e).rev() {
+                let (j, m) = (self.jobs[q], self.tree[self.size + q]);
+                self.jobs[q + 1] = j;
+                self.put(q + 1, m);
+                moved(j, self.base + q as u32 + 1);
+            }
+            next
+        };
+        self.jobs[p] = job;
+        self.len += 1;
+        self.put(p, Mins { need, est });
+        self.head = self.head.min(p);
+        self.base + p as u32
     }
 
     /// Changes other than arrivals so far.
@@ -278,11 +367,11 @@ mod tests {
         let mut order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
         order.reverse();
         let mut new = std::collections::BTreeMap::new();
-        q.permute(&order, |j, p| {
+        q.permute(&order, false, |j, p| {
             new.insert(j.0, p);
         });
         let jobs: Vec<u32> = q.iter().map(|(_, j)| j.0).collect();
-        let want: Vec<u32> = order.iter().map(|&p| (p - pos[0])).collect();
+        let want: Vec<u32> = order.iter().map(|&p| p - pos[0]).collect();
         assert_eq!(jobs, want);
         assert!(new.values().all(|&p| p > pos[99]), "positions are never reused");
         for (&j, &p) in &new {
@@ -294,6 +383,53 @@ mod tests {
         assert_eq!(small, Some(95), "job 95 files one core and comes first in the new order");
         q.push(JobIdx(500), 1, 0);
         assert_eq!(q.iter().last().map(|(_, j)| j.0), Some(500));
+    }
+
+    #[test]
+    fn jobs_inserted_in_order_keep_the_order_with_room_or_without() {
+        for spread in [false, true] {
+            let mut q = Queue::new();
+            let mut key: Vec<u64> = Vec::new();
+            let mut needs: Vec<u64> = Vec::new();
+            let mut pos: std::collections::BTreeMap<u32, u32> = Default::default();
+            // keys 0, 10, 20, ... then everything in between, in a scrambled order
+            for i in 0..50u32 {
+                key.push(10 * i as u64);
+                needs.push(1 + i as u64 % 3);
+                pos.insert(i, q.push(JobIdx(i), 1 + i as u64 % 3, 0));
+            }
+            let order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
+            q.permute(&order, spread, |j, p| {
+                pos.insert(j.0, p);
+            });
+            for k in 0..400u32 {
+                let i = key.len() as u32;
+                let kv = (k as u64 * 37) % 500;
+                key.push(kv);
+                needs.push(1 + kv % 4);
+                let keys = key.clone();
+                let p = q.insert_sorted(JobIdx(i), 1 + kv % 4, kv as Time, |j| keys[j.index()] <= kv, |j, p| {
+                    pos.insert(j.0, p);
+                });
+                pos.insert(i, p);
+                if k % 7 == 0 {
+                    // jobs leave from anywhere
+                    let (&j, &p) = pos.iter().nth(k as usize % pos.len()).unwrap();
+                    q.remove(p);
+                    pos.remove(&j);
+                }
+            }
+            let got: Vec<u64> = q.iter().map(|(_, j)| key[j.index()]).collect();
+            let mut want = got.clone();
+            want.sort_unstable();
+            assert_eq!(got, want, "spread {spread}");
+            assert_eq!(q.len(), pos.len());
+            for (&j, &p) in &pos {
+                assert_eq!(q.job_at(p), JobIdx(j), "spread {spread}");
+            }
+            let small = q.find_first(0, |n, _| n <= 1).map(|p| key[q.job_at(p).index()]);
+            assert_eq!(small, q.iter().map(|(_, j)| j).find(|j| needs[j.index()] <= 1).map(|j| key[j.index()]));
+        }
     }
 
     #[test]

@@ -198,9 +198,33 @@ impl JobTable {
             items.sort_by(|a, b| a.0.cmp(&b.0));
             let order: Vec<u32> = items.iter().map(|x| x.1).collect();
             let slots = &mut self.slots;
-            self.queue.permute(&order, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
+            self.queue.permute(&order, true, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
         }
         items.last().map(|x| x.0)
+    }
+
+    /// [`JobTable::reorder`] with each queued job's key and position given,
+    /// in queue order.
+    pub fn reorder_items<K: Ord + Copy>(&mut self, items: &mut [(K, u32)]) -> Option<K> {
+        if !items.windows(2).all(|w| w[0].0 <= w[1].0) {
+            items.sort_by(|a, b| a.0.cmp(&b.0));
+            let order: Vec<u32> = items.iter().map(|x| x.1).collect();
+            let slots = &mut self.slots;
+            self.queue.permute(&order, true, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
+        }
+        items.last().map(|x| x.0)
+    }
+
+    /// Move a queued job to its place in an ordered queue: after the jobs
+    /// `before` holds for (a prefix of the queue, the job itself aside).
+    pub fn place_in_order(&mut self, job: JobIdx, before: impl Fn(JobIdx) -> bool) {
+        let e = self.slots[job.index()].as_ref().expect("a queued job");
+        let (pos, est) = (e.queue_pos, e.spec.estimate);
+        let filed = if e.state == JobState::Held { Queue::HELD } else { e.need };
+        self.queue.remove(pos);
+        let slots = &mut self.slots;
+        let p = self.queue.insert_sorted(job, filed, est, |j| j != job && before(j), |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
+        self.slots[job.index()].as_mut().expect("a queued job").queue_pos = p;
     }
 
     pub fn is_head(&self, job: JobIdx) -> bool {

@@ -305,6 +305,17 @@ impl NodeEngine {
         self.alloc.get(job.index()).and_then(|a| a.as_ref())
     }
 
+    /// Whether a pass could start a queued job now: some pending job needs no
+    /// more cores than are free, or a tier may preempt, or gangs rotate.
+    pub(crate) fn could_start(&self, t: &JobTable) -> bool {
+        self.preemptive || self.gang || self.free_cores >= t.queue.min_need()
+    }
+
+    /// Running and ending jobs, by expected end.
+    pub(crate) fn running_jobs(&self) -> impl Iterator<Item = JobIdx> + '_ {
+        self.running.as_slice().iter().map(|r| r.job)
+    }
+
     /// The partition a job runs in.
     pub(crate) fn part_of(&self, job: JobIdx) -> usize {
         self.demand[job.index()].part as usize

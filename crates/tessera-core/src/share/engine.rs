@@ -51,10 +51,19 @@ impl Engine {
         self.share.as_ref().map(|s| ShareView { accounts: &s.accounts, rows: &s.rows, config: &s.cfg, calculated: s.last_calc })
     }
 
-    /// A queued job's priority factors as last computed.
+    /// A queued job's priority factors as last computed: as of the last
+    /// calculation, or of its submission if later.
     pub fn priority_factors(&self, id: JobId) -> Option<Factors> {
         let j = self.t.lookup(id)?;
-        self.share.as_ref()?.factors(j).filter(|_| self.t.state(j).queued())
+        let s = self.share.as_ref()?;
+        let Machine::Nodes(m) = &self.m else { return None };
+        let e = self.t.get(j);
+        if !e.state.queued() {
+            return None;
+        }
+        let since = e.spec.begin.map_or(e.submit, |b| b.max(e.submit));
+        let at = s.last_calc.map_or(e.submit, |c| c.max(e.submit));
+        Some(s.factors_of(e.spec.ticket, at, since, e.spec.procs, e.spec.shape.nodes, m.part_of(j)))
     }
 
     /// With accounts, a job names a valid association and QOS.
@@ -80,10 +89,14 @@ impl Engine {
         let part = m.part_of(j);
         let since = e.spec.begin.map_or(e.submit, |b| b.max(e.submit));
         let f = s.factors_of(e.spec.ticket, now, since, e.spec.procs, e.spec.shape.nodes, part);
-        *s.slot(j) = super::state::JobShare { factors: Some(f), charged: 0 };
-        if s.ordered() {
-            let key = s.key(j, part, e.submit, e.spec.id.0);
-            s.pushed(key);
+        let key = s.key_of(f.priority, part, e.submit, e.spec.id.0);
+        let (fixed, assoc) = s.fixed_of(e.spec.ticket, e.spec.procs, e.spec.shape.nodes, part);
+        *s.slot(j) = super::state::JobShare { key, charged: 0, fixed, assoc, since };
+        // an ordered queue stays so: the job moves from the tail to its place
+        // (a queue waiting to be put in order is left for the next pass)
+        if s.ordered() && !s.unsorted && !s.at_tail(key) {
+            let jobs = &s.jobs;
+            self.t.place_in_order(j, |o| jobs[o.index()].key < key);
         }
     }
 
@@ -127,44 +140,70 @@ impl Engine {
             let at = s.boundary(now);
             let (last, period) = (s.last_calc.unwrap_or(at), s.cfg.calc_period);
             s.decay_to(at);
-            let running: Vec<JobIdx> = self.t.live().filter(|&j| !self.t.state(j).queued()).collect();
-            for j in running {
-                let mut b = last;
-                while b < at {
-                    b += period;
-                    let later = self.share.as_ref().map_or(1.0, |s| s.cfg.decay(at - b));
+            let running: Vec<JobIdx> = match &self.m {
+                Machine::Nodes(m) => m.running_jobs().collect(),
+                Machine::Parm(_) => Vec::new(),
+            };
+            let mut b = last;
+            while b < at && !running.is_empty() {
+                b += period;
+                let later = self.share.as_ref().map_or(1.0, |s| s.cfg.decay(at - b));
+                for &j in &running {
                     self.charge_to(b, j, later);
                 }
             }
             let Some(s) = &mut self.share else { return };
-            let Machine::Nodes(m) = &self.m else { return };
             s.recompute_tree();
-            for (_, j) in self.t.queued() {
-                let e = self.t.get(j);
-                let since = e.spec.begin.map_or(e.submit, |b| b.max(e.submit));
-                let f = s.factors_of(e.spec.ticket, at, since, e.spec.procs, e.spec.shape.nodes, m.part_of(j));
-                s.slot(j).factors = Some(f);
+            if s.ordered() {
+                // every queued job's key as of `at`, and the queue put in order
+                let mut items = std::mem::take(&mut s.scratch);
+                items.clear();
+                for (pos, j) in self.t.queued() {
+                    let js = &s.jobs[j.index()];
+                    let prio = s.priority_at(js, at);
+                    let key = (js.key.0, std::cmp::Reverse(prio), js.key.2, js.key.3);
+                    s.jobs[j.index()].key = key;
+                    items.push((key, pos));
+                }
+                s.tail = self.t.reorder_items(&mut items);
+                s.scratch = items;
+                s.unsorted = false;
             }
-            s.unsorted = s.ordered();
         }
-        let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
+        let Some(s) = &mut self.share else { return };
         if s.unsorted {
-            s.tail = self.t.reorder(|j, e| s.key(j, m.part_of(j), e.submit, e.spec.id.0));
+            let jobs = &s.jobs;
+            s.tail = self.t.reorder(|j, _| jobs[j.index()].key);
             s.unsorted = false;
         }
     }
 
-    /// The next calculation, while jobs wait for it to reorder them.
+    /// The next calculation, while a queued job could start once it reorders
+    /// them. (Otherwise a pass then would start nothing, and the calculation
+    /// waits for the next input: it is made as of its period's instant
+    /// whenever it runs, so the schedule is the same.)
     pub(crate) fn share_wake(&self) -> Option<Time> {
         let s = self.share.as_ref().filter(|s| s.ordered())?;
-        (self.t.queue.len() > 0).then(|| s.next_calc(self.now))
+        let Machine::Nodes(m) = &self.m else { return None };
+        (self.t.queue.len() > 0 && m.could_start(&self.t)).then(|| s.next_calc(self.now))
     }
 
-    /// The cluster changed: its size and partitions' factors with it.
+    /// The cluster changed: its size and partitions' factors with it, and so
+    /// every queued job's fixed factors and place.
     pub(crate) fn share_reconfigured(&mut self, cluster: &Cluster) {
-        if let Some(s) = &mut self.share {
-            s.facts = MachineFacts::of(cluster);
-            s.unsorted = s.ordered();
+        let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
+        s.facts = MachineFacts::of(cluster);
+        for (_, j) in self.t.queued() {
+            let e = self.t.get(j);
+            let part = m.part_of(j);
+            let (fixed, assoc) = s.fixed_of(e.spec.ticket, e.spec.procs, e.spec.shape.nodes, part);
+            let slot = s.slot(j);
+            slot.fixed = fixed;
+            slot.assoc = assoc;
+            let js = s.jobs[j.index()];
+            let prio = s.priority_at(&js, s.last_calc.map_or(e.submit, |c| c.max(e.submit)));
+            s.jobs[j.index()].key = s.key_of(prio, part, e.submit, e.spec.id.0);
         }
+        s.unsorted = s.ordered();
     }
 }

@@ -74,14 +74,65 @@ mod non_finite {
     }
 }
 
+/// The tree as Fair Tree walks it, worked out once per accounts table: each
+/// association's fair-share parent (an account with `Fairshare=parent` gives
+/// its children to the nearest ancestor without) and children, whose order
+/// is kept from one calculation to the next (usage changes little between
+/// two, so sorting them again costs little).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Shape {
+    kids: Vec<Vec<AssocId>>,
+    fs_parent: Vec<Option<AssocId>>,
+    users: usize,
+    /// Per association: (Level FS, is a user), the sort key's values.
+    key: Vec<(f64, bool)>,
+}
+
+impl Shape {
+    pub fn of(acc: &Accounts) -> Shape {
+        let n = acc.assocs.len();
+        let fs_parent: Vec<Option<AssocId>> = acc
+            .assocs
+            .iter()
+            .map(|a| {
+                let mut p = a.parent;
+                while let Some(q) = p.filter(|q| q.0 != 0 && acc.get(*q).use_parent) {
+                    p = acc.get(q).parent;
+                }
+                p
+            })
+            .collect();
+        let mut kids: Vec<Vec<AssocId>> = vec![Vec::new(); n];
+        for (i, a) in acc.assocs.iter().enumerate() {
+            if !(a.use_parent && !a.is_user()) {
+                if let Some(p) = fs_parent[i] {
+                    kids[p.0 as usize].push(AssocId(i as u32));
+                }
+            }
+        }
+        let users = acc.assocs.iter().filter(|a| a.is_user()).count();
+        Shape { kids, fs_parent, users, key: vec![(0.0, false); n] }
+    }
+
+    /// Whether it was worked out for a table of this size.
+    pub fn fits(&self, acc: &Accounts) -> bool {
+        self.fs_parent.len() == acc.assocs.len()
+    }
+}
+
 /// Fair Tree over the accounts, from each association's own usage (only user
 /// associations are charged; an account's usage is its subtree's).
 pub fn fair_tree(acc: &Accounts, own_usage: &[f64]) -> Vec<FsRow> {
+    let mut rows = Vec::new();
+    fair_tree_into(acc, &mut Shape::of(acc), own_usage, &mut rows);
+    rows
+}
+
+/// [`fair_tree`] into `rows`, with the tree's shape worked out before.
+pub(crate) fn fair_tree_into(acc: &Accounts, shape: &mut Shape, own_usage: &[f64], rows: &mut Vec<FsRow>) {
     let n = acc.assocs.len();
-    let mut rows = vec![FsRow::default(); n];
-    for (i, r) in rows.iter_mut().enumerate() {
-        r.raw_usage = own_usage.get(i).copied().unwrap_or(0.0);
-    }
+    rows.clear();
+    rows.extend((0..n).map(|i| FsRow { raw_usage: own_usage.get(i).copied().unwrap_or(0.0), ..FsRow::default() }));
     // parents come before their children: add each subtree's usage upwards
     for i in (1..n).rev() {
         if let Some(p) = acc.assocs[i].parent {
@@ -90,25 +141,12 @@ pub fn fair_tree(acc: &Accounts, own_usage: &[f64]) -> Vec<FsRow> {
         }
     }
     let total = rows[0].raw_usage;
-    // the tree fair share walks: an account with Fairshare=parent gives its
-    // children to the nearest ancestor without
-    let fs_parent = |a: &super::Assoc| {
-        let mut p = a.parent;
-        while let Some(q) = p.filter(|q| q.0 != 0 && acc.get(*q).use_parent) {
-            p = acc.get(q).parent;
-        }
-        p
-    };
-    let mut kids: Vec<Vec<AssocId>> = vec![Vec::new(); n];
-    for (i, a) in acc.assocs.iter().enumerate() {
-        if !(a.use_parent && !a.is_user()) {
-            if let Some(p) = fs_parent(a) {
-                kids[p.0 as usize].push(AssocId(i as u32));
-            }
-        }
-    }
     // ancestors come first, so a parent's own figures are known before its children's
-    for (p, group) in kids.iter().enumerate() {
+    for p in 0..n {
+        let group = &shape.kids[p];
+        if group.is_empty() {
+            continue;
+        }
         let shares: f64 = group.iter().filter(|k| !acc.get(**k).use_parent).map(|k| acc.get(*k).shares as f64).sum();
         let usage = rows[p].raw_usage;
         let parent_shares = rows[p].norm_shares;
@@ -129,24 +167,25 @@ pub fn fair_tree(acc: &Accounts, own_usage: &[f64]) -> Vec<FsRow> {
     for (i, a) in acc.assocs.iter().enumerate() {
         rows[i].norm_usage = if total > 0.0 { (rows[i].raw_usage / total).min(1.0) } else { 0.0 };
         if a.use_parent && !a.is_user() {
-            let p = fs_parent(a).map_or(0, |q| q.0 as usize);
+            let p = shape.fs_parent[i].map_or(0, |q| q.0 as usize);
             let parent_usage = a.parent.map_or(0.0, |q| rows[q.0 as usize].raw_usage);
             rows[i].norm_shares = rows[p].norm_shares;
             rows[i].effective_usage = if parent_usage > 0.0 { rows[i].raw_usage / parent_usage } else { 0.0 };
             rows[i].level_fs = f64::NAN;
         }
     }
-    let users = acc.assocs.iter().filter(|a| a.is_user()).count();
-    if users > 0 {
-        let mut walk = Walk { acc, kids: &kids, users: users as f64, rank: users, untied: users, rows: &mut rows };
+    if shape.users > 0 {
+        for (i, k) in shape.key.iter_mut().enumerate() {
+            *k = (rows[i].level_fs, acc.assocs[i].is_user());
+        }
+        let users = shape.users;
+        let mut walk = Walk { shape, users: users as f64, rank: users, untied: users, rows };
         walk.visit(AssocId(0), false);
     }
-    rows
 }
 
 struct Walk<'a> {
-    acc: &'a Accounts,
-    kids: &'a [Vec<AssocId>],
+    shape: &'a mut Shape,
     users: f64,
     /// The rank the last user got (a user tied with it gets it too).
     rank: usize,
@@ -159,14 +198,18 @@ impl Walk<'_> {
     /// Rank the users below `p`, highest Level FS first; `tied`: `p` has the
     /// Level FS of the sibling ranked before it.
     fn visit(&mut self, p: AssocId, tied: bool) {
-        let mut kids = self.kids[p.0 as usize].clone();
-        let lf = |r: &[FsRow], k: AssocId| r[k.0 as usize].level_fs;
-        let acc = self.acc;
-        // highest first, users before accounts, then declaration order
-        kids.sort_by(|a, b| lf(self.rows, *b).total_cmp(&lf(self.rows, *a)).then_with(|| acc.get(*b).is_user().cmp(&acc.get(*a).is_user())).then(a.cmp(b)));
+        let mut kids = std::mem::take(&mut self.shape.kids[p.0 as usize]);
+        let key = &self.shape.key;
+        // highest first, users before accounts, then declaration order: one
+        // order whatever the order before
+        kids.sort_by(|a, b| {
+            let (ka, kb) = (key[a.0 as usize], key[b.0 as usize]);
+            kb.0.total_cmp(&ka.0).then(kb.1.cmp(&ka.1)).then(a.cmp(b))
+        });
         for (i, &k) in kids.iter().enumerate() {
-            let tied = if i == 0 { tied } else { lf(self.rows, k) == lf(self.rows, kids[i - 1]) };
-            if acc.get(k).is_user() {
+            let (lf, user) = self.shape.key[k.0 as usize];
+            let tied = if i == 0 { tied } else { lf == self.shape.key[kids[i - 1].0 as usize].0 };
+            if user {
                 if !tied {
                     self.rank = self.untied;
                 }
@@ -176,6 +219,7 @@ impl Walk<'_> {
                 self.visit(k, tied);
             }
         }
+        self.shape.kids[p.0 as usize] = kids;
     }
 }
 

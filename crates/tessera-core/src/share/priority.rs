@@ -163,7 +163,9 @@ impl PriorityConfig {
     /// The priority from the factors (each in 0..=1).
     pub fn combine(&self, age: f64, fairshare: f64, jobsize: f64, partition: f64, qos: f64, nice: i32) -> Factors {
         let w = &self.weights;
-        let sum = w.age as f64 * age + w.fairshare as f64 * fairshare + w.jobsize as f64 * jobsize + w.partition as f64 * partition + w.qos as f64 * qos - nice as f64;
+        // (age, fair share, then the parts fixed while a job waits: the
+        // engine adds them in this order too)
+        let sum = w.age as f64 * age + w.fairshare as f64 * fairshare + (w.jobsize as f64 * jobsize + w.partition as f64 * partition + w.qos as f64 * qos - nice as f64);
         // Slurm: at least 1 (0 means held), truncated to an integer
         let priority = sum.clamp(1.0, u32::MAX as f64) as u32;
         Factors { age, fairshare, jobsize, partition, qos, nice, priority }

@@ -15,7 +15,7 @@
 //! factor, to its user association.
 
 use super::accounts::{Accounts, Ticket};
-use super::fairtree::{fair_tree, FsRow};
+use super::fairtree::{fair_tree_into, FsRow, Shape};
 use super::priority::{Factors, PriorityConfig, PriorityKind};
 use crate::cluster::{CanonicalUnit, Cluster};
 use crate::job::JobIdx;
@@ -53,8 +53,19 @@ pub(crate) type Key = (std::cmp::Reverse<u32>, std::cmp::Reverse<u32>, Time, u64
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct JobShare {
-    /// Its factors and priority as last computed (queued jobs).
-    pub factors: Option<Factors>,
+    /// Its place in the order (tier, priority, submission, id), as of the last
+    /// calculation or its submission, whichever is later.
+    #[serde(default)]
+    pub key: Key,
+    /// What its priority is made of besides age and fair share (weighted job
+    /// size, partition and QOS factors less nice), its association (None: no
+    /// ticket) and when it became eligible: all a calculation reads.
+    #[serde(default)]
+    pub fixed: f64,
+    #[serde(default)]
+    pub assoc: Option<u32>,
+    #[serde(default)]
+    pub since: Time,
     /// Seconds of its run already charged.
     pub charged: Time,
 }
@@ -76,13 +87,36 @@ pub(crate) struct Sharing {
     pub tail: Option<Key>,
     /// The queue must be put in priority order before the next pass.
     pub unsorted: bool,
+    /// The tree as Fair Tree walks it (worked out again after a restore).
+    #[serde(skip)]
+    shape: Shape,
+    /// Usage was charged since the last Fair Tree (decay alone changes no
+    /// rank: it scales every usage alike).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    charged: bool,
+    /// The last charge's seconds and their decay (most are a whole period).
+    #[serde(skip)]
+    pow_cache: (Time, f64),
+    /// Reused by each calculation's reordering.
+    #[serde(skip)]
+    pub scratch: Vec<(Key, u32)>,
+    /// The highest QOS priority.
+    #[serde(default)]
+    pub max_qos: u32,
 }
 
 impl Sharing {
     pub fn new(accounts: Accounts, cfg: PriorityConfig, facts: MachineFacts) -> Sharing {
         let usage = vec![0.0; accounts.assocs.len()];
-        let rows = fair_tree(&accounts, &usage);
-        Sharing { accounts, cfg, facts, usage, rows, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false }
+        let mut shape = Shape::of(&accounts);
+        let mut rows = Vec::new();
+        fair_tree_into(&accounts, &mut shape, &usage, &mut rows);
+        Sharing { accounts, cfg, facts, usage, rows, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, shape, charged: false, pow_cache: (-1, 1.0), scratch: Vec::new(), max_qos: 0 }.with_max_qos()
+    }
+
+    fn with_max_qos(mut self) -> Sharing {
+        self.max_qos = self.accounts.qos.iter().map(|q| q.priority).max().unwrap_or(0);
+        self
     }
 
     pub fn ordered(&self) -> bool {
@@ -94,10 +128,6 @@ impl Sharing {
             self.jobs.resize(j.index() + 1, JobShare::default());
         }
         &mut self.jobs[j.index()]
-    }
-
-    pub fn factors(&self, j: JobIdx) -> Option<Factors> {
-        self.jobs.get(j.index()).and_then(|s| s.factors)
     }
 
     /// The calculation instant at or before `now`.
@@ -141,8 +171,11 @@ impl Sharing {
             return;
         }
         let factor = self.accounts.qos(t.qos).usage_factor;
-        let d = self.cfg.decay_per_second().powf(secs as f64);
-        let add = secs as f64 * d * rate * factor * later;
+        if self.pow_cache.0 != secs {
+            self.pow_cache = (secs, self.cfg.decay_per_second().powf(secs as f64));
+        }
+        let add = secs as f64 * self.pow_cache.1 * rate * factor * later;
+        self.charged |= add != 0.0;
         self.usage[t.assoc.0 as usize] += add;
         // what sshare shows as raw usage is current; the ranks are the last
         // calculation's
@@ -156,7 +189,14 @@ impl Sharing {
 
     /// Fair Tree on the usage as it stands.
     pub fn recompute_tree(&mut self) {
-        self.rows = fair_tree(&self.accounts, &self.usage);
+        if !self.shape.fits(&self.accounts) {
+            self.shape = Shape::of(&self.accounts);
+            self.charged = true;
+        }
+        if self.charged {
+            fair_tree_into(&self.accounts, &mut self.shape, &self.usage, &mut self.rows);
+            self.charged = false;
+        }
     }
 
     /// A job's factors at `at`: eligible since `since`, `procs` processors on
@@ -165,8 +205,7 @@ impl Sharing {
         let c = &self.cfg;
         let (fs, qos, nice) = match ticket.filter(|t| self.accounts.valid(t)) {
             Some(t) => {
-                let max_q = self.accounts.qos.iter().map(|q| q.priority).max().unwrap_or(0);
-                let q = if max_q == 0 { 0.0 } else { self.accounts.qos(t.qos).priority as f64 / max_q as f64 };
+                let q = if self.max_qos == 0 { 0.0 } else { self.accounts.qos(t.qos).priority as f64 / self.max_qos as f64 };
                 (self.rows[t.assoc.0 as usize].fairshare, q, t.nice)
             }
             None => (0.0, 0.0, 0),
@@ -175,21 +214,37 @@ impl Sharing {
         c.combine(c.age_factor(at, since), fs, c.jobsize_factor(procs, nodes, self.facts.cores, self.facts.nodes), part, qos, nice)
     }
 
-    /// A queued job's place in the order.
-    pub fn key(&self, j: JobIdx, part: usize, submit: Time, id: u64) -> Key {
-        let prio = self.factors(j).map_or(0, |f| f.priority);
-        let tier = self.facts.tier.get(part).copied().unwrap_or(0);
-        (std::cmp::Reverse(tier), std::cmp::Reverse(prio), submit, id)
+    /// The parts of a job's priority that do not change while it waits.
+    pub fn fixed_of(&self, ticket: Option<Ticket>, procs: u32, nodes: u32, part: usize) -> (f64, Option<u32>) {
+        let f = self.factors_of(ticket, 0, 0, procs, nodes, part);
+        let w = &self.cfg.weights;
+        let fixed = w.jobsize as f64 * f.jobsize + w.partition as f64 * f.partition + w.qos as f64 * f.qos - f.nice as f64;
+        (fixed, ticket.filter(|t| self.accounts.valid(t)).map(|t| t.assoc.0))
     }
 
-    /// A job was put at the tail of the queue with this key.
-    pub fn pushed(&mut self, key: Key) {
+    /// A queued job's priority at `at` from what [`Sharing::fixed_of`] gave
+    /// (the sum [`PriorityConfig::combine`] makes, in the same order).
+    pub fn priority_at(&self, j: &JobShare, at: Time) -> u32 {
+        let w = &self.cfg.weights;
+        let fs = j.assoc.map_or(0.0, |a| self.rows[a as usize].fairshare);
+        let sum = w.age as f64 * self.cfg.age_factor(at, j.since) + w.fairshare as f64 * fs + j.fixed;
+        sum.clamp(1.0, u32::MAX as f64) as u32
+    }
+
+    /// A queued job's place in the order.
+    pub fn key_of(&self, priority: u32, part: usize, submit: Time, id: u64) -> Key {
+        let tier = self.facts.tier.get(part).copied().unwrap_or(0);
+        (std::cmp::Reverse(tier), std::cmp::Reverse(priority), submit, id)
+    }
+
+    /// Whether a job with this key, put at the tail, is in order there; the
+    /// tail's key follows it if so.
+    pub fn at_tail(&mut self, key: Key) -> bool {
         if self.tail.is_some_and(|t| key < t) {
-            self.unsorted = true;
+            return false;
         }
-        if self.tail.is_none_or(|t| key > t) {
-            self.tail = Some(key);
-        }
+        self.tail = Some(key);
+        true
     }
 
     /// Charge rate of an allocation: units per second.
