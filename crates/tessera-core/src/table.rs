@@ -204,7 +204,7 @@ impl JobTable {
     }
 
     /// [`JobTable::reorder`] with each queued job's key and position given,
-    /// in queue order.
+    /// in queue order (sorted in place when out of order).
     pub fn reorder_items<K: Ord + Copy>(&mut self, items: &mut [(K, u32)]) -> Option<K> {
         if !items.windows(2).all(|w| w[0].0 <= w[1].0) {
             items.sort_by(|a, b| a.0.cmp(&b.0));

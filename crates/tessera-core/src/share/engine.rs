@@ -91,7 +91,7 @@ impl Engine {
         let f = s.factors_of(e.spec.ticket, now, since, e.spec.procs, e.spec.shape.nodes, part);
         let key = s.key_of(f.priority, part, e.submit, e.spec.id.0);
         let (fixed, assoc) = s.fixed_of(e.spec.ticket, e.spec.procs, e.spec.shape.nodes, part);
-        *s.slot(j) = super::state::JobShare { key, charged: 0, fixed, assoc, since };
+        *s.slot(j) = super::state::JobShare { key, charged: 0, fixed, assoc, since, rate: f64::NAN };
         // an ordered queue stays so: the job moves from the tail to its place
         // (a queue waiting to be put in order is left for the next pass)
         if s.ordered() && !s.unsorted && !s.at_tail(key) {
@@ -120,7 +120,11 @@ impl Engine {
         let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
         let secs = ran - s.slot(j).charged;
         if secs > 0 {
-            let rate = s.rate(m.holdings(j), m.part_of(j));
+            let mut rate = s.jobs[j.index()].rate;
+            if rate.is_nan() {
+                rate = s.rate(m.holdings(j), m.part_of(j));
+                s.jobs[j.index()].rate = rate;
+            }
             s.charge(j, self.t.spec(j).ticket, secs, rate, later);
         }
     }

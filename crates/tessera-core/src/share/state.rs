@@ -51,6 +51,14 @@ impl MachineFacts {
 /// priority, then earlier submission, then lower id.
 pub(crate) type Key = (std::cmp::Reverse<u32>, std::cmp::Reverse<u32>, Time, u64);
 
+fn nan() -> f64 {
+    f64::NAN
+}
+
+fn is_nan(x: &f64) -> bool {
+    x.is_nan()
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct JobShare {
     /// Its place in the order (tier, priority, submission, id), as of the last
@@ -66,6 +74,10 @@ pub(crate) struct JobShare {
     pub assoc: Option<u32>,
     #[serde(default)]
     pub since: Time,
+    /// Its charge per second while it runs (NaN: not worked out yet; an
+    /// allocation does not change while a job holds it).
+    #[serde(default = "nan", skip_serializing_if = "is_nan")]
+    pub rate: f64,
     /// Seconds of its run already charged.
     pub charged: Time,
 }
