@@ -192,6 +192,10 @@ pub enum Rejection {
     },
     #[error("job {job} can never run here: {why}")]
     NeverFits { job: JobId, why: &'static str },
+    /// An association or QOS limit refuses it: a submit limit reached, or a
+    /// limit it could never meet (Slurm's reason name).
+    #[error("job {job} violates accounting/QOS policy: {reason}")]
+    OverLimit { job: JobId, reason: crate::share::LimitReason },
     #[error("no node {0} in the cluster")]
     UnknownNode(u32),
     /// A power budget the running jobs cannot be held to: at their lowest caps

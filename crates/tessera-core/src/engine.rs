@@ -52,7 +52,7 @@ pub struct Engine {
     /// What queued jobs wait for besides resources (holds, dependencies,
     /// array throttles, begin times).
     #[serde(default)]
-    gates: Gates,
+    pub(crate) gates: Gates,
     /// Node-set DELAY instants of pending jobs (when they may span sets). Entries
     /// of jobs that have started or left stay until their instant passes: they
     /// only cost a pass.
@@ -512,6 +512,9 @@ impl Engine {
         }
         self.vet(&spec)?;
         self.share_vet(&spec)?;
+        if let (Some(l), Some(ticket)) = (&self.t.limits, spec.ticket) {
+            l.admit(&ticket, spec.procs, spec.mem_per_proc_mb, spec.estimate).map_err(|reason| Rejection::OverLimit { job: id, reason })?;
+        }
         if let Err(on) = self.gates.check(&self.t, now, id, &after) {
             return Err(Rejection::InvalidSpec {
                 job: id,
@@ -892,7 +895,8 @@ impl Engine {
     pub fn pending_reason(&self, now: Time, id: JobId) -> Option<PendingReason> {
         let j = self.t.lookup(id)?;
         if self.t.state(j) == JobState::Held {
-            return self.gates.reason(j);
+            let limit = self.t.limits.as_ref().and_then(|l| l.held(j)).map(|limit| PendingReason::Limit { limit });
+            return self.gates.reason(j).or(limit);
         }
         match &self.m {
             Machine::Nodes(e) => e.pending_reason(now, &self.t, j),

@@ -269,12 +269,14 @@ impl Gates {
         self.slots.get(j.index()).map_or(&[], |g| &g.after)
     }
 
-    /// Every queued job is held exactly while one of its gates is closed.
+    /// Every queued job is held exactly while one of its gates is closed or
+    /// a limit holds it.
     pub fn sanity_check(&self, t: &JobTable) {
         for j in t.live() {
             let st = t.state(j);
             if st.queued() {
-                assert_eq!(st == crate::job::JobState::Held, self.closed(j), "job {} is {} but its gates are {:?}", t.spec(j).id, st.name(), self.slots.get(j.index()));
+                let limit = t.limits.as_ref().and_then(|l| l.held(j));
+                assert_eq!(st == crate::job::JobState::Held, self.closed(j) || limit.is_some(), "job {} is {} but its gates are {:?} and limit {limit:?}", t.spec(j).id, st.name(), self.slots.get(j.index()));
             }
         }
     }

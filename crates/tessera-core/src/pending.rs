@@ -28,6 +28,8 @@ pub enum PendingReason {
     BeginTime { at: Time },
     /// The power budget cannot feed even the job's smallest, lowest-cap shape now.
     PowerBudget { needed_w: u64, free_w: u64 },
+    /// An association or QOS limit holds it (Slurm's reason name).
+    Limit { limit: crate::share::LimitReason },
 }
 
 impl fmt::Display for PendingReason {
@@ -44,6 +46,7 @@ impl fmt::Display for PendingReason {
             PendingReason::ReservedFor { start } => write!(f, "ReservedFor (start at {start})"),
             PendingReason::NodeSet { policy, attribute } => write!(f, "NodeSet (waiting for a complete {policy}:{attribute} set)"),
             PendingReason::PowerBudget { needed_w, free_w } => write!(f, "PowerBudget (needs {needed_w} W, {free_w} W free)"),
+            PendingReason::Limit { limit } => write!(f, "{limit}"),
         }
     }
 }

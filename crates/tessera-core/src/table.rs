@@ -47,11 +47,15 @@ pub(crate) struct JobTable {
     free_slots: Vec<u32>,
     ids: BTreeMap<JobId, JobIdx>,
     pub queue: Queue,
+    /// Association and QOS limits, where the accounts set any: the jobs'
+    /// starts and ends count against them as the table sees them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) limits: Option<Box<crate::share::LimitBook>>,
 }
 
 impl JobTable {
     pub fn new() -> Self {
-        JobTable { slots: Vec::new(), free_slots: Vec::new(), ids: BTreeMap::new(), queue: Queue::new() }
+        JobTable { slots: Vec::new(), free_slots: Vec::new(), ids: BTreeMap::new(), queue: Queue::new(), limits: None }
     }
 
     /// Jobs held (queued, running, suspended, ending).
@@ -139,10 +143,15 @@ impl JobTable {
         e.ran = 0;
         e.expected_end = Time::MAX;
         e.queue_pos = self.queue.push(job, e.need, e.spec.estimate);
+        if let Some(l) = &mut self.limits {
+            l.stopped(job);
+        }
     }
 
-    /// Hold or release a queued job; it keeps its place in the queue.
+    /// Hold or release a queued job; it keeps its place in the queue. (A
+    /// job a limit holds stays held.)
     pub fn set_held(&mut self, job: JobIdx, held: bool) {
+        let held = held || self.limits.as_ref().is_some_and(|l| l.held(job).is_some());
         let e = self.slots[job.index()].as_mut().unwrap();
         e.state = if held { JobState::Held } else { JobState::Pending };
         self.queue.set(e.queue_pos, if held { Queue::HELD } else { e.need }, e.spec.estimate);
@@ -157,6 +166,21 @@ impl JobTable {
         e.ran = 0;
         e.period = now;
         self.queue.remove(e.queue_pos);
+        if let Some(l) = &mut self.limits {
+            l.started(job);
+        }
+    }
+
+    /// Whether a limit holds a pending job if it started now: if so it is
+    /// held (it keeps its place; no search of the queue finds it) until a job
+    /// it was held for ends. Every pass asks before it starts or reserves for
+    /// a job.
+    pub fn over_limit(&mut self, job: JobIdx) -> bool {
+        let Some(l) = &mut self.limits else { return false };
+        let Some(why) = l.blocks(job) else { return false };
+        l.hold(job, why);
+        self.set_held(job, true);
+        true
     }
 
     /// A running job stops at `now`: its limit stops running.
@@ -183,6 +207,9 @@ impl JobTable {
         let e = self.slots[job.index()].take().expect("a live job");
         if e.state.queued() {
             self.queue.remove(e.queue_pos);
+        }
+        if let Some(l) = &mut self.limits {
+            l.left(job);
         }
         self.ids.remove(&e.spec.id);
         self.free_slots.push(job.0);

@@ -54,12 +54,23 @@ impl NodeEngine {
                 return;
             }
         }
+        // limits hold what they hold before the plan (so held jobs reserve
+        // nothing); a job that a start of this pass puts over one waits
+        if t.limits.is_some() {
+            let pending: Vec<JobIdx> = t.pending().map(|(_, j)| j).collect();
+            for j in pending {
+                t.over_limit(j);
+            }
+        }
         let mut starts = Vec::new();
         self.plan(now, t, Plan::Pass, &mut starts);
         self.quiet_cache = starts
             .is_empty()
             .then(|| (self.version, t.queue.edits(), t.queue.end()));
         for (job, a) in starts {
+            if t.over_limit(job) {
+                continue;
+            }
             // where the profile is exact, the jobs that start now are placed one
             // after the other on what is free: the profile says they all fit
             let a = match a {

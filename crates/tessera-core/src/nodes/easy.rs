@@ -125,6 +125,9 @@ impl NodeEngine {
             let Some(p) = found else { break };
             pos = p + 1;
             let job = t.queue.job_at(p);
+            if t.over_limit(job) {
+                continue;
+            }
             let est = t.spec(job).estimate;
             let d = &self.demand[job.index()];
             // a job that cannot end by the shadow even on the fastest nodes can
@@ -238,6 +241,9 @@ impl NodeEngine {
             };
             pos = p + 1;
             let job = t.queue.job_at(p);
+            if t.over_limit(job) {
+                continue;
+            }
             let Ok(a) = self.place_now(&self.demand[job.index()], &self.free, now) else {
                 continue;
             };

@@ -826,6 +826,9 @@ impl NodeEngine {
         out: &mut Vec<Effect>,
     ) -> Option<(u32, JobIdx)> {
         while let Some((pos, job)) = t.queue.head() {
+            if t.over_limit(job) {
+                continue;
+            }
             if t.get(job).need > self.free_cores {
                 return Some((pos, job));
             }

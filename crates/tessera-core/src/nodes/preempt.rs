@@ -451,7 +451,7 @@ impl NodeEngine {
         let mut blocked: Vec<u32> = Vec::new();
         for j in pending {
             let tier = self.tier_of(j);
-            if blocked.contains(&tier) {
+            if blocked.contains(&tier) || t.over_limit(j) {
                 continue;
             }
             if let Ok(a) = self.place_now(&self.demand[j.index()], &self.free, now) {

@@ -42,6 +42,7 @@ impl Engine {
         if self.t.len() > 0 {
             return Err(SharingError::NotEmpty);
         }
+        self.t.limits = super::LimitBook::of(&accounts).map(Box::new);
         self.share = Some(Box::new(Sharing::new(accounts, config, MachineFacts::of(cluster))));
         Ok(self)
     }
@@ -92,6 +93,10 @@ impl Engine {
         let key = s.key_of(f.priority, part, e.submit, e.spec.id.0);
         let (fixed, assoc) = s.fixed_of(e.spec.ticket, e.spec.procs, e.spec.shape.nodes, part);
         *s.slot(j) = super::state::JobShare { key, charged: 0, fixed, assoc, since, rate: f64::NAN };
+        let (ticket, first, procs, mem, est) = (e.spec.ticket, e.requeues == 0, e.spec.procs, e.spec.mem_per_proc_mb, e.spec.estimate);
+        if let (Some(l), Some(t), true) = (&mut self.t.limits, ticket, first) {
+            l.queued(j, &t, procs, mem, est);
+        }
         // an ordered queue stays so: the job moves from the tail to its place
         // (a queue waiting to be put in order is left for the next pass)
         if s.ordered() && !s.unsorted && !s.at_tail(key) {
@@ -134,8 +139,21 @@ impl Engine {
         self.charge_to(at, j, 1.0);
     }
 
-    /// Before a pass: the calculation if one is due, then the queue in order.
+    /// Before a pass: jobs a limit held that may start now are let go; the
+    /// calculation if one is due; then the queue in order.
     pub(crate) fn share_pass(&mut self, now: Time) {
+        if self.t.limits.as_ref().is_some_and(|l| l.fell) {
+            let l = self.t.limits.as_mut().expect("limits");
+            l.fell = false;
+            for j in l.holding() {
+                let l = self.t.limits.as_mut().expect("limits");
+                if l.blocks(j).is_none() {
+                    l.unhold(j);
+                    let closed = self.gates.closed(j);
+                    self.t.set_held(j, closed);
+                }
+            }
+        }
         let Some(s) = &mut self.share else { return };
         if s.due(now) {
             // as if calculated at every period's instant since the last one:

@@ -5,6 +5,7 @@ mod accounts;
 mod config;
 mod engine;
 mod fairtree;
+mod limits;
 mod priority;
 mod state;
 
@@ -14,3 +15,5 @@ pub use priority::{Factors, PriorityConfig, PriorityKind, UsageUnit, Weights};
 pub use engine::{ShareView, SharingError};
 pub(crate) use state::Sharing;
 pub use config::SharingConfig;
+pub use limits::LimitReason;
+pub(crate) use limits::LimitBook;

@@ -111,3 +111,140 @@ fn a_snapshot_keeps_usage_and_priorities() {
     assert!(e.priority_factors(JobId(3)).unwrap().priority > e.priority_factors(JobId(2)).unwrap().priority);
     assert_eq!(restored.queue().collect::<Vec<_>>(), [JobId(3), JobId(2)]);
 }
+
+mod limits {
+    use super::*;
+    use tessera_core::share::{LimitReason, SharingConfig};
+    use tessera_core::PendingReason;
+
+    const FILE: &str = r#"
+[[qos]]
+name = "normal"
+max_jobs_per_user = 3
+
+[[qos]]
+name = "short"
+max_wall = "1:00:00"
+max_tres_per_user = { cpu = 4 }
+
+[[account]]
+name = "physics"
+grp_tres = { cpu = 6 }
+
+[[account]]
+name = "chem"
+
+[[user]]
+name = "ann"
+account = "physics"
+max_jobs = 2
+max_submit_jobs = 5
+
+[[user]]
+name = "bob"
+account = "physics"
+
+[[user]]
+name = "cat"
+account = "chem"
+"#;
+
+    fn engine(policy: PolicyKind, cores: u32) -> (Engine, Accounts) {
+        let c = SharingConfig::from_toml(FILE, "acct.toml").unwrap().unwrap();
+        let e = Engine::new(policy, cores).unwrap().with_sharing(c.accounts.clone(), c.priority, &pool(cores)).unwrap();
+        (e, c.accounts)
+    }
+
+    fn spec(acc: &Accounts, id: u64, user: &str, qos: Option<&str>, procs: u32, est: Time) -> JobSpec {
+        JobSpec { ticket: Some(acc.ticket(user, None, qos, 0).unwrap()), ..JobSpec::new(JobId(id), procs, est) }
+    }
+
+    fn started(out: &[Effect]) -> Vec<u64> {
+        out.iter().filter_map(|e| if let Effect::Start { job, .. } = e { Some(job.0) } else { None }).collect()
+    }
+
+    fn held(e: &Engine, id: u64) -> Option<LimitReason> {
+        match e.pending_reason(0, JobId(id)) {
+            Some(PendingReason::Limit { limit }) => Some(limit),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn limits_hold_jobs_with_slurms_reasons_and_let_them_go() {
+        for policy in [PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative] {
+            let (mut e, acc) = engine(policy, 16);
+            let mut out = Vec::new();
+            // ann may run 2 jobs; physics 6 cores together; bob's QOS 3 jobs per user
+            for (id, user, procs) in [(1, "ann", 1), (2, "ann", 1), (3, "ann", 1), (4, "bob", 2), (5, "bob", 2), (6, "bob", 1), (7, "cat", 1), (8, "cat", 1), (9, "cat", 1), (10, "cat", 1)] {
+                e.handle(0, Input::submit(spec(&acc, id, user, None, procs, 100)), &mut out);
+            }
+            out.clear();
+            e.handle(0, Input::Pass, &mut out);
+            // ann: 1, 2 (her MaxJobs); bob: 4 (2 cores: physics at 4), 5 would make physics 6...
+            assert_eq!(started(&out), [1, 2, 4, 5, 7, 8, 9], "{policy}");
+            assert_eq!(held(&e, 3), Some(LimitReason::AssocMaxJobsLimit), "{policy}");
+            assert_eq!(held(&e, 6), Some(LimitReason::AssocGrpCpuLimit), "{policy}: physics has its 6 cores");
+            assert_eq!(held(&e, 10), Some(LimitReason::QOSMaxJobsPerUserLimit), "{policy}");
+            assert_eq!(e.pending_reason(0, JobId(3)).unwrap().to_string(), "AssocMaxJobsLimit");
+            // ann's job 1 ends: her job 3 may run, and it fits physics's cores
+            out.clear();
+            e.handle(50, Input::Complete { job: JobId(1), outcome: Outcome::Exited(0) }, &mut out);
+            e.handle(50, Input::Pass, &mut out);
+            assert_eq!(started(&out), [3], "{policy}");
+            // cat's job ends: her fourth runs
+            out.clear();
+            e.handle(60, Input::Complete { job: JobId(7), outcome: Outcome::Exited(0) }, &mut out);
+            e.handle(60, Input::Pass, &mut out);
+            assert_eq!(started(&out), [10], "{policy}");
+            assert_eq!(held(&e, 6), Some(LimitReason::AssocGrpCpuLimit), "{policy}");
+        }
+    }
+
+    #[test]
+    fn a_held_job_takes_no_reservation() {
+        let (mut e, acc) = engine(PolicyKind::Easy, 4);
+        let mut out = Vec::new();
+        // ann runs 2 jobs; her third, first in the queue and wide, is held, so
+        // cat's long job is not kept from the free cores by a reservation
+        for (id, user, procs, est) in [(1, "ann", 1, 1000), (2, "ann", 1, 1000), (3, "ann", 4, 100), (4, "cat", 2, 5000)] {
+            e.handle(0, Input::submit(spec(&acc, id, user, None, procs, est)), &mut out);
+        }
+        out.clear();
+        e.handle(0, Input::Pass, &mut out);
+        assert_eq!(started(&out), [1, 2, 4]);
+        assert_eq!(held(&e, 3), Some(LimitReason::AssocMaxJobsLimit));
+    }
+
+    #[test]
+    fn submit_limits_and_limits_never_met_refuse_the_job() {
+        let (mut e, acc) = engine(PolicyKind::Easy, 16);
+        let mut out = Vec::new();
+        let refused = |out: &[Effect]| out.iter().find_map(|e| if let Effect::Rejected { reason: Rejection::OverLimit { reason, .. }, .. } = e { Some(*reason) } else { None });
+        for id in 1..=5 {
+            e.handle(0, Input::submit(spec(&acc, id, "ann", None, 1, 100)), &mut out);
+        }
+        assert_eq!(refused(&out), None);
+        e.handle(0, Input::submit(spec(&acc, 6, "ann", None, 1, 100)), &mut out);
+        assert_eq!(refused(&out), Some(LimitReason::AssocMaxSubmitJobLimit));
+        let mut cases = vec![
+            (spec(&acc, 7, "cat", Some("short"), 1, 7200), LimitReason::QOSMaxWallDurationPerJobLimit),
+            (spec(&acc, 8, "cat", Some("short"), 8, 60), LimitReason::QOSMaxCpuPerUserLimit),
+            (spec(&acc, 9, "bob", None, 7, 60), LimitReason::AssocGrpCpuLimit),
+        ];
+        for (s, want) in cases.drain(..) {
+            out.clear();
+            e.handle(0, Input::submit(s), &mut out);
+            assert_eq!(refused(&out), Some(want));
+        }
+        // a refused job leaves no count behind: ann's jobs end, she submits again
+        out.clear();
+        e.handle(0, Input::Pass, &mut out);
+        for id in started(&out) {
+            e.handle(10, Input::Complete { job: JobId(id), outcome: Outcome::Exited(0) }, &mut out);
+        }
+        out.clear();
+        e.handle(10, Input::submit(spec(&acc, 11, "ann", None, 1, 100)), &mut out);
+        assert_eq!(refused(&out), None, "{out:?}");
+    }
+}
