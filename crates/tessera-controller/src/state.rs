@@ -1162,6 +1162,7 @@ pub fn reason_name(r: &PendingReason) -> &'static str {
         PendingReason::Dependency => "Dependency",
         PendingReason::ArrayLimit => "JobArrayTaskLimit",
         PendingReason::BeginTime { .. } => "BeginTime",
+        PendingReason::Limit { limit } => limit.name(),
     }
 }
 

@@ -37,6 +37,28 @@ pub struct NoAssociation {
 }
 
 impl SimSharing {
+    /// Leave out of `w` the jobs a limit they could never meet would refuse
+    /// (counted as skipped, `over_limit`), with their tickets.
+    pub fn drop_never_met(&mut self, w: &mut crate::Workload) {
+        let Some(book) = tessera_core::share::never_met_checker(&self.accounts) else { return };
+        let keep: Vec<bool> = w.jobs.iter().zip(&self.tickets).map(|(j, t)| book(t, j.procs, j.mem_per_proc_mb, j.estimate).is_none()).collect();
+        let dropped = keep.iter().filter(|k| !**k).count();
+        if dropped == 0 {
+            return;
+        }
+        let mut it = keep.iter();
+        w.jobs.retain(|_| *it.next().expect("one per job"));
+        let mut it = keep.iter();
+        w.record_index.retain(|_| *it.next().expect("one per job"));
+        let mut it = keep.iter();
+        self.tickets.retain(|_| *it.next().expect("one per job"));
+        if !w.power_jobs.is_empty() {
+            let mut it = keep.iter();
+            w.power_jobs.retain(|_| *it.next().expect("one per job"));
+        }
+        *w.skipped.entry(tessera_workload::jobs::SkipReason::OverLimit).or_insert(0) += dropped as u64;
+    }
+
     /// Each trace group an account, each (user, group) an association.
     pub fn from_trace(jobs: &[TraceJob], priority: PriorityConfig) -> SimSharing {
         let accounts = Accounts::from_groups(jobs.iter().map(|j| (j.group as i64, j.user as i64)));

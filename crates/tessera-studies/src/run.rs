@@ -226,7 +226,10 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
         }
     };
     let mut w = w;
-    w.sharing = sharing_of(a, &w)?.map(Arc::new);
+    if let Some(mut s) = sharing_of(a, &w)? {
+        s.drop_never_met(&mut w);
+        w.sharing = Some(Arc::new(s));
+    }
     w.check_time_range(&label)?;
     let t1 = Instant::now();
     let outcome = {

@@ -56,14 +56,19 @@ pub enum SkipReason {
     LargerThanMachine,
     /// It asks for more memory per processor than any node can give.
     MemoryExceedsNodes,
+    /// A limit of its association or QOS it could never meet (an accounts
+    /// file's MaxWall, MaxTRESPerJob, or a Grp or per-user limit below its
+    /// size): the live system refuses such a submission.
+    OverLimit,
 }
 
 impl SkipReason {
-    pub const ALL: [SkipReason; 4] = [
+    pub const ALL: [SkipReason; 5] = [
         SkipReason::NoProcessorCount,
         SkipReason::NegativeRuntime,
         SkipReason::LargerThanMachine,
         SkipReason::MemoryExceedsNodes,
+        SkipReason::OverLimit,
     ];
 
     pub fn key(self) -> &'static str {
@@ -72,6 +77,7 @@ impl SkipReason {
             SkipReason::NegativeRuntime => "negative_runtime",
             SkipReason::LargerThanMachine => "larger_than_machine",
             SkipReason::MemoryExceedsNodes => "memory_exceeds_nodes",
+            SkipReason::OverLimit => "over_limit",
         }
     }
 }

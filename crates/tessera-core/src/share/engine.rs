@@ -47,6 +47,15 @@ impl Engine {
         Ok(self)
     }
 
+    /// Submit limits refuse no job (a simulator replaying a trace: the real
+    /// system accepted every job of it); limits a job could never meet still do.
+    pub fn without_submit_limits(mut self) -> Engine {
+        if let Some(l) = &mut self.t.limits {
+            l.submit_limits = false;
+        }
+        self
+    }
+
     /// The accounts, Fair Tree and settings, if the engine has accounts.
     pub fn shares(&self) -> Option<ShareView<'_>> {
         self.share.as_ref().map(|s| ShareView { accounts: &s.accounts, rows: &s.rows, config: &s.cfg, calculated: s.last_calc })

@@ -128,6 +128,14 @@ pub(crate) struct LimitBook {
     holding: std::collections::BTreeSet<JobIdx>,
     /// Some use fell since the held jobs were last looked at.
     pub fell: bool,
+    /// Submit limits refuse jobs (a simulator replaying a trace turns them
+    /// off: the real system accepted every job of it).
+    #[serde(default = "yes")]
+    pub submit_limits: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn over(limit: Option<u64>, used: u64, more: u64) -> bool {
@@ -181,6 +189,7 @@ impl LimitBook {
             held: Vec::new(),
             holding: Default::default(),
             fell: false,
+            submit_limits: true,
         })
     }
 
@@ -200,6 +209,9 @@ impl LimitBook {
         let r = &self.rules[j.assoc as usize];
         let q = &self.qos[j.qos as usize];
         let qu = self.qos_user.get(&(j.qos, j.user)).cloned().unwrap_or_default();
+        if !self.submit_limits {
+            return self.never_met(t, procs, mem_per_proc_mb, estimate).map_or(Ok(()), Err);
+        }
         if over(r.max_submit.map(u64::from), self.assoc_use[j.assoc as usize].submitted as u64, 1) {
             return Err(AssocMaxSubmitJobLimit);
         }
@@ -209,20 +221,28 @@ impl LimitBook {
         if over(q.max_submit_jobs_per_user.map(u64::from), qu.submitted as u64, 1) {
             return Err(QOSMaxSubmitJobPerUserLimit);
         }
-        // never met, whatever runs
+        self.never_met(t, procs, mem_per_proc_mb, estimate).map_or(Ok(()), Err)
+    }
+
+    /// A limit the job could never meet, whatever else ran.
+    pub fn never_met(&self, t: &Ticket, procs: u32, mem_per_proc_mb: u64, estimate: Time) -> Option<LimitReason> {
+        use LimitReason::*;
+        let j = self.job_of(t, procs, mem_per_proc_mb, estimate);
+        let r = &self.rules[j.assoc as usize];
+        let q = &self.qos[j.qos as usize];
         if q.max_wall.is_some_and(|w| j.estimate > w) {
-            return Err(QOSMaxWallDurationPerJobLimit);
+            return Some(QOSMaxWallDurationPerJobLimit);
         }
         if r.max_wall.is_some_and(|w| j.estimate > w) {
-            return Err(AssocMaxWallDurationPerJobLimit);
+            return Some(AssocMaxWallDurationPerJobLimit);
         }
         if over(r.max_tres_per_job.cpu, 0, j.cpu) {
-            return Err(AssocMaxCpuPerJobLimit);
+            return Some(AssocMaxCpuPerJobLimit);
         }
         if over(r.max_tres_per_job.mem_mb, 0, j.mem) {
-            return Err(AssocMaxMemPerJob);
+            return Some(AssocMaxMemPerJob);
         }
-        self.running_limit(&j, true).map_or(Ok(()), Err)
+        self.running_limit(&j, true)
     }
 
     /// The first running limit the job would exceed if it started now

@@ -17,3 +17,10 @@ pub(crate) use state::Sharing;
 pub use config::SharingConfig;
 pub use limits::LimitReason;
 pub(crate) use limits::LimitBook;
+
+/// The check of limits a job could never meet, for an accounts table that
+/// sets any: (ticket, processors, MiB per processor, time limit) → the limit.
+pub fn never_met_checker(acc: &Accounts) -> Option<impl Fn(&Ticket, u32, u64, crate::Time) -> Option<LimitReason>> {
+    let book = LimitBook::of(acc)?;
+    Some(move |t: &Ticket, procs: u32, mem: u64, est: crate::Time| book.never_met(t, procs, mem, est))
+}

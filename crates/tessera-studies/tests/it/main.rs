@@ -4,3 +4,4 @@
 mod runs;
 mod sweeps;
 mod experiments;
+mod fairshare;
