@@ -167,6 +167,10 @@ pub struct CompareArgs {
     /// Cluster files to compare (repeatable); each runs every policy.
     #[arg(long)]
     pub cluster: Vec<PathBuf>,
+    /// Queue orders to compare, comma-separated (fifo, multifactor): each
+    /// policy runs under each (submission order against fair share).
+    #[arg(long)]
+    pub priority: Option<String>,
     /// Further `sim run` flags for every variant (e.g. `--max-jobs 5000`), after `--`.
     #[arg(last = true)]
     pub flags: Vec<String>,

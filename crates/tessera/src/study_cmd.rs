@@ -28,14 +28,15 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     // and its trace and cluster when it gives them
     let bad = |e: clap::Error| anyhow::anyhow!("`sim run {}`: {}", a.flags.join(" "), e.to_string().trim_end());
     let m = RunFlags::command().try_get_matches_from(&a.flags).map_err(bad)?;
-    for (id, own) in [("policy", true), ("trace", a.trace.is_some()), ("cluster", !a.cluster.is_empty())] {
+    for (id, own) in [("policy", true), ("trace", a.trace.is_some()), ("cluster", !a.cluster.is_empty()), ("priority", a.priority.is_some())] {
         if own && m.value_source(id) == Some(ValueSource::CommandLine) {
             bail!("`sim run {}`: --{id} is given to sim compare itself; give it once, before `--`", a.flags.join(" "));
         }
     }
     let mut base = crate::sim_cmd::spec_of(&RunFlags::from_arg_matches(&m).map_err(bad)?.run);
     base.trace = a.trace.clone().or(base.trace);
-    let variants = compare::variants(&base, &policies, &a.cluster)?;
+    let priorities: Vec<&str> = a.priority.as_deref().map(|p| p.split(',').map(str::trim).filter(|p| !p.is_empty()).collect()).unwrap_or_default();
+    let variants = compare::variants_with(&base, &policies, &priorities, &a.cluster)?;
     let (label, variants) = compare::run(&variants, a.threads.unwrap_or_else(cores))?;
     write_report(&a.report, &tessera_report::study::compare_page(&label, &variants))?;
     let t = tessera_report::study::difference_table(&variants);

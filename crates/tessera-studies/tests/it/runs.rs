@@ -47,4 +47,8 @@ fn a_comparison_runs_every_variant_as_its_own_spec() {
     let two = compare::variants(&base, &["easy"], &["a/x.toml".into(), "b/y.toml".into()]).unwrap();
     assert_eq!(two.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["easy on x", "easy on y"]);
     assert!(compare::variants(&base, &["sjf"], &[]).is_err());
+    // submission order against fair share
+    let orders = compare::variants_with(&base, &["easy"], &["fifo", "multifactor"], &[]).unwrap();
+    assert_eq!(orders.iter().map(|x| (x.0.as_str(), x.1.priority.as_deref())).collect::<Vec<_>>(), [("easy fifo", Some("fifo")), ("easy multifactor", Some("multifactor"))]);
+    assert!(compare::variants_with(&base, &["easy"], &["lottery"], &[]).is_err());
 }
