@@ -24,6 +24,9 @@ pub struct Options {
     pub naive_conservative_max_jobs: usize,
     pub max_jobs: Option<usize>,
     pub cluster: Option<PathBuf>,
+    /// Also time each policy with multifactor priority and Fair Tree (every
+    /// trace group an account), as a ratio to submission order.
+    pub fairshare: bool,
 }
 
 /// One trace and policy timed.
@@ -42,6 +45,10 @@ struct Row {
     /// With --cluster: the same trace on the cluster's nodes, and the ratio to the pool.
     nodes_s: Option<f64>,
     nodes_over_pool: Option<f64>,
+    /// With --fairshare: the same trace ordered by multifactor priority, and
+    /// the ratio to submission order.
+    fairshare_s: Option<f64>,
+    fairshare_over_fifo: Option<f64>,
 }
 
 /// Time parsing and every policy on each trace; compare with the naive
@@ -97,7 +104,15 @@ pub fn run(a: &Options, json: bool, line: &mut dyn FnMut(&str) -> Result<()>) ->
                 t
             });
             let nodes_s = on_nodes.as_ref().map(|wn| time_min_median(a.repeat, || simulate(wn, policy)).0);
+            let fairshare_s = a.fairshare.then(|| {
+                let mut wf = w.clone();
+                let priority = tessera_core::share::PriorityConfig { kind: tessera_core::share::PriorityKind::Multifactor, ..Default::default() };
+                wf.sharing = Some(Arc::new(tessera_sim::share::SimSharing::from_trace(&wf.jobs, priority)));
+                time_min_median(a.repeat, || simulate(&wf, policy)).0
+            });
             rows.push(Row {
+                fairshare_s,
+                fairshare_over_fifo: fairshare_s.map(|f| f / sim_s),
                 nodes_s,
                 nodes_over_pool: nodes_s.map(|n| n / sim_s),
                 trace: name.clone(),
@@ -118,8 +133,11 @@ pub fn run(a: &Options, json: bool, line: &mut dyn FnMut(&str) -> Result<()>) ->
                     r.trace, r.jobs, r.policy, r.parse_s, r.sim_s, r.sim_median_s, r.sim_over_parse,
                     r.naive_s.map_or("-".to_string(), |n| format!("{n:.3} s ({:.1}x the engine)", n / r.sim_s)),
                     r.max_queue,
-                    r.nodes_s.map_or(String::new(), |n| format!("  nodes {n:.3} s ({:.2}x the pool)", n / r.sim_s))
+                    r.nodes_s.map_or(String::new(), |n| format!("  nodes {n:.3} s ({:.2}x the pool)", n / r.sim_s)),
                 ))?;
+                if let Some(f) = r.fairshare_s {
+                    line(&format!("{:<28} {:>7} jobs  {:<12} fair share (multifactor, Fair Tree) {f:>7.3} s: {:.2}x submission order", r.trace, r.jobs, r.policy, f / r.sim_s))?;
+                }
             }
         }
     }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use tessera_bench::{pass, power, sim, stream};
 
 pub fn sim(a: SimBenchArgs) -> Result<()> {
-    let o = sim::Options { traces: a.traces, policies: a.policies, repeat: a.repeat, naive_max_jobs: a.naive_max_jobs, naive_conservative_max_jobs: a.naive_conservative_max_jobs, max_jobs: a.max_jobs, cluster: a.cluster };
+    let o = sim::Options { traces: a.traces, policies: a.policies, repeat: a.repeat, naive_max_jobs: a.naive_max_jobs, naive_conservative_max_jobs: a.naive_conservative_max_jobs, max_jobs: a.max_jobs, cluster: a.cluster, fairshare: a.fairshare };
     // each row as it is measured
     let rest = sim::run(&o, a.format == Format::Json, &mut |line| outln!("{line}").and_then(|()| crate::out::flush()))?;
     out!("{rest}")

@@ -591,6 +591,11 @@ pub struct SimBenchArgs {
     /// node-level engine: jobs get cores on nodes), as a ratio to the pool run.
     #[arg(long)]
     pub cluster: Option<PathBuf>,
+    /// Also time every trace and policy ordered by multifactor priority with
+    /// Fair Tree fair share (each trace group an account), as a ratio to
+    /// submission order.
+    #[arg(long)]
+    pub fairshare: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,

@@ -44,11 +44,12 @@ fn a_stream_finishes_every_job_in_few_slots() {
 #[test]
 fn a_replay_is_timed_against_the_reference() {
     let Some(trace) = ricc("a_replay_is_timed_against_the_reference") else { return };
-    let o = sim::Options { traces: vec![trace], policies: vec!["easy".into(), "conservative".into()], repeat: 1, naive_max_jobs: 5_000, naive_conservative_max_jobs: 5_000, max_jobs: Some(3_000), cluster: None };
+    let o = sim::Options { traces: vec![trace], policies: vec!["easy".into(), "conservative".into()], repeat: 1, naive_max_jobs: 5_000, naive_conservative_max_jobs: 5_000, max_jobs: Some(3_000), cluster: None, fairshare: true };
     let mut lines = Vec::new();
     let end = sim::run(&o, false, &mut |l| Ok(lines.push(l.to_string()))).unwrap();
-    assert_eq!(lines.len(), 3, "{lines:?}");
-    assert!(lines[0].starts_with("RICC-2010-2: first 3000 records") && lines[1].contains("naive") && lines[2].contains("conservative"), "{lines:?}");
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    assert!(lines[0].starts_with("RICC-2010-2: first 3000 records") && lines[1].contains("naive") && lines[3].contains("conservative"), "{lines:?}");
+    assert!(lines[2].contains("easy") && lines[2].contains("fair share") && lines[2].contains("x submission order"), "{lines:?}");
     assert!(end.starts_with("RICC-2010-2: conservative / EASY "), "{end}");
 }
 

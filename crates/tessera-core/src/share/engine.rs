@@ -25,7 +25,8 @@ pub enum SharingError {
 /// calculation and the settings.
 pub struct ShareView<'a> {
     pub accounts: &'a Accounts,
-    pub rows: &'a [FsRow],
+    /// Fair Tree as of the last calculation, with raw usage as it stands.
+    pub rows: Vec<FsRow>,
     pub config: &'a PriorityConfig,
     /// The last calculation's instant.
     pub calculated: Option<Time>,
@@ -58,7 +59,7 @@ impl Engine {
 
     /// The accounts, Fair Tree and settings, if the engine has accounts.
     pub fn shares(&self) -> Option<ShareView<'_>> {
-        self.share.as_ref().map(|s| ShareView { accounts: &s.accounts, rows: &s.rows, config: &s.cfg, calculated: s.last_calc })
+        self.share.as_ref().map(|s| ShareView { accounts: &s.accounts, rows: s.view(), config: &s.cfg, calculated: s.last_calc })
     }
 
     /// A queued job's priority factors as last computed: as of the last
@@ -72,7 +73,7 @@ impl Engine {
             return None;
         }
         let since = e.spec.begin.map_or(e.submit, |b| b.max(e.submit));
-        let at = s.last_calc.map_or(e.submit, |c| c.max(e.submit));
+        let at = s.tree_at.map_or(e.submit, |c| c.max(e.submit));
         Some(s.factors_of(e.spec.ticket, at, since, e.spec.procs, e.spec.shape.nodes, m.part_of(j)))
     }
 
@@ -107,8 +108,10 @@ impl Engine {
             l.queued(j, &t, procs, mem, est);
         }
         // an ordered queue stays so: the job moves from the tail to its place
-        // (a queue waiting to be put in order is left for the next pass)
-        if s.ordered() && !s.unsorted && !s.at_tail(key) {
+        // (a queue waiting to be put in order is left for the pass that does)
+        if s.ordered() && s.stale {
+            s.unsorted = true;
+        } else if s.ordered() && !s.unsorted && !s.at_tail(key) {
             let jobs = &s.jobs;
             self.t.place_in_order(j, |o| jobs[o.index()].key < key);
         }
@@ -184,25 +187,31 @@ impl Engine {
                 }
             }
             let Some(s) = &mut self.share else { return };
-            s.recompute_tree();
-            if s.ordered() {
-                // every queued job's key as of `at`, and the queue put in order
-                let mut items = std::mem::take(&mut s.scratch);
-                items.clear();
-                for (pos, j) in self.t.queued() {
-                    let js = &s.jobs[j.index()];
-                    let prio = s.priority_at(js, at);
-                    let key = (js.key.0, std::cmp::Reverse(prio), js.key.2, js.key.3);
-                    s.jobs[j.index()].key = key;
-                    items.push((key, pos));
-                }
-                s.tail = self.t.reorder_items(&mut items);
-                s.scratch = items;
-                s.unsorted = false;
-            }
+            s.calculated();
         }
-        let Some(s) = &mut self.share else { return };
-        if s.unsorted {
+        let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
+        if !s.ordered() {
+            return;
+        }
+        // the order matters only to a pass that could start a job: Fair Tree
+        // and the priorities wait for one (as of the calculation's instant, so
+        // the schedule is the one an eager calculation gives)
+        if s.stale && m.could_start(&self.t) {
+            s.refresh_tree();
+            let at = s.tree_at.expect("a calculation was made");
+            let mut items = std::mem::take(&mut s.scratch);
+            items.clear();
+            for (pos, j) in self.t.queued() {
+                let js = &s.jobs[j.index()];
+                let prio = s.priority_at(js, at.max(js.key.2));
+                let key = (js.key.0, std::cmp::Reverse(prio), js.key.2, js.key.3);
+                s.jobs[j.index()].key = key;
+                items.push((key, pos));
+            }
+            s.tail = self.t.reorder_items(&mut items);
+            s.scratch = items;
+            s.unsorted = false;
+        } else if !s.stale && s.unsorted {
             let jobs = &s.jobs;
             s.tail = self.t.reorder(|j, _| jobs[j.index()].key);
             s.unsorted = false;

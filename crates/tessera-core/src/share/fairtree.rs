@@ -86,6 +86,13 @@ pub(crate) struct Shape {
     users: usize,
     /// Per association: (Level FS, is a user), the sort key's values.
     key: Vec<(f64, bool)>,
+    /// Per association, fixed by the table: its parent, whether it is a user,
+    /// whether it has `Fairshare=parent`, and its norm shares (its shares over
+    /// its fair-share siblings').
+    parent: Vec<u32>,
+    user: Vec<bool>,
+    use_parent: Vec<bool>,
+    norm_shares: Vec<f64>,
 }
 
 impl Shape {
@@ -111,7 +118,24 @@ impl Shape {
             }
         }
         let users = acc.assocs.iter().filter(|a| a.is_user()).count();
-        Shape { kids, fs_parent, users, key: vec![(0.0, false); n] }
+        let mut norm_shares = vec![0.0; n];
+        for group in &kids {
+            let sum: f64 = group.iter().filter(|k| !acc.get(**k).use_parent).map(|k| acc.get(*k).shares as f64).sum();
+            for k in group {
+                let a = acc.get(*k);
+                norm_shares[k.0 as usize] = if a.use_parent || sum == 0.0 { 0.0 } else { a.shares as f64 / sum };
+            }
+        }
+        Shape {
+            kids,
+            fs_parent,
+            users,
+            key: vec![(0.0, false); n],
+            parent: acc.assocs.iter().map(|a| a.parent.map_or(u32::MAX, |p| p.0)).collect(),
+            user: acc.assocs.iter().map(|a| a.is_user()).collect(),
+            use_parent: acc.assocs.iter().map(|a| a.use_parent).collect(),
+            norm_shares,
+        }
     }
 
     /// Whether it was worked out for a table of this size.
@@ -135,9 +159,10 @@ pub(crate) fn fair_tree_into(acc: &Accounts, shape: &mut Shape, own_usage: &[f64
     rows.extend((0..n).map(|i| FsRow { raw_usage: own_usage.get(i).copied().unwrap_or(0.0), ..FsRow::default() }));
     // parents come before their children: add each subtree's usage upwards
     for i in (1..n).rev() {
-        if let Some(p) = acc.assocs[i].parent {
+        let p = shape.parent[i];
+        if p != u32::MAX {
             let u = rows[i].raw_usage;
-            rows[p.0 as usize].raw_usage += u;
+            rows[p as usize].raw_usage += u;
         }
     }
     let total = rows[0].raw_usage;
@@ -147,28 +172,27 @@ pub(crate) fn fair_tree_into(acc: &Accounts, shape: &mut Shape, own_usage: &[f64
         if group.is_empty() {
             continue;
         }
-        let shares: f64 = group.iter().filter(|k| !acc.get(**k).use_parent).map(|k| acc.get(*k).shares as f64).sum();
         let usage = rows[p].raw_usage;
         let parent_shares = rows[p].norm_shares;
         for k in group {
-            let a = acc.get(*k);
-            let r = &mut rows[k.0 as usize];
+            let k = k.0 as usize;
+            let r = &mut rows[k];
             r.effective_usage = if usage > 0.0 { r.raw_usage / usage } else { 0.0 };
-            if a.use_parent {
+            if shape.use_parent[k] {
                 // it shows the shares it defers to, and ranks first
                 r.norm_shares = parent_shares;
                 r.level_fs = f64::INFINITY;
                 continue;
             }
-            r.norm_shares = if shares == 0.0 { 0.0 } else { a.shares as f64 / shares };
+            r.norm_shares = shape.norm_shares[k];
             r.level_fs = if r.norm_shares == 0.0 { 0.0 } else { r.norm_shares / r.effective_usage };
         }
     }
-    for (i, a) in acc.assocs.iter().enumerate() {
+    for i in 0..n {
         rows[i].norm_usage = if total > 0.0 { (rows[i].raw_usage / total).min(1.0) } else { 0.0 };
-        if a.use_parent && !a.is_user() {
+        if shape.use_parent[i] && !shape.user[i] {
             let p = shape.fs_parent[i].map_or(0, |q| q.0 as usize);
-            let parent_usage = a.parent.map_or(0.0, |q| rows[q.0 as usize].raw_usage);
+            let parent_usage = if shape.parent[i] == u32::MAX { 0.0 } else { rows[shape.parent[i] as usize].raw_usage };
             rows[i].norm_shares = rows[p].norm_shares;
             rows[i].effective_usage = if parent_usage > 0.0 { rows[i].raw_usage / parent_usage } else { 0.0 };
             rows[i].level_fs = f64::NAN;
@@ -176,7 +200,7 @@ pub(crate) fn fair_tree_into(acc: &Accounts, shape: &mut Shape, own_usage: &[f64
     }
     if shape.users > 0 {
         for (i, k) in shape.key.iter_mut().enumerate() {
-            *k = (rows[i].level_fs, acc.assocs[i].is_user());
+            *k = (rows[i].level_fs, shape.user[i]);
         }
         let users = shape.users;
         let mut walk = Walk { shape, users: users as f64, rank: users, untied: users, rows };

@@ -207,6 +207,10 @@ mod tests {
         // 500 + 2500 + 1000 - 3, truncated
         assert_eq!(f.priority, 3997);
         assert_eq!(c.combine(0.0, 0.0, 0.0, 0.0, 0.0, 10).priority, 1, "never below 1 (0 means held)");
+        // docs/scheduling.md's worked example: two days old, uAA1's fair share
+        // (13/21), the only partition, QOS priority 10 of at most 100
+        let f = c.combine(c.age_factor(2 * 86_400, 0), 13.0 / 21.0, 0.0, 1.0, 0.1, 0);
+        assert_eq!(f.priority, 7576);
         assert_eq!(c.age_factor(100, 100 + 5), 0.0);
         assert_eq!(c.age_factor(7 * 86_400 * 2, 0), 1.0);
         // 2 of 8 nodes, 16 of 64 cores

@@ -99,6 +99,16 @@ pub(crate) struct Sharing {
     pub tail: Option<Key>,
     /// The queue must be put in priority order before the next pass.
     pub unsorted: bool,
+    /// A calculation was made whose Fair Tree and priorities are not worked
+    /// out yet (they are when a pass could start a job: until then the order
+    /// changes nothing); `calc_usage` is its usage.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    calc_usage: Vec<f64>,
+    /// The calculation the tree and the queued jobs' priorities are as of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_at: Option<Time>,
     /// The tree as Fair Tree walks it (worked out again after a restore).
     #[serde(skip)]
     shape: Shape,
@@ -123,7 +133,7 @@ impl Sharing {
         let mut shape = Shape::of(&accounts);
         let mut rows = Vec::new();
         fair_tree_into(&accounts, &mut shape, &usage, &mut rows);
-        Sharing { accounts, cfg, facts, usage, rows, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, shape, charged: false, pow_cache: (-1, 1.0), scratch: Vec::new(), max_qos: 0 }.with_max_qos()
+        Sharing { accounts, cfg, facts, usage, rows, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), tree_at: None, shape, charged: false, pow_cache: (-1, 1.0), scratch: Vec::new(), max_qos: 0 }.with_max_qos()
     }
 
     fn with_max_qos(mut self) -> Sharing {
@@ -165,9 +175,6 @@ impl Sharing {
                 for u in &mut self.usage {
                     *u *= d;
                 }
-                for r in &mut self.rows {
-                    r.raw_usage *= d;
-                }
             }
         }
         self.last_calc = Some(at);
@@ -189,26 +196,54 @@ impl Sharing {
         let add = secs as f64 * self.pow_cache.1 * rate * factor * later;
         self.charged |= add != 0.0;
         self.usage[t.assoc.0 as usize] += add;
-        // what sshare shows as raw usage is current; the ranks are the last
-        // calculation's
-        let lineage: Vec<_> = self.accounts.lineage(t.assoc).collect();
-        for a in lineage {
-            if let Some(r) = self.rows.get_mut(a.0 as usize) {
-                r.raw_usage += add;
-            }
-        }
     }
 
-    /// Fair Tree on the usage as it stands.
-    pub fn recompute_tree(&mut self) {
+    /// The calculation at `last_calc` is made: its usage is kept for Fair
+    /// Tree, which runs when the order is next needed ([`Sharing::refresh_tree`]).
+    pub fn calculated(&mut self) {
+        self.calc_usage.clone_from(&self.usage);
+        self.stale = true;
+    }
+
+    /// Fair Tree on the usage of the last calculation, if not run since.
+    pub fn refresh_tree(&mut self) {
+        if !self.stale {
+            return;
+        }
         if !self.shape.fits(&self.accounts) {
             self.shape = Shape::of(&self.accounts);
             self.charged = true;
         }
+        // decay alone scales every usage alike and changes no rank
         if self.charged {
-            fair_tree_into(&self.accounts, &mut self.shape, &self.usage, &mut self.rows);
+            fair_tree_into(&self.accounts, &mut self.shape, &self.calc_usage, &mut self.rows);
             self.charged = false;
         }
+        self.stale = false;
+        self.tree_at = self.last_calc;
+    }
+
+    /// The tree as `sshare` shows it: Fair Tree as of the last calculation
+    /// (worked out now if the engine has not needed it yet), each
+    /// association's raw usage as it stands (subtrees added up).
+    pub fn view(&self) -> Vec<FsRow> {
+        let mut rows = if self.stale {
+            let mut rows = Vec::new();
+            fair_tree_into(&self.accounts, &mut Shape::of(&self.accounts), &self.calc_usage, &mut rows);
+            rows
+        } else {
+            self.rows.clone()
+        };
+        let mut raw = self.usage.clone();
+        for i in (1..raw.len()).rev() {
+            if let Some(p) = self.accounts.assocs[i].parent {
+                raw[p.0 as usize] += raw[i];
+            }
+        }
+        for (r, u) in rows.iter_mut().zip(raw) {
+            r.raw_usage = u;
+        }
+        rows
     }
 
     /// A job's factors at `at`: eligible since `since`, `procs` processors on
