@@ -256,3 +256,38 @@ account = "chem"
         assert_eq!(refused(&out), None, "{out:?}");
     }
 }
+
+mod property {
+    use super::*;
+    use crate::shortcuts::arb_case;
+    use proptest::prelude::*;
+    use tessera_core::share::SharingConfig;
+
+    /// Two accounts of unequal shares, three users, a MaxJobs and a GrpTRES
+    /// limit; a 10-second calculation period and a 30-second half-life, so
+    /// that the order changes often.
+    const ACCOUNTS: &str = "[priority]\ntype = \"multifactor\"\ncalc_period = \"0:10\"\nhalf_life = \"0:30\"\nmax_age = \"1:00\"\n\n[[account]]\nname = \"g0\"\nshares = 3\ngrp_tres = { cpu = 24 }\n\n[[account]]\nname = \"g1\"\n\n[[user]]\nname = \"u0\"\naccount = \"g0\"\nmax_jobs = 2\n\n[[user]]\nname = \"u1\"\naccount = \"g0\"\n\n[[user]]\nname = \"u2\"\naccount = \"g1\"\n";
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 150, .. ProptestConfig::default() })]
+
+        /// With fair share and limits, every job still starts, the invariants
+        /// hold after every input, and the pass's shortcuts change no schedule.
+        #[test]
+        fn fair_share_and_limits_keep_the_invariants_and_the_shortcuts_exact((toml, jobs) in arb_case()) {
+            let c = Cluster::from_toml(&toml, "shortcuts.toml").unwrap();
+            let s = SharingConfig::from_toml(ACCOUNTS, "acct.toml").unwrap().unwrap();
+            let jobs: Vec<(Time, JobSpec, Time)> = jobs
+                .into_iter()
+                .enumerate()
+                .map(|(i, (t, spec, r))| (t, JobSpec { ticket: Some(s.accounts.ticket(&format!("u{}", i % 3), None, None, 0).unwrap()), ..spec }, r))
+                .collect();
+            for policy in [PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative] {
+                let engine = || Engine::with_cluster(policy, &c).unwrap().with_sharing(s.accounts.clone(), s.priority, &c).unwrap();
+                let fast = replay(engine(), &jobs);
+                let every = replay(engine().without_shortcuts(), &jobs);
+                prop_assert_eq!(fast, every, "{}", policy);
+            }
+        }
+    }
+}

@@ -14,7 +14,7 @@ use tessera_core::{Cluster, Engine, JobId, JobSpec, PolicyKind, Time};
 /// optional or not).
 /// Jobs ask for no memory or 128-512 MiB per processor (so memory, not cores,
 /// often binds), and for no more processors than the machine can ever hold.
-fn arb_case() -> impl Strategy<Value = (String, Vec<(Time, JobSpec, Time)>)> {
+pub fn arb_case() -> impl Strategy<Value = (String, Vec<(Time, JobSpec, Time)>)> {
     let ntype = (1u32..=4, 1u32..=4, any::<bool>(), 0u64..=2);
     let nodeset = prop::option::of((0usize..3, 0usize..3, 0usize..3, any::<bool>()));
     (prop::collection::vec(ntype, 1..=3), any::<bool>(), nodeset).prop_flat_map(|(types, exclusive, nodeset)| {
