@@ -109,6 +109,16 @@ pub struct Actor {
 }
 
 
+/// A cluster file's accounts, QOS and priority settings: its own tables, or
+/// the accounts file it names (relative to it).
+fn sharing_of(toml: &str, path: &str, cluster: &Cluster) -> Result<Option<tessera_core::share::SharingConfig>> {
+    let dir = std::path::Path::new(path).parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    Ok(tessera_core::share::SharingConfig::of_cluster(toml, path, cluster.accounts_file.as_deref(), |f| {
+        let p = dir.join(f);
+        std::fs::read_to_string(&p).map(|t| (t, p.display().to_string())).map_err(|e| format!("reading accounts file {}: {e}", p.display()))
+    })?)
+}
+
 impl Actor {
     /// Open the state directory: create it on first start, else restore the
     /// snapshot and replay the journal (writing any accounting record the crash
@@ -159,15 +169,34 @@ impl Actor {
             recorded_at: created,
         };
         let run_id = store.live_run(&run, &NodeRecord::from_cluster(&cluster))?;
+        // accounts, QOS and priority settings, as the state directory was
+        // created with (its cluster file's, or the accounts file it named)
+        let sharing: Option<(tessera_core::share::Accounts, tessera_core::share::PriorityConfig)> = match journal.setting("sharing")? {
+            Some(text) => serde_json::from_str(&text).with_context(|| format!("{}: the setting `sharing`", cfg.db_path().display()))?,
+            None => {
+                let s = sharing_of(&toml, &path, &cluster)?.map(|c| (c.accounts, c.priority));
+                journal.set_setting("sharing", &serde_json::to_string(&s)?)?;
+                s
+            }
+        };
         let mut state = match rec.snapshot {
             Some((_, s)) => s,
             None => {
                 let engine = match policy {
                     tessera_core::PolicyKind::Parm => {
+                        if sharing.is_some() {
+                            anyhow::bail!("{path}: accounts and multifactor priority order a queue; policy parm decides its own order");
+                        }
                         let info = cluster.power_machine().map_err(|e| anyhow::anyhow!("policy parm: {e}"))?;
                         Engine::parm(info.machine, parm)
                     }
-                    _ => Engine::with_cluster(policy, &cluster).map_err(|e| anyhow::anyhow!("{e}"))?,
+                    _ => {
+                        let e = Engine::with_cluster(policy, &cluster).map_err(|e| anyhow::anyhow!("{e}"))?;
+                        match &sharing {
+                            Some((a, p)) => e.with_sharing(a.clone(), *p, &cluster).map_err(|e| anyhow::anyhow!("{e}"))?,
+                            None => e,
+                        }
+                    }
                 };
                 State::new(engine, &cluster, created, cfg.kill_grace_s)
             }

@@ -86,7 +86,23 @@ impl State {
         }
         let parm = self.engine().policy() == tessera_core::PolicyKind::Parm;
         power_options_fit(&r, parm)?;
-        let spec = r.spec(first, cluster, parm);
+        if r.nice < 0 && who.role != Role::Operator {
+            return Err(ApiError::option(tessera_proto::submit::OptionError { option: "--nice".into(), value: r.nice.to_string(), expected: "0 or more (only an operator may raise a job's priority)".into(), line: None }));
+        }
+        let mut spec = r.spec(first, cluster, parm);
+        spec.ticket = crate::state::ticket_of(self.engine(), &who.user, &r).map_err(ApiError::option)?;
+        if let Err(e) = self.engine().would_accept(&spec) {
+            let (option, value) = match (&r.account, &r.qos) {
+                (_, Some(q)) if matches!(e, tessera_core::Rejection::OverLimit { reason, .. } if reason.name().starts_with("QOS")) => ("--qos", q.clone()),
+                (Some(a), _) => ("--account", a.clone()),
+                _ => ("--account", format!("(the default of user {})", who.user)),
+            };
+            let why = match e {
+                tessera_core::Rejection::OverLimit { reason, .. } => format!("a job within the limits of its association and QOS (it violates {reason})"),
+                other => other.to_string(),
+            };
+            return Err(ApiError::option(tessera_proto::submit::OptionError { option: option.into(), value, expected: why, line: None }));
+        }
         let nodeset = r.nodeset.as_deref().map(|s| tessera_core::NodeSetSpec::parse_job(s).expect("validated at submit"));
         {
             if let Err(e) = self.engine().can_run_with(&spec, nodeset.as_ref(), &r.choice(cluster)) {

@@ -72,6 +72,28 @@ pub struct JobRequest {
     /// steps run in it until its client ends it (`POST /v1/jobs/{id}/end`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_shell: bool,
+    /// `-A`, `--qos`, `--nice`: the account it charges (None: its user's
+    /// default), its QOS (None: its association's default) and its nice value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub nice: i32,
+}
+
+fn is_zero_i32(x: &i32) -> bool {
+    *x == 0
+}
+
+/// An account or QOS name as an option gives it: printable, without white
+/// space, `,` or `/`.
+fn share_name(option: &str, v: &str, line: Option<usize>) -> Result<String, OptionError> {
+    let v = v.trim();
+    if v.is_empty() || v.len() > 64 || v.chars().any(|c| c.is_control() || c.is_whitespace() || c == ',' || c == '/') {
+        return Err(OptionError { line, ..err(option, v, "a name of at most 64 characters without white space, `,` or `/`") });
+    }
+    Ok(v.to_string())
 }
 
 /// A job's shape and power behaviour, for the power-aware policy (PARM): the
@@ -402,6 +424,12 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         hold: get("--hold").is_some(),
         suspend_tstp: get("--suspend-tstp").is_some(),
         no_shell: get("--no-shell").is_some(),
+        account: get("--account").map(|(v, l)| share_name("--account", v, l)).transpose()?,
+        qos: get("--qos").map(|(v, l)| share_name("--qos", v, l)).transpose()?,
+        nice: match get("--nice") {
+            None => 0,
+            Some((v, l)) => v.trim().parse::<i32>().ok().filter(|n| n.unsigned_abs() <= 2_147_483_645).ok_or_else(|| at(err("--nice", v, "an integer from -2147483645 to 2147483645"), l))?,
+        },
         dependencies,
         singleton,
         dependency_tasks,

@@ -577,6 +577,9 @@ impl State {
         for (k, task) in tasks.iter().enumerate() {
             let id = first + k as u64;
             let mut spec = req.spec(id, cluster, parm);
+            // checked at admission: an error here means the accounts changed
+            // between, and the engine refuses the job with the reason
+            spec.ticket = ticket_of(&self.engine, user, req).ok().flatten();
             spec.requeue = req.requeue;
             spec.hold = req.hold;
             spec.throttle = throttle.map(|limit| Throttle { array: first, limit });
@@ -877,11 +880,17 @@ impl Ledger {
             Effect::Rejected { input, job, reason } => {
                 tracing::warn!(job = job.map(|j| j.0), input, %reason, "the engine refused an input");
             }
-            Effect::Finished(rec) => self.finished(cluster, now, *rec, out),
+            Effect::Finished(rec) => self.finished(engine, cluster, now, *rec, out),
         }
     }
-    fn finished(&mut self, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, out: &mut Vec<Action>) {
+    fn finished(&mut self, engine: &Engine, cluster: &Cluster, now: i64, rec: tessera_core::JobRecord, out: &mut Vec<Action>) {
         let id = rec.spec.id.0;
+        // the account it charged: its ticket's, else the one it gave, else its
+        // user's name (as before accounts)
+        let account = match (rec.spec.ticket, engine.shares()) {
+            (Some(t), Some(v)) if v.accounts.valid(&t) => v.accounts.get(t.assoc).account.clone(),
+            _ => self.jobs.get(&id).map(|m| m.req.account.clone().unwrap_or_else(|| m.user.clone())).unwrap_or_default(),
+        };
         let Some(m) = self.jobs.remove(&id) else { return };
         // the nodes its steps ran on give back what they kept for it
         let mut step_nodes: Vec<u32> = m.steps.iter().flat_map(|s| s.nodes.iter().copied()).collect();
@@ -953,7 +962,7 @@ impl Ledger {
             name: m.req.name.clone(),
             user: m.user.clone(),
             group: m.gid.to_string(),
-            account: m.user.clone(),
+            account,
             partition: cluster.partitions[m.req.partition as usize].name.clone(),
             submit: m.submit,
             start,
@@ -1148,6 +1157,22 @@ impl JobMeta {
             format!("{}/{}", self.req.workdir.trim_end_matches('/'), x)
         }
     }
+}
+
+/// The ticket of a job of `user` asking `req`'s account, QOS and nice, where
+/// the engine has accounts (None where it has not); an unknown account or QOS,
+/// or no association, is the option's error.
+pub fn ticket_of(engine: &tessera_core::Engine, user: &str, req: &JobRequest) -> Result<Option<tessera_core::share::Ticket>, tessera_proto::submit::OptionError> {
+    let Some(v) = engine.shares() else { return Ok(None) };
+    v.accounts.ticket(user, req.account.as_deref(), req.qos.as_deref(), req.nice).map(Some).map_err(|e| {
+        use tessera_core::share::TicketError::*;
+        let (option, value) = match &e {
+            UnknownQos(q) | QosNotAllowed { qos: q, .. } => ("--qos", q.clone()),
+            UnknownAccount(a) | NoAssociation { account: a, .. } => ("--account", a.clone()),
+            NoDefaultAccount(u) => ("--account", format!("(none given; user {u} has no default)")),
+        };
+        tessera_proto::submit::OptionError { option: option.into(), value, expected: format!("an account and QOS of the cluster's accounts ({e})"), line: None }
+    })
 }
 
 /// Slurm's short name of a pending reason (squeue's REASON), for `tessera queue`.

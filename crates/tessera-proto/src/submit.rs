@@ -225,6 +225,9 @@ pub const OPTIONS: &[(&str, &str, bool)] = &[
     ("", "--sigma", true),
     ("", "--suspend-tstp", false),
     ("", "--no-shell", false),
+    ("-A", "--account", true),
+    ("-q", "--qos", true),
+    ("", "--nice", true),
 ];
 
 /// The job options of `tessera job submit`, as sbatch names them; the
@@ -315,6 +318,16 @@ pub struct JobOptions {
     /// Power-aware policy: the variance of its parallelism σ in [0, 1] (default 0).
     #[arg(long)]
     pub sigma: Option<String>,
+    /// The account the job charges (default: the user's default account).
+    #[arg(short = 'A', long)]
+    pub account: Option<String>,
+    /// The job's quality of service (default: its association's).
+    #[arg(short = 'q', long)]
+    pub qos: Option<String>,
+    /// Lower the job's priority by this much (a negative value, raising it,
+    /// is an operator's).
+    #[arg(long, allow_hyphen_values = true)]
+    pub nice: Option<String>,
 }
 
 impl JobOptions {
@@ -345,6 +358,9 @@ impl JobOptions {
             ("--power-profile", &self.power_profile),
             ("--parallelism", &self.parallelism),
             ("--sigma", &self.sigma),
+            ("--account", &self.account),
+            ("--qos", &self.qos),
+            ("--nice", &self.nice),
         ];
         for (name, v) in values {
             if let Some(v) = v {

@@ -57,6 +57,17 @@ impl Engine {
         self
     }
 
+    /// Whether the engine's accounts would take a job now: a valid ticket, no
+    /// submit limit reached, no limit it could never meet (what
+    /// `Input::Submit` checks besides the job's fit).
+    pub fn would_accept(&self, spec: &JobSpec) -> Result<(), Rejection> {
+        self.share_vet(spec)?;
+        if let (Some(l), Some(ticket)) = (&self.t.limits, spec.ticket) {
+            l.admit(&ticket, spec.procs, spec.mem_per_proc_mb, spec.estimate).map_err(|reason| Rejection::OverLimit { job: spec.id, reason })?;
+        }
+        Ok(())
+    }
+
     /// The accounts, Fair Tree and settings, if the engine has accounts.
     pub fn shares(&self) -> Option<ShareView<'_>> {
         self.share.as_ref().map(|s| ShareView { accounts: &s.accounts, rows: s.view(), config: &s.cfg, calculated: s.last_calc })

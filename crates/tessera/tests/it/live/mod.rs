@@ -2,6 +2,7 @@
 //! processes of the `tessera` binary) on loopback, in a temp dir, running real
 //! jobs; killed and restarted at will.
 
+mod accounts;
 mod auth;
 mod cgroups;
 mod browser;

@@ -1,0 +1,82 @@
+//! Accounts live: a cluster file with accounts, QOS and a limit. Jobs charge
+//! the account they name (`-A`, `#SBATCH --account`) or their user's default;
+//! an unknown account or QOS is refused at submission with the option named;
+//! a MaxJobs limit holds a job with Slurm's reason and lets it go; the
+//! accounting store names each job's account.
+
+use super::Live;
+use tessera_proto::api::JobStateCode;
+
+fn user() -> String {
+    let o = std::process::Command::new("id").arg("-un").output().unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn cluster(user: &str) -> String {
+    format!(
+        r#"
+name = "shared"
+
+[[nodetype]]
+name = "n"
+nodes = "node[001-002]"
+cores = 2
+
+[[partition]]
+name = "batch"
+nodes = "node[001-002]"
+
+[priority]
+type = "multifactor"
+
+[[qos]]
+name = "normal"
+
+[[qos]]
+name = "high"
+priority = 100
+
+[[account]]
+name = "physics"
+shares = 3
+
+[[account]]
+name = "chem"
+
+[[user]]
+name = "{user}"
+accounts = ["physics", "chem"]
+default_account = "physics"
+max_jobs = 1
+"#
+    )
+}
+
+#[test]
+fn jobs_charge_their_account_and_limits_hold_them_with_slurms_reason() {
+    let me = user();
+    let l = Live::start_on(1, 10, Some((&cluster(&me), 2)));
+    // refused at submission, the option named
+    for (args, option, what) in [(vec!["-A", "maths"], "--account", "unknown account maths"), (vec!["--qos", "gold"], "--qos", "unknown QOS gold")] {
+        let o = l.cli(&[&["job", "submit"], &args[..], &["--wrap", "true"]].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(option) && err.contains(what), "{args:?}: {err}");
+    }
+    // two jobs of the user's default account, the second held by its
+    // MaxJobs = 1; a job of chem, named in the script, runs beside them
+    let first = l.submit(&["-t", "1:00", "--wrap", "sleep 3"]);
+    let second = l.submit(&["-t", "1:00", "--wrap", "sleep 1"]);
+    let script = l.dir.path().join("chem.sh");
+    std::fs::write(&script, "#!/bin/sh\n#SBATCH --account=chem\n#SBATCH --qos=high\nsleep 1\n").unwrap();
+    let third = l.submit(&["-t", "1:00", script.to_str().unwrap()]);
+    l.wait_for("the first job running", 20, |l| l.job(first).is_some_and(|j| j.state == JobStateCode::Running));
+    l.wait_for("the second held by the limit", 20, |l| l.job(second).is_some_and(|j| j.state == JobStateCode::Pending && j.reason == "AssocMaxJobsLimit"));
+    l.wait_for("every job completed", 30, |l| [first, second, third].iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed)));
+    let start = |j: u64| l.job(j).and_then(|x| x.start).unwrap();
+    assert!(start(second) >= start(first) + 3, "the second ran after the first ended");
+    let o = l.cli(&["acct", "-P", "-X", "-o", "JobID,Account,State"]);
+    let acct = String::from_utf8_lossy(&o.stdout).to_string();
+    for (j, account) in [(first, "physics"), (second, "physics"), (third, "chem")] {
+        assert!(acct.contains(&format!("{j}|{account}|COMPLETED")), "{acct}");
+    }
+}
