@@ -147,18 +147,27 @@ impl Queue {
 
     /// The first occupied physical position at or after `from`.
     fn first_occupied(&self, from: usize) -> Option<usize> {
+        self.first_leaf(from, |m| m.need != EMPTY_NEED)
+    }
+
+    /// The first physical position at or after `from` whose leaf satisfies
+    /// `ok`, a test that holds for a subtree's minimums whenever it holds for
+    /// a leaf below (subtrees that fail it are skipped whole; the walk goes
+    /// right from `from`, so a nearby answer costs O(log distance)).
+    fn first_leaf(&self, from: usize, ok: impl Fn(Mins) -> bool) -> Option<usize> {
         if from >= self.tail {
             return None;
         }
         let mut i = self.size + from;
         loop {
-            if self.tree[i].need != EMPTY_NEED {
+            if ok(self.tree[i]) {
                 if i >= self.size {
                     return Some(i - self.size);
                 }
                 i *= 2;
                 continue;
             }
+            // next subtree to the right: climb while a right child, then step over
             while i & 1 == 1 {
                 i >>= 1;
             }
@@ -272,28 +281,7 @@ impl Queue {
     /// costs O(log distance).
     pub fn find_first(&self, from: u32, ok: impl Fn(u64, Time) -> bool) -> Option<u32> {
         let from = (from.max(self.base) - self.base) as usize;
-        if from >= self.tail {
-            return None;
-        }
-        let mut i = self.size + from;
-        loop {
-            let m = self.tree[i];
-            if m.need < Self::HELD && ok(m.need, m.est) {
-                if i >= self.size {
-                    return Some(self.base + (i - self.size) as u32);
-                }
-                i *= 2;
-                continue;
-            }
-            // next subtree to the right: climb while a right child, then step over
-            while i & 1 == 1 {
-                i >>= 1;
-            }
-            if i == 0 {
-                return None;
-            }
-            i += 1;
-        }
+        self.first_leaf(from, |m| m.need < Self::HELD && ok(m.need, m.est)).map(|p| self.base + p as u32)
     }
 
     fn put(&mut self, p: usize, v: Mins) {

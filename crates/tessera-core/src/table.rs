@@ -221,13 +221,7 @@ impl JobTable {
     /// Nothing moves when they are in order already.
     pub fn reorder<K: Ord + Copy>(&mut self, mut key: impl FnMut(JobIdx, &JobEntry) -> K) -> Option<K> {
         let mut items: Vec<(K, u32)> = self.queue.iter().map(|(pos, j)| (key(j, self.get(j)), pos)).collect();
-        if !items.windows(2).all(|w| w[0].0 <= w[1].0) {
-            items.sort_by(|a, b| a.0.cmp(&b.0));
-            let order: Vec<u32> = items.iter().map(|x| x.1).collect();
-            let slots = &mut self.slots;
-            self.queue.permute(&order, true, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
-        }
-        items.last().map(|x| x.0)
+        self.reorder_items(&mut items)
     }
 
     /// [`JobTable::reorder`] with each queued job's key and position given,
