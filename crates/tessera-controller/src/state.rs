@@ -1188,6 +1188,8 @@ pub fn reason_name(r: &PendingReason) -> &'static str {
         PendingReason::ArrayLimit => "JobArrayTaskLimit",
         PendingReason::BeginTime { .. } => "BeginTime",
         PendingReason::Limit { limit } => limit.name(),
+        PendingReason::Reservation { .. } => "Reservation",
+        PendingReason::Maintenance => "ReqNodeNotAvail, Reserved for maintenance",
     }
 }
 

@@ -119,6 +119,12 @@ pub enum Input {
     /// cap its profile allows), re-capped at once (`Effect::Configure`).
     /// Power-aware machines, and queue policies under a power budget.
     CapCeiling { job: JobId, cap_w: f64 },
+    /// An operator reserves nodes over a window (queue machines; see
+    /// `resv.rs`): nothing outside the reservation runs on them then.
+    Reserve(Box<crate::resv::ReservationSpec>),
+    /// An operator deletes a reservation: pending jobs that asked for it lose
+    /// it and are held.
+    Unreserve(String),
 }
 
 impl Input {
@@ -149,6 +155,8 @@ impl Input {
             Input::Resized(_) => "resized",
             Input::SetBudget { .. } => "set budget",
             Input::CapCeiling { .. } => "cap ceiling",
+            Input::Reserve(_) => "reserve",
+            Input::Unreserve(_) => "unreserve",
         }
     }
 
@@ -164,7 +172,7 @@ impl Input {
             | Input::Resized(j)
             | Input::CapCeiling { job: j, .. } => Some(*j),
             Input::Complete { job, .. } => Some(*job),
-            Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } | Input::SetBudget { .. } => None,
+            Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } | Input::SetBudget { .. } | Input::Reserve(_) | Input::Unreserve(_) => None,
         }
     }
 }
@@ -209,6 +217,9 @@ pub enum Rejection {
     },
     #[error("the cluster cannot change so: {0}")]
     CannotReconfigure(String),
+    /// A reservation could not be made or removed.
+    #[error("reservation {name}: {why}")]
+    Reservation { name: String, why: crate::resv::ResvError },
     #[error("time went backwards: {now} after {last}")]
     TimeWentBack { now: Time, last: Time },
     #[error("time {0} is beyond the engine's range (at most 2^42 s)")]

@@ -361,12 +361,15 @@ impl Engine {
                     }
                 }
                 self.share_pass(now);
+                self.resv_pass(now);
                 match &mut self.m {
                     Machine::Nodes(m) => m.pass(now, &mut self.t, out),
                     Machine::Parm(m) => m.pass(now, &mut self.t, out),
                 }
                 Ok(())
             }
+            Input::Reserve(spec) => self.reserve(now, *spec),
+            Input::Unreserve(name) => self.unreserve(now, &name),
             Input::Reconfigure(r) => {
                 let Machine::Nodes(m) = &self.m else {
                     return Err(self.unsupported("reconfigure"));
@@ -512,6 +515,7 @@ impl Engine {
         }
         self.vet(&spec)?;
         self.share_vet(&spec)?;
+        self.resv_vet(&spec)?;
         if let (Some(l), Some(ticket)) = (&self.t.limits, spec.ticket) {
             l.admit(&ticket, spec.procs, spec.mem_per_proc_mb, spec.estimate).map_err(|reason| Rejection::OverLimit { job: id, reason })?;
         }
@@ -682,7 +686,7 @@ impl Engine {
     /// Emit a wake-up when the next instant the engine needs a pass has changed.
     fn ask_wake(&mut self, out: &mut Vec<Effect>) {
         let deadline = match &self.m {
-            Machine::Nodes(m) => m.next_deadline(&self.t),
+            Machine::Nodes(m) => m.next_deadline(&self.t, self.now),
             Machine::Parm(m) => m.next_deadline(),
         };
         let delay = [self.delays.first().map(|d| d.0), self.gates.next_timer(), self.share_wake()].into_iter().flatten().min();

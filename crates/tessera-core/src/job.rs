@@ -72,6 +72,11 @@ pub struct JobSpec {
     /// ([`crate::share`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ticket: Option<crate::share::Ticket>,
+    /// The advance reservation it runs in (its id; the driver resolves
+    /// `--reservation` and checks the job may use it): only on its nodes,
+    /// only within a window ([`crate::resv`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<u32>,
 }
 
 /// A job's layout on nodes (Slurm's semantics). `procs` is its tasks ×
@@ -169,6 +174,7 @@ impl JobSpec {
             singleton: None,
             shape: Shape::default(),
             ticket: None,
+            reservation: None,
         }
     }
 }

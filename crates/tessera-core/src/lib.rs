@@ -26,6 +26,7 @@ pub mod policy;
 pub mod power;
 mod profile;
 mod queue;
+pub mod resv;
 mod running;
 pub mod share;
 pub mod step;
@@ -40,6 +41,7 @@ pub use job::{scaled, After, AfterKind, FinalState, JobId, JobIdx, JobSpec, JobS
 pub use nodes::{AllocPart, Allocation, NodeStatus};
 pub use pending::PendingReason;
 pub use policy::{PolicyKind, UnknownPolicy};
+pub use resv::{Repeat, Reservation, ReservationSpec, ResvError, ResvNodes};
 
 /// Time in whole seconds. Traces, estimates and every engine call use it.
 pub type Time = i64;

@@ -30,6 +30,13 @@ pub enum PendingReason {
     PowerBudget { needed_w: u64, free_w: u64 },
     /// An association or QOS limit holds it (Slurm's reason name).
     Limit { limit: crate::share::LimitReason },
+    /// It runs in an advance reservation whose window (the next from `start`)
+    /// has not come, or is full (Slurm's `Reservation`).
+    Reservation { start: Time },
+    /// It would start now but for a maintenance reservation's window on the
+    /// nodes it could use (Slurm's `ReqNodeNotAvail, Reserved for
+    /// maintenance`).
+    Maintenance,
 }
 
 impl fmt::Display for PendingReason {
@@ -47,6 +54,8 @@ impl fmt::Display for PendingReason {
             PendingReason::NodeSet { policy, attribute } => write!(f, "NodeSet (waiting for a complete {policy}:{attribute} set)"),
             PendingReason::PowerBudget { needed_w, free_w } => write!(f, "PowerBudget (needs {needed_w} W, {free_w} W free)"),
             PendingReason::Limit { limit } => write!(f, "{limit}"),
+            PendingReason::Reservation { start } => write!(f, "Reservation (its window from {start})"),
+            PendingReason::Maintenance => write!(f, "ReqNodeNotAvail, Reserved for maintenance"),
         }
     }
 }

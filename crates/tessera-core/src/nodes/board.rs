@@ -170,6 +170,13 @@ pub(crate) struct Demand {
     pub include: Vec<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude: Vec<u32>,
+    /// Its estimate (reference seconds) and the reservation it runs in: what
+    /// placement around reservations' windows needs (`nodes/resv.rs`; copies
+    /// of its spec's, filled again after the engine is read back).
+    #[serde(skip)]
+    pub est: Time,
+    #[serde(skip)]
+    pub resv: Option<u32>,
 }
 
 fn is_zero(x: &u32) -> bool {
@@ -207,7 +214,8 @@ impl Misses {
     }
 
     fn key(board: &Board, d: &Demand, est: Time) -> Option<[u64; 7]> {
-        if d.shaped() {
+        // a job in a reservation may go where others may not
+        if d.shaped() || d.resv.is_some() {
             return None;
         }
         let sets = match d.sets {
@@ -385,6 +393,8 @@ impl Board {
             whole: spec.shape.exclusive,
             include: choice.include.clone(),
             exclude: choice.exclude.clone(),
+            est: spec.estimate,
+            resv: spec.reservation,
         };
         let full = &self.empty;
         // the machine alone, without node sets

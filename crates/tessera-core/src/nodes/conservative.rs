@@ -102,8 +102,9 @@ impl NodeEngine {
         doomed.clear();
         let usable = &self.usable;
         let is_usable = |n: u32| usable[n as usize];
-        let mut tl = (!self.exact_aggregate && !self.cores_interchangeable()).then(|| {
-            let mut tl = Timeline::new(&self.board, now, &is_usable, self.shortcuts);
+        let windows = self.reserving().then(|| self.blocks.clone());
+        let mut tl = (!self.exact_aggregate && !self.cores_interchangeable() || windows.is_some()).then(|| {
+            let mut tl = Timeline::new(&self.board, now, &is_usable, self.shortcuts, windows);
             for r in running {
                 if let Some(a) = &self.alloc[r.job.index()] {
                     tl.occupy(a, now, r.expected_end.max(now + 1));

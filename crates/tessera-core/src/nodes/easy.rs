@@ -35,11 +35,29 @@ impl NodeEngine {
             .iter()
             .map(|&n| units(scratch, n))
             .sum();
+        let place = |free: &Free, t: Time| {
+            if self.reserving() {
+                self.place_windowed(d, free, t, &|n| usable[n as usize])
+            } else {
+                board.place(d, free, t, &|n| usable[n as usize])
+            }
+        };
+        // reservations' windows begin and end: the head may fit then
+        let bounds = &self.blocks.bounds;
+        let mut bi = bounds.partition_point(|&b| b <= now);
         let rs = self.running.as_slice();
         let mut i = 0;
         let mut last = now;
         while i < rs.len() {
             let t = rs[i].expected_end.max(now);
+            while bi < bounds.len() && bounds[bi] < t {
+                if avail >= head_need {
+                    if let Ok(a) = place(scratch, bounds[bi]) {
+                        return (bounds[bi], a);
+                    }
+                }
+                bi += 1;
+            }
             while i < rs.len() && rs[i].expected_end.max(now) == t {
                 let a = self.alloc[rs[i].job.index()].as_ref().unwrap();
                 for p in &a.parts {
@@ -54,22 +72,23 @@ impl NodeEngine {
             }
             last = t;
             if avail >= head_need {
-                if let Ok(a) = board.place(d, scratch, t, &|n| usable[n as usize]) {
+                if let Ok(a) = place(scratch, t) {
                     return (t, a);
                 }
             }
         }
-        // everything has ended; a DELAY node set may still have to wait to span
+        // everything has ended; a DELAY node set may still have to wait to
+        // span, a reservation's window to end
         let t = last.max(d.submit.saturating_add(self.board.delay));
-        match self
-            .board
-            .place(d, scratch, t, &|n| usable[n as usize])
-        {
-            Ok(a) => (t, a),
-            // no usable node can ever hold it (down or drained nodes): nothing
-            // may start before it, as with a reservation at the end of time
-            Err(_) => (Time::MAX, Allocation::default()),
+        let later = bounds[bi..].iter().copied().filter(|&b| b > t);
+        for t in std::iter::once(t).chain(later) {
+            if let Ok(a) = place(scratch, t) {
+                return (t, a);
+            }
         }
+        // no usable node can ever hold it (down or drained nodes, windows):
+        // nothing may start before it, as with a reservation at the end of time
+        (Time::MAX, Allocation::default())
     }
 
     pub(super) fn pass_easy(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
@@ -114,7 +133,7 @@ impl NodeEngine {
         // what is free and what is extra only shrink during the pass: a job at
         // least as large as one that could not be placed is not tried
         let (mut miss_free, mut miss_extra) =
-            (Misses::new(self.shortcuts), Misses::new(self.shortcuts));
+            (Misses::new(self.shortcuts && !self.reserving()), Misses::new(self.shortcuts && !self.reserving()));
         let mut view_built = false;
         loop {
             let ft = self.free_cores;

@@ -23,6 +23,7 @@ mod conservative;
 mod easy;
 mod preempt;
 mod reconfigure;
+mod resv;
 mod timeline;
 
 pub use board::{AllocPart, Allocation};
@@ -154,6 +155,19 @@ pub struct NodeEngine {
     profile: Profile,
     #[serde(skip)]
     doomed: Doomed,
+    /// Advance reservations (`nodes/resv.rs`), the id of the next, and their
+    /// windows node by node from the last pass on (built again when read
+    /// back, with every demand's estimate and reservation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    resvs: Vec<crate::resv::Reservation>,
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    next_resv: u32,
+    #[serde(skip)]
+    blocks: crate::resv::Blocks,
+}
+
+fn is_zero32(x: &u32) -> bool {
+    *x == 0
 }
 
 fn yes() -> bool {
@@ -278,6 +292,9 @@ impl NodeEngine {
             extra: Free::default(),
             profile: Profile::default(),
             doomed: Doomed::default(),
+            resvs: Vec::new(),
+            next_resv: 0,
+            blocks: Default::default(),
         };
         e.repower();
         e
@@ -664,17 +681,18 @@ impl NodeEngine {
 
     /// The next instant a pass is needed though nothing outside happens: the
     /// earliest limit of a running job.
-    pub(crate) fn next_deadline(&self, t: &JobTable) -> Option<Time> {
+    pub(crate) fn next_deadline(&self, t: &JobTable, now: Time) -> Option<Time> {
         let limit = self
             .running
             .as_slice()
             .iter()
             .find(|r| matches!(t.state(r.job), JobState::Running { .. }))
             .map(|r| r.expected_end);
-        match (limit, self.gang_next) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        // a window's start or end can let a job start (a job in it, or one
+        // it kept out); one that ends for good must leave
+        // (only while jobs wait: a recurring window alone asks for nothing)
+        let resv = t.queue.head().and_then(|_| self.blocks.next_after(now));
+        [limit, self.gang_next, resv].into_iter().flatten().min()
     }
 
     pub fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
@@ -685,6 +703,12 @@ impl NodeEngine {
         }
         if self.budget.as_ref().is_some_and(|b| b.due) {
             self.repower();
+        }
+        if self.reserving() {
+            // placement depends on time: nothing computed at another instant holds
+            self.shadow_cache = None;
+            self.cores_cache = None;
+            self.quiet_cache = None;
         }
         if self.preemptive || self.gang {
             self.preempt_pass(now, t, out);
@@ -720,7 +744,7 @@ impl NodeEngine {
     /// in a pool (so counting cores over them is exact): a fungible cluster and
     /// no job with its own node set.
     fn cores_interchangeable(&self) -> bool {
-        self.fungible && self.own_sets == 0 && self.shaped == 0 && self.usable_nodes > 0
+        self.fungible && self.own_sets == 0 && self.shaped == 0 && self.usable_nodes > 0 && !self.reserving()
     }
 
     /// Whether a job's placement (and so its pace and end) can depend on which
@@ -814,6 +838,9 @@ impl NodeEngine {
                 .pick_in(d, free, nodes[k..].iter().copied(), &|n| usable[n as usize])
                 .ok_or(Blocked::Resources);
         }
+        if self.reserving() {
+            return self.place_windowed(d, free, now, &|n| usable[n as usize]);
+        }
         self.board.place(d, free, now, &|n| usable[n as usize])
     }
 
@@ -860,6 +887,9 @@ impl NodeEngine {
                 needed: e.spec.procs,
                 free: self.free_cores.min(u32::MAX as u64) as u32,
             });
+        }
+        if let Some(r) = self.resv_reason(now, d) {
+            return Some(r);
         }
         let blocked = match (self.place_now(d, &self.free, now), self.held_for_power()) {
             (Err(Blocked::NodeSet), _) => {

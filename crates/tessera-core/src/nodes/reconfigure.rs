@@ -130,6 +130,18 @@ impl NodeEngine {
             running.insert(RunningJob { procs, ..*rj });
         }
         m.running = running;
+        // reservations keep their nodes, by their new indices
+        for resv in &self.resvs {
+            let mut resv = resv.clone();
+            for n in &mut resv.nodes {
+                *n = r.nodes[*n as usize].ok_or_else(|| {
+                    format!("node {} is in reservation {}; the new cluster does not have it (delete the reservation first)", r.old_nodes[*n as usize], resv.spec.name)
+                })?;
+            }
+            resv.spec.nodes = crate::resv::ResvNodes::List(resv.nodes.clone());
+            m.resvs.push(resv);
+        }
+        m.next_resv = self.next_resv;
         Ok((t, m))
     }
 }

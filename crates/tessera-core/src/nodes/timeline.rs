@@ -15,6 +15,7 @@
 //! during the pass can), and only those few nodes are worked out in full.
 
 use super::board::{Allocation, Board, Demand, Free, Misses};
+use crate::resv::Blocks;
 use crate::job::scaled;
 use crate::profile::footprint;
 use crate::Time;
@@ -79,6 +80,8 @@ pub(super) struct Timeline {
     /// long finds none either.
     misses: BTreeMap<Time, Misses>,
     shortcuts: bool,
+    /// Reservations' windows, node by node (None: there are none).
+    windows: Option<Blocks>,
 }
 
 impl Timeline {
@@ -87,6 +90,7 @@ impl Timeline {
         now: Time,
         usable: &dyn Fn(u32) -> bool,
         shortcuts: bool,
+        windows: Option<Blocks>,
     ) -> Timeline {
         let cap = board.full();
         let n = cap.cores.len();
@@ -119,7 +123,9 @@ impl Timeline {
             at,
             total,
             cap,
-            ends: Vec::new(),
+            // a reservation's window begins or ends: a job may start then
+            ends: windows.as_ref().map_or(Vec::new(), |w| w.bounds.iter().copied().filter(|&b| b > now).collect()),
+            windows,
             base: Vec::new(),
             base_applied: 0,
             edges: BTreeMap::new(),
@@ -278,7 +284,10 @@ impl Timeline {
             mem: vec![0; n_all],
             gpus: vec![0; n_all],
         };
-        let ok = |n: u32| board.nodes[n as usize].factor >= f && self.usable[n as usize];
+        let w = &self.windows;
+        let ok = |n: u32| {
+            board.nodes[n as usize].factor >= f && self.usable[n as usize] && w.as_ref().is_none_or(|w| w.ok(n, t, end, d.resv))
+        };
         for &n in &board.parts[d.part as usize].nodes {
             if ok(n) {
                 let (c, m, g) = self.free_over(n as usize, t, end);
@@ -444,8 +453,8 @@ impl Timeline {
                 let found = if total < d.procs as u64 {
                     None
                 } else {
-                    let usable = &self.usable;
-                    let ok = |n: u32| eligible(n) && usable[n as usize];
+                    let (usable, w) = (&self.usable, &self.windows);
+                    let ok = |n: u32| eligible(n) && usable[n as usize] && w.as_ref().is_none_or(|w| w.ok(n, t, end, d.resv));
                     if sparse {
                         board.pick_in(d, view, ones(&self.nonzero), &ok)
                     } else {

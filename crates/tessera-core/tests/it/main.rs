@@ -12,6 +12,7 @@ mod nodesets;
 mod power;
 mod purity;
 mod reconfigure;
+mod resv;
 mod schedules;
 mod shapes;
 mod share;
