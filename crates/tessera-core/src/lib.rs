@@ -41,7 +41,7 @@ pub use job::{scaled, After, AfterKind, FinalState, JobId, JobIdx, JobSpec, JobS
 pub use nodes::{AllocPart, Allocation, NodeStatus};
 pub use pending::PendingReason;
 pub use policy::{PolicyKind, UnknownPolicy};
-pub use resv::{Repeat, Reservation, ReservationSpec, ResvError, ResvNodes};
+pub use resv::{Repeat, Reservation, ReservationSpec, ResvError, ResvNodes, ResvReqError, ResvRequest};
 
 /// Time in whole seconds. Traces, estimates and every engine call use it.
 pub type Time = i64;

@@ -271,3 +271,42 @@ fn busy_nodes_overlaps_and_deletions() {
     e.handle(600, Input::Pass, &mut out);
     assert!(e.reservation("m").is_none());
 }
+
+#[test]
+fn requests_read_as_scontrol_writes_them_and_name_what_is_wrong() {
+    use tessera_core::ResvRequest;
+    let c = four_nodes();
+    let r = ResvRequest::from_words(&["ReservationName=maint", "StartTime=now+2hours", "Duration=1-00:00:00", "Nodes=n[1-2]", "Flags=MAINT,WEEKLY"]);
+    // the cluster's nodes are named by their types
+    let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+    let words = ["StartTime=2026-11-26T09:30:15".to_string(), "EndTime=2026-11-26T10:30".into(), format!("Nodes={},{}", names[0], names[3]), "Users=alice,bob".into()];
+    let s = ResvRequest::from_words(&words).unwrap().resolve(&c, 0, "root_1").unwrap();
+    assert_eq!((s.name.as_str(), s.start, s.end), ("root_1", 1_795_685_415, 1_795_689_000));
+    assert_eq!((s.nodes, s.users, s.maint, s.repeat), (ResvNodes::List(vec![0, 3]), vec!["alice".to_string(), "bob".into()], false, Repeat::Once));
+    let r = r.unwrap();
+    assert_eq!(r.flags, vec!["MAINT", "WEEKLY"]);
+    let e = r.resolve(&c, 1000, "x").unwrap_err();
+    assert_eq!(e.field, "Nodes", "{e}");
+    let s = ResvRequest::from_words(&["start=now+2hours", "duration=60", "nodecnt=1", "features=new", "flags=maint,weekly"]).unwrap().resolve(&c, 1000, "m").unwrap();
+    assert_eq!((s.start, s.end, s.repeat), (1000 + 7200, 1000 + 7200 + 3600, Repeat::Weekly));
+    assert_eq!(s.nodes, ResvNodes::Count { count: 1, features: vec!["new".into()], partition: None });
+    for (words, field) in [
+        (&["StartTime=tomorrow", "Duration=1", "NodeCnt=1", "Flags=MAINT"][..], "StartTime"),
+        (&["StartTime=now", "NodeCnt=1", "Flags=MAINT"], "Duration"),
+        (&["StartTime=now", "Duration=1", "NodeCnt=1"], "Users"),
+        (&["StartTime=now", "Duration=1", "NodeCnt=1", "Flags=MAINT,FLEX"], "Flags"),
+        (&["StartTime=now", "Duration=1", "NodeCnt=1", "PartitionName=gpu", "Flags=MAINT"], "PartitionName"),
+        (&["StartTime=now", "EndTime=now", "NodeCnt=1", "Flags=MAINT"], "EndTime"),
+    ] {
+        let e = ResvRequest::from_words(words).unwrap().resolve(&c, 0, "x").unwrap_err();
+        assert_eq!(e.field, field, "{words:?}: {e}");
+    }
+    assert_eq!(ResvRequest::from_words(&["Colour=red"]).unwrap_err().field, "Colour");
+    // a file's tables, with lines
+    let text = "[[reservation]]\nname = \"m\"\nstart = 3600\nduration = \"2:00:00\"\nnodes = \"ALL\"\nflags = [\"maint\", \"daily\"]\n\n[[reservation]]\nname = \"x\"\nstart = 0\ncolour = \"red\"\n";
+    let e = tessera_core::resv::request::from_toml(text, "r.toml").unwrap_err().to_string();
+    assert!(e.starts_with("r.toml:11") || e.starts_with("r.toml:8"), "{e}");
+    let ok = tessera_core::resv::request::from_toml(&text[..text.find("\n\n").unwrap()], "r.toml").unwrap();
+    let s = ok[0].0.resolve(&c, 0, "r0").unwrap();
+    assert_eq!((s.start, s.end, s.repeat, ok[0].1), (3600, 3600 + 7200, Repeat::Daily, Some(1)));
+}

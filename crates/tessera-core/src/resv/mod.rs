@@ -22,6 +22,9 @@
 use crate::Time;
 use serde::{Deserialize, Serialize};
 
+pub mod request;
+pub use request::{ResvReqError, ResvRequest};
+
 /// How a reservation recurs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
