@@ -103,6 +103,13 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         // the trace's system accepted every job: no submit limit refuses one
         engine = engine.with_sharing(s.accounts.clone(), s.priority, &cluster).expect("the caller gives accounts to a queue policy only").without_submit_limits();
     }
+    // reservations are made at the trace's start (the caller checked them)
+    let origin = w.jobs.first().map_or(0, |j| j.submit.min(0));
+    for r in &w.reservations {
+        let mut fx = Vec::new();
+        engine.handle(origin, Input::Reserve(Box::new(r.clone())), &mut fx);
+        assert!(!fx.iter().any(|x| matches!(x, Effect::Rejected { .. })), "a reservation checked by the caller: {fx:?}");
+    }
     let nodeset = match &w.machine {
         Machine::Cluster { nodeset, .. } => nodeset.clone(),
         _ => None,

@@ -37,6 +37,8 @@ pub struct Workload {
     pub power_jobs: Vec<PowerJob>,
     /// Accounts, fair share and multifactor priority (None: submission order).
     pub sharing: Option<Arc<crate::share::SimSharing>>,
+    /// Advance reservations made at the trace's start (`--reservations`).
+    pub reservations: Vec<tessera_core::ReservationSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,7 +170,7 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
     }
     keyed.sort_by_key(|(j, i)| (j.submit, j.id, *i));
     let (jobs, record_index) = keyed.into_iter().unzip();
-    Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new(), sharing: None }
+    Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new(), sharing: None, reservations: Vec::new() }
 }
 
 #[cfg(test)]
@@ -241,5 +243,5 @@ pub fn prepare_power(records: &[SwfRecord], setup: Arc<PowerSetup>) -> Workload 
         power_jobs.push(pj);
         record_index.push(i);
     }
-    Workload { jobs, record_index, skipped, capacity, machine: Machine::Power(setup), power_jobs, sharing: None }
+    Workload { jobs, record_index, skipped, capacity, machine: Machine::Power(setup), power_jobs, sharing: None, reservations: Vec::new() }
 }

@@ -230,6 +230,9 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
         s.drop_never_met(&mut w);
         w.sharing = Some(Arc::new(s));
     }
+    if let Some(p) = &a.reservations {
+        w.reservations = reservations_of(p, &w, policy)?;
+    }
     w.check_time_range(&label)?;
     let t1 = Instant::now();
     let outcome = {
@@ -316,4 +319,33 @@ pub fn write_outputs(e: Executed, spec: &RunSpec, o: &Outputs, t0: Instant) -> R
         std::fs::write(p, format!("{json}\n")).with_context(|| format!("writing {}", p.display()))?;
     }
     Ok((summary, json))
+}
+
+/// A reservations file's reservations on the workload's machine, each made at
+/// the trace's start (instant 0), checked as the engine makes them: errors
+/// name file, line and field.
+pub fn reservations_of(p: &Path, w: &tessera_sim::Workload, policy: PolicyKind) -> Result<Vec<tessera_core::ReservationSpec>> {
+    let name = p.display().to_string();
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading reservations file {name}"))?;
+    let cluster = match &w.machine {
+        Machine::Cluster { cluster, .. } => cluster.as_ref().clone(),
+        Machine::Pool(c) => Cluster::pool(*c),
+        Machine::Power(_) => bail!("{name}: reservations apply to a queue policy's nodes (fcfs, easy, conservative), not a power-budgeted cluster"),
+    };
+    if policy == PolicyKind::Parm {
+        bail!("{name}: reservations apply to fcfs, easy and conservative, not parm");
+    }
+    let mut engine = tessera_core::Engine::with_cluster(policy, &cluster).expect("a queue policy");
+    let mut out = Vec::new();
+    for (i, (req, line)) in tessera_core::resv::request::from_toml(&text, &name)?.into_iter().enumerate() {
+        let at = |m: String| anyhow::anyhow!("{name}:{}: reservation[{i}]: {m}", line.unwrap_or(0));
+        let spec = req.resolve(&cluster, 0, &format!("r{i}")).map_err(|e| at(e.to_string()))?;
+        let mut fx = Vec::new();
+        engine.handle(0, tessera_core::Input::Reserve(Box::new(spec.clone())), &mut fx);
+        if let Some(tessera_core::Effect::Rejected { reason, .. }) = fx.iter().find(|x| matches!(x, tessera_core::Effect::Rejected { .. })) {
+            return Err(at(reason.to_string()));
+        }
+        out.push(spec);
+    }
+    Ok(out)
 }

@@ -39,6 +39,8 @@ pub struct RunSpec {
     pub priority: Option<String>,
     /// Accounts file.
     pub accounts: Option<PathBuf>,
+    /// Reservations file (`[[reservation]]` tables, made at the trace's start).
+    pub reservations: Option<PathBuf>,
 }
 
 /// Power-aware runs on a cluster with a power budget (docs/power.md): the
@@ -94,6 +96,7 @@ impl RunSpec {
             arrival_scale: None,
             priority: None,
             accounts: None,
+            reservations: None,
         }
     }
 

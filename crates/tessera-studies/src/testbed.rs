@@ -89,7 +89,7 @@ pub fn testbed_workload(mix: &[&str], seed: u64, tr: TestbedRule, info: &PowerSe
         jobs.push(TraceJob { id: k as i64 + 1, submit: t.round() as i64, procs: n_max, estimate: runtime as i64, runtime: runtime as i64, mem_per_proc_mb: 0, queue: -1, preceding: -1, think: -1, user: -1, group: -1 });
     }
     let setup = PowerSetup { name: "parm-testbed".into(), info: info.clone(), hardware: Default::default(), rule: pr, mode: PowerMode::Parm(ParmConfig::new(ParmVariant::WSE)), charge_solve_time: false };
-    Workload { record_index: (0..jobs.len() as u32).collect(), jobs, skipped: BTreeMap::new(), capacity: info.machine.nodes, machine: Machine::Power(Arc::new(setup)), power_jobs, sharing: None }
+    Workload { record_index: (0..jobs.len() as u32).collect(), jobs, skipped: BTreeMap::new(), capacity: info.machine.nodes, machine: Machine::Power(Arc::new(setup)), power_jobs, sharing: None, reservations: Vec::new() }
 }
 
 /// The sizes the testbed's SLURM baseline runs the jobs at.

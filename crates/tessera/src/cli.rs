@@ -357,6 +357,10 @@ pub struct SimRunArgs {
     /// cluster file's own, else each trace group an account with equal shares.
     #[arg(long)]
     pub accounts: Option<PathBuf>,
+    /// Advance reservations ([[reservation]] tables; start in seconds from the
+    /// trace's start), made before the first job (docs/scheduling.md).
+    #[arg(long)]
+    pub reservations: Option<PathBuf>,
     #[command(flatten)]
     pub power: PowerArgs,
     /// Write one CSV row per job (job_id,submit,start,end,procs,estimate,wait,killed).

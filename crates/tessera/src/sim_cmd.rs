@@ -23,7 +23,7 @@ pub fn spec_of(a: &SimRunArgs) -> RunSpec {
         // the flag's parser accepted it
         policy: a.policy.parse().expect("a known policy"),
         power, lenient: a.lenient, max_jobs: a.max_jobs, arrival_scale: a.arrival_scale,
-        priority: a.priority.clone(), accounts: a.accounts.clone(),
+        priority: a.priority.clone(), accounts: a.accounts.clone(), reservations: a.reservations.clone(),
     }
 }
 
@@ -36,6 +36,7 @@ pub fn run(mut a: SimRunArgs) -> Result<()> {
     inputs.extend(spec.trace.as_deref().map(|p| ("trace", p)));
     inputs.extend(spec.cluster.as_deref().map(|p| ("cluster file", p)));
     inputs.extend(spec.accounts.as_deref().map(|p| ("accounts file", p)));
+    inputs.extend(spec.reservations.as_deref().map(|p| ("reservations file", p)));
     tessera_studies::files::check(&inputs, &outputs.named(&spec))?;
     let (summary, json) = write_outputs(execute(&spec)?, &spec, &outputs, t0)?;
     match a.format {

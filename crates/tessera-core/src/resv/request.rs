@@ -206,7 +206,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 /// A reservations file (the simulator's `--reservations`): `[[reservation]]`
 /// tables with the request's fields (`start` and `end` as integers are
-/// seconds from the trace's start), each with its table's line. Errors name
+/// seconds from the trace's start, as `D-HH:MM:SS` durations from it), each with its table's line. Errors name
 /// file, line and key.
 pub fn from_toml(text: &str, source_name: &str) -> Result<Vec<(ResvRequest, Option<usize>)>, crate::ClusterError> {
     use crate::cluster::config::Source;
@@ -222,10 +222,16 @@ pub fn from_toml(text: &str, source_name: &str) -> Result<Vec<(ResvRequest, Opti
     for (i, t) in f.reservation.iter().enumerate() {
         let span = t.span();
         let mut table = t.get_ref().clone();
-        // integer instants are seconds of the clock: the request reads text
+        // integer instants are seconds of the clock, and a duration
+        // (`D-HH:MM:SS`) is that long after its start (the trace's): the
+        // request reads seconds
         for k in ["start", "end"] {
-            if let Some(toml::Value::Integer(n)) = table.get(k) {
-                let n = *n;
+            let secs = match table.get(k) {
+                Some(toml::Value::Integer(n)) => Some(*n),
+                Some(toml::Value::String(t)) if t.contains(':') => parse_duration(t).ok().map(|d| d.unwrap_or(0)),
+                _ => None,
+            };
+            if let Some(n) = secs {
                 table.insert(k.into(), toml::Value::String(n.to_string()));
             }
         }

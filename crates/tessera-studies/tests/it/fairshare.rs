@@ -98,3 +98,52 @@ fn an_accounts_file_limits_a_replay() {
     assert!(most(&base) > 1);
     assert_eq!(most(&run), 1, "the limit holds");
 }
+
+/// A replay of SDSC-SP2 (Parallel Workloads Archive) on its 128 nodes with a
+/// weekly four-hour maintenance of 32 nodes and a daily window for a course:
+/// under EASY and conservative no job holds a maintenance node during any
+/// window, jobs still run on those nodes between windows, and every job runs.
+#[test]
+fn a_weekly_maintenance_keeps_its_nodes_empty_in_a_replay() {
+    let Some(trace) = tessera_workload::traces::shared_trace("SDSC-SP2-1998-4.2-cln.swf.gz") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let resv = dir.path().join("resv.toml");
+    std::fs::write(
+        &resv,
+        "[[reservation]]\nname = \"maint\"\nstart = \"2-06:00:00\"\nduration = \"4:00:00\"\nnodes = \"sp[001-032]\"\nflags = [\"maint\", \"weekly\"]\n\n[[reservation]]\nname = \"course\"\nstart = 36000\nduration = 120\nnodes = \"sp[100-103]\"\nflags = [\"daily\"]\nusers = [\"u1\"]\n",
+    )
+    .unwrap();
+    let cluster = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/clusters/sdsc-sp2.toml");
+    for policy in [PolicyKind::Easy, PolicyKind::Conservative] {
+        let spec = RunSpec { cluster: Some(cluster.clone()), reservations: Some(resv.clone()), max_jobs: Some(3000), ..spec(&trace, None) };
+        let spec = RunSpec { policy, ..spec };
+        let run = execute(&spec).unwrap();
+        assert_eq!(run.w.reservations.len(), 2);
+        let (mut inside, mut between) = (0, 0);
+        for (i, a) in run.outcome.alloc.iter().enumerate() {
+            let a = a.as_ref().expect("every job ran");
+            let (s, e) = (run.outcome.start[i], run.outcome.end[i]);
+            for p in &a.parts {
+                let week = 7 * 86_400;
+                // the windows of the weeks the job spans
+                for k in (s - 2 * 86_400 - 6 * 3600).div_euclid(week)..=(e - 2 * 86_400).div_euclid(week) + 1 {
+                    let (ws, we) = (2 * 86_400 + 6 * 3600 + k * week, 2 * 86_400 + 10 * 3600 + k * week);
+                    if p.node < 32 && s < we && ws < e && k >= 0 {
+                        inside += 1;
+                    }
+                }
+                if p.node < 32 {
+                    between += 1;
+                }
+            }
+        }
+        assert_eq!(inside, 0, "{policy}: jobs on maintenance nodes inside a window");
+        assert!(between > 100, "{policy}: the maintenance nodes run jobs between windows ({between})");
+    }
+    // a bad file names file, line and field
+    std::fs::write(&resv, "[[reservation]]\nname = \"m\"\nstart = 0\nduration = 60\nnodes = \"sp[200-201]\"\nflags = [\"maint\"]\n").unwrap();
+    let spec = RunSpec { cluster: Some(cluster), reservations: Some(resv.clone()), max_jobs: Some(10), ..spec(&trace, None) };
+    let Err(e) = execute(&spec) else { panic!("a reservation on nodes the cluster lacks") };
+    let e = e.to_string();
+    assert!(e.contains("resv.toml:1: reservation[0]: Nodes=`sp200`: expected nodes of the cluster"), "{e}");
+}
