@@ -47,6 +47,9 @@ pub enum Msg {
     Cluster { reply: Reply<ClusterInfo> },
     Reconfigure { who: Identity, req: ReconfigureRequest, reply: Reply<ReconfigureReply> },
     SetBudget { who: Identity, req: BudgetRequest, reply: Reply<BudgetReply> },
+    Reserve { who: Identity, req: tessera_core::ResvRequest, reply: Reply<ReservationInfo> },
+    Unreserve { who: Identity, name: String, reply: Reply<()> },
+    Reservations { reply: Reply<Vec<ReservationInfo>> },
     Dashboard { reply: Reply<tessera_report::dashboard::Dashboard> },
     Step { who: Identity, job: JobRef, req: StepRequest, reply: Reply<StepInfo> },
     StepInfo { job: JobRef, step: u32, reply: Reply<StepInfo> },
@@ -66,6 +69,7 @@ enum After {
     Poll(Reply<PollReply>, String),
     Ack(Reply<()>),
     Budget(Reply<BudgetReply>, Option<f64>),
+    Resv(Reply<ReservationInfo>, String),
     Step(Reply<StepInfo>, u64, u32),
 }
 
@@ -553,6 +557,26 @@ impl Actor {
                     Err(e) => drop(reply.send(Err(ApiError::new(400, format!("field `watts`: {e}"))))),
                 }
             }
+            Msg::Reserve { who, req, reply } => match crate::resv::admit(&self.state, &self.cluster, &who, &req, unix_now().max(self.state.ledger.now)) {
+                Ok(ev) => {
+                    let Event::Reserve(spec) = &ev else { unreachable!() };
+                    after.push(After::Resv(reply, spec.name.clone()));
+                    events.push(ev);
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Msg::Unreserve { who, name, reply } => match crate::resv::admit_delete(self.state.engine(), &who, &name) {
+                Ok(ev) => {
+                    events.push(ev);
+                    after.push(After::Ack(reply));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Msg::Reservations { reply } => {
+                let now = unix_now();
+                let v = self.state.engine().reservations().iter().map(|r| crate::resv::info(&self.cluster, r, now)).collect();
+                let _ = reply.send(Ok(v));
+            }
             Msg::Reconfigure { who, req, reply } => match self.admit_reconfigure(&who, &req) {
                 Ok((ev, (added, removed, changed))) => {
                     events.push(ev);
@@ -838,6 +862,11 @@ impl Actor {
             }
             After::Ack(r) => drop(r.send(Ok(()))),
             After::Step(r, job, step) => drop(r.send(self.state.step_info(&self.cluster, job, step).ok_or_else(|| ApiError::new(409, format!("job {job} ended before its step {step} started"))))),
+            After::Resv(r, name) => drop(r.send(match self.state.engine().reservation(&name) {
+                Some(x) => Ok(crate::resv::info(&self.cluster, x, unix_now())),
+                // made in the same batch as one of its name
+                None => Err(ApiError::new(409, format!("reservation {name}: refused (one of that name, or on the same nodes, was made at the same time)"))),
+            })),
             After::Budget(r, previous_w) => drop(r.send(Ok(BudgetReply { budget_w: self.state.budget_w(&self.cluster).unwrap_or(0.0), previous_w }))),
             After::Reconfigure(r, added, removed, changed) => {
                 drop(r.send(Ok(ReconfigureReply { cluster: self.cluster_info.clone(), added, removed, changed })));

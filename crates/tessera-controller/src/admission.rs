@@ -91,6 +91,7 @@ impl State {
         }
         let mut spec = r.spec(first, cluster, parm);
         spec.ticket = crate::state::ticket_of(self.engine(), &who.user, &r).map_err(ApiError::option)?;
+        spec.reservation = crate::state::resv_of(self.engine(), &who.user, &r, spec.ticket).map_err(ApiError::option)?;
         if let Err(e) = self.engine().would_accept(&spec) {
             let (option, value) = match (&r.account, &r.qos) {
                 (_, Some(q)) if matches!(e, tessera_core::Rejection::OverLimit { reason, .. } if reason.name().starts_with("QOS")) => ("--qos", q.clone()),

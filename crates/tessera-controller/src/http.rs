@@ -41,6 +41,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/cluster"),
     ("POST", "/v1/cluster"),
     ("POST", "/v1/cluster/budget"),
+    ("GET", "/v1/reservations"),
+    ("POST", "/v1/reservations"),
+    ("DELETE", "/v1/reservations/{name}"),
     ("POST", "/v1/nodes/{name}/{action}"),
     ("POST", "/v1/agent/register"),
     ("POST", "/v1/agent/poll"),
@@ -215,6 +218,20 @@ async fn set_budget(State(app): State<App>, Caller(who): Caller, b: Result<Json<
     Ok(Json(ask(&app, |reply| Msg::SetBudget { who, req, reply }).await?))
 }
 
+async fn reservations(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<ReservationInfo>>, ApiError> {
+    Ok(Json(ask(&app, |reply| Msg::Reservations { reply }).await?))
+}
+
+async fn reserve(State(app): State<App>, Caller(who): Caller, b: Result<Json<tessera_core::ResvRequest>, JsonRejection>) -> Result<Json<ReservationInfo>, ApiError> {
+    let req = body(b)?;
+    Ok(Json(ask(&app, |reply| Msg::Reserve { who, req, reply }).await?))
+}
+
+async fn unreserve(State(app): State<App>, Caller(who): Caller, Path(name): Path<String>) -> Result<Json<()>, ApiError> {
+    ask(&app, |reply| Msg::Unreserve { who, name, reply }).await?;
+    Ok(Json(()))
+}
+
 async fn nodes(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<NodeInfo>>, ApiError> {
     Ok(Json(ask(&app, |reply| Msg::Nodes { reply }).await?))
 }
@@ -285,6 +302,8 @@ pub fn router(app: App) -> Router {
         .route("/v1/nodes", get(nodes))
         .route("/v1/cluster", get(cluster).post(reconfigure))
         .route("/v1/cluster/budget", post(set_budget))
+        .route("/v1/reservations", get(reservations).post(reserve))
+        .route("/v1/reservations/{name}", axum::routing::delete(unreserve))
         .route("/v1/nodes/{name}/{action}", post(node_action))
         .route("/v1/agent/register", post(register))
         .route("/v1/agent/poll", post(poll))

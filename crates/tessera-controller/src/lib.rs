@@ -22,6 +22,7 @@ pub mod journal;
 pub mod metrics;
 pub mod openapi;
 pub mod request;
+pub mod resv;
 pub mod state;
 pub mod steps;
 

@@ -80,6 +80,9 @@ pub struct JobRequest {
     pub qos: Option<String>,
     #[serde(default, skip_serializing_if = "is_zero_i32")]
     pub nice: i32,
+    /// `--reservation`: the advance reservation it runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
 }
 
 fn is_zero_i32(x: &i32) -> bool {
@@ -426,6 +429,7 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
         no_shell: get("--no-shell").is_some(),
         account: get("--account").map(|(v, l)| share_name("--account", v, l)).transpose()?,
         qos: get("--qos").map(|(v, l)| share_name("--qos", v, l)).transpose()?,
+        reservation: get("--reservation").map(|(v, l)| share_name("--reservation", v, l)).transpose()?,
         nice: match get("--nice") {
             None => 0,
             Some((v, l)) => v.trim().parse::<i32>().ok().filter(|n| n.unsigned_abs() <= 2_147_483_645).ok_or_else(|| at(err("--nice", v, "an integer from -2147483645 to 2147483645"), l))?,

@@ -103,6 +103,10 @@ pub enum Event {
     Resized { job: u64, attempt: u32 },
     /// An operator changed the power budget (W).
     SetBudget { watts: f64 },
+    /// An operator made an advance reservation (resolved: instants, nodes).
+    Reserve(Box<tessera_core::ReservationSpec>),
+    /// An operator deleted one.
+    Unreserve(String),
     /// The measured power exceeded the budget: the power governor holds run
     /// `attempt` of `job` to this CPU cap for the rest of the run (W).
     Throttle { job: u64, attempt: u32, cap_w: f64 },
@@ -504,6 +508,8 @@ impl State {
             }
             Event::Reconfigure { .. } | Event::PassLater | Event::StepStart(_) | Event::StepEnded(_) | Event::StepSignal { .. } => {}
             Event::SetBudget { watts } => inputs.push_back(Input::SetBudget { watts: *watts }),
+            Event::Reserve(spec) => inputs.push_back(Input::Reserve(spec.clone())),
+            Event::Unreserve(name) => inputs.push_back(Input::Unreserve(name.clone())),
             Event::DecisionTime { micros } => inputs.push_back(Input::DecisionTime { micros: *micros }),
             Event::Throttle { job, attempt, cap_w } => {
                 if self.ledger.jobs.get(job).is_some_and(|m| m.attempt == *attempt && m.start.is_some()) {
@@ -580,6 +586,9 @@ impl State {
             // checked at admission: an error here means the accounts changed
             // between, and the engine refuses the job with the reason
             spec.ticket = ticket_of(&self.engine, user, req).ok().flatten();
+            // (a reservation deleted between admission and now: the job
+            // runs outside it)
+            spec.reservation = resv_of(&self.engine, user, req, spec.ticket).ok().flatten();
             spec.requeue = req.requeue;
             spec.hold = req.hold;
             spec.throttle = throttle.map(|limit| Throttle { array: first, limit });
@@ -1173,6 +1182,25 @@ pub fn ticket_of(engine: &tessera_core::Engine, user: &str, req: &JobRequest) ->
         };
         tessera_proto::submit::OptionError { option: option.into(), value, expected: format!("an account and QOS of the cluster's accounts ({e})"), line: None }
     })
+}
+
+/// The reservation a job asks for (`--reservation`), if it exists and admits
+/// the job's user or account (its ticket's, else the one it names).
+pub fn resv_of(engine: &tessera_core::Engine, user: &str, req: &JobRequest, ticket: Option<tessera_core::share::Ticket>) -> Result<Option<u32>, tessera_proto::submit::OptionError> {
+    let Some(name) = &req.reservation else { return Ok(None) };
+    let err = |expected: String| tessera_proto::submit::OptionError { option: "--reservation".into(), value: name.clone(), expected, line: None };
+    let Some(r) = engine.reservation(name) else {
+        let known: Vec<&str> = engine.reservations().iter().map(|r| r.spec.name.as_str()).collect();
+        return Err(err(format!("an advance reservation ({})", if known.is_empty() { "there are none".to_string() } else { known.join(", ") })));
+    };
+    let account = match (ticket, engine.shares()) {
+        (Some(t), Some(v)) if v.accounts.valid(&t) => Some(v.accounts.get(t.assoc).account.clone()),
+        _ => req.account.clone(),
+    };
+    if !r.admits(user, account.as_deref()) {
+        return Err(err(format!("a reservation that admits user {user}{} ({name} is for {})", account.map(|a| format!(" or account {a}")).unwrap_or_default(), if r.spec.maint { "maintenance".to_string() } else { [r.spec.users.clone(), r.spec.accounts.iter().map(|a| format!("account {a}")).collect()].concat().join(", ") })));
+    }
+    Ok(Some(r.id))
 }
 
 /// Slurm's short name of a pending reason (squeue's REASON), for `tessera queue`.

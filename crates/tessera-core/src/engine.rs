@@ -439,6 +439,7 @@ impl Engine {
     /// [`Engine::can_run`] for a job that names nodes it must use or may not.
     pub fn can_run_with(&self, spec: &JobSpec, nodeset: Option<&NodeSetSpec>, choice: &crate::NodeChoice) -> Result<(), Rejection> {
         self.vet(spec)?;
+        self.resv_vet(spec)?;
         let never = |why| Rejection::NeverFits { job: spec.id, why };
         match &self.m {
             Machine::Nodes(m) => m
@@ -724,6 +725,11 @@ impl Engine {
     /// An engine in the state `s` was saved in.
     pub fn restore(s: Snapshot) -> Engine {
         s.0
+    }
+
+    /// The last instant the engine has seen.
+    pub fn now(&self) -> Time {
+        self.now
     }
 
     pub fn policy(&self) -> PolicyKind {

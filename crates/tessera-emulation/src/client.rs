@@ -2,11 +2,45 @@
 //! share: the runtime a command's calls run on, API errors as users read them,
 //! and applying a cluster file to a running controller.
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
+use std::path::PathBuf;
+use tessera_proto::client::Target;
 use hyper::Method;
 use tessera_core::{hostlist, quote};
 use tessera_proto::api::{ReconfigureReply, ReconfigureRequest};
 use tessera_proto::client::{Client, ClientError};
+
+/// How a client finds the controller: `--controller URL`, else
+/// `$TESSERA_CONTROLLER`, else the state directory of a `tessera up`
+/// (`--state-dir`, `$TESSERA_STATE_DIR`, default `./tessera-state`), whose Unix
+/// socket identifies the caller by the kernel's peer credentials.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ClientArgs {
+    /// Controller URL: http://HOST:PORT (with a token) or unix:/PATH.
+    #[arg(long, env = "TESSERA_CONTROLLER", global = true)]
+    pub controller: Option<String>,
+    /// State directory of a running controller (its socket and endpoint file).
+    #[arg(long, env = "TESSERA_STATE_DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+    /// Token for a TCP controller (tessera token create).
+    #[arg(long, env = "TESSERA_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// The controller a client command talks to.
+pub fn connect(c: &ClientArgs) -> Result<Client> {
+    if let Some(url) = &c.controller {
+        return Ok(Client::new(Target::parse(url).map_err(|e| anyhow!(e))?, c.token.clone()));
+    }
+    let dir = c.state_dir.clone().unwrap_or_else(|| PathBuf::from("tessera-state"));
+    let ep = dir.join("controller.json");
+    let text = std::fs::read_to_string(&ep).with_context(|| {
+        format!("no controller found: {} is missing (start one with `tessera up --state-dir {}`, or give --controller URL)", ep.display(), dir.display())
+    })?;
+    let ep: tessera_controller::Endpoint = serde_json::from_str(&text).with_context(|| format!("{}", ep.display()))?;
+    let target = if c.token.is_some() { Target::parse(&ep.url).map_err(|e| anyhow!(e))? } else { Target::Unix(ep.socket) };
+    Ok(Client::new(target, c.token.clone()))
+}
 
 /// The runtime a command's calls to the controller run on (one thread).
 pub fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -18,6 +18,7 @@
 //! sleep jobs run, so that they need not be that binary themselves.
 
 pub mod chaos;
+pub mod admin;
 pub mod client;
 pub mod interrupt;
 pub mod loadtest;

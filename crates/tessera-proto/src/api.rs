@@ -459,6 +459,25 @@ pub struct RegisterRequest {
     pub steps_ended: Vec<StepExit>,
 }
 
+/// An advance reservation, as `GET /v1/reservations` lists it and `POST
+/// /v1/reservations` (a `tessera_core::ResvRequest`) answers: its window in
+/// force or next (Unix seconds), its nodes and who may use it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservationInfo {
+    pub name: String,
+    pub start: i64,
+    pub end: i64,
+    /// A hostlist.
+    pub nodes: String,
+    pub node_count: u32,
+    /// MAINT, IGNORE_JOBS, DAILY, WEEKLY.
+    pub flags: Vec<String>,
+    pub users: Vec<String>,
+    pub accounts: Vec<String>,
+    /// Its window is in force now.
+    pub active: bool,
+}
+
 /// `POST /v1/cluster/budget`: an operator changes the power budget (W).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -227,6 +227,7 @@ pub const OPTIONS: &[(&str, &str, bool)] = &[
     ("", "--no-shell", false),
     ("-A", "--account", true),
     ("-q", "--qos", true),
+    ("", "--reservation", true),
     ("", "--nice", true),
 ];
 
@@ -328,6 +329,9 @@ pub struct JobOptions {
     /// is an operator's).
     #[arg(long, allow_hyphen_values = true)]
     pub nice: Option<String>,
+    /// Run inside this advance reservation (on its nodes, within its window).
+    #[arg(long)]
+    pub reservation: Option<String>,
 }
 
 impl JobOptions {
@@ -360,6 +364,7 @@ impl JobOptions {
             ("--sigma", &self.sigma),
             ("--account", &self.account),
             ("--qos", &self.qos),
+            ("--reservation", &self.reservation),
             ("--nice", &self.nice),
         ];
         for (name, v) in values {

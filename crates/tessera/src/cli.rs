@@ -23,6 +23,11 @@ pub enum Command {
         #[command(subcommand)]
         command: WorkloadCommand,
     },
+    /// Advance reservations on the running controller (scontrol's).
+    Reservation {
+        #[command(subcommand)]
+        command: tessera_emulation::admin::ReservationCommand,
+    },
     /// Cluster files.
     Cluster {
         #[command(subcommand)]

@@ -6,22 +6,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// How a client finds the controller: `--controller URL`, else
-/// `$TESSERA_CONTROLLER`, else the state directory of a `tessera up`
-/// (`--state-dir`, `$TESSERA_STATE_DIR`, default `./tessera-state`), whose Unix
-/// socket identifies the caller by the kernel's peer credentials.
-#[derive(Args, Clone, Debug)]
-pub struct ClientArgs {
-    /// Controller URL: http://HOST:PORT (with a token) or unix:/PATH.
-    #[arg(long, env = "TESSERA_CONTROLLER", global = true)]
-    pub controller: Option<String>,
-    /// State directory of a running controller (its socket and endpoint file).
-    #[arg(long, env = "TESSERA_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
-    /// Token for a TCP controller (tessera token create).
-    #[arg(long, env = "TESSERA_TOKEN", global = true, hide_env_values = true)]
-    pub token: Option<String>,
-}
+pub use tessera_emulation::client::ClientArgs;
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
 pub enum ListFormat {

@@ -8,27 +8,13 @@ use crate::live_args::*;
 use anyhow::{anyhow, bail, Context, Result};
 use hyper::Method;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use tessera_core::{hostlist, quote};
 use tessera_report::live::{job_text, render_nodes, render_queue};
 use tessera_proto::api::*;
-use tessera_proto::client::{Client, Target};
+
 use tessera_emulation::client::{explain, reconfigure, runtime};
 
-/// The controller a client command talks to.
-pub fn connect(c: &ClientArgs) -> Result<Client> {
-    if let Some(url) = &c.controller {
-        return Ok(Client::new(Target::parse(url).map_err(|e| anyhow!(e))?, c.token.clone()));
-    }
-    let dir = c.state_dir.clone().unwrap_or_else(|| PathBuf::from("tessera-state"));
-    let ep = dir.join("controller.json");
-    let text = std::fs::read_to_string(&ep).with_context(|| {
-        format!("no controller found: {} is missing (start one with `tessera up --state-dir {}`, or give --controller URL)", ep.display(), dir.display())
-    })?;
-    let ep: tessera_controller::Endpoint = serde_json::from_str(&text).with_context(|| format!("{}", ep.display()))?;
-    let target = if c.token.is_some() { Target::parse(&ep.url).map_err(|e| anyhow!(e))? } else { Target::Unix(ep.socket) };
-    Ok(Client::new(target, c.token.clone()))
-}
+pub use tessera_emulation::client::connect;
 
 /// `tessera run`: a step of the job it runs in; ends with the step's code.
 pub fn run(a: RunCmd) -> Result<()> {

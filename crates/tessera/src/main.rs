@@ -78,6 +78,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::ClusterCommand::SetBudget(a) => live_cmd::set_budget(a),
         },
         cli::Command::Publish(a) => cluster_cmd::publish(a),
+        cli::Command::Reservation { command } => Ok(out::out!("{}", tessera_emulation::admin::reservation(command)?)?),
         cli::Command::Node { command } => match command {
             cli::NodeCommand::Powercap(a) => node_cmd::powercap(a),
             cli::NodeCommand::Drain(a) => live_cmd::node_action("drain", a),

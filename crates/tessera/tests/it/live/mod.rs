@@ -18,6 +18,7 @@ mod netns;
 mod power;
 mod privacy;
 mod reconfigure;
+mod reservations;
 mod recovery;
 mod steps;
 mod suspend;
