@@ -164,6 +164,16 @@ pub struct NodeEngine {
     next_resv: u32,
     #[serde(skip)]
     blocks: crate::resv::Blocks,
+    /// QOS preemption (Slurm's preempt/qos), by QOS id: the QOS its pending
+    /// jobs may preempt, and whether its own jobs are requeued (else
+    /// suspended) when preempted. Empty: no QOS preempts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    qos_preempt: Vec<(Vec<u16>, bool)>,
+    /// Jobs killed to be requeued for a preemptor, until they end: the
+    /// policy starts nothing meanwhile, so that what they give back goes to
+    /// the preemptor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    requeueing: Vec<JobIdx>,
 }
 
 fn is_zero32(x: &u32) -> bool {
@@ -295,6 +305,8 @@ impl NodeEngine {
             resvs: Vec::new(),
             next_resv: 0,
             blocks: Default::default(),
+            qos_preempt: Vec::new(),
+            requeueing: Vec::new(),
         };
         e.repower();
         e
@@ -320,6 +332,20 @@ impl NodeEngine {
     }
     pub fn allocation(&self, job: JobIdx) -> Option<&Allocation> {
         self.alloc.get(job.index()).and_then(|a| a.as_ref())
+    }
+
+    /// QOS preemption from the accounts' QOS table: some QOS preempts another.
+    pub(crate) fn set_qos_preemption(&mut self, acc: &crate::share::Accounts) {
+        if acc.qos.iter().all(|q| q.preempt.is_empty()) {
+            return;
+        }
+        self.qos_preempt = acc
+            .qos
+            .iter()
+            .map(|q| (q.preempt.iter().map(|p| p.0).collect(), q.preempt_mode == crate::share::QosPreemptMode::Requeue))
+            .collect();
+        self.preemptive = true;
+        self.fungible = false;
     }
 
     /// Whether a pass could start a queued job now: some pending job needs no
@@ -464,6 +490,7 @@ impl NodeEngine {
             b.ceiling.remove(&job.0);
         }
         self.parked.retain(|&p| p != job);
+        self.requeueing.retain(|&p| p != job);
         Some(whole)
     }
 
@@ -712,6 +739,9 @@ impl NodeEngine {
         }
         if self.preemptive || self.gang {
             self.preempt_pass(now, t, out);
+        }
+        if !self.requeueing.is_empty() {
+            return;
         }
         match self.policy {
             PolicyKind::Fcfs => {

@@ -21,12 +21,18 @@
 //!   time slice, parked gang jobs (longest suspended first) resume in place of
 //!   jobs of their partition that have run a whole slice.
 //!
+//! * **QOS.** With accounts whose QOS preempt others (Slurm's preempt/qos), a
+//!   pending job of such a QOS may also take the cores of running jobs of the
+//!   QOS it lists, whatever their partition: suspended as above, or killed and
+//!   requeued where the preempted QOS's mode is `requeue` (the preemptor then
+//!   starts once they have ended; jobs already ending count as room coming).
+//!
 //! Suspended time does not count against a job's limit.
 
 use super::NodeEngine;
 use crate::cluster::PreemptMode;
 use crate::contract::Effect;
-use crate::job::{scaled, JobIdx, JobState, SuspendedBy};
+use crate::job::{scaled, JobIdx, JobState, KillReason, SuspendedBy};
 use crate::nodes::{Allocation, Free};
 use crate::running::RunningJob;
 use crate::table::JobTable;
@@ -50,6 +56,27 @@ impl NodeEngine {
         if self.preemptive {
             self.reclaim();
         }
+    }
+
+    /// The QOS of a job, if QOS preemption is on.
+    fn qos_of(&self, t: &JobTable, j: JobIdx) -> Option<u16> {
+        if self.qos_preempt.is_empty() {
+            return None;
+        }
+        t.spec(j).ticket.map(|x| x.qos.0)
+    }
+
+    /// Some QOS is preemptable by job `j`'s.
+    fn qos_preemptor(&self, t: &JobTable, j: JobIdx) -> bool {
+        self.qos_of(t, j).is_some_and(|q| self.qos_preempt.get(q as usize).is_some_and(|p| !p.0.is_empty()))
+    }
+
+    /// Whether job `j`'s QOS may preempt job `v`'s, and if so whether `v` is
+    /// requeued (else suspended).
+    fn qos_victim(&self, t: &JobTable, j: JobIdx, v: JobIdx) -> Option<bool> {
+        let (qj, qv) = (self.qos_of(t, j)?, self.qos_of(t, v)?);
+        let (list, _) = self.qos_preempt.get(qj as usize)?;
+        list.contains(&qv).then(|| self.qos_preempt.get(qv as usize).is_some_and(|x| x.1))
     }
 
     fn tier_of(&self, j: JobIdx) -> u32 {
@@ -110,7 +137,8 @@ impl NodeEngine {
     fn reclaim(&mut self) {
         for k in 0..self.parked.len() {
             let j = self.parked[k];
-            if self.mode_of(j) != PreemptMode::Suspend {
+            // (a gang job waits for its slice; a preempted one takes its cores)
+            if self.mode_of(j) == PreemptMode::Gang {
                 continue;
             }
             let home = self.home[j.index()].take().expect("parked");
@@ -128,6 +156,19 @@ impl NodeEngine {
                 }
             }
             self.home[j.index()] = Some(home);
+        }
+    }
+
+    /// Kill running job `j` to requeue it (QOS preemption by requeue): it
+    /// holds its resources until its end is reported.
+    fn requeue_kill(&mut self, now: Time, t: &mut JobTable, j: JobIdx, out: &mut Vec<Effect>) {
+        let e = t.get_mut(j);
+        if let JobState::Running { start } = e.state {
+            e.ran += now - e.period;
+            e.period = now;
+            e.state = JobState::Ending { start, at: now, reason: KillReason::Requeue };
+            out.push(Effect::Kill { job: e.spec.id, reason: KillReason::Requeue });
+            self.requeueing.push(j);
         }
     }
 
@@ -433,7 +474,7 @@ impl NodeEngine {
         let pending: Vec<JobIdx> = t
             .pending()
             .map(|(_, j)| j)
-            .filter(|&j| self.tier_of(j) > floor && self.mode_of(j) != PreemptMode::Gang)
+            .filter(|&j| (self.tier_of(j) > floor || self.qos_preemptor(t, j)) && self.mode_of(j) != PreemptMode::Gang)
             .collect();
         let top = pending.iter().map(|&j| self.tier_of(j)).max().unwrap_or(0);
         self.resume_parked(now, t, out, top);
@@ -448,10 +489,12 @@ impl NodeEngine {
         out: &mut Vec<Effect>,
         pending: Vec<JobIdx>,
     ) {
-        let mut blocked: Vec<u32> = Vec::new();
+        // a tier (and QOS) whose first job cannot start stops there
+        let mut blocked: Vec<(u32, Option<u16>)> = Vec::new();
         for j in pending {
             let tier = self.tier_of(j);
-            if blocked.contains(&tier) || t.over_limit(j) {
+            let key = (tier, self.qos_of(t, j));
+            if blocked.contains(&key) || t.over_limit(j) {
                 continue;
             }
             if let Ok(a) = self.place_now(&self.demand[j.index()], &self.free, now) {
@@ -460,7 +503,7 @@ impl NodeEngine {
             }
             match self.preempt_for(now, t, j, tier, out) {
                 Some(a) => self.start(now, t, j, a, out),
-                None => blocked.push(tier),
+                None => blocked.push(key),
             }
         }
     }
@@ -477,7 +520,7 @@ impl NodeEngine {
     ) -> Option<Allocation> {
         let preemptable = |v: JobIdx| {
             let p = &self.board.parts[self.demand[v.index()].part as usize];
-            p.preempt == PreemptMode::Suspend && p.tier < tier
+            (p.preempt == PreemptMode::Suspend && p.tier < tier) || self.qos_victim(t, j, v).is_some()
         };
         let mut cands: Vec<JobIdx> = self
             .parked
@@ -494,6 +537,11 @@ impl NodeEngine {
             .collect();
         if cands.is_empty() && running.is_empty() {
             return None;
+        }
+        // jobs being killed (requeued for an earlier preemptor, or at their
+        // limit) give back their cores when they end: room that is coming
+        if !self.qos_preempt.is_empty() {
+            cands.extend(self.running.as_slice().iter().map(|r| r.job).filter(|&v| matches!(t.state(v), JobState::Ending { .. })));
         }
         // lowest tier first, then the youngest (the last submitted among equals)
         running.sort_by_key(|&v| {
@@ -520,6 +568,10 @@ impl NodeEngine {
         for v in victims {
             if self.parked.contains(&v) {
                 self.strip(v);
+            } else if matches!(t.state(v), JobState::Ending { .. }) {
+                // it ends soon
+            } else if self.qos_victim(t, j, v) == Some(true) && !preemptable_by_tier(self, v, tier) {
+                self.requeue_kill(now, t, v, out);
             } else {
                 self.park(now, t, v, SuspendedBy::Preemption, out);
             }
@@ -529,4 +581,11 @@ impl NodeEngine {
             .all(|p| self.free.cores[p.node as usize] >= p.cores)
             .then_some(a)
     }
+}
+
+/// Whether the partition rule alone lets a job of `tier` preempt `v` (by
+/// suspension).
+fn preemptable_by_tier(m: &NodeEngine, v: JobIdx, tier: u32) -> bool {
+    let p = &m.board.parts[m.demand[v.index()].part as usize];
+    p.preempt == PreemptMode::Suspend && p.tier < tier
 }

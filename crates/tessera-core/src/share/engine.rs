@@ -44,6 +44,9 @@ impl Engine {
             return Err(SharingError::NotEmpty);
         }
         self.t.limits = super::LimitBook::of(&accounts).map(Box::new);
+        if let Machine::Nodes(m) = &mut self.m {
+            m.set_qos_preemption(&accounts);
+        }
         self.share = Some(Box::new(Sharing::new(accounts, config, MachineFacts::of(cluster))));
         Ok(self)
     }

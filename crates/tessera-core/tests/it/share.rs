@@ -291,3 +291,210 @@ mod property {
         }
     }
 }
+
+mod qos_preemption {
+    use tessera_core::share::SharingConfig;
+    use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobSpec, KillReason, Outcome, PolicyKind, Time};
+
+    fn accounts(mode: &str) -> SharingConfig {
+        let text = format!(
+            "[[qos]]\nname = \"normal\"\npreempt_mode = \"{mode}\"\n\n[[qos]]\nname = \"high\"\npriority = 10\npreempt = [\"normal\"]\n\n[[account]]\nname = \"a\"\nqos = [\"normal\", \"high\"]\n\n[[user]]\nname = \"u\"\naccount = \"a\"\n"
+        );
+        SharingConfig::from_toml(&text, "qos.toml").unwrap().unwrap()
+    }
+
+    fn engine(mode: &str, policy: PolicyKind) -> (Engine, SharingConfig) {
+        let c = accounts(mode);
+        let e = Engine::with_cluster(policy, &Cluster::pool(4)).unwrap().with_sharing(c.accounts.clone(), c.priority, &Cluster::pool(4)).unwrap();
+        (e, c)
+    }
+
+    fn job(c: &SharingConfig, id: u64, qos: &str, procs: u32, est: Time) -> JobSpec {
+        JobSpec { ticket: Some(c.accounts.ticket("u", None, Some(qos), 0).unwrap()), ..JobSpec::new(JobId(id), procs, est) }
+    }
+
+    fn kinds(out: &[Effect]) -> Vec<String> {
+        out.iter()
+            .filter_map(|x| match x {
+                Effect::Start { job, .. } => Some(format!("start {job}")),
+                Effect::Suspend { job } => Some(format!("suspend {job}")),
+                Effect::Resume { job } => Some(format!("resume {job}")),
+                Effect::Kill { job, reason: KillReason::Requeue } => Some(format!("requeue {job}")),
+                Effect::Requeued { job } => Some(format!("requeued {job}")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_high_qos_job_suspends_a_normal_one_which_resumes_after_it() {
+        for policy in [PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative] {
+            let (mut e, c) = engine("suspend", policy);
+            let mut out = Vec::new();
+            e.handle(0, Input::submit(job(&c, 1, "normal", 4, 1000)), &mut out);
+            e.handle(0, Input::Pass, &mut out);
+            e.handle(10, Input::submit(job(&c, 2, "high", 2, 100)), &mut out);
+            // a normal job does not preempt
+            e.handle(10, Input::submit(job(&c, 3, "normal", 2, 100)), &mut out);
+            e.handle(10, Input::Pass, &mut out);
+            assert_eq!(kinds(&out), ["start 1", "suspend 1", "start 2"], "{policy}");
+            out.clear();
+            e.handle(60, Input::Complete { job: JobId(2), outcome: Outcome::Exited(0) }, &mut out);
+            e.handle(60, Input::Pass, &mut out);
+            // the suspended job takes its cores back before job 3
+            assert_eq!(kinds(&out), ["resume 1"], "{policy}");
+            e.sanity_check();
+        }
+    }
+
+    #[test]
+    fn a_requeue_qos_is_killed_requeued_and_runs_again() {
+        let (mut e, c) = engine("requeue", PolicyKind::Easy);
+        let mut out = Vec::new();
+        e.handle(0, Input::submit(job(&c, 1, "normal", 4, 1000)), &mut out);
+        e.handle(0, Input::Pass, &mut out);
+        e.handle(10, Input::submit(job(&c, 2, "high", 4, 100)), &mut out);
+        e.handle(10, Input::Pass, &mut out);
+        // a second pass before the kill is reported kills nothing more
+        e.handle(11, Input::Pass, &mut out);
+        assert_eq!(kinds(&out), ["start 1", "requeue 1"]);
+        out.clear();
+        e.handle(12, Input::Complete { job: JobId(1), outcome: Outcome::Signaled(9) }, &mut out);
+        e.handle(12, Input::Pass, &mut out);
+        assert_eq!(kinds(&out), ["requeued 1", "start 2"]);
+        out.clear();
+        e.handle(112, Input::Complete { job: JobId(2), outcome: Outcome::Exited(0) }, &mut out);
+        e.handle(112, Input::Pass, &mut out);
+        assert_eq!(kinds(&out), ["start 1"]);
+        e.sanity_check();
+    }
+}
+
+mod qos_property {
+    use crate::shortcuts::arb_case;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+    use tessera_core::share::SharingConfig;
+    use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobSpec, Outcome, PolicyKind, Time};
+
+    /// A driver that runs jobs through suspensions, kills and requeues: each
+    /// job's end moves with its suspensions, a kill ends it at once.
+    #[derive(Default)]
+    struct Run {
+        work: BTreeMap<u64, Time>,
+        end: BTreeMap<u64, (Time, f64)>,
+        left: BTreeMap<u64, Time>,
+        ends: BTreeMap<Time, BTreeSet<u64>>,
+        killed: Vec<u64>,
+        starts: Vec<(u64, Time)>,
+        finished: BTreeSet<u64>,
+        wakes: BTreeSet<Time>,
+    }
+
+    impl Run {
+        fn unschedule(&mut self, job: u64) {
+            if let Some((t, _)) = self.end.remove(&job) {
+                if let Some(s) = self.ends.get_mut(&t) {
+                    s.remove(&job);
+                }
+            }
+        }
+        fn schedule(&mut self, job: u64, at: Time, f: f64) {
+            self.end.insert(job, (at, f));
+            self.ends.entry(at).or_default().insert(job);
+        }
+    }
+
+    impl tessera_core::Driver for Run {
+        fn effect(&mut self, engine: &Engine, now: Time, x: Effect) {
+            engine.sanity_check();
+            match x {
+                Effect::Start { job, alloc, .. } => {
+                    self.starts.push((job.0, now));
+                    assert!(self.starts.len() < 5_000, "starts without end: {:?}", &self.starts[self.starts.len() - 10..]);
+                    self.schedule(job.0, now + tessera_core::scaled(self.work[&job.0], alloc.factor), alloc.factor);
+                }
+                Effect::Suspend { job } => {
+                    let (t, _) = self.end[&job.0];
+                    self.left.insert(job.0, t - now);
+                    self.unschedule(job.0);
+                }
+                Effect::Resume { job } => {
+                    let left = self.left.remove(&job.0).expect("suspended");
+                    self.schedule(job.0, now + left, 1.0);
+                }
+                Effect::Kill { job, .. } => {
+                    self.unschedule(job.0);
+                    self.left.remove(&job.0);
+                    self.killed.push(job.0);
+                }
+                Effect::Requeued { .. } => {}
+                Effect::Finished(r) => {
+                    self.finished.insert(r.spec.id.0);
+                }
+                Effect::WakeAt(w) => {
+                    if w > now {
+                        self.wakes.insert(w);
+                    }
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+
+        fn due(&mut self, now: Time, inputs: &mut Vec<Input>) {
+            for id in self.killed.drain(..) {
+                inputs.push(Input::Complete { job: JobId(id), outcome: Outcome::Signaled(9) });
+            }
+            for id in self.ends.remove(&now).unwrap_or_default() {
+                self.end.remove(&id);
+                inputs.push(Input::Complete { job: JobId(id), outcome: Outcome::Exited(0) });
+            }
+        }
+    }
+
+    fn run(mut e: Engine, jobs: &[(Time, JobSpec, Time)]) -> Vec<(u64, Time)> {
+        let mut r = Run { work: jobs.iter().map(|j| (j.1.id.0, j.2)).collect(), ..Default::default() };
+        let mut arrivals: BTreeMap<Time, Vec<JobSpec>> = BTreeMap::new();
+        for j in jobs {
+            arrivals.entry(j.0).or_default().push(j.1);
+        }
+        loop {
+            let next = [arrivals.keys().next(), r.ends.iter().find(|(_, s)| !s.is_empty()).map(|(t, _)| t), r.wakes.iter().next()];
+            let Some(now) = next.into_iter().flatten().copied().min() else { break };
+            r.wakes.remove(&now);
+            let mut inputs = Vec::new();
+            tessera_core::Driver::due(&mut r, now, &mut inputs);
+            inputs.extend(arrivals.remove(&now).unwrap_or_default().into_iter().map(Input::submit));
+            tessera_core::step(&mut e, now, inputs, true, &mut r);
+            e.sanity_check();
+            assert!(now < 1_000_000, "runs away");
+        }
+        assert_eq!(r.finished.len(), jobs.len(), "every job ends");
+        r.starts
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 120, .. ProptestConfig::default() })]
+
+        /// A third of the jobs are of a QOS that preempts the others' (by
+        /// suspension or requeue): every job ends, the invariants hold after
+        /// every input, and the shortcuts change no schedule.
+        #[test]
+        fn qos_preemption_keeps_the_invariants_and_every_job_ends((toml, jobs) in arb_case(), requeue in any::<bool>()) {
+            let c = Cluster::from_toml(&toml, "qos.toml").unwrap();
+            let text = format!("[[qos]]\nname = \"normal\"\npreempt_mode = \"{}\"\n\n[[qos]]\nname = \"high\"\npreempt = [\"normal\"]\n\n[[account]]\nname = \"a\"\nqos = [\"normal\", \"high\"]\n\n[[user]]\nname = \"u\"\naccount = \"a\"\n", if requeue { "requeue" } else { "suspend" });
+            let s = SharingConfig::from_toml(&text, "acct.toml").unwrap().unwrap();
+            let jobs: Vec<(Time, JobSpec, Time)> = jobs
+                .into_iter()
+                .enumerate()
+                .map(|(i, (t, spec, r))| (t, JobSpec { ticket: Some(s.accounts.ticket("u", None, Some(if i % 3 == 0 { "high" } else { "normal" }), 0).unwrap()), ..spec }, r))
+                .collect();
+            for policy in [PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative] {
+                let engine = || Engine::with_cluster(policy, &c).unwrap().with_sharing(s.accounts.clone(), s.priority, &c).unwrap();
+                let fast = run(engine(), &jobs);
+                let every = run(engine().without_shortcuts(), &jobs);
+                prop_assert_eq!(fast, every, "{}", policy);
+            }
+        }
+    }
+}
