@@ -50,6 +50,8 @@ pub enum Msg {
     Reserve { who: Identity, req: tessera_core::ResvRequest, reply: Reply<ReservationInfo> },
     Unreserve { who: Identity, name: String, reply: Reply<()> },
     Reservations { reply: Reply<Vec<ReservationInfo>> },
+    Shares { reply: Reply<Vec<ShareRow>> },
+    Priorities { reply: Reply<Vec<PrioRow>> },
     Dashboard { reply: Reply<tessera_report::dashboard::Dashboard> },
     Step { who: Identity, job: JobRef, req: StepRequest, reply: Reply<StepInfo> },
     StepInfo { job: JobRef, step: u32, reply: Reply<StepInfo> },
@@ -572,6 +574,8 @@ impl Actor {
                 }
                 Err(e) => drop(reply.send(Err(e))),
             },
+            Msg::Shares { reply } => drop(reply.send(crate::shares::shares(&self.state).ok_or_else(no_accounts))),
+            Msg::Priorities { reply } => drop(reply.send(crate::shares::priorities(&self.state, &self.cluster).ok_or_else(no_accounts))),
             Msg::Reservations { reply } => {
                 let now = unix_now();
                 let v = self.state.engine().reservations().iter().map(|r| crate::resv::info(&self.cluster, r, now)).collect();
@@ -1116,4 +1120,9 @@ fn by_node_id(mut r: tessera_accounting::store::JobRecord, ids: &[u32]) -> tesse
         a.node = ids[a.node as usize];
     }
     r
+}
+
+/// Fair share and priorities need accounts.
+fn no_accounts() -> ApiError {
+    ApiError::new(409, "the cluster has no accounts ([priority], [[qos]], [[account]] and [[user]] tables in its cluster file, or an accounts file it names): there is no fair share to show".to_string())
 }

@@ -41,6 +41,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/cluster"),
     ("POST", "/v1/cluster"),
     ("POST", "/v1/cluster/budget"),
+    ("GET", "/v1/shares"),
+    ("GET", "/v1/priorities"),
     ("GET", "/v1/reservations"),
     ("POST", "/v1/reservations"),
     ("DELETE", "/v1/reservations/{name}"),
@@ -218,6 +220,14 @@ async fn set_budget(State(app): State<App>, Caller(who): Caller, b: Result<Json<
     Ok(Json(ask(&app, |reply| Msg::SetBudget { who, req, reply }).await?))
 }
 
+async fn shares(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<ShareRow>>, ApiError> {
+    Ok(Json(ask(&app, |reply| Msg::Shares { reply }).await?))
+}
+
+async fn priorities(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<PrioRow>>, ApiError> {
+    Ok(Json(ask(&app, |reply| Msg::Priorities { reply }).await?))
+}
+
 async fn reservations(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<ReservationInfo>>, ApiError> {
     Ok(Json(ask(&app, |reply| Msg::Reservations { reply }).await?))
 }
@@ -302,6 +312,8 @@ pub fn router(app: App) -> Router {
         .route("/v1/nodes", get(nodes))
         .route("/v1/cluster", get(cluster).post(reconfigure))
         .route("/v1/cluster/budget", post(set_budget))
+        .route("/v1/shares", get(shares))
+        .route("/v1/priorities", get(priorities))
         .route("/v1/reservations", get(reservations).post(reserve))
         .route("/v1/reservations/{name}", axum::routing::delete(unreserve))
         .route("/v1/nodes/{name}/{action}", post(node_action))

@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod request;
 pub mod resv;
+pub mod shares;
 pub mod state;
 pub mod steps;
 

@@ -80,3 +80,79 @@ pub fn show(r: &ReservationInfo) -> String {
         if r.active { "ACTIVE" } else { "INACTIVE" }
     )
 }
+
+/// `tessera share` (sshare): each association's shares, usage and fair share.
+#[derive(clap::Args, Debug)]
+pub struct ShareArgs {
+    /// Long form: also NormUsage and LevelFS (sshare -l).
+    #[arg(short, long)]
+    pub long: bool,
+    /// JSON rows instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `tessera prio` (sprio): each pending job's weighted priority factors.
+#[derive(clap::Args, Debug)]
+pub struct PrioArgs {
+    /// JSON rows instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+pub fn share(a: ShareArgs) -> Result<String> {
+    let rows: Vec<tessera_proto::api::ShareRow> = runtime()?.block_on(connect(&a.client)?.call::<(), _>(Method::GET, "/v1/shares", None)).map_err(explain)?;
+    if a.json {
+        return Ok(serde_json::to_string_pretty(&rows)? + "\n");
+    }
+    Ok(share_table(&rows, a.long))
+}
+
+/// sshare's table: the account indented by its depth, the fair-share factor
+/// on user lines only.
+pub fn share_table(rows: &[tessera_proto::api::ShareRow], long: bool) -> String {
+    let mut s = format!("{:<20} {:<10} {:>9} {:>11} {:>11} ", "Account", "User", "RawShares", "NormShares", "RawUsage");
+    if long {
+        s += &format!("{:>11} ", "NormUsage");
+    }
+    s += &format!("{:>13} {:>10}", "EffectvUsage", "FairShare");
+    if long {
+        s += &format!(" {:>10}", "LevelFS");
+    }
+    s += "\n";
+    for r in rows {
+        let account = format!("{}{}", " ".repeat(r.depth as usize), tessera_core::quote::text(&r.account));
+        let user = r.user.as_deref().map(tessera_core::quote::text).unwrap_or_default();
+        s += &format!("{account:<20} {user:<10} {:>9} {:>11.6} {:>11} ", r.raw_shares, r.norm_shares, r.raw_usage as u64);
+        if long {
+            s += &format!("{:>11.6} ", r.norm_usage);
+        }
+        let fs = if r.user.is_some() { format!("{:.6}", r.fairshare) } else { String::new() };
+        s += &format!("{:>13.6} {fs:>10}", r.effective_usage);
+        if long {
+            s += &format!(" {:>10}", r.level_fs);
+        }
+        s += "\n";
+    }
+    s
+}
+
+pub fn prio(a: PrioArgs) -> Result<String> {
+    let rows: Vec<tessera_proto::api::PrioRow> = runtime()?.block_on(connect(&a.client)?.call::<(), _>(Method::GET, "/v1/priorities", None)).map_err(explain)?;
+    if a.json {
+        return Ok(serde_json::to_string_pretty(&rows)? + "\n");
+    }
+    let mut s = format!("{:>8} {:<10} {:<10} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:<8} {:>10} {:>6}\n", "JOBID", "PARTITION", "USER", "ACCOUNT", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "PARTITION", "QOSNAME", "QOS", "NICE");
+    for r in &rows {
+        let t = |x: &str| tessera_core::quote::text(x).into_owned();
+        s += &format!(
+            "{:>8} {:<10} {:<10} {:<10} {:>10} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:<8} {:>10.0} {:>6}\n",
+            r.job, t(&r.partition), t(&r.user), t(&r.account), r.priority, r.age, r.fairshare, r.jobsize, r.partition_factor, t(&r.qos_name), r.qos, r.nice
+        );
+    }
+    Ok(s)
+}

@@ -478,6 +478,45 @@ pub struct ReservationInfo {
     pub active: bool,
 }
 
+/// One association as `GET /v1/shares` (`tessera share`, sshare) shows it,
+/// in tree order: Fair Tree as of the last calculation, usage as it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShareRow {
+    pub account: String,
+    /// The user of a user association.
+    pub user: Option<String>,
+    /// Depth below root (root 0).
+    pub depth: u32,
+    pub raw_shares: u32,
+    pub norm_shares: f64,
+    /// Decayed usage, in the usage unit (core-seconds, normalized or canonical).
+    pub raw_usage: f64,
+    pub norm_usage: f64,
+    pub effective_usage: f64,
+    /// Level fair share, as sshare prints it (`inf` without usage).
+    pub level_fs: String,
+    /// The fair-share factor (user associations).
+    pub fairshare: f64,
+}
+
+/// One pending job's priority as `GET /v1/priorities` (`tessera prio`,
+/// sprio) shows it: each factor weighted, and the sum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrioRow {
+    pub job: u64,
+    pub partition: String,
+    pub user: String,
+    pub account: String,
+    pub priority: u32,
+    pub age: f64,
+    pub fairshare: f64,
+    pub jobsize: f64,
+    pub partition_factor: f64,
+    pub qos_name: String,
+    pub qos: f64,
+    pub nice: i32,
+}
+
 /// `POST /v1/cluster/budget`: an operator changes the power budget (W).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

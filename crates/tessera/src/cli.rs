@@ -23,6 +23,10 @@ pub enum Command {
         #[command(subcommand)]
         command: WorkloadCommand,
     },
+    /// Fair share of the running controller's associations (sshare).
+    Share(tessera_emulation::admin::ShareArgs),
+    /// Pending jobs' priority factors, weighted (sprio).
+    Prio(tessera_emulation::admin::PrioArgs),
     /// Advance reservations on the running controller (scontrol's).
     Reservation {
         #[command(subcommand)]

@@ -71,6 +71,19 @@ fn jobs_charge_their_account_and_limits_hold_them_with_slurms_reason() {
     let third = l.submit(&["-t", "1:00", script.to_str().unwrap()]);
     l.wait_for("the first job running", 20, |l| l.job(first).is_some_and(|j| j.state == JobStateCode::Running));
     l.wait_for("the second held by the limit", 20, |l| l.job(second).is_some_and(|j| j.state == JobStateCode::Pending && j.reason == "AssocMaxJobsLimit"));
+    // sprio: the pending job's factors; sshare: the tree, the user under both accounts
+    let prio = String::from_utf8_lossy(&l.cli(&["prio"]).stdout).to_string();
+    let line = prio.lines().find(|x| x.trim_start().starts_with(&second.to_string())).unwrap_or_else(|| panic!("{prio}"));
+    assert!(line.contains("physics") && line.contains("normal") && line.contains(&me), "{prio}");
+    let share = String::from_utf8_lossy(&l.cli(&["share", "-l"]).stdout).to_string();
+    assert!(share.starts_with("Account") && share.contains("LevelFS"), "{share}");
+    for (account, shares) in [(" physics", " 3 "), (" chem", " 1 ")] {
+        assert!(share.lines().any(|x| x.starts_with(account) && x.contains(&me) && x.contains(shares)) || share.lines().any(|x| x.starts_with(account) && x.contains(shares)), "{account}: {share}");
+    }
+    let o = l.cli(&["share", "--json"]);
+    let rows: Vec<tessera_proto::api::ShareRow> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0].account, "root");
+    assert!(rows.iter().any(|r| r.account == "physics" && r.user.as_deref() == Some(me.as_str()) && r.fairshare > 0.0), "{rows:?}");
     l.wait_for("every job completed", 30, |l| [first, second, third].iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed)));
     let start = |j: u64| l.job(j).and_then(|x| x.start).unwrap();
     assert!(start(second) >= start(first) + 3, "the second ran after the first ended");
