@@ -125,6 +125,10 @@ pub enum Input {
     /// An operator deletes a reservation: pending jobs that asked for it lose
     /// it and are held.
     Unreserve(String),
+    /// An operator changed the accounts (engines with accounts): associations
+    /// and QOS matched by name keep their usage, live jobs their association
+    /// and QOS; refused if a live job's would be gone.
+    SetAccounts(Box<crate::share::Accounts>),
 }
 
 impl Input {
@@ -157,6 +161,7 @@ impl Input {
             Input::CapCeiling { .. } => "cap ceiling",
             Input::Reserve(_) => "reserve",
             Input::Unreserve(_) => "unreserve",
+            Input::SetAccounts(_) => "set accounts",
         }
     }
 
@@ -172,7 +177,7 @@ impl Input {
             | Input::Resized(j)
             | Input::CapCeiling { job: j, .. } => Some(*j),
             Input::Complete { job, .. } => Some(*job),
-            Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } | Input::SetBudget { .. } | Input::Reserve(_) | Input::Unreserve(_) => None,
+            Input::Node { .. } | Input::Pass | Input::Reconfigure(_) | Input::DecisionTime { .. } | Input::SetBudget { .. } | Input::Reserve(_) | Input::Unreserve(_) | Input::SetAccounts(_) => None,
         }
     }
 }

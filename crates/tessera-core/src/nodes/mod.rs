@@ -336,6 +336,7 @@ impl NodeEngine {
 
     /// QOS preemption from the accounts' QOS table: some QOS preempts another.
     pub(crate) fn set_qos_preemption(&mut self, acc: &crate::share::Accounts) {
+        self.qos_preempt.clear();
         if acc.qos.iter().all(|q| q.preempt.is_empty()) {
             return;
         }

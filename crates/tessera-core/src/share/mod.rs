@@ -3,10 +3,12 @@
 
 mod accounts;
 mod config;
+mod edit;
 mod engine;
 mod fairtree;
 mod limits;
 mod priority;
+pub mod sacctmgr;
 mod state;
 
 pub use accounts::{trace_group, trace_user, Accounts, Assoc, AssocId, Limits, Qos, QosId, QosPreemptMode, Ticket, TicketError, Tres};

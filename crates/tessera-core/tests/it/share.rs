@@ -498,3 +498,61 @@ mod qos_property {
         }
     }
 }
+
+mod editing {
+    use tessera_core::share::{sacctmgr, SharingConfig};
+    use tessera_core::{Cluster, Effect, Engine, Input, JobId, JobSpec, Outcome, PolicyKind, Rejection};
+
+    const FILE: &str = "[priority]\ntype = \"multifactor\"\ncalc_period = \"0:10\"\n\n[[account]]\nname = \"physics\"\nshares = 3\n\n[[account]]\nname = \"chem\"\n\n[[user]]\nname = \"ann\"\naccount = \"physics\"\n\n[[user]]\nname = \"bob\"\naccount = \"chem\"\n";
+
+    #[test]
+    fn accounts_change_live_keeping_usage_jobs_and_limits() {
+        let c = SharingConfig::from_toml(FILE, "a.toml").unwrap().unwrap();
+        let pool = Cluster::pool(4);
+        let mut e = Engine::with_cluster(PolicyKind::Easy, &pool).unwrap().with_sharing(c.accounts.clone(), c.priority, &pool).unwrap();
+        let mut out = Vec::new();
+        let job = |acc: &tessera_core::share::Accounts, id, user: &str| JobSpec { ticket: Some(acc.ticket(user, None, None, 0).unwrap()), ..JobSpec::new(JobId(id), if id == 1 { 4 } else { 2 }, 100) };
+        e.handle(0, Input::submit(job(&c.accounts, 1, "ann")), &mut out);
+        e.handle(0, Input::Pass, &mut out);
+        e.handle(50, Input::Pass, &mut out);
+        let usage = |e: &Engine, account: &str| {
+            let v = e.shares().unwrap();
+            let i = v.accounts.account(account).unwrap().0 as usize;
+            v.rows[i].raw_usage
+        };
+        let before = usage(&e, "physics");
+        assert!(before > 0.0);
+        // a new account before physics in no way; physics' shares change; a
+        // user with a MaxJobs of 0 holds its job
+        let mut acc = e.shares().unwrap().accounts.clone();
+        for words in [&["add", "account", "bio", "Parent=root", "Fairshare=2"][..], &["modify", "account", "physics", "set", "Fairshare=5"], &["add", "user", "cat", "Account=bio", "MaxJobs=1"], &["delete", "user", "bob"]] {
+            acc = sacctmgr::apply(&acc, words).unwrap_or_else(|m| panic!("{words:?}: {m}"));
+        }
+        out.clear();
+        e.handle(60, Input::SetAccounts(Box::new(acc.clone())), &mut out);
+        assert!(out.iter().all(|x| !matches!(x, Effect::Rejected { .. })), "{out:?}");
+        assert!((usage(&e, "physics") - before).abs() < 1e-9 * before, "usage kept by name");
+        assert_eq!(e.shares().unwrap().accounts.get(e.shares().unwrap().accounts.account("physics").unwrap()).shares, 5);
+        e.handle(61, Input::submit(job(&acc, 2, "cat")), &mut out);
+        e.handle(61, Input::submit(job(&acc, 3, "cat")), &mut out);
+        e.handle(100, Input::Complete { job: JobId(1), outcome: Outcome::Exited(0) }, &mut out);
+        e.handle(100, Input::Pass, &mut out);
+        assert_eq!(e.pending_reason(100, JobId(3)).map(|r| r.to_string()).as_deref(), Some("AssocMaxJobsLimit"));
+        // an account a live job charges cannot go
+        out.clear();
+        let gone = sacctmgr::apply(&acc, &["delete", "account", "bio"]).unwrap();
+        e.handle(101, Input::SetAccounts(Box::new(gone)), &mut out);
+        assert!(matches!(&out[..], [Effect::Rejected { reason: Rejection::CannotReconfigure(m), .. }] if m.contains("job 2") && m.contains("cat")), "{out:?}");
+        // lifting the limit lets it run
+        let lifted = sacctmgr::apply(&acc, &["modify", "user", "cat", "set", "MaxJobs=-1"]).unwrap();
+        out.clear();
+        e.handle(102, Input::SetAccounts(Box::new(lifted)), &mut out);
+        e.handle(102, Input::Pass, &mut out);
+        assert!(out.iter().any(|x| matches!(x, Effect::Start { job: JobId(3), .. })), "{out:?}");
+        // words sacctmgr would refuse
+        for (words, what) in [(&["add", "account", "physics"][..], "exists"), (&["add", "user", "dan"], "Account="), (&["modify", "account", "physics", "set", "Colour=red"], "Colour"), (&["delete", "account", "root"], "root")] {
+            let m = sacctmgr::apply(&acc, words).unwrap_err();
+            assert!(m.contains(what), "{words:?}: {m}");
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Operators' changes to the accounts, in sacctmgr's words:
+//!
+//! ```text
+//! add account physics Parent=root Fairshare=40 GrpTRES=cpu=512
+//! add user alice Account=physics DefaultAccount=physics MaxJobs=4
+//! modify account physics set Fairshare=60 GrpJobs=100
+//! modify user alice Account=physics set MaxJobs=8 QOS=normal,high
+//! delete user alice Account=physics
+//! delete account physics
+//! ```
+//!
+//! Keys are case-insensitive: Fairshare (a number or `parent`), GrpTRES and
+//! MaxTRESPerJob (`cpu=N,mem=SIZE`), GrpJobs, GrpSubmitJobs, MaxJobs,
+//! MaxSubmitJobs, MaxWall (Slurm's time syntax), QOS (a list), DefaultQOS, and
+//! for users DefaultAccount. `-1` clears a limit. The result is a new table;
+//! the engine takes it with `Input::SetAccounts`.
+
+use super::accounts::{Accounts, Assoc, AssocId, Limits};
+use crate::duration::parse_duration;
+
+fn num(key: &str, v: &str) -> Result<Option<u32>, String> {
+    if v == "-1" {
+        return Ok(None);
+    }
+    v.parse().map(Some).map_err(|_| format!("{key}={v}: expected a count, or -1 for none"))
+}
+
+fn tres(key: &str, v: &str) -> Result<super::accounts::Tres, String> {
+    let mut t = super::accounts::Tres::default();
+    if v == "-1" {
+        return Ok(t);
+    }
+    for part in v.split(',') {
+        match part.split_once('=') {
+            Some(("cpu", n)) => t.cpu = Some(n.parse().map_err(|_| format!("{key}={v}: expected cpu=N"))?),
+            Some(("mem", m)) => t.mem_mb = Some(crate::cluster::config::memory_mb(&crate::cluster::config::RawMemory::Text(m.to_string())).map_err(|e| format!("{key}={v}: {e}"))?),
+            _ => return Err(format!("{key}={v}: expected cpu=N,mem=SIZE (or -1 for none)")),
+        }
+    }
+    Ok(t)
+}
+
+/// Apply `key=value` settings to an association.
+fn set(acc: &Accounts, a: &mut Assoc, defaults: &mut Option<String>, words: &[&str]) -> Result<(), String> {
+    for w in words {
+        let (k, v) = w.split_once('=').ok_or_else(|| format!("{w}: expected Key=Value"))?;
+        let l: &mut Limits = &mut a.limits;
+        match k.to_ascii_lowercase().as_str() {
+            "fairshare" | "shares" => {
+                if v.eq_ignore_ascii_case("parent") {
+                    (a.shares, a.use_parent) = (0, true);
+                } else {
+                    a.shares = v.parse().map_err(|_| format!("{k}={v}: expected shares (a count) or parent"))?;
+                    a.use_parent = false;
+                }
+            }
+            "grptres" => l.grp_tres = tres(k, v)?,
+            "maxtresperjob" => l.max_tres_per_job = tres(k, v)?,
+            "grpjobs" => l.grp_jobs = num(k, v)?,
+            "grpsubmitjobs" => l.grp_submit_jobs = num(k, v)?,
+            "maxjobs" => l.max_jobs = num(k, v)?,
+            "maxsubmitjobs" => l.max_submit_jobs = num(k, v)?,
+            "maxwall" => {
+                l.max_wall = if v == "-1" { None } else { parse_duration(v).map_err(|()| format!("{k}={v}: expected {}", crate::duration::DURATION_FORMS))? }
+            }
+            "qos" => {
+                a.qos = v.split(',').filter(|q| !q.is_empty()).map(|q| acc.qos_id(q).ok_or_else(|| format!("{k}={v}: unknown QOS {q}"))).collect::<Result<_, _>>()?;
+            }
+            "defaultqos" => a.default_qos = if v == "-1" { None } else { Some(acc.qos_id(v).ok_or_else(|| format!("{k}={v}: unknown QOS {v}"))?) },
+            "defaultaccount" if a.user.is_some() => *defaults = Some(v.to_string()),
+            _ => return Err(format!("{k}: expected one of Fairshare, GrpTRES, GrpJobs, GrpSubmitJobs, MaxJobs, MaxSubmitJobs, MaxWall, MaxTRESPerJob, QOS, DefaultQOS{}", if a.user.is_some() { ", DefaultAccount" } else { "" })),
+        }
+    }
+    Ok(())
+}
+
+/// Take out `key=value` words named `key` (case-insensitive).
+fn take(words: &mut Vec<&str>, key: &str) -> Option<String> {
+    let i = words.iter().position(|w| w.split_once('=').is_some_and(|(k, _)| k.eq_ignore_ascii_case(key)))?;
+    Some(words.remove(i).split_once('=').expect("checked").1.to_string())
+}
+
+/// The accounts after an operator's change, or what is wrong with it.
+pub fn apply<S: AsRef<str>>(acc: &Accounts, words: &[S]) -> Result<Accounts, String> {
+    let words: Vec<&str> = words.iter().map(|w| w.as_ref()).collect();
+    let (verb, kind, name, rest) = match words.as_slice() {
+        [v, k, n, rest @ ..] => (v.to_ascii_lowercase(), k.to_ascii_lowercase(), *n, rest.to_vec()),
+        _ => return Err("expected add|modify|delete account|user NAME [Key=Value ...]".into()),
+    };
+    let mut out = acc.clone();
+    let mut rest = rest;
+    match (verb.as_str(), kind.as_str()) {
+        ("add", "account") => {
+            if acc.account(name).is_some() {
+                return Err(format!("account {name} exists already"));
+            }
+            let parent = take(&mut rest, "parent").unwrap_or_else(|| "root".into());
+            let p = acc.account(&parent).ok_or_else(|| format!("Parent={parent}: unknown account"))?;
+            let mut a = Assoc { account: name.to_string(), user: None, parent: Some(p), shares: 1, use_parent: false, limits: Limits::default(), qos: Vec::new(), default_qos: None };
+            set(acc, &mut a, &mut None, &rest)?;
+            out.push(a);
+        }
+        ("add", "user") => {
+            let account = take(&mut rest, "account").ok_or("add user: Account=NAME is needed")?;
+            let p = acc.account(&account).ok_or_else(|| format!("Account={account}: unknown account"))?;
+            if acc.user_assoc(name, &account).is_some() {
+                return Err(format!("user {name} has an association with account {account} already"));
+            }
+            let mut a = Assoc { account: account.clone(), user: Some(name.to_string()), parent: Some(p), shares: 1, use_parent: false, limits: Limits::default(), qos: Vec::new(), default_qos: None };
+            let mut default = None;
+            set(acc, &mut a, &mut default, &rest)?;
+            out.push(a);
+            let d = default.unwrap_or_else(|| acc.defaults.get(name).cloned().unwrap_or(account));
+            out.defaults.insert(name.to_string(), d);
+        }
+        ("modify", k @ ("account" | "user")) => {
+            let account = if k == "user" { take(&mut rest, "account") } else { None };
+            let s = rest.iter().position(|w| w.eq_ignore_ascii_case("set")).ok_or("modify: expected `set` before the new values")?;
+            let (before, after) = (rest[..s].to_vec(), rest[s + 1..].to_vec());
+            if let Some(w) = before.first() {
+                return Err(format!("{w}: expected set (or Account=NAME for a user)"));
+            }
+            let ids: Vec<AssocId> = if k == "account" {
+                vec![acc.account(name).ok_or_else(|| format!("unknown account {name}"))?]
+            } else {
+                let v: Vec<AssocId> = (0..acc.assocs.len() as u32).map(AssocId).filter(|&i| acc.get(i).user.as_deref() == Some(name) && account.as_ref().is_none_or(|a| acc.get(i).account == *a)).collect();
+                if v.is_empty() {
+                    return Err(format!("user {name} has no association{}", account.map(|a| format!(" with account {a}")).unwrap_or_default()));
+                }
+                v
+            };
+            for id in ids {
+                let mut a = out.assocs[id.0 as usize].clone();
+                let mut default = None;
+                set(acc, &mut a, &mut default, &after)?;
+                out.assocs[id.0 as usize] = a;
+                if let Some(d) = default {
+                    if out.user_assoc(name, &d).is_none() {
+                        return Err(format!("DefaultAccount={d}: user {name} has no association with it"));
+                    }
+                    out.defaults.insert(name.to_string(), d);
+                }
+            }
+        }
+        ("delete", k @ ("account" | "user")) => {
+            let account = if k == "user" { take(&mut rest, "account") } else { None };
+            if let Some(w) = rest.first() {
+                return Err(format!("{w}: unexpected"));
+            }
+            if k == "account" && name == "root" {
+                return Err("the root account stays".into());
+            }
+            // the association(s) and everything below them go
+            let gone: Vec<bool> = (0..acc.assocs.len() as u32)
+                .map(|i| {
+                    acc.lineage(AssocId(i)).any(|x| {
+                        let a = acc.get(x);
+                        if k == "account" { a.user.is_none() && a.account == name } else { a.user.as_deref() == Some(name) && account.as_ref().is_none_or(|c| a.account == *c) }
+                    })
+                })
+                .collect();
+            if !gone.iter().any(|&g| g) {
+                return Err(format!("no {k} {name}{}", account.map(|a| format!(" in account {a}")).unwrap_or_default()));
+            }
+            let mut index = vec![None; acc.assocs.len()];
+            out.assocs.clear();
+            for (i, a) in acc.assocs.iter().enumerate() {
+                if !gone[i] {
+                    index[i] = Some(AssocId(out.assocs.len() as u32));
+                    let mut a = a.clone();
+                    a.parent = a.parent.map(|p| index[p.0 as usize].expect("a parent before its children"));
+                    out.assocs.push(a);
+                }
+            }
+            // defaults that named a deleted association move to one that is left
+            let users: Vec<String> = out.defaults.keys().cloned().collect();
+            for u in users {
+                let d = out.defaults[&u].clone();
+                if out.user_assoc(&u, &d).is_none() {
+                    match out.assocs.iter().find(|a| a.user.as_deref() == Some(u.as_str())) {
+                        Some(a) => {
+                            let acct = a.account.clone();
+                            out.defaults.insert(u, acct);
+                        }
+                        None => {
+                            out.defaults.remove(&u);
+                        }
+                    }
+                }
+            }
+        }
+        _ => return Err(format!("{verb} {kind}: expected add, modify or delete, of an account or a user")),
+    }
+    Ok(out)
+}
