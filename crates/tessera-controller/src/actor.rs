@@ -51,6 +51,8 @@ pub enum Msg {
     Unreserve { who: Identity, name: String, reply: Reply<()> },
     Reservations { reply: Reply<Vec<ReservationInfo>> },
     Shares { reply: Reply<Vec<ShareRow>> },
+    Accounts { reply: Reply<tessera_core::share::Accounts> },
+    ChangeAccounts { who: Identity, words: Vec<String>, reply: Reply<()> },
     Priorities { reply: Reply<Vec<PrioRow>> },
     Dashboard { reply: Reply<tessera_report::dashboard::Dashboard> },
     Step { who: Identity, job: JobRef, req: StepRequest, reply: Reply<StepInfo> },
@@ -568,6 +570,14 @@ impl Actor {
                 Err(e) => drop(reply.send(Err(e))),
             },
             Msg::Unreserve { who, name, reply } => match crate::resv::admit_delete(self.state.engine(), &who, &name) {
+                Ok(ev) => {
+                    events.push(ev);
+                    after.push(After::Ack(reply));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Msg::Accounts { reply } => drop(reply.send(self.state.engine().shares().map(|v| v.accounts.clone()).ok_or_else(no_accounts))),
+            Msg::ChangeAccounts { who, words, reply } => match crate::shares::admit_change(&self.state, &who, &words, unix_now().max(self.state.ledger.now)) {
                 Ok(ev) => {
                     events.push(ev);
                     after.push(After::Ack(reply));

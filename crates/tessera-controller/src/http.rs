@@ -41,6 +41,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/cluster"),
     ("POST", "/v1/cluster"),
     ("POST", "/v1/cluster/budget"),
+    ("GET", "/v1/accounts"),
+    ("POST", "/v1/accounts"),
     ("GET", "/v1/shares"),
     ("GET", "/v1/priorities"),
     ("GET", "/v1/reservations"),
@@ -220,6 +222,16 @@ async fn set_budget(State(app): State<App>, Caller(who): Caller, b: Result<Json<
     Ok(Json(ask(&app, |reply| Msg::SetBudget { who, req, reply }).await?))
 }
 
+async fn accounts(State(app): State<App>, Caller(_): Caller) -> Result<Json<tessera_core::share::Accounts>, ApiError> {
+    Ok(Json(ask(&app, |reply| Msg::Accounts { reply }).await?))
+}
+
+async fn change_accounts(State(app): State<App>, Caller(who): Caller, b: Result<Json<AccountChange>, JsonRejection>) -> Result<Json<()>, ApiError> {
+    let words = body(b)?.words;
+    ask(&app, |reply| Msg::ChangeAccounts { who, words, reply }).await?;
+    Ok(Json(()))
+}
+
 async fn shares(State(app): State<App>, Caller(_): Caller) -> Result<Json<Vec<ShareRow>>, ApiError> {
     Ok(Json(ask(&app, |reply| Msg::Shares { reply }).await?))
 }
@@ -312,6 +324,7 @@ pub fn router(app: App) -> Router {
         .route("/v1/nodes", get(nodes))
         .route("/v1/cluster", get(cluster).post(reconfigure))
         .route("/v1/cluster/budget", post(set_budget))
+        .route("/v1/accounts", get(accounts).post(change_accounts))
         .route("/v1/shares", get(shares))
         .route("/v1/priorities", get(priorities))
         .route("/v1/reservations", get(reservations).post(reserve))

@@ -70,3 +70,26 @@ pub fn priorities(state: &State, cluster: &Cluster) -> Option<Vec<PrioRow>> {
     out.sort_by_key(|r| (std::cmp::Reverse(r.priority), r.job));
     Some(out)
 }
+
+/// The event that makes an operator's change to the accounts (sacctmgr's
+/// words), or why not: 403 for a non-operator, 400 for the words, 409 for
+/// what the engine refuses (a live job's association would go).
+pub fn admit_change(state: &State, who: &crate::auth::Identity, words: &[String], now: i64) -> Result<crate::state::Event, crate::ApiError> {
+    use crate::ApiError;
+    if who.role != crate::auth::Role::Operator {
+        return Err(ApiError::new(403, format!("{} is not an operator: only operators change the accounts", who.user)));
+    }
+    let engine = state.engine();
+    let Some(v) = engine.shares() else {
+        return Err(ApiError::new(409, "the cluster has no accounts to change (give its cluster file accounts when the state directory is created)".to_string()));
+    };
+    let new = tessera_core::share::sacctmgr::apply(v.accounts, words).map_err(|m| ApiError::new(400, m))?;
+    let mut trial = engine.clone();
+    let mut fx = Vec::new();
+    trial.handle(now.max(engine.now()), tessera_core::Input::SetAccounts(Box::new(new.clone())), &mut fx);
+    if let Some(tessera_core::Effect::Rejected { reason, .. }) = fx.into_iter().find(|x| matches!(x, tessera_core::Effect::Rejected { .. })) {
+        return Err(ApiError::new(409, format!("the accounts cannot change so: {reason}")));
+    }
+    tracing::info!(user = %who.user, change = %words.join(" "), "the accounts change");
+    Ok(crate::state::Event::SetAccounts(Box::new(new)))
+}

@@ -107,6 +107,8 @@ pub enum Event {
     Reserve(Box<tessera_core::ReservationSpec>),
     /// An operator deleted one.
     Unreserve(String),
+    /// An operator changed the accounts (`tessera account`): the new table.
+    SetAccounts(Box<tessera_core::share::Accounts>),
     /// The measured power exceeded the budget: the power governor holds run
     /// `attempt` of `job` to this CPU cap for the rest of the run (W).
     Throttle { job: u64, attempt: u32, cap_w: f64 },
@@ -510,6 +512,7 @@ impl State {
             Event::SetBudget { watts } => inputs.push_back(Input::SetBudget { watts: *watts }),
             Event::Reserve(spec) => inputs.push_back(Input::Reserve(spec.clone())),
             Event::Unreserve(name) => inputs.push_back(Input::Unreserve(name.clone())),
+            Event::SetAccounts(a) => inputs.push_back(Input::SetAccounts(a.clone())),
             Event::DecisionTime { micros } => inputs.push_back(Input::DecisionTime { micros: *micros }),
             Event::Throttle { job, attempt, cap_w } => {
                 if self.ledger.jobs.get(job).is_some_and(|m| m.attempt == *attempt && m.start.is_some()) {

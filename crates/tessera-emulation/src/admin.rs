@@ -156,3 +156,65 @@ pub fn prio(a: PrioArgs) -> Result<String> {
     }
     Ok(s)
 }
+
+/// `tessera account add|modify|delete|show` (sacctmgr's).
+#[derive(clap::Args, Debug)]
+pub struct AccountArgs {
+    /// add|modify|delete account|user NAME [Key=Value ...] (operators), or
+    /// show: e.g. `add account physics Parent=root Fairshare=40`, `add user
+    /// alice Account=physics`, `modify user alice set MaxJobs=4`, `delete
+    /// user alice Account=physics`.
+    #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+    pub words: Vec<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+pub fn account(a: AccountArgs) -> Result<String> {
+    let rt = runtime()?;
+    let mut client = connect(&a.client)?;
+    if a.words.len() == 1 && a.words[0].eq_ignore_ascii_case("show") {
+        let acc: tessera_core::share::Accounts = rt.block_on(client.call::<(), _>(Method::GET, "/v1/accounts", None)).map_err(explain)?;
+        return Ok(accounts_table(&acc));
+    }
+    let body = tessera_proto::api::AccountChange { words: a.words.clone() };
+    rt.block_on(client.call::<_, ()>(Method::POST, "/v1/accounts", Some(&body))).map_err(explain)?;
+    Ok(format!("Changed: {}\n", a.words.join(" ")))
+}
+
+/// sacctmgr show assoc: each association in tree order with its shares,
+/// limits, QOS and (users) whether it is their default account.
+pub fn accounts_table(acc: &tessera_core::share::Accounts) -> String {
+    use tessera_core::share::AssocId;
+    let mut s = format!("{:<20} {:<10} {:>6} {:>8} {:>8} {:>8} {:>12} {:>12} {:<20} {:<8}\n", "Account", "User", "Share", "GrpJobs", "MaxJobs", "MaxSubmit", "GrpTRES", "MaxWall", "QOS", "Default");
+    let children = acc.children();
+    let mut stack = vec![(AssocId(0), 0usize)];
+    let opt = |x: Option<u32>| x.map_or(String::new(), |v| v.to_string());
+    while let Some((id, depth)) = stack.pop() {
+        let a = acc.get(id);
+        let l = &a.limits;
+        let tres = [l.grp_tres.cpu.map(|c| format!("cpu={c}")), l.grp_tres.mem_mb.map(|m| format!("mem={m}M"))].into_iter().flatten().collect::<Vec<_>>().join(",");
+        let qos = a.qos.iter().map(|&q| acc.qos(q).name.clone()).collect::<Vec<_>>().join(",");
+        let share = if a.use_parent { "parent".to_string() } else { a.shares.to_string() };
+        let default = a.user.as_ref().is_some_and(|u| acc.defaults.get(u) == Some(&a.account));
+        s += &format!(
+            "{:<20} {:<10} {:>6} {:>8} {:>8} {:>8} {:>12} {:>12} {:<20} {:<8}\n",
+            format!("{}{}", " ".repeat(depth), tessera_core::quote::text(&a.account)),
+            a.user.as_deref().map(tessera_core::quote::text).unwrap_or_default(),
+            share,
+            opt(l.grp_jobs),
+            opt(l.max_jobs),
+            opt(l.max_submit_jobs),
+            tres,
+            l.max_wall.map(format_duration).unwrap_or_default(),
+            qos,
+            if default { "yes" } else { "" }
+        );
+        let mut kids = children[id.0 as usize].clone();
+        kids.sort_by_key(|&k| (!acc.get(k).is_user(), k.0));
+        for &k in kids.iter().rev() {
+            stack.push((k, depth + 1));
+        }
+    }
+    s
+}

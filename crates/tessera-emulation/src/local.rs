@@ -64,7 +64,9 @@ fn spawn_daemon(exe: &Path, args: &[String], log: &Path) -> Result<Child> {
 pub fn tail(log: &Path) -> String {
     let t = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = t.lines().collect();
-    lines[lines.len().saturating_sub(15)..].join("\n")
+    // a panic's message first: its backtrace fills the last lines
+    let panic = lines.iter().position(|l| l.contains("panicked at")).map(|i| lines[i..(i + 3).min(lines.len())].join("\n") + "\n...\n").unwrap_or_default();
+    panic + &lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
 /// A controller and agents started on this machine, every node registered.

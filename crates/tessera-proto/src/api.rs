@@ -478,6 +478,14 @@ pub struct ReservationInfo {
     pub active: bool,
 }
 
+/// `POST /v1/accounts`: an operator's change to the accounts, in sacctmgr's
+/// words (`add account physics Parent=root Fairshare=40`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountChange {
+    pub words: Vec<String>,
+}
+
 /// One association as `GET /v1/shares` (`tessera share`, sshare) shows it,
 /// in tree order: Fair Tree as of the last calculation, usage as it stands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -23,6 +23,8 @@ pub enum Command {
         #[command(subcommand)]
         command: WorkloadCommand,
     },
+    /// The running controller's accounts: add|modify|delete|show (sacctmgr's).
+    Account(tessera_emulation::admin::AccountArgs),
     /// Fair share of the running controller's associations (sshare).
     Share(tessera_emulation::admin::ShareArgs),
     /// Pending jobs' priority factors, weighted (sprio).

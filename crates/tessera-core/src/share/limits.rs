@@ -118,8 +118,9 @@ pub(crate) struct LimitBook {
     qos: Vec<super::Qos>,
     assoc_use: Vec<Use>,
     qos_use: Vec<Use>,
-    /// (QOS, user) → what that user's jobs of the QOS use.
-    qos_user: BTreeMap<(u16, u32), Use>,
+    /// (QOS, user) → what that user's jobs of the QOS use (keyed
+    /// `qos << 32 | user`: a saved state's map keys are numbers).
+    qos_user: BTreeMap<u64, Use>,
     /// By job slot: what it counts for (None: no ticket, or not in the engine).
     jobs: Vec<Option<JobLimit>>,
     /// By job slot: the limit holding it.
@@ -136,6 +137,10 @@ pub(crate) struct LimitBook {
 
 fn yes() -> bool {
     true
+}
+
+fn qos_user(qos: u16, user: u32) -> u64 {
+    (qos as u64) << 32 | user as u64
 }
 
 fn over(limit: Option<u64>, used: u64, more: u64) -> bool {
@@ -208,7 +213,7 @@ impl LimitBook {
         let j = self.job_of(t, procs, mem_per_proc_mb, estimate);
         let r = &self.rules[j.assoc as usize];
         let q = &self.qos[j.qos as usize];
-        let qu = self.qos_user.get(&(j.qos, j.user)).cloned().unwrap_or_default();
+        let qu = self.qos_user.get(&qos_user(j.qos, j.user)).cloned().unwrap_or_default();
         if !self.submit_limits {
             return self.never_met(t, procs, mem_per_proc_mb, estimate).map_or(Ok(()), Err);
         }
@@ -252,7 +257,7 @@ impl LimitBook {
         let zero = Use::default();
         let used = |u: &Use| if alone { zero.clone() } else { u.clone() };
         let q = &self.qos[j.qos as usize];
-        let qu = used(self.qos_user.get(&(j.qos, j.user)).unwrap_or(&zero));
+        let qu = used(self.qos_user.get(&qos_user(j.qos, j.user)).unwrap_or(&zero));
         let qg = used(&self.qos_use[j.qos as usize]);
         if over(q.max_jobs_per_user.map(u64::from), qu.jobs as u64, 1) {
             return Some(QOSMaxJobsPerUserLimit);
@@ -313,7 +318,7 @@ impl LimitBook {
             add(&mut self.assoc_use[a as usize]);
         }
         add(&mut self.qos_use[j.qos as usize]);
-        add(self.qos_user.entry((j.qos, j.user)).or_default());
+        add(self.qos_user.entry(qos_user(j.qos, j.user)).or_default());
         if sign < 0 {
             self.fell = true;
         }

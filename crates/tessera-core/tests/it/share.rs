@@ -549,6 +549,10 @@ mod editing {
         e.handle(102, Input::SetAccounts(Box::new(lifted)), &mut out);
         e.handle(102, Input::Pass, &mut out);
         assert!(out.iter().any(|x| matches!(x, Effect::Start { job: JobId(3), .. })), "{out:?}");
+        // the state with accounts, limits and QOS counts saves as JSON and reads back
+        let text = serde_json::to_string(&e.snapshot()).expect("a state with limits serializes");
+        let back: tessera_core::Snapshot = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
         // words sacctmgr would refuse
         for (words, what) in [(&["add", "account", "physics"][..], "exists"), (&["add", "user", "dan"], "Account="), (&["modify", "account", "physics", "set", "Colour=red"], "Colour"), (&["delete", "account", "root"], "root")] {
             let m = sacctmgr::apply(&acc, words).unwrap_err();
