@@ -26,12 +26,14 @@ pub enum ReservationCommand {
     },
     /// Show reservations (all, or the one named), as scontrol show reservation.
     Show {
+        /// Only this reservation.
         name: Option<String>,
         #[command(flatten)]
         client: ClientArgs,
     },
     /// Delete a reservation (operators); pending jobs that asked for it are held.
     Delete {
+        /// The reservation to delete.
         name: String,
         #[command(flatten)]
         client: ClientArgs,
