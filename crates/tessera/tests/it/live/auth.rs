@@ -33,6 +33,8 @@ fn requests() -> Vec<(Method, String, Option<Vec<u8>>)> {
                 "/v1/jobs/{id}/steps" => Some(br#"{"ntasks": 1, "argv": ["true"], "workdir": "/", "io": {"addrs": ["127.0.0.1"], "port": 1, "key": "k"}}"#.to_vec()),
                 "/v1/jobs/{id}/steps/{step}/signal" => Some(br#"{"signal": 2}"#.to_vec()),
                 "/v1/jobs/{id}/end" => Some(br#"{"code": 0}"#.to_vec()),
+                "/v1/reservations" if m == "POST" => Some(br#"{"start": "now+1days", "duration": "60", "nodes": "node001", "flags": ["MAINT"]}"#.to_vec()),
+                "/v1/accounts" if m == "POST" => Some(br#"{"words": ["add", "account", "x"]}"#.to_vec()),
                 _ => None,
             };
             (m.parse().unwrap(), path, body)
@@ -81,6 +83,9 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
             "/v1/jobs" if *m == Method::POST => StatusCode::CREATED,
             "/v1/cluster" if *m == Method::POST => StatusCode::FORBIDDEN,
             "/v1/jobs" | "/v1/jobs/1" | "/v1/nodes" | "/v1/cluster" | "/v1/openapi.json" | "/metrics" => StatusCode::OK,
+            "/v1/reservations" if *m == Method::GET => StatusCode::OK,
+            // the default cluster has no accounts
+            "/v1/shares" | "/v1/priorities" | "/v1/accounts" if *m == Method::GET => StatusCode::CONFLICT,
             // anyone may follow a step; job 1 has none
             "/v1/jobs/1/steps/0" => StatusCode::NOT_FOUND,
             _ => StatusCode::FORBIDDEN,
@@ -95,6 +100,8 @@ fn every_route_refuses_the_unauthenticated_and_the_forbidden_and_changes_nothing
             "/v1/agent/poll" | "/v1/agent/report" => StatusCode::CONFLICT, // not agent1's session
             "/v1/jobs/1/steps" | "/v1/jobs/1/steps/0/signal" | "/v1/jobs/1/end" => StatusCode::FORBIDDEN,
             "/v1/jobs/1/steps/0" => StatusCode::NOT_FOUND,
+            "/v1/shares" | "/v1/priorities" | "/v1/accounts" if *m == Method::GET => StatusCode::CONFLICT,
+            "/v1/reservations" | "/v1/reservations/node001" | "/v1/accounts" if *m != Method::GET => StatusCode::FORBIDDEN,
             _ => StatusCode::OK,
         };
         assert_eq!(s, want, "{m} {p} as an agent: {body}");
