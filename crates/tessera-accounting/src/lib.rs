@@ -6,7 +6,7 @@
 //!   GLUE 1.3 attributes, YAIM `site-info.def` variables), with the scaling
 //!   factors of every node type in both conventions (TORQUE and GLUE 2).
 
-pub mod civil;
+pub use tessera_core::civil;
 pub mod natural;
 pub mod publish;
 pub mod store;

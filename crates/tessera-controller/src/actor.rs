@@ -562,9 +562,8 @@ impl Actor {
                 }
             }
             Msg::Reserve { who, req, reply } => match crate::resv::admit(&self.state, &self.cluster, &who, &req, unix_now().max(self.state.ledger.now)) {
-                Ok(ev) => {
-                    let Event::Reserve(spec) = &ev else { unreachable!() };
-                    after.push(After::Resv(reply, spec.name.clone()));
+                Ok((ev, name)) => {
+                    after.push(After::Resv(reply, name));
                     events.push(ev);
                 }
                 Err(e) => drop(reply.send(Err(e))),

@@ -9,15 +9,16 @@ use crate::state::{Event, State};
 use tessera_core::{hostlist, Cluster, Effect, Engine, Input, Rejection, Reservation, ResvError, ResvRequest};
 use tessera_proto::api::ReservationInfo;
 
-/// The event that makes `req` at `now`, or why not (403 for a non-operator,
-/// 400 for a field, 409 for what the engine refuses).
-pub fn admit(state: &State, cluster: &Cluster, who: &Identity, req: &ResvRequest, now: i64) -> Result<Event, ApiError> {
+/// The event that makes `req` at `now` and the reservation's name, or why not
+/// (403 for a non-operator, 400 for a field, 409 for what the engine refuses).
+pub fn admit(state: &State, cluster: &Cluster, who: &Identity, req: &ResvRequest, now: i64) -> Result<(Event, String), ApiError> {
     if who.role != Role::Operator {
         return Err(ApiError::new(403, format!("{} is not an operator: only operators make reservations", who.user)));
     }
     let engine = state.engine();
     // Slurm names an unnamed one after its maker: root_3
-    let name = (1..).map(|k| format!("{}_{k}", who.user)).find(|n| engine.reservation(n).is_none()).expect("a free name");
+    // (of n reservations' names, one of the first n + 1 candidates is free)
+    let name = (1..=engine.reservations().len() + 1).map(|k| format!("{}_{k}", who.user)).find(|n| engine.reservation(n).is_none()).unwrap_or_default();
     let spec = req.resolve(cluster, now, &name).map_err(|e| ApiError::new(400, e.to_string()))?;
     let mut trial = engine.clone();
     let mut fx = Vec::new();
@@ -26,7 +27,8 @@ pub fn admit(state: &State, cluster: &Cluster, who: &Identity, req: &ResvRequest
         return Err(ApiError::new(409, why(cluster, &reason)));
     }
     tracing::info!(user = %who.user, name = %spec.name, "a reservation is made");
-    Ok(Event::Reserve(Box::new(spec)))
+    let name = spec.name.clone();
+    Ok((Event::Reserve(Box::new(spec)), name))
 }
 
 /// The event that deletes reservation `name`, or why not.
@@ -46,7 +48,7 @@ pub fn why(cluster: &Cluster, r: &Rejection) -> String {
     let node = |n: &u32| cluster.nodes.get(*n as usize).map_or_else(|| format!("#{n}"), |x| x.name.clone());
     match r {
         Rejection::Reservation { name, why: ResvError::Busy { node: n, until } } => {
-            format!("reservation {name}: node {} is busy: a running job holds it until {} (Flags=IGNORE_JOBS reserves it anyway)", node(n), tessera_core::resv::request::format_instant(*until))
+            format!("reservation {name}: node {} is busy: a running job holds it until {} (Flags=IGNORE_JOBS reserves it anyway)", node(n), tessera_core::civil::datetime(*until))
         }
         Rejection::Reservation { name, why: ResvError::Overlap { node: n, other } } => {
             format!("reservation {name}: node {} is in reservation {other} over the same window (only a maintenance reservation may overlap another)", node(n))

@@ -370,7 +370,7 @@ impl Engine {
             }
             Input::Reserve(spec) => self.reserve(now, *spec),
             Input::Unreserve(name) => self.unreserve(now, &name),
-            Input::SetAccounts(a) => self.set_accounts(now, *a),
+            Input::SetAccounts(a) => self.set_accounts(*a),
             Input::Reconfigure(r) => {
                 let Machine::Nodes(m) = &self.m else {
                     return Err(self.unsupported("reconfigure"));

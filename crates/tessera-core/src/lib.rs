@@ -11,6 +11,7 @@
 //! queue order), then [`Input::Pass`] until nothing more is due; see
 //! `ARCHITECTURE.md`.
 
+pub mod civil;
 pub mod cluster;
 pub mod duration;
 pub mod contract;

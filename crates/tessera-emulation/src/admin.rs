@@ -7,7 +7,7 @@ use anyhow::{anyhow, Result};
 use clap::Subcommand;
 use hyper::Method;
 use tessera_core::duration::format_duration;
-use tessera_core::resv::request::format_instant;
+use tessera_core::civil::datetime as format_instant;
 use tessera_core::ResvRequest;
 use tessera_proto::api::ReservationInfo;
 

@@ -95,6 +95,10 @@ impl NodeEngine {
         starts: &mut Vec<(JobIdx, Option<Allocation>)>,
     ) -> Option<Time> {
         let bounded = matches!(mode, Plan::Pass);
+        // the windows go to the timeline for the plan (and come back after it)
+        let reserving = self.reserving();
+        let timeline = !self.exact_aggregate && !self.cores_interchangeable() || reserving;
+        let windows = reserving.then(|| std::mem::take(&mut self.blocks));
         let running = self.running.as_slice();
         let mut profile = std::mem::take(&mut self.profile);
         let mut doomed = std::mem::take(&mut self.doomed);
@@ -102,8 +106,7 @@ impl NodeEngine {
         doomed.clear();
         let usable = &self.usable;
         let is_usable = |n: u32| usable[n as usize];
-        let windows = self.reserving().then(|| self.blocks.clone());
-        let mut tl = (!self.exact_aggregate && !self.cores_interchangeable() || windows.is_some()).then(|| {
+        let mut tl = timeline.then(|| {
             let mut tl = Timeline::new(&self.board, now, &is_usable, self.shortcuts, windows);
             for r in running {
                 if let Some(a) = &self.alloc[r.job.index()] {
@@ -221,6 +224,9 @@ impl NodeEngine {
         }
         self.profile = profile;
         self.doomed = doomed;
+        if let Some(w) = tl.and_then(|tl| tl.windows) {
+            self.blocks = w;
+        }
         answer
     }
 }

@@ -25,10 +25,9 @@ impl NodeEngine {
             }
         }
         let mut r = Reservation { id: self.next_resv, spec, nodes: Vec::new() };
-        if r.window_after(now).is_none() {
+        let Some((start, _)) = r.window_after(now) else {
             return Err(ResvError::Ended);
-        }
-        let (start, _) = r.window_after(now).expect("checked");
+        };
         // running or suspended jobs expected on a node at the window's start
         let mut busy: Vec<Time> = vec![Time::MIN; self.board.nodes.len()];
         for (i, a) in self.alloc.iter().enumerate() {
@@ -143,11 +142,11 @@ impl NodeEngine {
         self.blocks.any()
     }
 
-    /// The nodes of a reservation, and the fastest factor among them.
-    pub(crate) fn resv_nodes(&self, id: u32) -> Option<(&[u32], f64)> {
+    /// A reservation, and the fastest factor among its nodes.
+    pub(crate) fn resv_of(&self, id: u32) -> Option<(&Reservation, f64)> {
         let r = self.resvs.iter().find(|r| r.id == id)?;
         let f = r.nodes.iter().map(|&n| self.board.nodes[n as usize].factor).fold(0.0, f64::max);
-        Some((&r.nodes, f))
+        Some((r, f))
     }
 
     /// Place `d` starting at `t` on `free`, on nodes that take jobs and on

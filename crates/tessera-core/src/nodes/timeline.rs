@@ -81,7 +81,7 @@ pub(super) struct Timeline {
     misses: BTreeMap<Time, Misses>,
     shortcuts: bool,
     /// Reservations' windows, node by node (None: there are none).
-    windows: Option<Blocks>,
+    pub(super) windows: Option<Blocks>,
 }
 
 impl Timeline {

@@ -319,8 +319,7 @@ mod engine {
             let Some(id) = spec.reservation else { return Ok(()) };
             let never = |why| Rejection::NeverFits { job: spec.id, why };
             let Machine::Nodes(m) = &self.m else { return Err(never("PARM has no reservations")) };
-            let Some((_, fmax)) = m.resv_nodes(id) else { return Err(never("the reservation it asks for does not exist")) };
-            let r = m.reservations().iter().find(|r| r.id == id).expect("found");
+            let Some((r, fmax)) = m.resv_of(id) else { return Err(never("the reservation it asks for does not exist")) };
             if crate::job::scaled(spec.estimate, fmax) > r.spec.end - r.spec.start {
                 return Err(never("its time limit is longer than its reservation's window"));
             }

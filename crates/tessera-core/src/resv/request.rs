@@ -189,35 +189,7 @@ pub fn instant(s: &str, now: Time) -> Option<Time> {
         [s] => num(s, 0, 59)?,
         _ => return None,
     };
-    Some(days_from_civil(y, mo, da) * 86_400 + h * 3600 + mi * 60 + sec)
-}
-
-/// An instant as `YYYY-MM-DDTHH:MM:SS` (UTC), as Slurm shows times.
-pub fn format_instant(t: Time) -> String {
-    let (days, secs) = (t.div_euclid(86_400), t.rem_euclid(86_400));
-    // Howard Hinnant's `civil_from_days`
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
-}
-
-/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar
-/// (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    Some(crate::civil::days_from_civil(y, mo, da) * 86_400 + h * 3600 + mi * 60 + sec)
 }
 
 /// A reservations file (the simulator's `--reservations`): `[[reservation]]`

@@ -11,7 +11,6 @@ use super::state::Sharing;
 use crate::contract::Rejection;
 use crate::engine::{Engine, Machine};
 use crate::job::{JobIdx, JobState};
-use crate::Time;
 
 /// An association's id in `new`, by its account and user.
 fn same(old: &Accounts, new: &Accounts, id: AssocId) -> Option<AssocId> {
@@ -23,7 +22,7 @@ fn same(old: &Accounts, new: &Accounts, id: AssocId) -> Option<AssocId> {
 }
 
 impl Engine {
-    pub(crate) fn set_accounts(&mut self, now: Time, new: Accounts) -> Result<(), Rejection> {
+    pub(crate) fn set_accounts(&mut self, new: Accounts) -> Result<(), Rejection> {
         let Some(old) = self.share.as_deref() else {
             return Err(Rejection::Unsupported { input: "set accounts", engine: "without accounts" });
         };
@@ -54,26 +53,9 @@ impl Engine {
         s.jobs = old.jobs.clone();
         s.calculated();
         s.refresh_tree();
-        let at = s.tree_at.unwrap_or(now);
         for &(j, t) in &tickets {
             self.t.get_mut(j).spec.ticket = Some(t);
         }
-        let Machine::Nodes(m) = &mut self.m else { unreachable!("accounts are on queue machines") };
-        for &j in &live {
-            let e = self.t.get(j);
-            let part = m.part_of(j);
-            let (fixed, assoc) = s.fixed_of(e.spec.ticket, e.spec.procs, e.spec.shape.nodes, part);
-            let slot = s.slot(j);
-            slot.fixed = fixed;
-            slot.assoc = assoc;
-            if e.state.queued() {
-                let js = s.jobs[j.index()];
-                let prio = s.priority_at(&js, at.max(e.submit));
-                s.jobs[j.index()].key = s.key_of(prio, part, e.submit, e.spec.id.0);
-            }
-        }
-        s.tail = None;
-        s.unsorted = s.ordered();
         // limits counted again; jobs they held are let go (the next pass holds
         // again those still over one)
         let submit_limits = self.t.limits.as_ref().is_none_or(|l| l.submit_limits);
@@ -94,8 +76,11 @@ impl Engine {
             let closed = self.gates.closed(j);
             self.t.set_held(j, closed);
         }
-        m.set_qos_preemption(&new);
+        if let Machine::Nodes(m) = &mut self.m {
+            m.set_qos_preemption(&new);
+        }
         self.share = Some(Box::new(s));
+        self.share_rekey();
         Ok(())
     }
 }

@@ -245,8 +245,16 @@ impl Engine {
     /// The cluster changed: its size and partitions' factors with it, and so
     /// every queued job's fixed factors and place.
     pub(crate) fn share_reconfigured(&mut self, cluster: &Cluster) {
+        if let Some(s) = &mut self.share {
+            s.facts = MachineFacts::of(cluster);
+        }
+        self.share_rekey();
+    }
+
+    /// Every queued job's fixed factors, association and place worked out
+    /// again, as of the last calculation (the cluster or the accounts changed).
+    pub(crate) fn share_rekey(&mut self) {
         let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
-        s.facts = MachineFacts::of(cluster);
         for (_, j) in self.t.queued() {
             let e = self.t.get(j);
             let part = m.part_of(j);
