@@ -24,6 +24,9 @@ pub struct Shape {
     pub runtime: Time,
     /// MiB per processor; 0 if unknown.
     pub mem: u64,
+    /// The trace's user and group (SWF fields 12 and 13).
+    pub user: i32,
+    pub group: i32,
 }
 
 pub fn trace_path(trace: &Option<PathBuf>) -> Result<PathBuf> {
@@ -46,6 +49,8 @@ pub fn shapes(path: &Path, skip: usize, cores: u32) -> Result<impl Iterator<Item
                 estimate: j.estimate,
                 runtime: j.effective_runtime(),
                 mem: j.mem_per_proc_mb,
+                user: j.user,
+                group: j.group,
             })
         }),
     }))
@@ -63,6 +68,9 @@ pub struct Driver {
     next_id: u64,
     pub started: u64,
     pub finished: u64,
+    /// With fair share: each job charges its trace user's association under
+    /// its group's account (`Accounts::from_groups`).
+    accounts: Option<tessera_core::share::Accounts>,
 }
 
 /// The bench's side of [`tessera_core::step`] for one instant.
@@ -123,17 +131,37 @@ impl Driver {
             next_id: 1,
             started: 0,
             finished: 0,
+            accounts: None,
         }
+    }
+
+    /// The engine with multifactor priority and Fair Tree (Tessera's default
+    /// weights and periods), every trace group of `pairs` (group, user) an
+    /// account and each (user, group) an association.
+    pub fn fairshare(engine: Engine, cluster: &tessera_core::Cluster, pairs: impl IntoIterator<Item = (i64, i64)>) -> Result<Self> {
+        use tessera_core::share::{Accounts, PriorityConfig, PriorityKind};
+        let accounts = Accounts::from_groups(pairs);
+        let config = PriorityConfig { kind: PriorityKind::Multifactor, ..Default::default() };
+        let engine = engine.with_sharing(accounts.clone(), config, cluster)?;
+        Ok(Driver { accounts: Some(accounts), ..Driver::new(engine) })
     }
 
     pub fn submit(&mut self, now: Time, s: Shape) -> Result<()> {
         let id = JobId(self.next_id);
         self.next_id += 1;
         self.runtime.insert(id, s.runtime);
+        let ticket = match &self.accounts {
+            Some(acc) => {
+                let user = tessera_core::share::trace_user(s.user as i64);
+                Some(acc.ticket(&user, Some(&tessera_core::share::trace_group(s.group as i64)), None, 0).with_context(|| format!("{user}: no association"))?)
+            }
+            None => None,
+        };
         self.handle(
             now,
             Input::submit(JobSpec {
                 mem_per_proc_mb: s.mem,
+                ticket,
                 ..JobSpec::new(id, s.procs, s.estimate)
             }),
         )

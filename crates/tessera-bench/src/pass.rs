@@ -39,6 +39,8 @@ pub struct Options {
     pub policies: Vec<String>,
     pub seed: u64,
     pub reference: bool,
+    /// Multifactor priority and Fair Tree, every trace group an account.
+    pub fairshare: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -53,6 +55,8 @@ struct PassSetup {
     drained: u32,
     /// MiB of memory per core (0: memory not tracked).
     mem_per_core: u64,
+    /// Queue order: submission, or multifactor priority with Fair Tree.
+    order: &'static str,
 }
 
 #[derive(serde::Serialize)]
@@ -72,12 +76,18 @@ struct PassRow {
     min_queued: usize,
     busy_end: f64,
     slots: usize,
+    /// Seconds of the engine's clock the timed passes spanned (with
+    /// `--fairshare`, a priority calculation every 300 s of it).
+    span_s: Time,
 }
 
 /// `tessera sim bench-pass`: one scheduling pass as a live controller runs it.
 ///
 /// Setup (the same for every policy, seeded): a cluster of `--nodes` nodes of
-/// `--cores` cores in one shared partition, `--drained` of them drained.
+/// `--cores` cores in one shared partition, `--drained` of them drained; with
+/// `--fairshare`, multifactor priority and Fair Tree (Tessera's defaults: a
+/// 5-minute calculation period, a 7-day half-life), every trace group an
+/// account and each user an association under it.
 /// Consecutive jobs of the trace from record `--skip` on that run (runtime > 0)
 /// are started until `--busy` of the cores are taken; each is observed part way
 /// through its run (a uniform share of its runtime has passed), so the running
@@ -140,6 +150,16 @@ pub fn run(a: &Options, json: bool) -> Result<String> {
     let cluster = Cluster::from_toml(&toml, "bench-pass cluster")?;
     let capacity = cluster.total_cores();
     let procs_cap = capacity.min(u32::MAX as u64) as u32;
+    // with fair share, the trace's (group, user) pairs: each an association
+    let pairs: Option<Vec<(i64, i64)>> = match a.fairshare {
+        true => {
+            let mut v = shapes(&path, 0, procs_cap)?.map(|s| s.map(|s| (s.group as i64, s.user as i64))).collect::<Result<Vec<_>>>()?;
+            v.sort_unstable();
+            v.dedup();
+            Some(v)
+        }
+        false => None,
+    };
     let mut setup = None;
     let mut rows = Vec::new();
     let variants: &[bool] = if a.reference { &[false, true] } else { &[false] };
@@ -163,7 +183,11 @@ pub fn run(a: &Options, json: bool) -> Result<String> {
             .map(move |s| s.map(mem));
         let mut next = || -> Result<Shape> { jobs.next().context("the trace ran out of jobs")? };
         let engine = Engine::with_cluster(policy, &cluster)?;
-        let mut d = Driver::new(if reference { engine.without_shortcuts() } else { engine });
+        let engine = if reference { engine.without_shortcuts() } else { engine };
+        let mut d = match &pairs {
+            Some(p) => Driver::fairshare(engine, &cluster, p.iter().copied())?,
+            None => Driver::new(engine),
+        };
         for i in 0..a.drained {
             let node = (i as u64 * a.nodes as u64 / a.drained as u64) as u32;
             d.handle(
@@ -217,6 +241,7 @@ pub fn run(a: &Options, json: bool) -> Result<String> {
             queued: d.engine.queued(),
             drained: a.drained,
             mem_per_core: a.mem_per_core,
+            order: if a.fairshare { "multifactor priority, Fair Tree (every trace group an account)" } else { "submission" },
         });
         let first = d.pass(now)?;
         let (first_starts, queued_after_first, busy_after_first) = (
@@ -229,8 +254,8 @@ pub fn run(a: &Options, json: bool) -> Result<String> {
             "{policy}: the first pass started all {} queued jobs, so the head is not blocked: ask for more --queued jobs or a larger --busy share",
             a.queued
         );
-        let (mut times, mut min_queued, started_before) =
-            (Vec::with_capacity(a.passes), usize::MAX, d.started);
+        let (mut times, mut min_queued, started_before, began) =
+            (Vec::with_capacity(a.passes), usize::MAX, d.started, now);
         for _ in 0..a.passes {
             let Reverse((end, id)) = d.ends.pop().context("no job is running")?;
             now = now.max(end);
@@ -261,6 +286,7 @@ pub fn run(a: &Options, json: bool) -> Result<String> {
             },
             busy_end: d.busy(),
             slots: d.engine.slots(),
+            span_s: now - began,
         });
     }
     let setup = setup.context("no policy given")?;
@@ -290,16 +316,17 @@ pub fn run(a: &Options, json: bool) -> Result<String> {
                 "memory not tracked".to_string()
             };
             writeln!(w, 
-                "setup: {} running jobs on {:.1}% of the cores, {} queued; {} of {} nodes drained; {memory}",
+                "setup: {} running jobs on {:.1}% of the cores, {} queued; {} of {} nodes drained; {memory}; queue order: {}",
                 setup.running_jobs,
                 100.0 * setup.busy,
                 setup.queued,
                 setup.drained,
-                setup.nodes
+                setup.nodes,
+                setup.order
             )?;
             writeln!(w)?;
             writeln!(w, 
-                "{:<13} {:>11} {:>7} {:>7} | {:>6} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6}",
+                "{:<13} {:>11} {:>7} {:>7} | {:>6} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>8}",
                 "policy",
                 "first pass",
                 "starts",
@@ -310,14 +337,15 @@ pub fn run(a: &Options, json: bool) -> Result<String> {
                 "max",
                 "starts/p",
                 "queue",
-                "busy"
+                "busy",
+                "span"
             )?;
             for r in &rows {
                 let name = if r.reference { format!("{} (ref)", r.policy) } else { r.policy.to_string() };
                 writeln!(w, 
-                    "{:<13} {:>8.3} ms {:>7} {:>6.1}% | {:>6} {:>6.3} ms {:>6.3} ms {:>6.3} ms {:>8.2} {:>7} {:>5.1}%",
+                    "{:<13} {:>8.3} ms {:>7} {:>6.1}% | {:>6} {:>6.3} ms {:>6.3} ms {:>6.3} ms {:>8.2} {:>7} {:>5.1}% {:>6} s",
                     name, r.first_pass_ms, r.first_pass_starts, 100.0 * r.busy_after_first, r.passes, r.median_ms, r.p99_ms, r.max_ms,
-                    r.starts_per_pass, r.min_queued, 100.0 * r.busy_end
+                    r.starts_per_pass, r.min_queued, 100.0 * r.busy_end, r.span_s
                 )?;
             }
             if let (Some(m), Some(p)) = (ratio_median, ratio_p99) {

@@ -119,7 +119,7 @@ pub struct Actor {
 
 /// A cluster file's accounts, QOS and priority settings: its own tables, or
 /// the accounts file it names (relative to it).
-fn sharing_of(toml: &str, path: &str, cluster: &Cluster) -> Result<Option<tessera_core::share::SharingConfig>> {
+pub fn sharing_of(toml: &str, path: &str, cluster: &Cluster) -> Result<Option<tessera_core::share::SharingConfig>> {
     let dir = std::path::Path::new(path).parent().map(std::path::Path::to_path_buf).unwrap_or_default();
     Ok(tessera_core::share::SharingConfig::of_cluster(toml, path, cluster.accounts_file.as_deref(), |f| {
         let p = dir.join(f);

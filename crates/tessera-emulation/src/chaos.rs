@@ -123,7 +123,7 @@ pub fn run(a: &Options, bin: &Path) -> Result<Chaos> {
         std::thread::spawn(move || -> Result<()> {
             let rt = runtime()?;
             let mut client = Client::new(Target::Unix(socket), None);
-            replay::run(&rt, &mut client, &info, &header, &w, &planned, &files, &bin, 0, &trace, pct, shrink).map(drop)
+            replay::run(&rt, &mut client, &info, &header, &w, &planned, &[], &[], &files, &bin, 0, &trace, pct, shrink).map(drop)
         })
     };
     let kill_log = dir.join("kills.csv");

@@ -26,7 +26,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tessera_core::Cluster;
+use tessera_core::share::{trace_group, Accounts};
+use tessera_core::{Cluster, ResvRequest};
 use tessera_proto::api::{ClusterInfo, JobInfo, JobStateCode, OptionArg, SubmitReply, SubmitRequest};
 use tessera_proto::client::Client;
 use tessera_proto::unix_now_f64 as wall;
@@ -59,6 +60,9 @@ pub struct Options {
     pub out: PathBuf,
     pub lenient: bool,
     pub timeout: u64,
+    /// A reservations file (`[[reservation]]` tables, as `sim run
+    /// --reservations`), its instants seconds from the replay's start.
+    pub reservations: Option<PathBuf>,
 }
 
 /// When each job is submitted.
@@ -130,6 +134,64 @@ pub fn plan(records: &[SwfRecord], cluster: Arc<Cluster>, pace: Pace) -> Result<
         });
     }
     Ok((w, out))
+}
+
+/// The account each planned job charges on a cluster with accounts: its
+/// trace group's `g<group>` when `user` has an association there, else None
+/// (the user's default account), as the simulator charges a trace job
+/// (tessera_sim::share).
+pub fn accounts_for(acc: &Accounts, user: &str, planned: &[Planned]) -> Vec<Option<String>> {
+    planned
+        .iter()
+        .map(|p| {
+            let g = trace_group(p.record.group_id);
+            acc.user_assoc(user, &g).map(|_| g)
+        })
+        .collect()
+}
+
+/// A reservations file's requests, their instants seconds from the replay's
+/// start; errors name file, line and field.
+pub fn read_reservations(p: &Path) -> Result<Vec<ResvRequest>> {
+    let name = p.display().to_string();
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading reservations file {name}"))?;
+    let reqs = tessera_core::resv::request::from_toml(&text, &name)?;
+    reqs.into_iter()
+        .enumerate()
+        .map(|(i, (mut r, line))| {
+            let at = |field: &str, v: &str| anyhow!("{name}:{}: reservation[{i}]: {field}={v}: expected seconds from the replay's start, or D-HH:MM:SS", line.unwrap_or(0));
+            if r.name.is_none() {
+                r.name = Some(format!("r{i}"));
+            }
+            r.start.parse::<i64>().map_err(|_| at("start", &r.start))?;
+            if let Some(e) = &r.end {
+                e.parse::<i64>().map_err(|_| at("end", e))?;
+            }
+            Ok(r)
+        })
+        .collect()
+}
+
+/// A request of [`read_reservations`] with its instants counted from `t0`
+/// (Unix seconds live, or the simulated clock's origin).
+pub fn shift_reservation(r: &ResvRequest, t0: i64) -> ResvRequest {
+    let shift = |s: &str| s.parse::<i64>().map_or_else(|_| s.to_string(), |v| (v + t0).to_string());
+    ResvRequest { start: shift(&r.start), end: r.end.as_deref().map(shift), ..r.clone() }
+}
+
+/// The controller's accounts (None: it has none), for [`accounts_for`].
+pub fn live_accounts(rt: &tokio::runtime::Runtime, client: &mut Client) -> Result<Option<Accounts>> {
+    match rt.block_on(client.call::<(), Accounts>(Method::GET, "/v1/accounts", None)) {
+        Ok(a) => Ok(Some(a)),
+        Err(e) if e.status() == Some(409) => Ok(None),
+        Err(e) => Err(explain(e)).context("asking the controller for its accounts"),
+    }
+}
+
+/// The user the replay submits as: the local user (over the controller's
+/// socket, its identity).
+pub fn replaying_user() -> String {
+    tessera_controller::auth::local_user(nix::unistd::geteuid().as_raw()).0
 }
 
 /// The percentages of `--shrink`: P, or START:END:STEP.
@@ -267,6 +329,8 @@ pub fn replay(a: &Options, connect: impl FnOnce() -> Result<Client>, bin: &Path,
     if let Some(n) = a.max_jobs {
         first_jobs(&mut records, n);
     }
+    let resv = a.reservations.as_deref().map(read_reservations).transpose()?.unwrap_or_default();
+    let accounts = live_accounts(&rt, &mut client)?;
     let mut outcomes = Vec::new();
     for &s in &shrinks {
         let shrink = Shrink { submit_pct: s * a.submit_shrink / 100.0, runtime_pct: s * a.runtime_shrink / 100.0, estimate_pct: s * a.estimate_shrink / 100.0 };
@@ -281,7 +345,8 @@ pub fn replay(a: &Options, connect: impl FnOnce() -> Result<Client>, bin: &Path,
         if shrinks.len() > 1 {
             eprintln!("replay at {}% ({} of {})", pct_name(s), outcomes.len() + 1, shrinks.len());
         }
-        let o = run(&rt, &mut client, &info, &header, &w, &planned, &files, bin, a.timeout, &trace.display().to_string(), s, shrink)?;
+        let charged = accounts.as_ref().map(|acc| accounts_for(acc, &replaying_user(), &planned)).unwrap_or_default();
+        let o = run(&rt, &mut client, &info, &header, &w, &planned, &charged, &resv, &files, bin, a.timeout, &trace.display().to_string(), s, shrink)?;
         each(&o)?;
         outcomes.push(o);
     }
@@ -292,8 +357,10 @@ pub fn replay(a: &Options, connect: impl FnOnce() -> Result<Client>, bin: &Path,
 /// restarting) before it gives up.
 const PATIENCE: Duration = Duration::from_secs(300);
 
-/// Submit every planned job at its instant, wait until none is queued or
-/// running, then write the per-job records and metrics.
+/// Submit every planned job at its instant (under `accounts[k]` where given),
+/// wait until none is queued or running, then write the per-job records and
+/// metrics. The reservations `resv` (instants from the start) are made just
+/// before the start and deleted at the end.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     rt: &tokio::runtime::Runtime,
@@ -302,6 +369,8 @@ pub fn run(
     header: &SwfHeader,
     w: &Workload,
     planned: &[Planned],
+    accounts: &[Option<String>],
+    resv: &[ResvRequest],
     files: &Files,
     bin: &Path,
     timeout: u64,
@@ -324,7 +393,12 @@ pub fn run(
     let workdir = files.dir.display().to_string();
     // start on a whole second, so that the controller's whole-second clock sees
     // each submission in the second it was planned for
-    let t0 = wall().floor() + 1.0;
+    // (a second more to make the reservations first)
+    let t0 = wall().floor() + if resv.is_empty() { 1.0 } else { 2.0 };
+    for r in resv {
+        let r = shift_reservation(r, t0 as i64);
+        let _: tessera_proto::api::ReservationInfo = rt.block_on(client.call(Method::POST, "/v1/reservations", Some(&r))).map_err(explain).with_context(|| format!("making reservation {}", r.name.as_deref().unwrap_or("")))?;
+    }
     let start = Instant::now() + Duration::from_secs_f64((t0 - wall()).max(0.0));
     let mut ids = Vec::with_capacity(n);
     // trace job → its live job id
@@ -332,7 +406,7 @@ pub fn run(
     let mut late = Vec::with_capacity(n);
     let log_lines = LogCounter::new(&files.log);
     rt.block_on(async {
-        for p in planned {
+        for (k, p) in planned.iter().enumerate() {
             tokio::time::sleep_until((start + Duration::from_secs_f64(p.offset)).into()).await;
             let sent = wall();
             late.push(((sent - t0 - p.offset) * 1e3).max(0.0));
@@ -357,6 +431,9 @@ pub fn run(
             }
             if let Some(part) = &p.partition {
                 options.push(opt("-p", part.clone()));
+            }
+            if let Some(Some(acct)) = accounts.get(k) {
+                options.push(opt("-A", acct.clone()));
             }
             if p.mem_per_proc_mb > 0 {
                 options.push(opt("--mem-per-cpu", format!("{}M", p.mem_per_proc_mb)));
@@ -414,6 +491,15 @@ pub fn run(
         std::thread::sleep(Duration::from_millis(250));
     };
     let seconds = wall() - t0;
+    // (a one-off reservation whose window ended has gone already)
+    for r in resv {
+        let name = r.name.as_deref().unwrap_or_default();
+        match rt.block_on(client.call::<(), ()>(Method::DELETE, &format!("/v1/reservations/{name}"), None)) {
+            Ok(()) => {}
+            Err(e) if e.status() == Some(404) => {}
+            Err(e) => return Err(explain(e)).with_context(|| format!("deleting reservation {name}")),
+        }
+    }
     bar.finish_with_message(format!("{} ended", log_lines.count()));
 
     let log = read_log(&files.log)?;

@@ -21,6 +21,7 @@ use tessera_proto::client::{Client, Target};
 use tessera_sim::metrics::{Classic, JobTimes};
 use tessera_sim::run::simulate;
 use tessera_sim::workload::prepare_power;
+use tessera_sim::share::SimSharing;
 use tessera_sim::{Machine, PowerMode, PowerNodes, PowerRule, PowerSetup, Workload};
 use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord};
 use tessera_workload::transform::{first_jobs, Shrink};
@@ -41,6 +42,8 @@ pub struct Options {
     pub cluster: Option<PathBuf>,
     pub policy: String,
     pub agents: usize,
+    /// A reservations file, instants in seconds from the replay's start.
+    pub reservations: Option<PathBuf>,
     /// Default: a fresh directory under the system's temporary directory, kept.
     pub dir: Option<PathBuf>,
 }
@@ -79,8 +82,23 @@ pub struct Twin {
     /// On a power-budgeted cluster: the power sampled from `/metrics` once a
     /// second during the live run (`power.csv`).
     pub power: Option<PowerSummary>,
+    /// With accounts or reservations: the jobs whose simulated start they
+    /// changed (against the same simulation in submission order without
+    /// reservations), and the associations and reservations there were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingSummary>,
     pub dir: PathBuf,
     pub per_job_csv: PathBuf,
+}
+
+/// What accounts and reservations did in a twin run.
+#[derive(Serialize, Debug, Clone)]
+pub struct SharingSummary {
+    pub associations: usize,
+    pub reservations: usize,
+    /// Jobs whose simulated start differs from submission order without
+    /// reservations.
+    pub moved: usize,
 }
 
 /// The live run's power, sampled from the controller's `/metrics` once a second.
@@ -155,14 +173,26 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         }
         None => plan(&records, cluster.clone(), Pace::Trace { warmup: 0 })?,
     };
+    // accounts (the cluster file's) and reservations, live and simulated alike
+    let sharing = tessera_controller::actor::sharing_of(&info.toml, &info.path, &cluster)?;
+    let resv = a.reservations.as_deref().map(replay::read_reservations).transpose()?.unwrap_or_default();
+    if policy == PolicyKind::Parm && (sharing.is_some() || !resv.is_empty()) {
+        bail!("accounts and reservations order a queue; policy parm decides its own order (use fcfs, easy or conservative)");
+    }
+    let user = replay::replaying_user();
+    let charged = sharing.as_ref().map(|s| replay::accounts_for(&s.accounts, &user, &planned)).unwrap_or_default();
     let power = cluster.power_budget_w.map(|_| Sampler::start(local.ep.socket.clone()));
     let files = Files::new(&dir.join("replay"))?;
-    let o = replay::run(&rt, &mut client, &info, &header, &w, &planned, &files, bin, 0, &trace, pct, shrink)?;
+    let o = replay::run(&rt, &mut client, &info, &header, &w, &planned, &charged, &resv, &files, bin, 0, &trace, pct, shrink)?;
     let power = power.map(|s| s.finish(&dir.join("power.csv"))).transpose()?;
     drop(local);
 
     // the simulator on exactly what was submitted (submit times are the plan's
-    // offsets from the replay's start, so both clocks start at 0)
+    // offsets from the replay's start, so both clocks start at 0; with
+    // accounts the simulated clock starts at t0 modulo the calculation
+    // period, so that priorities are calculated at the same instants)
+    let origin = sharing.as_ref().map_or(0, |s| (o.t0 as i64).rem_euclid(s.priority.calc_period));
+    let mut summary = None;
     let (sw, out) = match power_w {
         Some(pw) => {
             let out = simulate(&pw, policy);
@@ -170,11 +200,34 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         }
         None => {
             let (_, submitted, _) = SwfReader::read_file(&o.submitted_swf, false)?;
-            let (sw, sim_planned) = plan(&submitted, cluster, Pace::Trace { warmup: 0 })?;
+            let (mut sw, sim_planned) = plan(&submitted, cluster.clone(), Pace::Trace { warmup: 0 })?;
             if sim_planned.len() != planned.len() {
                 bail!("the workload as submitted has {} jobs, the replay {}", sim_planned.len(), planned.len());
             }
+            for j in &mut sw.jobs {
+                j.submit += origin;
+            }
+            if let Some(s) = sharing {
+                let by_trace: BTreeMap<u64, Option<&str>> = planned.iter().zip(&charged).map(|(p, a)| (p.trace_id, a.as_deref())).collect();
+                let tickets = sw
+                    .jobs
+                    .iter()
+                    .map(|j| s.accounts.ticket(&user, by_trace.get(&(j.id as u64)).copied().flatten(), None, 0).map_err(|e| anyhow!("trace job {}: {e}", j.id)))
+                    .collect::<Result<Vec<_>>>()?;
+                sw.sharing = Some(Arc::new(SimSharing { accounts: s.accounts, priority: s.priority, tickets, source: info.path.clone() }));
+            }
+            for r in &resv {
+                let name = r.name.clone().unwrap_or_default();
+                let spec = replay::shift_reservation(r, origin).resolve(&cluster, origin, &name).map_err(|e| anyhow!("reservation {name}: {e}"))?;
+                sw.reservations.push(spec);
+            }
             let out = simulate(&sw, policy);
+            if sw.sharing.is_some() || !sw.reservations.is_empty() {
+                let plain = Workload { sharing: None, reservations: Vec::new(), ..sw.clone() };
+                let fifo = simulate(&plain, policy);
+                let moved = fifo.start.iter().zip(&out.start).filter(|(a, b)| a != b).count();
+                summary = Some(SharingSummary { associations: sw.sharing.as_ref().map_or(0, |s| s.accounts.assocs.len()), reservations: sw.reservations.len(), moved });
+            }
             (sw, out)
         }
     };
@@ -187,7 +240,8 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         let id = j.id as u64;
         let Some(l) = live_by_id.get(&id) else { bail!("trace job {id} has no line in the sleep jobs' log {}", files.log.display()) };
         let rel = |x: f64| x - o.t0;
-        let d = rel(l.start) - out.start[i] as f64;
+        let (sim_submit, sim_start, sim_end) = (j.submit - origin, out.start[i] - origin, out.end[i] - origin);
+        let d = rel(l.start) - sim_start as f64;
         diffs.push(d);
         let live_susp = l.times().suspended;
         let ds = live_susp - out.suspended[i] as f64;
@@ -196,9 +250,9 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
             csv,
             "{id},{},{},{},{},{:.3},{:.3},{:.3},{d:.3},{},{live_susp:.3},{ds:.3}",
             j.procs,
-            j.submit,
-            out.start[i],
-            out.end[i],
+            sim_submit,
+            sim_start,
+            sim_end,
             rel(l.submit),
             rel(l.start),
             rel(l.end),
@@ -207,7 +261,7 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         // (a power-aware job is sized in nodes: its cores on n_max nodes)
         let procs = if sw.power_jobs.is_empty() { j.procs as f64 } else { l.cores as f64 };
         let run = (out.end[i] - out.start[i] - out.suspended[i]) as f64;
-        sim_t.push(JobTimes { submit: j.submit as f64, start: out.start[i] as f64, end: out.end[i] as f64, suspended: out.suspended[i] as f64, procs, held: procs * run });
+        sim_t.push(JobTimes { submit: sim_submit as f64, start: sim_start as f64, end: sim_end as f64, suspended: out.suspended[i] as f64, procs, held: procs * run });
         live_t.push(JobTimes { submit: rel(l.submit), start: rel(l.start), end: rel(l.end), ..l.times() });
     }
     csv.flush()?;
@@ -240,6 +294,7 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         throughput_sim,
         throughput_live,
         power,
+        sharing: summary,
         dir: dir.clone(),
         per_job_csv,
     };
@@ -276,6 +331,9 @@ impl std::fmt::Display for Twin {
                 "  power (sampled each second, {} samples): budget {:.0} W; allocated at most {:.0} W; measured at most {:.0} W, mean {:.0} W; over the budget in {} samples (longest {:.0} s); {}",
                 p.samples, p.budget_w, p.max_allocated_w, p.max_measured_w, p.mean_measured_w, p.over_budget_samples, p.longest_over_budget_s, p.csv.display()
             )?;
+        }
+        if let Some(s) = &t.sharing {
+            writeln!(f, "  accounts: {} associations, {} reservations; they moved {} of {} simulated starts (against submission order without reservations)", s.associations, s.reservations, s.moved, t.jobs)?;
         }
         writeln!(f, "  files: {} (per job: {})", t.dir.display(), t.per_job_csv.display())?;
         Ok(())

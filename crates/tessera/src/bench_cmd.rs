@@ -16,7 +16,7 @@ pub fn sim(a: SimBenchArgs) -> Result<()> {
 pub fn pass(a: PassBenchArgs) -> Result<()> {
     let o = pass::Options {
         trace: a.trace, skip: a.skip, nodes: a.nodes, cores: a.cores, busy: a.busy, queued: a.queued, wide_head: a.wide_head, drained: a.drained, mem_per_core: a.mem_per_core, passes: a.passes,
-        policies: a.policies, seed: a.seed, reference: a.reference,
+        policies: a.policies, seed: a.seed, reference: a.reference, fairshare: a.fairshare,
     };
     out!("{}", pass::run(&o, a.format == Format::Json)?)
 }

@@ -286,6 +286,11 @@ pub struct PassBenchArgs {
     /// candidate instant), which the property tests compare the engine with.
     #[arg(long)]
     pub reference: bool,
+    /// Order the queue by multifactor priority with Fair Tree fair share
+    /// (each trace group an account, each user an association) instead of by
+    /// submission.
+    #[arg(long)]
+    pub fairshare: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,

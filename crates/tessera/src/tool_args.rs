@@ -92,6 +92,11 @@ pub struct ReplayArgs {
     /// Give up waiting for the jobs to end after this many seconds (0: wait).
     #[arg(long, default_value_t = 0)]
     pub timeout: u64,
+    /// Reservations file ([[reservation]] tables, as `sim run --reservations`),
+    /// instants in seconds from the replay's start: made just before it,
+    /// deleted when it ends (operators only).
+    #[arg(long)]
+    pub reservations: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ListFormat,
@@ -147,6 +152,10 @@ pub struct TwinArgs {
     /// Agents presenting the cluster's nodes.
     #[arg(long, default_value_t = 2)]
     pub agents: usize,
+    /// Reservations file ([[reservation]] tables), instants in seconds from
+    /// the replay's start: made live at the start, and in the simulation.
+    #[arg(long)]
+    pub reservations: Option<PathBuf>,
     /// Directory for the controller's state and the replay's files (default:
     /// a fresh directory under the system's temporary directory, kept).
     #[arg(long)]

@@ -27,7 +27,7 @@ pub fn sleep_job(a: SleepJobArgs) -> Result<()> {
 pub fn replay(a: ReplayArgs) -> Result<()> {
     let o = replay::Options {
         trace: a.trace, max_jobs: a.max_jobs, shrink: a.shrink, runtime_shrink: a.runtime_shrink, estimate_shrink: a.estimate_shrink, submit_shrink: a.submit_shrink, warmup: a.warmup, group: a.group,
-        period: a.period, warmup_period: a.warmup_period, drift: a.drift, out: a.out, lenient: a.lenient, timeout: a.timeout,
+        period: a.period, warmup_period: a.warmup_period, drift: a.drift, out: a.out, lenient: a.lenient, timeout: a.timeout, reservations: a.reservations,
     };
     let table = a.format == ListFormat::Table;
     // in a table each replay's report as it ends; in JSON all of them at the end
@@ -44,7 +44,7 @@ pub fn metrics(a: MetricsArgs) -> Result<()> {
 }
 
 pub fn twin(a: TwinArgs) -> Result<()> {
-    let o = twin::Options { trace: a.trace, testbed: a.testbed, parm: a.parm, max_jobs: a.max_jobs, shrink: a.shrink, cluster: a.cluster, policy: a.policy, agents: a.agents, dir: a.dir };
+    let o = twin::Options { trace: a.trace, testbed: a.testbed, parm: a.parm, max_jobs: a.max_jobs, shrink: a.shrink, cluster: a.cluster, policy: a.policy, agents: a.agents, reservations: a.reservations, dir: a.dir };
     print(&twin::run(&o, &bin()?)?, a.format)
 }
 

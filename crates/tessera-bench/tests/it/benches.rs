@@ -16,7 +16,7 @@ fn ricc(what: &str) -> Option<std::path::PathBuf> {
 #[test]
 fn a_pass_is_timed_with_the_queue_kept_deep() {
     let Some(trace) = ricc("a_pass_is_timed_with_the_queue_kept_deep") else { return };
-    let o = pass::Options { trace: Some(trace), skip: 100_000, nodes: 64, cores: 16, busy: 0.5, queued: 200, wide_head: None, drained: 2, mem_per_core: 0, passes: 5, policies: vec![], seed: 1, reference: true };
+    let o = pass::Options { trace: Some(trace), skip: 100_000, nodes: 64, cores: 16, busy: 0.5, queued: 200, wide_head: None, drained: 2, mem_per_core: 0, passes: 5, policies: vec![], seed: 1, reference: true, fairshare: false };
     let v: serde_json::Value = serde_json::from_str(&pass::run(&o, true).unwrap()).unwrap();
     assert_eq!(v["setup"]["queued"], 200);
     let rows = v["policies"].as_array().unwrap();

@@ -194,7 +194,8 @@ pub fn instant(s: &str, now: Time) -> Option<Time> {
 
 /// A reservations file (the simulator's `--reservations`): `[[reservation]]`
 /// tables with the request's fields (`start` and `end` as integers are
-/// seconds from the trace's start, as `D-HH:MM:SS` durations from it), each with its table's line. Errors name
+/// seconds from the trace's start, as `D-HH:MM:SS` durations from it; an
+/// integer `duration` is seconds), each with its table's line. Errors name
 /// file, line and key.
 pub fn from_toml(text: &str, source_name: &str) -> Result<Vec<(ResvRequest, Option<usize>)>, crate::ClusterError> {
     use crate::cluster::config::Source;
@@ -223,9 +224,11 @@ pub fn from_toml(text: &str, source_name: &str) -> Result<Vec<(ResvRequest, Opti
                 table.insert(k.into(), toml::Value::String(n.to_string()));
             }
         }
+        // an integer duration is seconds too (scontrol's bare number is minutes)
         if let Some(toml::Value::Integer(n)) = table.get("duration") {
             let n = *n;
-            table.insert("duration".into(), toml::Value::String(n.to_string()));
+            let text = if n >= 0 { format!("{}:{:02}", n / 60, n % 60) } else { n.to_string() };
+            table.insert("duration".into(), toml::Value::String(text));
         }
         let r: ResvRequest = toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| {
             let msg = e.message().trim().to_string();

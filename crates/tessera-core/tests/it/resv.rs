@@ -309,4 +309,8 @@ fn requests_read_as_scontrol_writes_them_and_name_what_is_wrong() {
     let ok = tessera_core::resv::request::from_toml(&text[..text.find("\n\n").unwrap()], "r.toml").unwrap();
     let s = ok[0].0.resolve(&c, 0, "r0").unwrap();
     assert_eq!((s.start, s.end, s.repeat, ok[0].1), (3600, 3600 + 7200, Repeat::Daily, Some(1)));
+    // in a file an integer duration is seconds, as its instants are
+    let ok = tessera_core::resv::request::from_toml("[[reservation]]\nstart = 10\nduration = 90\nnodes = \"ALL\"\nflags = [\"maint\"]\n", "r.toml").unwrap();
+    let s = ok[0].0.resolve(&c, 0, "r0").unwrap();
+    assert_eq!((s.start, s.end), (10, 100));
 }

@@ -200,6 +200,90 @@ fn twin_on(cluster: &str, max_jobs: u32, shrink: &str) -> Option<(serde_json::Va
     Some((serde_json::from_slice(&out.stdout).unwrap(), tmp))
 }
 
+/// SDSC-SP2's machine with accounts for the trace groups of its first jobs
+/// (g7 with a higher QOS by default, the user's other jobs under `other`),
+/// multifactor priority recalculated every second with a 30-second half-life,
+/// for the local user `user`.
+fn sp2_with_accounts(user: &str) -> String {
+    let base = include_str!("../../../../examples/clusters/sdsc-sp2.toml");
+    format!(
+        "{base}\n[priority]\ntype = \"multifactor\"\ncalc_period = \"0:01\"\nhalf_life = \"0:30\"\nmax_age = \"1:00\"\n\
+         weights = {{ age = 100, fairshare = 10000, qos = 5000 }}\n\n\
+         [[qos]]\nname = \"high\"\npriority = 100\n\n\
+         [[account]]\nname = \"g75\"\nshares = 1\n\n[[account]]\nname = \"g7\"\nshares = 4\ndefault_qos = \"high\"\n\n\
+         [[account]]\nname = \"g73\"\nshares = 2\n\n[[account]]\nname = \"other\"\nshares = 1\n\n\
+         [[user]]\nname = \"{user}\"\naccounts = [\"other\", \"g75\", \"g7\", \"g73\"]\n"
+    )
+}
+
+/// The twin with accounts, a QOS and a maintenance reservation
+/// (docs/emulation.md, "Fair share"): jobs charge their trace group's account,
+/// multifactor priority and Fair Tree order the queue live as in the
+/// simulator, the maintenance window of half the machine (15 s to 35 s after
+/// the start) holds no job live, and every job starts within a second of its
+/// simulated start.
+#[test]
+fn a_short_twin_run_with_accounts_qos_and_a_maintenance_starts_jobs_when_the_simulator_does() {
+    let Some(dir) = tessera_workload::traces::shared_dir_or_skip("a twin run with accounts") else { return };
+    let trace = dir.join("SDSC-SP2-1998-4.2-cln.swf.gz");
+    let tmp = tempfile::tempdir().unwrap();
+    let user = nix::unistd::User::from_uid(nix::unistd::geteuid()).unwrap().unwrap().name;
+    let cluster = tmp.path().join("cluster.toml");
+    std::fs::write(&cluster, sp2_with_accounts(&user)).unwrap();
+    let resv = tmp.path().join("resv.toml");
+    std::fs::write(&resv, "[[reservation]]\nname = \"maint\"\nstart = 15\nduration = 20\nnodes = \"sp[001-064]\"\nflags = [\"maint\"]\n").unwrap();
+    let run = tmp.path().join("run");
+    let _one = one_twin();
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["twin", "--trace", trace.to_str().unwrap(), "--max-jobs", "80", "--shrink", "0.05", "--format", "json"])
+        .arg("--cluster")
+        .arg(&cluster)
+        .arg("--reservations")
+        .arg(&resv)
+        .arg("--dir")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = t["jobs"].as_u64().unwrap();
+    assert!(jobs >= 70, "{t:#}");
+    assert_eq!(t["live"]["jobs"].as_u64(), Some(jobs), "every job has its line in the log");
+    // the accounts and the window change the schedule, and live follows it
+    assert_eq!(t["sharing"]["associations"].as_u64(), Some(9), "{t:#}");
+    assert!(t["sharing"]["moved"].as_u64().unwrap() * 4 >= jobs, "accounts and the window moved few starts: {t:#}");
+    assert!(t["start_abs_median"].as_f64().unwrap() < 1.0, "{t:#}");
+    assert!(t["within_1s"].as_u64().unwrap() * 100 >= jobs * 95, "{t:#}");
+    // live, each job charged its group's account, and none ran on the
+    // reserved nodes in the window (the accounting store's nodes, the twin's
+    // live instants from the replay's start)
+    let csv = std::fs::read_to_string(run.join("twin.csv")).unwrap();
+    let live: std::collections::BTreeMap<String, (f64, f64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (format!("t{}", f[0]), (f[6].parse().unwrap(), f[7].parse().unwrap()))
+        })
+        .collect();
+    let acct = Command::new(env!("CARGO_BIN_EXE_tessera")).args(["acct", "-X", "-P", "-o", "JobName,Account,NodeList", "--state-dir"]).arg(run.join("state")).output().unwrap();
+    assert!(acct.status.success(), "{}", String::from_utf8_lossy(&acct.stderr));
+    let text = String::from_utf8(acct.stdout).unwrap();
+    let (mut accounts, mut on_reserved) = (std::collections::BTreeSet::new(), 0);
+    for line in text.lines().skip(1) {
+        let [name, account, nodes] = line.split('|').collect::<Vec<_>>()[..] else { panic!("{line}") };
+        accounts.insert(account.to_string());
+        let (s, e) = live[name];
+        let reserved = tessera_core::hostlist::expand(nodes).unwrap().iter().any(|n| n.as_str() <= "sp064");
+        if reserved {
+            on_reserved += 1;
+            assert!(e <= 15.5 || s >= 34.5, "{name} ran on {nodes} from {s} s to {e} s, in the maintenance window (15 s to 35 s)");
+        }
+    }
+    assert!(on_reserved > 0, "no job ran on the reserved nodes outside the window either");
+    assert_eq!(accounts.into_iter().collect::<Vec<_>>(), ["g7", "g73", "g75", "other"]);
+}
+
 /// What a preemptive twin run must show: it preempted, the median job (and
 /// 95% of them) started within a second of its simulated start, and every
 /// job was suspended as long as in the simulation, to the second.
