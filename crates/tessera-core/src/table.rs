@@ -236,6 +236,41 @@ impl JobTable {
         items.last().map(|x| x.0)
     }
 
+    /// [`JobTable::reorder_items`] for keys `key_of` also gives by job: when
+    /// few jobs are out of place (those below a key before them), only they
+    /// move, each to its place among the others, instead of the whole queue
+    /// being laid out again. The order is the same either way.
+    pub fn reorder_items_by<K: Ord + Copy>(&mut self, items: &mut [(K, u32)], key_of: impl Fn(JobIdx) -> K) -> Option<K> {
+        let mut top: Option<K> = None;
+        let mut out = Vec::new();
+        for &(k, pos) in items.iter() {
+            if top.is_some_and(|t| k < t) {
+                out.push((k, pos));
+            } else {
+                top = Some(k);
+            }
+        }
+        if out.is_empty() {
+            return top;
+        }
+        if out.len() * 16 > items.len() {
+            return self.reorder_items(items);
+        }
+        // take them out, then put each in its place among the rest, in order
+        let jobs: Vec<(K, JobIdx)> = out.iter().map(|&(k, pos)| (k, self.queue.job_at(pos))).collect();
+        for &(_, pos) in &out {
+            self.queue.remove(pos);
+        }
+        for (k, job) in jobs {
+            let e = self.slots[job.index()].as_ref().expect("a queued job");
+            let (filed, est) = (if e.state == JobState::Held { Queue::HELD } else { e.need }, e.spec.estimate);
+            let slots = &mut self.slots;
+            let p = self.queue.insert_sorted(job, filed, est, |j| key_of(j) < k, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
+            self.slots[job.index()].as_mut().expect("a queued job").queue_pos = p;
+        }
+        top
+    }
+
     /// Move a queued job to its place in an ordered queue: after the jobs
     /// `before` holds for (a prefix of the queue, the job itself aside).
     pub fn place_in_order(&mut self, job: JobIdx, before: impl Fn(JobIdx) -> bool) {
@@ -270,5 +305,50 @@ impl JobTable {
         }
         let states_queued = self.slots.iter().flatten().filter(|e| e.state.queued()).count();
         assert_eq!(states_queued, queued, "a queued job is missing from the queue");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Moving only the jobs out of place gives the order a whole new
+        /// layout gives, whatever the keys, after any earlier moves.
+        #[test]
+        fn moving_the_jobs_out_of_place_orders_as_laying_out_again(
+            n in 1usize..300,
+            rounds in proptest::collection::vec((proptest::collection::vec(0u32..40, 300), 0usize..300), 1..6),
+        ) {
+            let mut a = JobTable::new();
+            for i in 0..n {
+                a.insert(0, JobSpec::new(JobId(i as u64 + 1), 1, 60), 1);
+            }
+            let mut b = a.clone();
+            for (keys, nudged) in rounds {
+                // keys mostly in order (so that few jobs move, and only they
+                // are moved), or not (the whole queue laid out again)
+                let key = |t: &JobTable, j: JobIdx| {
+                    let id = t.get(j).spec.id.0 as usize - 1;
+                    // (by id, a few jumping one place or two, one anywhere)
+                    let k = if id == nudged % n { keys[id] * 8 * n as u32 / 40 } else { id as u32 * 2 + if keys[id] >= 38 { keys[id] - 35 } else { 0 } };
+                    (k, id)
+                };
+                let mut items: Vec<_> = a.queue.iter().map(|(p, j)| (key(&a, j), p)).collect();
+                let mut by_slot = vec![(0, 0); a.slots()];
+                for (_, j) in a.queue.iter() {
+                    by_slot[j.index()] = key(&a, j);
+                }
+                let ta = a.reorder_items_by(&mut items, |j| by_slot[j.index()]);
+                let mut items: Vec<_> = b.queue.iter().map(|(p, j)| (key(&b, j), p)).collect();
+                let tb = b.reorder_items(&mut items);
+                prop_assert_eq!(ta, tb);
+                a.sanity_check();
+                b.sanity_check();
+                let order = |t: &JobTable| t.queue.iter().map(|(_, j)| t.get(j).spec.id).collect::<Vec<_>>();
+                prop_assert_eq!(order(&a), order(&b));
+            }
+        }
     }
 }

@@ -222,7 +222,8 @@ impl Engine {
                 s.jobs[j.index()].key = key;
                 items.push((key, pos));
             }
-            s.tail = self.t.reorder_items(&mut items);
+            let jobs = &s.jobs;
+            s.tail = self.t.reorder_items_by(&mut items, |j| jobs[j.index()].key);
             s.scratch = items;
             s.unsorted = false;
         } else if !s.stale && s.unsorted {
