@@ -162,10 +162,10 @@ pub fn prio(a: PrioArgs) -> Result<String> {
 /// `tessera account add|modify|delete|show` (sacctmgr's).
 #[derive(clap::Args, Debug)]
 pub struct AccountArgs {
-    /// add|modify|delete account|user NAME [Key=Value ...] (operators), or
-    /// show: e.g. `add account physics Parent=root Fairshare=40`, `add user
-    /// alice Account=physics`, `modify user alice set MaxJobs=4`, `delete
-    /// user alice Account=physics`.
+    /// add|modify|delete account|user|qos NAME [Key=Value ...] (operators),
+    /// or show [qos]: e.g. `add account physics Parent=root Fairshare=40`,
+    /// `add user alice Account=physics`, `modify user alice set MaxJobs=4`,
+    /// `delete user alice Account=physics`, `add qos high Priority=100`.
     #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
     pub words: Vec<String>,
     #[command(flatten)]
@@ -175,13 +175,47 @@ pub struct AccountArgs {
 pub fn account(a: AccountArgs) -> Result<String> {
     let rt = runtime()?;
     let mut client = connect(&a.client)?;
-    if a.words.len() == 1 && a.words[0].eq_ignore_ascii_case("show") {
+    let show = a.words[0].eq_ignore_ascii_case("show");
+    let qos = a.words.get(1).is_some_and(|w| w.eq_ignore_ascii_case("qos"));
+    if show && (a.words.len() == 1 || (a.words.len() == 2 && qos)) {
         let acc: tessera_core::share::Accounts = rt.block_on(client.call::<(), _>(Method::GET, "/v1/accounts", None)).map_err(explain)?;
-        return Ok(accounts_table(&acc));
+        return Ok(if qos { qos_table(&acc) } else { accounts_table(&acc) });
     }
     let body = tessera_proto::api::AccountChange { words: a.words.clone() };
     rt.block_on(client.call::<_, ()>(Method::POST, "/v1/accounts", Some(&body))).map_err(explain)?;
     Ok(format!("Changed: {}\n", a.words.join(" ")))
+}
+
+/// sacctmgr show qos: each QOS with its priority, usage factor, limits and
+/// preemption.
+pub fn qos_table(acc: &tessera_core::share::Accounts) -> String {
+    let tres = |t: &tessera_core::share::Tres| [t.cpu.map(|c| format!("cpu={c}")), t.mem_mb.map(|m| format!("mem={m}M"))].into_iter().flatten().collect::<Vec<_>>().join(",");
+    let opt = |x: Option<u32>| x.map_or(String::new(), |v| v.to_string());
+    let mut s = format!("{:<12} {:>10} {:>8} {:>12} {:>14} {:>9} {:>11} {:>14} {:>8} {:<16} {:<8}\n", "Name", "Priority", "UsageFactor", "MaxWall", "MaxTRESPU", "MaxJobsPU", "MaxSubmitPU", "GrpTRES", "GrpJobs", "Preempt", "PreemptMode");
+    for q in &acc.qos {
+        let t = |x: &str| tessera_core::quote::text(x).into_owned();
+        let preempt = q.preempt.iter().map(|&p| acc.qos(p).name.clone()).collect::<Vec<_>>().join(",");
+        let wall = q.max_wall.map_or(String::new(), format_duration);
+        let mode = match q.preempt_mode {
+            tessera_core::share::QosPreemptMode::Suspend => "suspend",
+            tessera_core::share::QosPreemptMode::Requeue => "requeue",
+        };
+        s += &format!(
+            "{:<12} {:>10} {:>8} {:>12} {:>14} {:>9} {:>11} {:>14} {:>8} {:<16} {:<8}\n",
+            t(&q.name),
+            q.priority,
+            q.usage_factor,
+            wall,
+            tres(&q.max_tres_per_user),
+            opt(q.max_jobs_per_user),
+            opt(q.max_submit_jobs_per_user),
+            tres(&q.grp_tres),
+            opt(q.grp_jobs),
+            t(&preempt),
+            mode
+        );
+    }
+    s
 }
 
 /// sacctmgr show assoc: each association in tree order with its shares,

@@ -7,15 +7,21 @@
 //! modify user alice Account=physics set MaxJobs=8 QOS=normal,high
 //! delete user alice Account=physics
 //! delete account physics
+//! add qos high Priority=100 UsageFactor=2 MaxJobsPerUser=20 Preempt=scavenger
+//! modify qos high set GrpTRES=cpu=1024 PreemptMode=requeue
+//! delete qos high
 //! ```
 //!
 //! Keys are case-insensitive: Fairshare (a number or `parent`), GrpTRES and
 //! MaxTRESPerJob (`cpu=N,mem=SIZE`), GrpJobs, GrpSubmitJobs, MaxJobs,
 //! MaxSubmitJobs, MaxWall (Slurm's time syntax), QOS (a list), DefaultQOS, and
-//! for users DefaultAccount. `-1` clears a limit. The result is a new table;
-//! the engine takes it with `Input::SetAccounts`.
+//! for users DefaultAccount. A QOS takes Priority, UsageFactor, MaxWall,
+//! MaxTRESPerUser, MaxJobsPerUser, MaxSubmitJobsPerUser, GrpTRES, GrpJobs,
+//! Preempt (a list) and PreemptMode (suspend or requeue). `-1` clears a limit.
+//! The result is a new table; the engine takes it with `Input::SetAccounts`,
+//! which matches associations and QOS by name.
 
-use super::accounts::{Accounts, Assoc, AssocId, Limits};
+use super::accounts::{Accounts, Assoc, AssocId, Limits, Qos, QosId, QosPreemptMode};
 use crate::duration::parse_duration;
 
 fn num(key: &str, v: &str) -> Result<Option<u32>, String> {
@@ -74,6 +80,71 @@ fn set(acc: &Accounts, a: &mut Assoc, defaults: &mut Option<String>, words: &[&s
     Ok(())
 }
 
+/// Apply `key=value` settings to a QOS.
+fn set_qos(acc: &Accounts, id: QosId, q: &mut Qos, words: &[&str]) -> Result<(), String> {
+    for w in words {
+        let (k, v) = w.split_once('=').ok_or_else(|| format!("{w}: expected Key=Value"))?;
+        match k.to_ascii_lowercase().as_str() {
+            "priority" => q.priority = v.parse().map_err(|_| format!("{k}={v}: expected a priority 0..={}", u32::MAX))?,
+            "usagefactor" => {
+                q.usage_factor = v.parse().ok().filter(|f: &f64| f.is_finite() && *f >= 0.0 && *f <= 1e6).ok_or_else(|| format!("{k}={v}: expected a factor from 0 to 1e6"))?;
+            }
+            "maxwall" | "maxwalldurationperjob" => {
+                q.max_wall = if v == "-1" { None } else { parse_duration(v).map_err(|()| format!("{k}={v}: expected {}", crate::duration::DURATION_FORMS))? }
+            }
+            "maxtresperuser" | "maxtrespu" => q.max_tres_per_user = tres(k, v)?,
+            "maxjobsperuser" | "maxjobspu" => q.max_jobs_per_user = num(k, v)?,
+            "maxsubmitjobsperuser" | "maxsubmitjobspu" => q.max_submit_jobs_per_user = num(k, v)?,
+            "grptres" => q.grp_tres = tres(k, v)?,
+            "grpjobs" => q.grp_jobs = num(k, v)?,
+            "preempt" => {
+                q.preempt = v.split(',').filter(|x| !x.is_empty() && *x != "-1").map(|x| acc.qos_id(x).ok_or_else(|| format!("{k}={v}: unknown QOS {x}"))).collect::<Result<_, _>>()?;
+                if q.preempt.contains(&id) {
+                    return Err(format!("{k}={v}: a QOS cannot preempt itself"));
+                }
+            }
+            "preemptmode" => {
+                q.preempt_mode = match v.to_ascii_lowercase().as_str() {
+                    "suspend" => QosPreemptMode::Suspend,
+                    "requeue" => QosPreemptMode::Requeue,
+                    _ => return Err(format!("{k}={v}: expected suspend or requeue")),
+                }
+            }
+            _ => return Err(format!("{k}: expected one of Priority, UsageFactor, MaxWall, MaxTRESPerUser, MaxJobsPerUser, MaxSubmitJobsPerUser, GrpTRES, GrpJobs, Preempt, PreemptMode")),
+        }
+    }
+    Ok(())
+}
+
+/// The accounts without QOS `name`, or why it must stay: `normal` always
+/// does, and so does one an association allows or defaults to, or another
+/// QOS preempts. The QOS after it move down one place.
+fn delete_qos(acc: &Accounts, name: &str) -> Result<Accounts, String> {
+    let id = acc.qos_id(name).ok_or_else(|| format!("no QOS {name}"))?;
+    if id == QosId(0) {
+        return Err("QOS normal stays".into());
+    }
+    let users: Vec<String> = acc.assocs.iter().filter(|a| a.qos.contains(&id) || a.default_qos == Some(id)).map(|a| a.user.as_ref().map_or_else(|| a.account.clone(), |u| format!("{}/{u}", a.account))).collect();
+    if !users.is_empty() {
+        return Err(format!("QOS {name} is allowed or the default for {} (modify them first)", users.join(", ")));
+    }
+    let preempting: Vec<&str> = acc.qos.iter().filter(|q| q.preempt.contains(&id)).map(|q| q.name.as_str()).collect();
+    if !preempting.is_empty() {
+        return Err(format!("QOS {name} is preempted by {} (modify them first)", preempting.join(", ")));
+    }
+    let shift = |q: QosId| if q.0 > id.0 { QosId(q.0 - 1) } else { q };
+    let mut out = acc.clone();
+    out.qos.remove(id.0 as usize);
+    for q in &mut out.qos {
+        q.preempt = q.preempt.iter().map(|&p| shift(p)).collect();
+    }
+    for a in &mut out.assocs {
+        a.qos = a.qos.iter().map(|&q| shift(q)).collect();
+        a.default_qos = a.default_qos.map(shift);
+    }
+    Ok(out)
+}
+
 /// Take out `key=value` words named `key` (case-insensitive).
 fn take(words: &mut Vec<&str>, key: &str) -> Option<String> {
     let i = words.iter().position(|w| w.split_once('=').is_some_and(|(k, _)| k.eq_ignore_ascii_case(key)))?;
@@ -85,7 +156,7 @@ pub fn apply<S: AsRef<str>>(acc: &Accounts, words: &[S]) -> Result<Accounts, Str
     let words: Vec<&str> = words.iter().map(|w| w.as_ref()).collect();
     let (verb, kind, name, rest) = match words.as_slice() {
         [v, k, n, rest @ ..] => (v.to_ascii_lowercase(), k.to_ascii_lowercase(), *n, rest.to_vec()),
-        _ => return Err("expected add|modify|delete account|user NAME [Key=Value ...]".into()),
+        _ => return Err("expected add|modify|delete account|user|qos NAME [Key=Value ...]".into()),
     };
     let mut out = acc.clone();
     let mut rest = rest;
@@ -189,7 +260,32 @@ pub fn apply<S: AsRef<str>>(acc: &Accounts, words: &[S]) -> Result<Accounts, Str
                 }
             }
         }
-        _ => return Err(format!("{verb} {kind}: expected add, modify or delete, of an account or a user")),
+        ("add", "qos") => {
+            if acc.qos_id(name).is_some() {
+                return Err(format!("QOS {name} exists already"));
+            }
+            if acc.qos.len() >= u16::MAX as usize {
+                return Err("too many QOS".into());
+            }
+            let mut q = Qos { name: name.to_string(), ..Qos::normal() };
+            set_qos(acc, QosId(acc.qos.len() as u16), &mut q, &rest)?;
+            out.qos.push(q);
+        }
+        ("modify", "qos") => {
+            let id = acc.qos_id(name).ok_or_else(|| format!("no QOS {name}"))?;
+            let s = rest.iter().position(|w| w.eq_ignore_ascii_case("set")).ok_or("modify: expected `set` before the new values")?;
+            if let Some(w) = rest[..s].first() {
+                return Err(format!("{w}: expected set"));
+            }
+            set_qos(acc, id, &mut out.qos[id.0 as usize], &rest[s + 1..])?;
+        }
+        ("delete", "qos") => {
+            if let Some(w) = rest.first() {
+                return Err(format!("{w}: unexpected"));
+            }
+            return delete_qos(acc, name);
+        }
+        _ => return Err(format!("{verb} {kind}: expected add, modify or delete, of an account, a user or a QOS")),
     }
     Ok(out)
 }

@@ -559,4 +559,53 @@ mod editing {
             assert!(m.contains(what), "{words:?}: {m}");
         }
     }
+
+    /// QOS made, changed and deleted live (sacctmgr's `add|modify|delete
+    /// qos`): a new QOS's priority orders the queue at once; one in use, or
+    /// named by an association or another QOS, stays; deleting another moves
+    /// the later QOS down without changing what anything names.
+    #[test]
+    fn qos_change_live_by_name() {
+        let c = SharingConfig::from_toml(FILE, "a.toml").unwrap().unwrap();
+        let pool = Cluster::pool(2);
+        let mut e = Engine::with_cluster(PolicyKind::Fcfs, &pool).unwrap().with_sharing(c.accounts.clone(), c.priority, &pool).unwrap();
+        let mut acc = c.accounts.clone();
+        for words in [&["add", "qos", "low", "Priority=1"][..], &["add", "qos", "high", "Priority=100", "UsageFactor=2", "MaxJobsPerUser=5", "Preempt=low", "PreemptMode=requeue"], &["modify", "user", "bob", "set", "QOS=normal,high,low", "DefaultQOS=high"]] {
+            acc = sacctmgr::apply(&acc, words).unwrap_or_else(|m| panic!("{words:?}: {m}"));
+        }
+        let high = acc.qos_id("high").unwrap();
+        assert_eq!((acc.qos(high).priority, acc.qos(high).usage_factor, acc.qos(high).max_jobs_per_user), (100, 2.0, Some(5)));
+        assert_eq!(acc.qos(high).preempt, vec![acc.qos_id("low").unwrap()]);
+        let mut out = Vec::new();
+        e.handle(0, Input::SetAccounts(Box::new(acc.clone())), &mut out);
+        assert!(out.iter().all(|x| !matches!(x, Effect::Rejected { .. })), "{out:?}");
+        // the whole pool busy; ann's job first, then bob's under his default, high
+        let job = |id, user: &str, qos: Option<&str>| JobSpec { ticket: Some(acc.ticket(user, None, qos, 0).unwrap()), ..JobSpec::new(JobId(id), 2, 100) };
+        e.handle(1, Input::submit(job(1, "ann", None)), &mut out);
+        e.handle(1, Input::Pass, &mut out);
+        for (id, user, qos) in [(2, "ann", None), (3, "bob", Some("low")), (4, "bob", None)] {
+            e.handle(2, Input::submit(job(id, user, qos)), &mut out);
+        }
+        e.handle(2, Input::Pass, &mut out);
+        out.clear();
+        e.handle(101, Input::Complete { job: JobId(1), outcome: Outcome::Exited(0) }, &mut out);
+        e.handle(101, Input::Pass, &mut out);
+        assert!(out.iter().any(|x| matches!(x, Effect::Start { job: JobId(4), .. })), "QOS high's job goes first: {out:?}");
+        // in use, or named: stays
+        for (words, what) in [(&["delete", "qos", "high"][..], "bob"), (&["delete", "qos", "normal"], "normal"), (&["add", "qos", "high"], "exists"), (&["modify", "qos", "high", "set", "PreemptMode=never"], "suspend or requeue"), (&["modify", "qos", "high", "set", "Preempt=none"], "unknown QOS"), (&["modify", "qos", "high", "set", "Preempt=high"], "itself")] {
+            let m = sacctmgr::apply(&acc, words).unwrap_err();
+            assert!(m.contains(what), "{words:?}: {m}");
+        }
+        let no_low = sacctmgr::apply(&sacctmgr::apply(&acc, &["modify", "user", "bob", "set", "QOS=normal,high"]).unwrap(), &["modify", "qos", "high", "set", "Preempt="]).unwrap();
+        let m = sacctmgr::apply(&acc, &["delete", "qos", "low"]).unwrap_err();
+        assert!(m.contains("bob") || m.contains("high"), "{m}");
+        let gone = sacctmgr::apply(&no_low, &["delete", "qos", "low"]).unwrap();
+        assert!(gone.qos_id("low").is_none());
+        let bob = gone.user_assoc("bob", "chem").unwrap();
+        assert_eq!(gone.get(bob).default_qos.map(|q| gone.qos(q).name.as_str()), Some("high"), "what bob names is kept by name");
+        // a QOS a live job runs under cannot go (job 3 is queued under low)
+        out.clear();
+        e.handle(102, Input::SetAccounts(Box::new(gone)), &mut out);
+        assert!(matches!(&out[..], [Effect::Rejected { reason: Rejection::CannotReconfigure(m), .. }] if m.contains("job 3") && m.contains("low")), "{out:?}");
+    }
 }

@@ -92,22 +92,25 @@ fn jobs_charge_their_account_and_limits_hold_them_with_slurms_reason() {
     for (j, account) in [(first, "physics"), (second, "physics"), (third, "chem")] {
         assert!(acct.contains(&format!("{j}|{account}|COMPLETED")), "{acct}");
     }
-    // an operator adds an account and an association live (sacctmgr's
-    // words); a job charges it; the change survives a kill -9
+    // an operator adds an account, an association and a QOS live (sacctmgr's
+    // words); a job charges them; the change survives a kill -9
     let ok = |o: std::process::Output| {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).to_string()
     };
     ok(l.cli(&["account", "add", "account", "bio", "Parent=root", "Fairshare=2"]));
     ok(l.cli(&["account", "add", "user", &me, "Account=bio", "MaxJobs=2"]));
+    ok(l.cli(&["account", "add", "qos", "urgent", "Priority=500", "MaxJobsPerUser=3"]));
     let bad = l.cli(&["account", "delete", "account", "nope"]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("no account nope"), "{}", String::from_utf8_lossy(&bad.stderr));
-    let bio = l.submit(&["-A", "bio", "-t", "1:00", "--wrap", "true"]);
+    let bio = l.submit(&["-A", "bio", "--qos", "urgent", "-t", "1:00", "--wrap", "true"]);
     l.wait_for("the bio job completed", 20, |l| l.job(bio).is_some_and(|x| x.state == JobStateCode::Completed));
     l.kill9_controller();
     l.start_controller();
     let shown = ok(l.cli(&["account", "show"]));
     assert!(shown.lines().any(|x| x.trim_start().starts_with("bio") && x.contains(&me)), "{shown}");
+    let qos = ok(l.cli(&["account", "show", "qos"]));
+    assert!(qos.lines().any(|x| x.starts_with("urgent") && x.contains(" 500 ") && x.contains(" 3 ")), "{qos}");
     let o = l.cli(&["acct", "-P", "-X", "-o", "JobID,Account"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("{bio}|bio")));
 }
