@@ -262,11 +262,7 @@ impl JobTable {
             self.queue.remove(pos);
         }
         for (k, job) in jobs {
-            let e = self.slots[job.index()].as_ref().expect("a queued job");
-            let (filed, est) = (if e.state == JobState::Held { Queue::HELD } else { e.need }, e.spec.estimate);
-            let slots = &mut self.slots;
-            let p = self.queue.insert_sorted(job, filed, est, |j| key_of(j) < k, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
-            self.slots[job.index()].as_mut().expect("a queued job").queue_pos = p;
+            self.insert_in_order(job, |j| key_of(j) < k);
         }
         top
     }
@@ -274,13 +270,18 @@ impl JobTable {
     /// Move a queued job to its place in an ordered queue: after the jobs
     /// `before` holds for (a prefix of the queue, the job itself aside).
     pub fn place_in_order(&mut self, job: JobIdx, before: impl Fn(JobIdx) -> bool) {
-        let e = self.slots[job.index()].as_ref().expect("a queued job");
-        let (pos, est) = (e.queue_pos, e.spec.estimate);
-        let filed = if e.state == JobState::Held { Queue::HELD } else { e.need };
-        self.queue.remove(pos);
+        self.queue.remove(self.get(job).queue_pos);
+        self.insert_in_order(job, before);
+    }
+
+    /// Put a queued job taken out of the queue back in, after the jobs
+    /// `before` holds for (a prefix of the queue), filed as its state says.
+    fn insert_in_order(&mut self, job: JobIdx, before: impl Fn(JobIdx) -> bool) {
+        let e = self.get(job);
+        let (filed, est) = (if e.state == JobState::Held { Queue::HELD } else { e.need }, e.spec.estimate);
         let slots = &mut self.slots;
-        let p = self.queue.insert_sorted(job, filed, est, |j| j != job && before(j), |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
-        self.slots[job.index()].as_mut().expect("a queued job").queue_pos = p;
+        let p = self.queue.insert_sorted(job, filed, est, before, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
+        self.get_mut(job).queue_pos = p;
     }
 
     pub fn is_head(&self, job: JobIdx) -> bool {

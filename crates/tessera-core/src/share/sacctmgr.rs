@@ -46,6 +46,24 @@ fn tres(key: &str, v: &str) -> Result<super::accounts::Tres, String> {
     Ok(t)
 }
 
+/// A MaxWall: Slurm's time syntax, or -1 for none.
+fn wall(key: &str, v: &str) -> Result<Option<crate::Time>, String> {
+    if v == "-1" {
+        return Ok(None);
+    }
+    parse_duration(v).map_err(|()| format!("{key}={v}: expected {}", crate::duration::DURATION_FORMS))
+}
+
+/// The words after `set` of a `modify`; words before it are an error (`what`
+/// says what may come there instead).
+fn after_set<'a>(rest: &'a [&'a str], what: &str) -> Result<&'a [&'a str], String> {
+    let s = rest.iter().position(|w| w.eq_ignore_ascii_case("set")).ok_or("modify: expected `set` before the new values")?;
+    match rest[..s].first() {
+        Some(w) => Err(format!("{w}: expected set{what}")),
+        None => Ok(&rest[s + 1..]),
+    }
+}
+
 /// Apply `key=value` settings to an association.
 fn set(acc: &Accounts, a: &mut Assoc, defaults: &mut Option<String>, words: &[&str]) -> Result<(), String> {
     for w in words {
@@ -66,9 +84,7 @@ fn set(acc: &Accounts, a: &mut Assoc, defaults: &mut Option<String>, words: &[&s
             "grpsubmitjobs" => l.grp_submit_jobs = num(k, v)?,
             "maxjobs" => l.max_jobs = num(k, v)?,
             "maxsubmitjobs" => l.max_submit_jobs = num(k, v)?,
-            "maxwall" => {
-                l.max_wall = if v == "-1" { None } else { parse_duration(v).map_err(|()| format!("{k}={v}: expected {}", crate::duration::DURATION_FORMS))? }
-            }
+            "maxwall" => l.max_wall = wall(k, v)?,
             "qos" => {
                 a.qos = v.split(',').filter(|q| !q.is_empty()).map(|q| acc.qos_id(q).ok_or_else(|| format!("{k}={v}: unknown QOS {q}"))).collect::<Result<_, _>>()?;
             }
@@ -89,9 +105,7 @@ fn set_qos(acc: &Accounts, id: QosId, q: &mut Qos, words: &[&str]) -> Result<(),
             "usagefactor" => {
                 q.usage_factor = v.parse().ok().filter(|f: &f64| f.is_finite() && *f >= 0.0 && *f <= 1e6).ok_or_else(|| format!("{k}={v}: expected a factor from 0 to 1e6"))?;
             }
-            "maxwall" | "maxwalldurationperjob" => {
-                q.max_wall = if v == "-1" { None } else { parse_duration(v).map_err(|()| format!("{k}={v}: expected {}", crate::duration::DURATION_FORMS))? }
-            }
+            "maxwall" | "maxwalldurationperjob" => q.max_wall = wall(k, v)?,
             "maxtresperuser" | "maxtrespu" => q.max_tres_per_user = tres(k, v)?,
             "maxjobsperuser" | "maxjobspu" => q.max_jobs_per_user = num(k, v)?,
             "maxsubmitjobsperuser" | "maxsubmitjobspu" => q.max_submit_jobs_per_user = num(k, v)?,
@@ -186,11 +200,7 @@ pub fn apply<S: AsRef<str>>(acc: &Accounts, words: &[S]) -> Result<Accounts, Str
         }
         ("modify", k @ ("account" | "user")) => {
             let account = if k == "user" { take(&mut rest, "account") } else { None };
-            let s = rest.iter().position(|w| w.eq_ignore_ascii_case("set")).ok_or("modify: expected `set` before the new values")?;
-            let (before, after) = (rest[..s].to_vec(), rest[s + 1..].to_vec());
-            if let Some(w) = before.first() {
-                return Err(format!("{w}: expected set (or Account=NAME for a user)"));
-            }
+            let after = after_set(&rest, " (or Account=NAME for a user)")?;
             let ids: Vec<AssocId> = if k == "account" {
                 vec![acc.account(name).ok_or_else(|| format!("unknown account {name}"))?]
             } else {
@@ -203,7 +213,7 @@ pub fn apply<S: AsRef<str>>(acc: &Accounts, words: &[S]) -> Result<Accounts, Str
             for id in ids {
                 let mut a = out.assocs[id.0 as usize].clone();
                 let mut default = None;
-                set(acc, &mut a, &mut default, &after)?;
+                set(acc, &mut a, &mut default, after)?;
                 out.assocs[id.0 as usize] = a;
                 if let Some(d) = default {
                     if out.user_assoc(name, &d).is_none() {
@@ -273,11 +283,7 @@ pub fn apply<S: AsRef<str>>(acc: &Accounts, words: &[S]) -> Result<Accounts, Str
         }
         ("modify", "qos") => {
             let id = acc.qos_id(name).ok_or_else(|| format!("no QOS {name}"))?;
-            let s = rest.iter().position(|w| w.eq_ignore_ascii_case("set")).ok_or("modify: expected `set` before the new values")?;
-            if let Some(w) = rest[..s].first() {
-                return Err(format!("{w}: expected set"));
-            }
-            set_qos(acc, id, &mut out.qos[id.0 as usize], &rest[s + 1..])?;
+            set_qos(acc, id, &mut out.qos[id.0 as usize], after_set(&rest, "")?)?;
         }
         ("delete", "qos") => {
             if let Some(w) = rest.first() {

@@ -180,22 +180,23 @@ fn a_short_twin_run_replays_every_job_and_starts_them_when_the_simulator_does() 
 }
 
 /// `tessera twin` on a cluster file (its text), `max_jobs` SDSC-SP2 jobs
-/// shrunk to `shrink`%: its JSON summary, and the run's directory.
-fn twin_on(cluster: &str, max_jobs: u32, shrink: &str) -> Option<(serde_json::Value, tempfile::TempDir)> {
-    let dir = tessera_workload::traces::shared_dir_or_skip("a preemptive twin run")?;
+/// shrunk to `shrink`%, with a reservations file (its text) if given: its
+/// JSON summary, and the directory whose `run` holds the run's files.
+fn twin_on(cluster: &str, max_jobs: u32, shrink: &str, reservations: Option<&str>) -> Option<(serde_json::Value, tempfile::TempDir)> {
+    let dir = tessera_workload::traces::shared_dir_or_skip("a twin run on a cluster file")?;
     let trace = dir.join("SDSC-SP2-1998-4.2-cln.swf.gz");
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("cluster.toml");
     std::fs::write(&file, cluster).unwrap();
+    let mut twin = Command::new(env!("CARGO_BIN_EXE_tessera"));
+    twin.args(["twin", "--trace", trace.to_str().unwrap(), "--max-jobs", &max_jobs.to_string(), "--shrink", shrink, "--format", "json"]).arg("--cluster").arg(&file).arg("--dir").arg(tmp.path().join("run"));
+    if let Some(text) = reservations {
+        let resv = tmp.path().join("resv.toml");
+        std::fs::write(&resv, text).unwrap();
+        twin.arg("--reservations").arg(resv);
+    }
     let _one = one_twin();
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["twin", "--trace", trace.to_str().unwrap(), "--max-jobs", &max_jobs.to_string(), "--shrink", shrink, "--format", "json"])
-        .arg("--cluster")
-        .arg(&file)
-        .arg("--dir")
-        .arg(tmp.path().join("run"))
-        .output()
-        .unwrap();
+    let out = twin.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     Some((serde_json::from_slice(&out.stdout).unwrap(), tmp))
 }
@@ -224,28 +225,10 @@ fn sp2_with_accounts(user: &str) -> String {
 /// simulated start.
 #[test]
 fn a_short_twin_run_with_accounts_qos_and_a_maintenance_starts_jobs_when_the_simulator_does() {
-    let Some(dir) = tessera_workload::traces::shared_dir_or_skip("a twin run with accounts") else { return };
-    let trace = dir.join("SDSC-SP2-1998-4.2-cln.swf.gz");
-    let tmp = tempfile::tempdir().unwrap();
     let user = nix::unistd::User::from_uid(nix::unistd::geteuid()).unwrap().unwrap().name;
-    let cluster = tmp.path().join("cluster.toml");
-    std::fs::write(&cluster, sp2_with_accounts(&user)).unwrap();
-    let resv = tmp.path().join("resv.toml");
-    std::fs::write(&resv, "[[reservation]]\nname = \"maint\"\nstart = 15\nduration = 20\nnodes = \"sp[001-064]\"\nflags = [\"maint\"]\n").unwrap();
+    let maint = "[[reservation]]\nname = \"maint\"\nstart = 15\nduration = 20\nnodes = \"sp[001-064]\"\nflags = [\"maint\"]\n";
+    let Some((t, tmp)) = twin_on(&sp2_with_accounts(&user), 80, "0.05", Some(maint)) else { return };
     let run = tmp.path().join("run");
-    let _one = one_twin();
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["twin", "--trace", trace.to_str().unwrap(), "--max-jobs", "80", "--shrink", "0.05", "--format", "json"])
-        .arg("--cluster")
-        .arg(&cluster)
-        .arg("--reservations")
-        .arg(&resv)
-        .arg("--dir")
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let jobs = t["jobs"].as_u64().unwrap();
     assert!(jobs >= 70, "{t:#}");
     assert_eq!(t["live"]["jobs"].as_u64(), Some(jobs), "every job has its line in the log");
@@ -302,7 +285,7 @@ fn assert_preemption_matches(t: &serde_json::Value) {
 #[test]
 fn a_short_twin_run_on_priority_tiers_suspends_as_the_simulator_does() {
     let tiers = include_str!("../../../../examples/clusters/sdsc-sp2-tiers.toml");
-    let Some((t, _dir)) = twin_on(tiers, 80, "0.05") else { return };
+    let Some((t, _dir)) = twin_on(tiers, 80, "0.05", None) else { return };
     assert_preemption_matches(&t);
 }
 
@@ -312,7 +295,7 @@ fn a_short_twin_run_on_priority_tiers_suspends_as_the_simulator_does() {
 fn a_short_twin_run_on_a_gang_partition_rotates_as_the_simulator_does() {
     let gang = include_str!("../../../../examples/clusters/sdsc-sp2-gang.toml").replace("time_slice = 600", "time_slice = 2");
     assert!(gang.contains("time_slice = 2"));
-    let Some((t, _dir)) = twin_on(&gang, 60, "0.05") else { return };
+    let Some((t, _dir)) = twin_on(&gang, 60, "0.05", None) else { return };
     assert_preemption_matches(&t);
 }
 
