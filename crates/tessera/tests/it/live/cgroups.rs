@@ -163,7 +163,9 @@ fn a_job_on_a_real_node_runs_on_the_cores_it_was_given() {
     std::thread::sleep(Duration::from_secs(2));
     let used = (cpu_s(&cpu) - c0) / t0.elapsed().as_secs_f64();
     assert!(used <= 1.1, "a one-core job used {used:.2} cores");
-    assert!(used > 0.5, "it did run: {used:.2} cores");
+    // the lower bound only shows the job was measured running: the other
+    // tests share this machine's cores, so its one core may be half taken
+    assert!(used > 0.1, "it did run: {used:.2} cores");
     l.wait_for("it ends", 30, |l| l.job(j).is_some_and(|x| x.state == JobStateCode::Completed));
 }
 
