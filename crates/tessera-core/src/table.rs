@@ -240,31 +240,30 @@ impl JobTable {
     /// few jobs are out of place (those below a key before them), only they
     /// move, each to its place among the others, instead of the whole queue
     /// being laid out again. The order is the same either way.
+    #[cfg(test)]
     pub fn reorder_items_by<K: Ord + Copy>(&mut self, items: &mut [(K, u32)], key_of: impl Fn(JobIdx) -> K) -> Option<K> {
-        let mut top: Option<K> = None;
-        let mut out = Vec::new();
-        for &(k, pos) in items.iter() {
-            if top.is_some_and(|t| k < t) {
-                out.push((k, pos));
-            } else {
-                top = Some(k);
-            }
-        }
+        let (out, top) = out_of_place(items);
         if out.is_empty() {
             return top;
         }
         if out.len() * 16 > items.len() {
             return self.reorder_items(items);
         }
-        // take them out, then put each in its place among the rest, in order
+        self.move_in_order(&out, key_of);
+        top
+    }
+
+    /// Move the queued jobs at `out`'s positions, each below a key before it
+    /// (the rest in order by `key_of`), to their places: taken out, then each
+    /// put among the rest, in order.
+    pub fn move_in_order<K: Ord + Copy>(&mut self, out: &[(K, u32)], key_of: impl Fn(JobIdx) -> K) {
         let jobs: Vec<(K, JobIdx)> = out.iter().map(|&(k, pos)| (k, self.queue.job_at(pos))).collect();
-        for &(_, pos) in &out {
+        for &(_, pos) in out {
             self.queue.remove(pos);
         }
         for (k, job) in jobs {
             self.insert_in_order(job, |j| key_of(j) < k);
         }
-        top
     }
 
     /// Move a queued job to its place in an ordered queue: after the jobs
@@ -307,6 +306,22 @@ impl JobTable {
         let states_queued = self.slots.iter().flatten().filter(|e| e.state.queued()).count();
         assert_eq!(states_queued, queued, "a queued job is missing from the queue");
     }
+}
+
+/// The items (key and position, in queue order) below a key before them,
+/// and the highest key: what moving only the jobs out of place moves.
+#[cfg(test)]
+pub(crate) fn out_of_place<K: Ord + Copy>(items: &[(K, u32)]) -> (Vec<(K, u32)>, Option<K>) {
+    let mut top: Option<K> = None;
+    let mut out = Vec::new();
+    for &(k, pos) in items {
+        if top.is_some_and(|t| k < t) {
+            out.push((k, pos));
+        } else {
+            top = Some(k);
+        }
+    }
+    (out, top)
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ impl Engine {
         let f = s.factors_of(e.spec.ticket, now, since, e.spec.procs, e.spec.shape.nodes, part);
         let key = s.key_of(f.priority, part, e.submit, e.spec.id.0);
         let (fixed, assoc) = s.fixed_of(e.spec.ticket, e.spec.procs, e.spec.shape.nodes, part);
-        *s.slot(j) = super::state::JobShare { key, charged: 0, fixed, assoc, since, rate: f64::NAN };
+        *s.slot(j) = super::state::JobShare { key, charged: 0, fixed, assoc, since, rate: f64::NAN, epoch: s.epoch };
         let (ticket, first, procs, mem, est) = (e.spec.ticket, e.requeues == 0, e.spec.procs, e.spec.mem_per_proc_mb, e.spec.estimate);
         if let (Some(l), Some(t), true) = (&mut self.t.limits, ticket, first) {
             l.queued(j, &t, procs, mem, est);
@@ -126,8 +126,8 @@ impl Engine {
         if s.ordered() && s.stale {
             s.unsorted = true;
         } else if s.ordered() && !s.unsorted && !s.at_tail(key) {
-            let jobs = &s.jobs;
-            self.t.place_in_order(j, |o| jobs[o.index()].key < key);
+            let s: &super::state::Sharing = s;
+            self.t.place_in_order(j, |o| s.key_now(&s.jobs[o.index()]) < key);
         }
     }
 
@@ -212,23 +212,33 @@ impl Engine {
         // the schedule is the one an eager calculation gives)
         if s.stale && m.could_start(&self.t) {
             s.refresh_tree();
-            let at = s.tree_at.expect("a calculation was made");
-            let mut items = std::mem::take(&mut s.scratch);
-            items.clear();
-            for (pos, j) in self.t.queued() {
-                let js = &s.jobs[j.index()];
-                let prio = s.priority_at(js, at.max(js.key.2));
-                let key = (js.key.0, std::cmp::Reverse(prio), js.key.2, js.key.3);
-                s.jobs[j.index()].key = key;
-                items.push((key, pos));
+            // the jobs now out of place, found where runs of one association
+            // meet (most calculations find none, and work out few keys)
+            let mut out = std::mem::take(&mut s.scratch);
+            out.clear();
+            let top = s.out_of_order(self.t.queued(), &mut out);
+            if out.len() * 16 > self.t.queue.len() {
+                // many: every key worked out, the queue laid out again
+                out.clear();
+                for (pos, j) in self.t.queued() {
+                    let key = s.key_now(&s.jobs[j.index()]);
+                    let js = &mut s.jobs[j.index()];
+                    (js.key, js.epoch) = (key, s.epoch);
+                    out.push((key, pos));
+                }
+                s.tail = self.t.reorder_items(&mut out);
+            } else {
+                // few: each moved to its place among the others
+                let s2: &super::state::Sharing = s;
+                self.t.move_in_order(&out, |j| s2.key_now(&s2.jobs[j.index()]));
+                s.tail = top;
             }
-            let jobs = &s.jobs;
-            s.tail = self.t.reorder_items_by(&mut items, |j| jobs[j.index()].key);
-            s.scratch = items;
+            s.scratch = out;
             s.unsorted = false;
         } else if !s.stale && s.unsorted {
-            let jobs = &s.jobs;
-            s.tail = self.t.reorder(|j, _| jobs[j.index()].key);
+            let s2: &super::state::Sharing = s;
+            let tail = self.t.reorder(|j, _| s2.key_now(&s2.jobs[j.index()]));
+            s.tail = tail;
             s.unsorted = false;
         }
     }
@@ -265,8 +275,11 @@ impl Engine {
             slot.assoc = assoc;
             let js = s.jobs[j.index()];
             let prio = s.priority_at(&js, s.last_calc.map_or(e.submit, |c| c.max(e.submit)));
-            s.jobs[j.index()].key = s.key_of(prio, part, e.submit, e.spec.id.0);
+            let (key, epoch) = (s.key_of(prio, part, e.submit, e.spec.id.0), s.epoch);
+            let js = s.slot(j);
+            (js.key, js.epoch) = (key, epoch);
         }
         s.unsorted = s.ordered();
     }
 }
+

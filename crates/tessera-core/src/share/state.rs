@@ -80,6 +80,32 @@ pub(crate) struct JobShare {
     pub rate: f64,
     /// Seconds of its run already charged.
     pub charged: Time,
+    /// The Fair Tree its key was set under ([`Sharing::epoch`]): a key set
+    /// under an earlier one is as [`Sharing::key_now`] works it out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u32,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
+}
+
+impl JobShare {
+    /// Whether `next`, right after this job in the queue, stays after it
+    /// whatever the calculation: same tier, association and fixed factors,
+    /// eligible no earlier and submitted after it. Its age factor is then
+    /// never above this job's (both eligible no earlier than submitted, as
+    /// of the later of the calculation and their submission), and the
+    /// priority is monotone in it, rounding and truncation included; ties go
+    /// to the earlier submission. Only where two such runs meet can a
+    /// calculation change the order.
+    pub fn stays_before(&self, next: &JobShare) -> bool {
+        self.key.0 == next.key.0
+            && self.assoc == next.assoc
+            && self.fixed.to_bits() == next.fixed.to_bits()
+            && self.since <= next.since
+            && (self.key.2, self.key.3) < (next.key.2, next.key.3)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,6 +151,10 @@ pub(crate) struct Sharing {
     /// The highest QOS priority.
     #[serde(default)]
     pub max_qos: u32,
+    /// Bumped by each working out of the priorities ([`Sharing::refresh_tree`]):
+    /// the keys set before are not kept up to date, but worked out when read.
+    #[serde(default)]
+    pub epoch: u32,
 }
 
 impl Sharing {
@@ -133,7 +163,7 @@ impl Sharing {
         let mut shape = Shape::of(&accounts);
         let mut rows = Vec::new();
         fair_tree_into(&accounts, &mut shape, &usage, &mut rows);
-        Sharing { accounts, cfg, facts, usage, rows, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), tree_at: None, shape, charged: false, pow_cache: (-1, 1.0), scratch: Vec::new(), max_qos: 0 }.with_max_qos()
+        Sharing { accounts, cfg, facts, usage, rows, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), tree_at: None, shape, charged: false, pow_cache: (-1, 1.0), scratch: Vec::new(), max_qos: 0, epoch: 0 }.with_max_qos()
     }
 
     fn with_max_qos(mut self) -> Sharing {
@@ -221,6 +251,53 @@ impl Sharing {
         }
         self.stale = false;
         self.tree_at = self.last_calc;
+        self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// A queued job's key as of the tree's calculation: the one it was given
+    /// since (at its submission), or its priority at the later of the
+    /// calculation and its submission.
+    pub fn key_now(&self, j: &JobShare) -> Key {
+        match self.tree_at {
+            Some(at) if j.epoch != self.epoch => (j.key.0, std::cmp::Reverse(self.priority_at(j, at.max(j.key.2))), j.key.2, j.key.3),
+            _ => j.key,
+        }
+    }
+
+    /// The queued jobs (position and slot, in queue order) whose key as of
+    /// the tree's calculation is below a key before them, into `out` with
+    /// their keys (what [`crate::table::JobTable::reorder_items_by`] finds
+    /// from every key); returns the highest key. Keys are worked out only
+    /// where two runs of [`JobShare::stays_before`] meet and after a job
+    /// found out of place: inside a run that follows the highest key so far,
+    /// each job is in order.
+    pub fn out_of_order(&self, queue: impl Iterator<Item = (u32, JobIdx)>, out: &mut Vec<(Key, u32)>) -> Option<Key> {
+        // the last job in order (whose key is the highest) and its key, if
+        // worked out; whether the job before was that one
+        let mut top: Option<(&JobShare, Option<Key>)> = None;
+        let mut prev: Option<&JobShare> = None;
+        let mut prev_top = false;
+        for (pos, j) in queue {
+            let js = &self.jobs[j.index()];
+            let sure = prev_top && prev.is_some_and(|p| p.epoch != self.epoch && js.epoch != self.epoch && p.stays_before(js));
+            if sure {
+                top = Some((js, None));
+            } else {
+                let k = self.key_now(js);
+                let below = match &mut top {
+                    Some((t, tk)) => k < *tk.get_or_insert_with(|| self.key_now(t)),
+                    None => false,
+                };
+                if below {
+                    out.push((k, pos));
+                } else {
+                    top = Some((js, Some(k)));
+                }
+                prev_top = !below;
+            }
+            prev = Some(js);
+        }
+        top.map(|(t, tk)| tk.unwrap_or_else(|| self.key_now(t)))
     }
 
     /// The tree as `sshare` shows it: Fair Tree as of the last calculation
@@ -305,5 +382,62 @@ impl Sharing {
                 UsageUnit::Canonical => unit.need(cores as u64, mem, gpus as u64) as f64 * factor,
             })
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::share::accounts::AssocId;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Checking keys only where runs of one association meet finds the
+        /// jobs out of place, and the highest key, that working out every
+        /// key finds: for a queue in order at an earlier calculation (other
+        /// fair shares, younger jobs), some jobs swapped, at any instant,
+        /// with ages capped, priorities truncated and some keys set since.
+        #[test]
+        fn runs_find_the_jobs_out_of_place_that_every_key_finds(
+            jobs in proptest::collection::vec((0u32..4, 0u32..2, 0i64..3, 0i64..2, 0u32..6, 0u32..2, 0u32..5000), 1..120),
+            swaps in proptest::collection::vec((0usize..120, 0usize..120), 0..4),
+            before in proptest::collection::vec(0u32..4, 3),
+            after in proptest::collection::vec(0u32..4, 3),
+            (at0, dt) in (0i64..200, 0i64..150),
+        ) {
+            let acc = Accounts::from_groups([(1, 1), (1, 2), (2, 3)]);
+            let cfg = PriorityConfig { kind: PriorityKind::Multifactor, max_age: 100, weights: super::super::priority::Weights { age: 7, fairshare: 3, jobsize: 0, partition: 0, qos: 0 }, ..PriorityConfig::default() };
+            let facts = MachineFacts { cores: 64, nodes: 4, part_factor: vec![0.0, 0.0], tier: vec![0, 1], unit: vec![CanonicalUnit::CPU; 2] };
+            let mut s = Sharing::new(acc, cfg, facts);
+            let users: Vec<AssocId> = s.accounts.users().collect();
+            let share = |s: &mut Sharing, of: &[u32]| for (u, sh) in users.iter().zip(of) {
+                s.rows[u.0 as usize].fairshare = *sh as f64 / 3.0;
+            };
+            share(&mut s, &before);
+            (s.tree_at, s.epoch) = (Some(at0), 1);
+            let mut submit = 0;
+            for (i, &(user, fixed, step, wait, own, tier, prio)) in jobs.iter().enumerate() {
+                submit += step;
+                let assoc = users.get(user as usize).map(|a| a.0);
+                // one in six has its own key, set since the calculation
+                let j = s.slot(JobIdx(i as u32));
+                *j = JobShare { key: (std::cmp::Reverse(tier), std::cmp::Reverse(prio), submit, i as u64 + 1), fixed: fixed as f64 * 2.5, assoc, since: submit + wait * 7, rate: f64::NAN, charged: 0, epoch: u32::from(own == 0) * 2 };
+            }
+            let mut queue: Vec<JobIdx> = (0..jobs.len() as u32).map(JobIdx).collect();
+            queue.sort_by_key(|j| s.key_now(&s.jobs[j.index()]));
+            for &(a, b) in &swaps {
+                let n = queue.len();
+                queue.swap(a % n, b % n);
+            }
+            share(&mut s, &after);
+            (s.tree_at, s.epoch) = (Some(at0 + dt), 2);
+            let queue: Vec<(u32, JobIdx)> = queue.into_iter().enumerate().map(|(i, j)| (i as u32 * 2, j)).collect();
+            let mut out = Vec::new();
+            let top = s.out_of_order(queue.iter().copied(), &mut out);
+            let items: Vec<(Key, u32)> = queue.iter().map(|&(pos, j)| (s.key_now(&s.jobs[j.index()]), pos)).collect();
+            let (want, want_top) = crate::table::out_of_place(&items);
+            prop_assert_eq!(out, want);
+            prop_assert_eq!(top, want_top);
+        }
     }
 }
