@@ -93,6 +93,10 @@ pub(crate) struct Shape {
     user: Vec<bool>,
     use_parent: Vec<bool>,
     norm_shares: Vec<f64>,
+    /// The accounts with `Fairshare=parent`.
+    parent_accounts: Vec<u32>,
+    /// By rank: the fair-share factor, `rank / users` (worked out once).
+    by_rank: Vec<f64>,
 }
 
 impl Shape {
@@ -135,6 +139,8 @@ impl Shape {
             user: acc.assocs.iter().map(|a| a.is_user()).collect(),
             use_parent: acc.assocs.iter().map(|a| a.use_parent).collect(),
             norm_shares,
+            parent_accounts: (0..n as u32).filter(|&i| acc.assocs[i as usize].use_parent && !acc.assocs[i as usize].is_user()).collect(),
+            by_rank: (0..=users).map(|r| r as f64 / users as f64).collect(),
         }
     }
 
@@ -149,10 +155,21 @@ impl Shape {
 pub fn fair_tree(acc: &Accounts, own_usage: &[f64]) -> Vec<FsRow> {
     let mut rows = Vec::new();
     fair_tree_into(acc, &mut Shape::of(acc), own_usage, &mut rows);
+    with_norm_usage(&mut rows);
     rows
 }
 
-/// [`fair_tree`] into `rows`, with the tree's shape worked out before.
+/// Each row's usage over the whole tree's (what `sshare` shows; the ranks do
+/// not need it).
+pub(crate) fn with_norm_usage(rows: &mut [FsRow]) {
+    let total = rows.first().map_or(0.0, |r| r.raw_usage);
+    for r in rows {
+        r.norm_usage = if total > 0.0 { (r.raw_usage / total).min(1.0) } else { 0.0 };
+    }
+}
+
+/// [`fair_tree`] into `rows`, with the tree's shape worked out before, all
+/// but the norm usage ([`with_norm_usage`]).
 pub(crate) fn fair_tree_into(acc: &Accounts, shape: &mut Shape, own_usage: &[f64], rows: &mut Vec<FsRow>) {
     let n = acc.assocs.len();
     rows.clear();
@@ -165,7 +182,6 @@ pub(crate) fn fair_tree_into(acc: &Accounts, shape: &mut Shape, own_usage: &[f64
             rows[p as usize].raw_usage += u;
         }
     }
-    let total = rows[0].raw_usage;
     // ancestors come first, so a parent's own figures are known before its children's
     for p in 0..n {
         let group = &shape.kids[p];
@@ -188,29 +204,26 @@ pub(crate) fn fair_tree_into(acc: &Accounts, shape: &mut Shape, own_usage: &[f64
             r.level_fs = if r.norm_shares == 0.0 { 0.0 } else { r.norm_shares / r.effective_usage };
         }
     }
-    for i in 0..n {
-        rows[i].norm_usage = if total > 0.0 { (rows[i].raw_usage / total).min(1.0) } else { 0.0 };
-        if shape.use_parent[i] && !shape.user[i] {
-            let p = shape.fs_parent[i].map_or(0, |q| q.0 as usize);
-            let parent_usage = if shape.parent[i] == u32::MAX { 0.0 } else { rows[shape.parent[i] as usize].raw_usage };
-            rows[i].norm_shares = rows[p].norm_shares;
-            rows[i].effective_usage = if parent_usage > 0.0 { rows[i].raw_usage / parent_usage } else { 0.0 };
-            rows[i].level_fs = f64::NAN;
-        }
+    for &i in &shape.parent_accounts {
+        let i = i as usize;
+        let p = shape.fs_parent[i].map_or(0, |q| q.0 as usize);
+        let parent_usage = if shape.parent[i] == u32::MAX { 0.0 } else { rows[shape.parent[i] as usize].raw_usage };
+        rows[i].norm_shares = rows[p].norm_shares;
+        rows[i].effective_usage = if parent_usage > 0.0 { rows[i].raw_usage / parent_usage } else { 0.0 };
+        rows[i].level_fs = f64::NAN;
     }
     if shape.users > 0 {
         for (i, k) in shape.key.iter_mut().enumerate() {
             *k = (rows[i].level_fs, shape.user[i]);
         }
         let users = shape.users;
-        let mut walk = Walk { shape, users: users as f64, rank: users, untied: users, rows };
+        let mut walk = Walk { shape, rank: users, untied: users, rows };
         walk.visit(AssocId(0), false);
     }
 }
 
 struct Walk<'a> {
     shape: &'a mut Shape,
-    users: f64,
     /// The rank the last user got (a user tied with it gets it too).
     rank: usize,
     /// The rank the next untied user gets: one less for every user ranked.
@@ -237,7 +250,7 @@ impl Walk<'_> {
                 if !tied {
                     self.rank = self.untied;
                 }
-                self.rows[k.0 as usize].fairshare = self.rank as f64 / self.users;
+                self.rows[k.0 as usize].fairshare = self.shape.by_rank[self.rank];
                 self.untied -= 1;
             } else {
                 self.visit(k, tied);

@@ -15,7 +15,7 @@
 //! factor, to its user association.
 
 use super::accounts::{Accounts, Ticket};
-use super::fairtree::{fair_tree_into, FsRow, Shape};
+use super::fairtree::{fair_tree_into, with_norm_usage, FsRow, Shape};
 use super::priority::{Factors, PriorityConfig, PriorityKind};
 use crate::cluster::{CanonicalUnit, Cluster};
 use crate::job::JobIdx;
@@ -311,6 +311,7 @@ impl Sharing {
         } else {
             self.rows.clone()
         };
+        with_norm_usage(&mut rows);
         let mut raw = self.usage.clone();
         for i in (1..raw.len()).rev() {
             if let Some(p) = self.accounts.assocs[i].parent {
