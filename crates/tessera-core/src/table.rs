@@ -246,11 +246,17 @@ impl JobTable {
         if out.is_empty() {
             return top;
         }
-        if out.len() * 16 > items.len() {
+        if !Self::moves_pay(out.len(), items.len()) {
             return self.reorder_items(items);
         }
         self.move_in_order(&out, key_of);
         top
+    }
+
+    /// Whether moving `out` jobs out of place, each to its place, costs less
+    /// than laying out the `queued` jobs again (at most one in sixteen).
+    pub fn moves_pay(out: usize, queued: usize) -> bool {
+        out * 16 <= queued
     }
 
     /// Move the queued jobs at `out`'s positions, each below a key before it
@@ -279,6 +285,7 @@ impl JobTable {
         let e = self.get(job);
         let (filed, est) = (if e.state == JobState::Held { Queue::HELD } else { e.need }, e.spec.estimate);
         let slots = &mut self.slots;
+        // the queue holds live jobs only (a job leaves it before its slot)
         let p = self.queue.insert_sorted(job, filed, est, before, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
         self.get_mut(job).queue_pos = p;
     }

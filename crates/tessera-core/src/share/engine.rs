@@ -217,7 +217,7 @@ impl Engine {
             let mut out = std::mem::take(&mut s.scratch);
             out.clear();
             let top = s.out_of_order(self.t.queued(), &mut out);
-            if out.len() * 16 > self.t.queue.len() {
+            if !crate::table::JobTable::moves_pay(out.len(), self.t.queue.len()) {
                 // many: every key worked out, the queue laid out again
                 out.clear();
                 for (pos, j) in self.t.queued() {

@@ -266,8 +266,8 @@ impl Sharing {
 
     /// The queued jobs (position and slot, in queue order) whose key as of
     /// the tree's calculation is below a key before them, into `out` with
-    /// their keys (what [`crate::table::JobTable::reorder_items_by`] finds
-    /// from every key); returns the highest key. Keys are worked out only
+    /// their keys (the same jobs a look at every key finds); returns the
+    /// highest key. Keys are worked out only
     /// where two runs of [`JobShare::stays_before`] meet and after a job
     /// found out of place: inside a run that follows the highest key so far,
     /// each job is in order.
