@@ -20,16 +20,25 @@ impl fmt::Display for HostlistError {
 /// Largest number of names one hostlist may expand to (a typo guard).
 pub const MAX_HOSTS: usize = 1 << 22;
 
+/// Largest total length, in bytes, of the names one hostlist may expand to.
+/// [`MAX_HOSTS`] short names fit; a long name repeated by a big range does not
+/// (`x[0-891891]` followed by a few hundred bytes would take gigabytes).
+pub const MAX_NAME_BYTES: usize = 1 << 26;
+
 /// Expand a hostlist into node names, in order.
 pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
     let err = |m: &str| HostlistError { hostlist: list.to_string(), message: m.to_string() };
+    let too_many = || err(&format!("expands to more than {MAX_HOSTS} names or {MAX_NAME_BYTES} bytes of names"));
     let mut out = Vec::new();
+    let mut out_bytes = 0usize;
     for item in split_top_level(list).map_err(|m| err(&m))? {
         let item = item.trim();
         if item.is_empty() {
             return Err(err("empty host name"));
         }
         let mut names = vec![String::new()];
+        // Total length of `names`, kept so a product is refused before it is built.
+        let mut bytes = 0usize;
         let mut rest = item;
         while !rest.is_empty() {
             if let Some(open) = rest.find('[') {
@@ -39,9 +48,16 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
                     return Err(err("`]` without `[`"));
                 }
                 let values = expand_ranges(&rest[open + 1..close]).map_err(|m| err(&m))?;
-                if names.len().saturating_mul(values.len()) > MAX_HOSTS {
-                    return Err(err(&format!("expands to more than {MAX_HOSTS} names")));
+                let count = names.len().saturating_mul(values.len());
+                let value_bytes: usize = values.iter().map(String::len).sum();
+                let new_bytes = bytes
+                    .saturating_mul(values.len())
+                    .saturating_add(count.saturating_mul(prefix.len()))
+                    .saturating_add(value_bytes.saturating_mul(names.len()));
+                if count > MAX_HOSTS || out_bytes.saturating_add(new_bytes) > MAX_NAME_BYTES {
+                    return Err(too_many());
                 }
+                bytes = new_bytes;
                 names = names
                     .iter()
                     .flat_map(|n| values.iter().map(move |v| format!("{n}{prefix}{v}")))
@@ -51,6 +67,10 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
                 if rest.contains(']') {
                     return Err(err("`]` without `[`"));
                 }
+                bytes = bytes.saturating_add(names.len().saturating_mul(rest.len()));
+                if out_bytes.saturating_add(bytes) > MAX_NAME_BYTES {
+                    return Err(too_many());
+                }
                 for n in &mut names {
                     n.push_str(rest);
                 }
@@ -58,8 +78,9 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
             }
         }
         out.extend(names);
+        out_bytes += bytes;
         if out.len() > MAX_HOSTS {
-            return Err(err(&format!("expands to more than {MAX_HOSTS} names")));
+            return Err(too_many());
         }
     }
     Ok(out)
@@ -214,6 +235,21 @@ mod tests {
             assert!(e.contains(why), "{bad}: {e}");
             assert!(e.contains(bad), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_long_name_repeated_by_a_big_range_is_refused_before_it_is_built() {
+        // Found by the hostlist fuzz target: under the name count limit, but
+        // gigabytes of names.
+        let long = format!("x[0-891891]{}y[1-2]y[1-2]", "z".repeat(150));
+        let e = expand(&long).unwrap_err().to_string();
+        assert!(e.contains("bytes of names"), "{e}");
+        let suffix = format!("x[0-891891]{}", "z".repeat(100));
+        assert!(expand(&suffix).unwrap_err().to_string().contains("bytes of names"));
+        let many = vec!["n[0-499999]"; 200].join(",");
+        assert!(expand(&many).unwrap_err().to_string().contains("more than"));
+        // A big cluster's list of short names still expands.
+        assert_eq!(expand("node[0000000-1048575]").unwrap().len(), 1 << 20);
     }
 
     #[test]
