@@ -86,7 +86,31 @@ pub const UPGRADES: &[Upgrade] = &[
         }
         Ok(v)
     },
+    // 5 → 6: the fair-share state keeps the usage its tree was worked out
+    // from and the factors it gave, not every association's figures
+    upgrade_5_to_6,
 ];
+
+/// Format 5 → 6 (see [`UPGRADES`]).
+fn upgrade_5_to_6(what: Stored, mut v: Value) -> Result<Value, String> {
+    if what == Stored::Events {
+        return Ok(v);
+    }
+    let Some(share) = v["engine"].get_mut("share").and_then(Value::as_object_mut) else {
+        return Ok(v);
+    };
+    let rows = share.remove("rows").ok_or("a format-5 fair-share state without its tree")?;
+    let fairshare: Vec<Value> = rows.as_array().ok_or("a format-5 fair-share tree that is not a list")?.iter().map(|r| r["fairshare"].clone()).collect();
+    // the tree was worked out from the last calculation's usage unless one
+    // is pending (then it is worked out afresh when next needed)
+    let stale = share.get("stale").and_then(Value::as_bool).unwrap_or(false);
+    let usage = match share.get("calc_usage") {
+        Some(u) if !stale => u.clone(),
+        _ => Value::Array(Vec::new()),
+    };
+    share.insert("tree".into(), serde_json::json!({ "usage": usage, "fairshare": fairshare }));
+    Ok(v)
+}
 
 /// Format 2 → 3 (see [`UPGRADES`]).
 fn upgrade_2_to_3(what: Stored, mut v: Value) -> Result<Value, String> {

@@ -370,3 +370,57 @@ fn the_current_formats_fixture_is_what_this_build_writes() {
     let listed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("jobs.json")).unwrap()).unwrap();
     assert_eq!(listed, serde_json::to_value(&jobs).unwrap(), "the fixture's listing is today's");
 }
+
+/// A fair-share state of format 5 (each association's Fair Tree figures)
+/// comes back, upgraded, as one that decides as the engine that wrote it:
+/// whether or not a calculation's tree was pending when it was written.
+#[test]
+fn a_format_5_fair_share_state_decides_as_it_did() {
+    use tessera_core::share::{Accounts, PriorityConfig, PriorityKind, Weights};
+    use tessera_core::{Effect, Input, JobId, JobSpec, Outcome};
+    let acc = Accounts::from_groups([(1, 1), (2, 2), (2, 3)]);
+    let cfg = PriorityConfig { kind: PriorityKind::Multifactor, weights: Weights { age: 0, fairshare: 10_000, jobsize: 0, partition: 0, qos: 0 }, ..PriorityConfig::default() };
+    let job = |id: u64, user: i64| JobSpec { ticket: Some(acc.ticket(&format!("u{user}"), None, None, 0).unwrap()), ..JobSpec::new(JobId(id), 4, 1000) };
+    for pending in [false, true] {
+        let mut e = Engine::new(PolicyKind::Easy, 4).unwrap().with_sharing(acc.clone(), cfg, &Cluster::pool(4)).unwrap();
+        let mut out = Vec::new();
+        e.handle(0, tessera_core::Input::submit(job(1, 1)), &mut out);
+        e.handle(0, Input::Pass, &mut out);
+        e.handle(10, Input::submit(job(2, 1)), &mut out);
+        e.handle(20, Input::submit(job(3, 2)), &mut out);
+        e.handle(30, Input::submit(job(4, 3)), &mut out);
+        if !pending {
+            // a calculation whose tree is worked out (a job can start)
+            e.handle(700, Input::Complete { job: JobId(1), outcome: Outcome::Exited(0) }, &mut out);
+            e.handle(700, Input::Pass, &mut out);
+        } else {
+            // calculations made, their tree not worked out (nothing can start)
+            e.handle(600, Input::Pass, &mut out);
+        }
+        // the state as format 5 wrote it: every association's figures
+        let mut v = serde_json::to_value(e.snapshot()).unwrap();
+        let share = v["share"].as_object_mut().expect("the engine's fair-share state");
+        let tree = share.remove("tree").expect("its tree");
+        let rows: Vec<serde_json::Value> = tree["fairshare"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| serde_json::json!({ "raw_usage": 0.0, "norm_shares": 0.0, "norm_usage": 0.0, "effective_usage": 0.0, "level_fs": "inf", "fairshare": f }))
+            .collect();
+        share.insert("rows".into(), rows.into());
+        let text = serde_json::json!({ "engine": v, "ledger": {} }).to_string();
+        let up = upgrade(Stored::Snapshot, 5, &text).unwrap();
+        let mut restored = Engine::restore(serde_json::from_value(up["engine"].clone()).unwrap());
+        assert_eq!(restored.shares().unwrap().rows, e.shares().unwrap().rows, "pending {pending}: the same Fair Tree");
+        assert_eq!(restored.priority_factors(JobId(4)), e.priority_factors(JobId(4)), "pending {pending}");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (eng, out) in [(&mut e, &mut a), (&mut restored, &mut b)] {
+            for (at, j) in [(1000, 1), (2000, 3), (3000, 4)] {
+                eng.handle(at, Input::Complete { job: JobId(j), outcome: Outcome::Exited(0) }, out);
+                eng.handle(at, Input::Pass, out);
+            }
+        }
+        assert_eq!(a, b, "pending {pending}: the upgraded state decides as the original");
+        assert!(a.iter().any(|x| matches!(x, Effect::Start { .. })), "{a:?}");
+    }
+}

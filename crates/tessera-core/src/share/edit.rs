@@ -49,6 +49,7 @@ impl Engine {
                 s.usage[n.0 as usize] = old.usage[i];
             }
         }
+        s.scale = old.scale;
         s.last_calc = old.last_calc;
         s.jobs = old.jobs.clone();
         s.calculated();

@@ -19,7 +19,7 @@
 //! ([`super::Assoc::use_parent`]): such a user's LF is infinite; such an
 //! account's children compete among its parent's.
 
-use super::accounts::{AssocId, Accounts};
+use super::accounts::{Accounts, AssocId};
 use serde::{Deserialize, Serialize};
 
 /// One association's figures, as `sshare -l` shows them.
@@ -76,16 +76,14 @@ mod non_finite {
 
 /// The tree as Fair Tree walks it, worked out once per accounts table: each
 /// association's fair-share parent (an account with `Fairshare=parent` gives
-/// its children to the nearest ancestor without) and children, whose order
-/// is kept from one calculation to the next (usage changes little between
-/// two, so sorting them again costs little).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Shape {
+/// its children to the nearest ancestor without), its fair-share children
+/// (`kids`) and its children in the accounts table.
+#[derive(Clone, Debug, Default)]
+struct Shape {
     kids: Vec<Vec<AssocId>>,
+    children: Vec<Vec<u32>>,
     fs_parent: Vec<Option<AssocId>>,
     users: usize,
-    /// Per association: (Level FS, is a user), the sort key's values.
-    key: Vec<(f64, bool)>,
     /// Per association, fixed by the table: its parent, whether it is a user,
     /// whether it has `Fairshare=parent`, and its norm shares (its shares over
     /// its fair-share siblings').
@@ -100,7 +98,7 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
-    pub fn of(acc: &Accounts) -> Shape {
+    fn of(acc: &Accounts) -> Shape {
         let n = acc.assocs.len();
         let fs_parent: Vec<Option<AssocId>> = acc
             .assocs
@@ -114,11 +112,15 @@ impl Shape {
             })
             .collect();
         let mut kids: Vec<Vec<AssocId>> = vec![Vec::new(); n];
+        let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (i, a) in acc.assocs.iter().enumerate() {
-            if !(a.use_parent && !a.is_user()) {
+            if !a.use_parent || a.is_user() {
                 if let Some(p) = fs_parent[i] {
                     kids[p.0 as usize].push(AssocId(i as u32));
                 }
+            }
+            if let Some(p) = a.parent {
+                children[p.0 as usize].push(i as u32);
             }
         }
         let users = acc.assocs.iter().filter(|a| a.is_user()).count();
@@ -132,9 +134,9 @@ impl Shape {
         }
         Shape {
             kids,
+            children,
             fs_parent,
             users,
-            key: vec![(0.0, false); n],
             parent: acc.assocs.iter().map(|a| a.parent.map_or(u32::MAX, |p| p.0)).collect(),
             user: acc.assocs.iter().map(|a| a.is_user()).collect(),
             use_parent: acc.assocs.iter().map(|a| a.use_parent).collect(),
@@ -143,18 +145,253 @@ impl Shape {
             by_rank: (0..=users).map(|r| r as f64 / users as f64).collect(),
         }
     }
+}
 
-    /// Whether it was worked out for a table of this size.
+/// Fair Tree kept up to date as usage is charged. A charge changes the
+/// usage of one user association and of its ancestors only, so only the
+/// sibling groups under those are worked out again (each group's Level FS
+/// shares its parent's usage), kept sorted from one calculation to the next,
+/// and the users are ranked again only if one of those groups changed order
+/// or ties. What it holds is exactly what working out the whole tree on the
+/// same usage gives ([`fair_tree`]): the same sums in the same order, the
+/// same quotients (property test `an_updated_tree_is_the_tree_worked_out_afresh`).
+///
+/// Its state is the usage it was given and the factors it gave; the rest is
+/// worked out again from them when read back (the same figures).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(from = "TreeState", into = "TreeState")]
+pub(crate) struct Tree {
+    /// Per association: its own usage, as last given.
+    usage: Vec<f64>,
+    /// Per association: the fair-share factor (users only; 0 for accounts).
+    fairshare: Vec<f64>,
+    shape: Shape,
+    /// Per association: the usage of it and everything below it.
+    raw: Vec<f64>,
+    /// Per association: (Level FS, is a user), the sort key's values.
+    key: Vec<(f64, bool)>,
+    /// Whether `raw` and `key` are worked out (else the next update works
+    /// out all, from `usage`).
+    fitted: bool,
+    /// Scratch: the associations whose usage changed, and a mark per association.
+    changed: Vec<u32>,
+    mark: Vec<bool>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TreeState {
+    usage: Vec<f64>,
+    fairshare: Vec<f64>,
+}
+
+impl From<TreeState> for Tree {
+    fn from(s: TreeState) -> Tree {
+        Tree { usage: s.usage, fairshare: s.fairshare, ..Tree::default() }
+    }
+}
+
+impl From<Tree> for TreeState {
+    fn from(t: Tree) -> TreeState {
+        TreeState { usage: t.usage, fairshare: t.fairshare }
+    }
+}
+
+/// Two are equal if they were given the same usage and gave the same
+/// factors (the rest is worked out from these).
+impl PartialEq for Tree {
+    fn eq(&self, o: &Tree) -> bool {
+        self.usage == o.usage && self.fairshare == o.fairshare
+    }
+}
+
+impl Tree {
+    /// The tree of `acc` with no usage, worked out.
+    pub fn of(acc: &Accounts) -> Tree {
+        let mut t = Tree::default();
+        t.reshape(acc);
+        t.update(&[], None);
+        t
+    }
+
+    /// Made again for `acc` (the usage and factors kept if they fit it), to
+    /// be worked out again at the next update.
+    pub fn reshape(&mut self, acc: &Accounts) {
+        let n = acc.assocs.len();
+        let shape = Shape::of(acc);
+        if self.usage.len() != n {
+            self.usage = vec![0.0; n];
+        }
+        if self.fairshare.len() != n {
+            self.fairshare = vec![0.0; n];
+        }
+        self.key = shape.user.iter().map(|&u| (0.0, u)).collect();
+        self.shape = shape;
+        self.raw = vec![0.0; n];
+        self.mark = vec![false; n];
+        self.fitted = false;
+    }
+
+    /// Whether it was made for a table of this size.
     pub fn fits(&self, acc: &Accounts) -> bool {
-        self.fs_parent.len() == acc.assocs.len()
+        self.shape.fs_parent.len() == acc.assocs.len()
+    }
+
+    /// A user association's fair-share factor (0 for an account).
+    pub fn fairshare(&self, a: usize) -> f64 {
+        self.fairshare.get(a).copied().unwrap_or(0.0)
+    }
+
+    /// The usage it was last given.
+    pub fn usage(&self) -> &[f64] {
+        &self.usage
+    }
+
+    #[cfg(test)]
+    pub fn set_fairshare(&mut self, a: usize, v: f64) {
+        self.fairshare[a] = v;
+    }
+
+    /// `usage` is each association's own usage (only user associations are
+    /// charged; an account's usage is its subtree's); since the last update
+    /// it changed for the associations in `changed` only (any order, repeats
+    /// allowed; None: any may have). Missing entries are 0.
+    pub fn update(&mut self, usage: &[f64], changed: Option<&[u32]>) {
+        let n = self.usage.len();
+        let mut list = std::mem::take(&mut self.changed);
+        list.clear();
+        let mut take = |i: usize| {
+            let u = usage.get(i).copied().unwrap_or(0.0);
+            if u.to_bits() != self.usage[i].to_bits() {
+                self.usage[i] = u;
+                list.push(i as u32);
+            }
+        };
+        match changed {
+            Some(c) => c.iter().filter(|&&a| (a as usize) < n).for_each(|&a| take(a as usize)),
+            None => (0..n).for_each(take),
+        }
+        if self.fitted {
+            // those charged and their ancestors
+            let k = list.len();
+            for i in 0..k {
+                let mut a = self.shape.parent[list[i] as usize];
+                while a != u32::MAX && !self.mark[a as usize] {
+                    self.mark[a as usize] = true;
+                    list.push(a);
+                    a = self.shape.parent[a as usize];
+                }
+            }
+            for &a in &list[k..] {
+                self.mark[a as usize] = false;
+            }
+            // parents come before their children in the table
+            list.sort_unstable_by(|a, b| b.cmp(a));
+            list.dedup();
+        } else {
+            list.clear();
+            list.extend((0..n as u32).rev());
+        }
+        // each subtree's usage, its children's added last to first
+        for &a in &list {
+            let a = a as usize;
+            let mut sum = self.usage[a];
+            for &c in self.shape.children[a].iter().rev() {
+                sum += self.raw[c as usize];
+            }
+            self.raw[a] = sum;
+        }
+        // a group's Level FS changes with its parent's usage
+        let mut moved = !self.fitted;
+        for &a in &list {
+            if !self.shape.kids[a as usize].is_empty() {
+                moved |= self.level(a as usize);
+            }
+        }
+        self.changed = list;
+        self.fitted = true;
+        if moved && self.shape.users > 0 {
+            let users = self.shape.users;
+            let mut walk = Walk { tree: self, rank: users, untied: users };
+            walk.visit(AssocId(0), false);
+        }
+    }
+
+    /// The Level FS of `p`'s fair-share children, in order again; whether
+    /// their order or their ties changed.
+    fn level(&mut self, p: usize) -> bool {
+        let kids = std::mem::take(&mut self.shape.kids[p]);
+        let usage = self.raw[p];
+        let order = |key: &[(f64, bool)], a: &AssocId, b: &AssocId| {
+            let (ka, kb) = (key[a.0 as usize], key[b.0 as usize]);
+            // highest first, users before accounts, then declaration order
+            kb.0.total_cmp(&ka.0).then(kb.1.cmp(&ka.1)).then(a.cmp(b))
+        };
+        let mut moved = false;
+        let mut before = 0.0;
+        for (i, &k) in kids.iter().enumerate() {
+            let k = k.0 as usize;
+            let effective = if usage > 0.0 { self.raw[k] / usage } else { 0.0 };
+            let ns = self.shape.norm_shares[k];
+            let lf = if self.shape.use_parent[k] {
+                f64::INFINITY
+            } else if ns == 0.0 {
+                0.0
+            } else {
+                ns / effective
+            };
+            let old = std::mem::replace(&mut self.key[k].0, lf);
+            if i > 0 {
+                let prev = kids[i - 1];
+                let prev_lf = self.key[prev.0 as usize].0;
+                moved |= (before == old) != (prev_lf == lf) || order(&self.key, &prev, &kids[i]).is_ge();
+            }
+            before = old;
+        }
+        let mut kids = kids;
+        if moved {
+            kids.sort_by(|a, b| order(&self.key, a, b));
+        }
+        self.shape.kids[p] = kids;
+        moved
+    }
+
+    /// Every association's figures, as `sshare -l` shows them (all but the
+    /// norm usage, [`with_norm_usage`]).
+    pub fn rows(&self) -> Vec<FsRow> {
+        let s = &self.shape;
+        let mut rows: Vec<FsRow> = self.raw.iter().zip(&self.fairshare).map(|(&raw_usage, &fairshare)| FsRow { raw_usage, fairshare, ..FsRow::default() }).collect();
+        // ancestors come first, so a parent's own figures are known before its children's
+        for p in 0..rows.len() {
+            let usage = rows[p].raw_usage;
+            let parent_shares = rows[p].norm_shares;
+            for k in &s.kids[p] {
+                let k = k.0 as usize;
+                let r = &mut rows[k];
+                r.effective_usage = if usage > 0.0 { r.raw_usage / usage } else { 0.0 };
+                // one with Fairshare=parent shows the shares it defers to
+                r.norm_shares = if s.use_parent[k] { parent_shares } else { s.norm_shares[k] };
+                r.level_fs = self.key[k].0;
+            }
+        }
+        for &i in &s.parent_accounts {
+            let i = i as usize;
+            let p = s.fs_parent[i].map_or(0, |q| q.0 as usize);
+            let parent_usage = if s.parent[i] == u32::MAX { 0.0 } else { rows[s.parent[i] as usize].raw_usage };
+            rows[i].norm_shares = rows[p].norm_shares;
+            rows[i].effective_usage = if parent_usage > 0.0 { rows[i].raw_usage / parent_usage } else { 0.0 };
+            rows[i].level_fs = f64::NAN;
+        }
+        rows
     }
 }
 
 /// Fair Tree over the accounts, from each association's own usage (only user
 /// associations are charged; an account's usage is its subtree's).
 pub fn fair_tree(acc: &Accounts, own_usage: &[f64]) -> Vec<FsRow> {
-    let mut rows = Vec::new();
-    fair_tree_into(acc, &mut Shape::of(acc), own_usage, &mut rows);
+    let mut tree = Tree::default();
+    tree.reshape(acc);
+    tree.update(own_usage, None);
+    let mut rows = tree.rows();
     with_norm_usage(&mut rows);
     rows
 }
@@ -168,95 +405,33 @@ pub(crate) fn with_norm_usage(rows: &mut [FsRow]) {
     }
 }
 
-/// [`fair_tree`] into `rows`, with the tree's shape worked out before, all
-/// but the norm usage ([`with_norm_usage`]).
-pub(crate) fn fair_tree_into(acc: &Accounts, shape: &mut Shape, own_usage: &[f64], rows: &mut Vec<FsRow>) {
-    let n = acc.assocs.len();
-    rows.clear();
-    rows.extend((0..n).map(|i| FsRow { raw_usage: own_usage.get(i).copied().unwrap_or(0.0), ..FsRow::default() }));
-    // parents come before their children: add each subtree's usage upwards
-    for i in (1..n).rev() {
-        let p = shape.parent[i];
-        if p != u32::MAX {
-            let u = rows[i].raw_usage;
-            rows[p as usize].raw_usage += u;
-        }
-    }
-    // ancestors come first, so a parent's own figures are known before its children's
-    for p in 0..n {
-        let group = &shape.kids[p];
-        if group.is_empty() {
-            continue;
-        }
-        let usage = rows[p].raw_usage;
-        let parent_shares = rows[p].norm_shares;
-        for k in group {
-            let k = k.0 as usize;
-            let r = &mut rows[k];
-            r.effective_usage = if usage > 0.0 { r.raw_usage / usage } else { 0.0 };
-            if shape.use_parent[k] {
-                // it shows the shares it defers to, and ranks first
-                r.norm_shares = parent_shares;
-                r.level_fs = f64::INFINITY;
-                continue;
-            }
-            r.norm_shares = shape.norm_shares[k];
-            r.level_fs = if r.norm_shares == 0.0 { 0.0 } else { r.norm_shares / r.effective_usage };
-        }
-    }
-    for &i in &shape.parent_accounts {
-        let i = i as usize;
-        let p = shape.fs_parent[i].map_or(0, |q| q.0 as usize);
-        let parent_usage = if shape.parent[i] == u32::MAX { 0.0 } else { rows[shape.parent[i] as usize].raw_usage };
-        rows[i].norm_shares = rows[p].norm_shares;
-        rows[i].effective_usage = if parent_usage > 0.0 { rows[i].raw_usage / parent_usage } else { 0.0 };
-        rows[i].level_fs = f64::NAN;
-    }
-    if shape.users > 0 {
-        for (i, k) in shape.key.iter_mut().enumerate() {
-            *k = (rows[i].level_fs, shape.user[i]);
-        }
-        let users = shape.users;
-        let mut walk = Walk { shape, rank: users, untied: users, rows };
-        walk.visit(AssocId(0), false);
-    }
-}
-
 struct Walk<'a> {
-    shape: &'a mut Shape,
+    tree: &'a mut Tree,
     /// The rank the last user got (a user tied with it gets it too).
     rank: usize,
     /// The rank the next untied user gets: one less for every user ranked.
     untied: usize,
-    rows: &'a mut [FsRow],
 }
 
 impl Walk<'_> {
-    /// Rank the users below `p`, highest Level FS first; `tied`: `p` has the
-    /// Level FS of the sibling ranked before it.
+    /// Rank the users below `p` (its fair-share children are in order);
+    /// `tied`: `p` has the Level FS of the sibling ranked before it.
     fn visit(&mut self, p: AssocId, tied: bool) {
-        let mut kids = std::mem::take(&mut self.shape.kids[p.0 as usize]);
-        let key = &self.shape.key;
-        // highest first, users before accounts, then declaration order: one
-        // order whatever the order before
-        kids.sort_by(|a, b| {
-            let (ka, kb) = (key[a.0 as usize], key[b.0 as usize]);
-            kb.0.total_cmp(&ka.0).then(kb.1.cmp(&ka.1)).then(a.cmp(b))
-        });
+        let kids = std::mem::take(&mut self.tree.shape.kids[p.0 as usize]);
         for (i, &k) in kids.iter().enumerate() {
-            let (lf, user) = self.shape.key[k.0 as usize];
-            let tied = if i == 0 { tied } else { lf == self.shape.key[kids[i - 1].0 as usize].0 };
+            let (lf, user) = self.tree.key[k.0 as usize];
+            let tied = if i == 0 { tied } else { lf == self.tree.key[kids[i - 1].0 as usize].0 };
             if user {
                 if !tied {
                     self.rank = self.untied;
                 }
-                self.rows[k.0 as usize].fairshare = self.shape.by_rank[self.rank];
+                self.tree.fairshare[k.0 as usize] = self.tree.shape.by_rank[self.rank];
                 self.untied -= 1;
             } else {
                 self.visit(k, tied);
             }
         }
-        self.shape.kids[p.0 as usize] = kids;
+        self.tree.shape.kids[p.0 as usize] = kids;
     }
 }
 
@@ -332,6 +507,56 @@ mod tests {
             assert!(close(r.effective_usage, eu), "{who} EffectvUsage {} != {eu}", r.effective_usage);
             assert!(close(r.level_fs, lf), "{who} LevelFS {} != {lf}", r.level_fs);
             assert!(close(r.fairshare, fs), "{who} FairShare {} != {fs}", r.fairshare);
+        }
+    }
+
+    proptest::proptest! {
+        /// A tree updated charge after charge (told which associations were
+        /// charged, or not told) holds what working out the whole tree on
+        /// the same usage gives, bit for bit: every factor, Level FS and
+        /// usage. Trees with `Fairshare=parent` accounts and users, no
+        /// shares, and usage from a few values (so Level FS ties).
+        #[test]
+        fn an_updated_tree_is_the_tree_worked_out_afresh(
+            accounts in proptest::collection::vec((0usize..8, 0u32..4, 0u32..6), 0..7),
+            users in proptest::collection::vec((0usize..8, 0u32..4, 0u32..6), 1..14),
+            charges in proptest::collection::vec(proptest::collection::vec((0usize..14, 0usize..6), 0..5), 1..25),
+            told in proptest::collection::vec(proptest::bool::weighted(0.85), 25),
+        ) {
+            let mut acc = Accounts::new();
+            let mut names = vec!["root".to_string()];
+            for (i, &(parent, shares, up)) in accounts.iter().enumerate() {
+                let parent = AssocId(acc.account(&names[parent % names.len()]).unwrap().0);
+                let name = format!("a{i}");
+                acc.push(Assoc { account: name.clone(), user: None, parent: Some(parent), shares, use_parent: up == 0, limits: Limits::default(), qos: Vec::new(), default_qos: None });
+                names.push(name);
+            }
+            let mut ids = Vec::new();
+            for (i, &(parent, shares, up)) in users.iter().enumerate() {
+                let account = names[parent % names.len()].clone();
+                let parent = acc.account(&account).unwrap();
+                ids.push(acc.push(Assoc { account, user: Some(format!("u{i}")), parent: Some(parent), shares, use_parent: up == 0, limits: Limits::default(), qos: Vec::new(), default_qos: None }).0);
+            }
+            const AMOUNTS: [f64; 6] = [1.0, 2.0, 0.5, 3.0, 1.0 / 3.0, 10.0];
+            let mut usage = vec![0.0; acc.assocs.len()];
+            let mut tree = Tree::of(&acc);
+            for (step, batch) in charges.iter().enumerate() {
+                let mut charged = Vec::new();
+                for &(u, amount) in batch {
+                    let a = ids[u % ids.len()];
+                    usage[a as usize] += AMOUNTS[amount];
+                    charged.push(a);
+                }
+                tree.update(&usage, told[step].then_some(&charged[..]));
+                let afresh = fair_tree(&acc, &usage);
+                let mut rows = tree.rows();
+                with_norm_usage(&mut rows);
+                for (i, (a, b)) in rows.iter().zip(&afresh).enumerate() {
+                    for (what, x, y) in [("fairshare", a.fairshare, b.fairshare), ("level FS", a.level_fs, b.level_fs), ("usage", a.raw_usage, b.raw_usage), ("norm shares", a.norm_shares, b.norm_shares), ("effective usage", a.effective_usage, b.effective_usage)] {
+                        proptest::prop_assert_eq!(x.to_bits(), y.to_bits(), "step {} association {} {}: {} updated, {} afresh", step, i, what, x, y);
+                    }
+                }
+            }
         }
     }
 

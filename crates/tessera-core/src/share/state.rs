@@ -15,7 +15,7 @@
 //! factor, to its user association.
 
 use super::accounts::{Accounts, Ticket};
-use super::fairtree::{fair_tree_into, with_norm_usage, FsRow, Shape};
+use super::fairtree::{fair_tree, FsRow, Tree};
 use super::priority::{Factors, PriorityConfig, PriorityKind};
 use crate::cluster::{CanonicalUnit, Cluster};
 use crate::job::JobIdx;
@@ -90,6 +90,17 @@ fn is_zero(x: &u32) -> bool {
     *x == 0
 }
 
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
+}
+
+/// Below this, `scale` is folded into the usage.
+const SMALLEST_SCALE: f64 = 1e-150;
+
 impl JobShare {
     /// Whether `next`, right after this job in the queue, stays after it
     /// whatever the calculation: same tier, association and fixed factors,
@@ -113,10 +124,16 @@ pub(crate) struct Sharing {
     pub accounts: Accounts,
     pub cfg: PriorityConfig,
     pub facts: MachineFacts,
-    /// By association: usage charged to it (user associations only).
+    /// By association: usage charged to it (user associations only), over
+    /// `scale`: decayed to the last calculation, it is `usage × scale`.
+    /// Decay scales every usage alike, so it is applied to `scale` alone
+    /// (and folded into `usage` when `scale` gets small; a state written
+    /// before `scale` existed holds the decayed usage, and `scale` 1).
     pub usage: Vec<f64>,
-    /// Fair Tree at the last calculation.
-    pub rows: Vec<FsRow>,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: f64,
+    /// Fair Tree at the last calculation whose tree was worked out.
+    pub tree: Tree,
     /// The instant of the last calculation.
     pub last_calc: Option<Time>,
     /// By job slot.
@@ -132,16 +149,18 @@ pub(crate) struct Sharing {
     pub stale: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     calc_usage: Vec<f64>,
+    /// The associations charged since the last calculation, and those whose
+    /// `calc_usage` changed since the tree was worked out (`tracked` false,
+    /// as after a read back: not known, every one is looked at).
+    #[serde(skip)]
+    since_calc: Vec<u32>,
+    #[serde(skip)]
+    for_tree: Vec<u32>,
+    #[serde(skip)]
+    tracked: bool,
     /// The calculation the tree and the queued jobs' priorities are as of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree_at: Option<Time>,
-    /// The tree as Fair Tree walks it (worked out again after a restore).
-    #[serde(skip)]
-    shape: Shape,
-    /// Usage was charged since the last Fair Tree (decay alone changes no
-    /// rank: it scales every usage alike).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    charged: bool,
     /// The last charge's seconds and their decay (most are a whole period).
     #[serde(skip)]
     pow_cache: (Time, f64),
@@ -160,10 +179,9 @@ pub(crate) struct Sharing {
 impl Sharing {
     pub fn new(accounts: Accounts, cfg: PriorityConfig, facts: MachineFacts) -> Sharing {
         let usage = vec![0.0; accounts.assocs.len()];
-        let mut shape = Shape::of(&accounts);
-        let mut rows = Vec::new();
-        fair_tree_into(&accounts, &mut shape, &usage, &mut rows);
-        Sharing { accounts, cfg, facts, usage, rows, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), tree_at: None, shape, charged: false, pow_cache: (-1, 1.0), scratch: Vec::new(), max_qos: 0, epoch: 0 }.with_max_qos()
+        let tree = Tree::of(&accounts);
+        let s = Sharing { accounts, cfg, facts, usage, scale: 1.0, tree, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), since_calc: Vec::new(), for_tree: Vec::new(), tracked: false, tree_at: None, pow_cache: (-1, 1.0), scratch: Vec::new(), max_qos: 0, epoch: 0 };
+        s.with_max_qos()
     }
 
     fn with_max_qos(mut self) -> Sharing {
@@ -200,14 +218,23 @@ impl Sharing {
     /// Decay every association's usage to `at` (from the last calculation).
     pub fn decay_to(&mut self, at: Time) {
         if let Some(last) = self.last_calc {
-            let d = self.cfg.decay(at - last);
-            if d != 1.0 {
+            self.scale *= self.cfg.decay(at - last);
+            if self.scale < SMALLEST_SCALE {
+                // folded in: every usage changes (a tree worked out from the
+                // usage before stays as it was until the next calculation)
                 for u in &mut self.usage {
-                    *u *= d;
+                    *u *= self.scale;
                 }
+                self.scale = 1.0;
+                self.tracked = false;
             }
         }
         self.last_calc = Some(at);
+    }
+
+    /// Each association's usage decayed to the last calculation.
+    pub fn decayed(&self) -> impl Iterator<Item = f64> + '_ {
+        self.usage.iter().map(|u| u * self.scale)
     }
 
     /// Charge `secs` more seconds of a job's run at `rate` (units per second),
@@ -224,14 +251,25 @@ impl Sharing {
             self.pow_cache = (secs, self.cfg.decay_per_second().powf(secs as f64));
         }
         let add = secs as f64 * self.pow_cache.1 * rate * factor * later;
-        self.charged |= add != 0.0;
-        self.usage[t.assoc.0 as usize] += add;
+        if add != 0.0 {
+            self.usage[t.assoc.0 as usize] += add / self.scale;
+            self.since_calc.push(t.assoc.0);
+        }
     }
 
     /// The calculation at `last_calc` is made: its usage is kept for Fair
     /// Tree, which runs when the order is next needed ([`Sharing::refresh_tree`]).
     pub fn calculated(&mut self) {
-        self.calc_usage.clone_from(&self.usage);
+        if self.tracked && self.calc_usage.len() == self.usage.len() {
+            for &a in &self.since_calc {
+                self.calc_usage[a as usize] = self.usage[a as usize];
+            }
+            self.for_tree.extend_from_slice(&self.since_calc);
+        } else {
+            self.calc_usage.clone_from(&self.usage);
+            self.for_tree.clear();
+        }
+        self.since_calc.clear();
         self.stale = true;
     }
 
@@ -240,15 +278,14 @@ impl Sharing {
         if !self.stale {
             return;
         }
-        if !self.shape.fits(&self.accounts) {
-            self.shape = Shape::of(&self.accounts);
-            self.charged = true;
+        if !self.tree.fits(&self.accounts) {
+            self.tree.reshape(&self.accounts);
         }
         // decay alone scales every usage alike and changes no rank
-        if self.charged {
-            fair_tree_into(&self.accounts, &mut self.shape, &self.calc_usage, &mut self.rows);
-            self.charged = false;
-        }
+        let changed = if self.tracked { Some(&self.for_tree[..]) } else { None };
+        self.tree.update(&self.calc_usage, changed);
+        self.for_tree.clear();
+        self.tracked = true;
         self.stale = false;
         self.tree_at = self.last_calc;
         self.epoch = self.epoch.wrapping_add(1);
@@ -304,15 +341,8 @@ impl Sharing {
     /// (worked out now if the engine has not needed it yet), each
     /// association's raw usage as it stands (subtrees added up).
     pub fn view(&self) -> Vec<FsRow> {
-        let mut rows = if self.stale {
-            let mut rows = Vec::new();
-            fair_tree_into(&self.accounts, &mut Shape::of(&self.accounts), &self.calc_usage, &mut rows);
-            rows
-        } else {
-            self.rows.clone()
-        };
-        with_norm_usage(&mut rows);
-        let mut raw = self.usage.clone();
+        let mut rows = fair_tree(&self.accounts, if self.stale { &self.calc_usage } else { self.tree.usage() });
+        let mut raw: Vec<f64> = self.decayed().collect();
         for i in (1..raw.len()).rev() {
             if let Some(p) = self.accounts.assocs[i].parent {
                 raw[p.0 as usize] += raw[i];
@@ -331,7 +361,7 @@ impl Sharing {
         let (fs, qos, nice) = match ticket.filter(|t| self.accounts.valid(t)) {
             Some(t) => {
                 let q = if self.max_qos == 0 { 0.0 } else { self.accounts.qos(t.qos).priority as f64 / self.max_qos as f64 };
-                (self.rows[t.assoc.0 as usize].fairshare, q, t.nice)
+                (self.tree.fairshare(t.assoc.0 as usize), q, t.nice)
             }
             None => (0.0, 0.0, 0),
         };
@@ -351,7 +381,7 @@ impl Sharing {
     /// (the sum [`PriorityConfig::combine`] makes, in the same order).
     pub fn priority_at(&self, j: &JobShare, at: Time) -> u32 {
         let w = &self.cfg.weights;
-        let fs = j.assoc.map_or(0.0, |a| self.rows[a as usize].fairshare);
+        let fs = j.assoc.map_or(0.0, |a| self.tree.fairshare(a as usize));
         let sum = w.age as f64 * self.cfg.age_factor(at, j.since) + w.fairshare as f64 * fs + j.fixed;
         sum.clamp(1.0, u32::MAX as f64) as u32
     }
@@ -412,7 +442,7 @@ mod tests {
             let mut s = Sharing::new(acc, cfg, facts);
             let users: Vec<AssocId> = s.accounts.users().collect();
             let share = |s: &mut Sharing, of: &[u32]| for (u, sh) in users.iter().zip(of) {
-                s.rows[u.0 as usize].fairshare = *sh as f64 / 3.0;
+                s.tree.set_fairshare(u.0 as usize, *sh as f64 / 3.0);
             };
             share(&mut s, &before);
             (s.tree_at, s.epoch) = (Some(at0), 1);
