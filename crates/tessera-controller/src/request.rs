@@ -336,7 +336,8 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
             m.div_ceil(per_node_procs as u64)
         }
         (None, Some((v, l))) => parse_mem_mib("--mem-per-cpu", v).map_err(|e| at(e, l))?,
-        (None, None) => 0,
+        // the partition's DefMemPerCPU
+        (None, None) => part.def_mem_per_cpu_mb,
     };
     let max_gpus = part.nodes.iter().map(|&n| cluster.nodes[n].gpus).max().unwrap_or(0);
     let gpus_per_node = match (get("--gpus"), get("--gpus-per-node")) {

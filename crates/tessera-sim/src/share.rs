@@ -41,7 +41,8 @@ impl SimSharing {
     /// (counted as skipped, `over_limit`), with their tickets.
     pub fn drop_never_met(&mut self, w: &mut crate::Workload) {
         let Some(book) = tessera_core::share::never_met_checker(&self.accounts) else { return };
-        let keep: Vec<bool> = w.jobs.iter().zip(&self.tickets).map(|(j, t)| book(t, j.procs, j.mem_per_proc_mb, j.estimate).is_none()).collect();
+        // the memory a job asks on this machine (its partition's default if the trace gives none)
+        let keep: Vec<bool> = w.jobs.iter().zip(&self.tickets).map(|(j, t)| book(t, j.procs, w.machine.spec(j).mem_per_proc_mb, j.estimate).is_none()).collect();
         let dropped = keep.iter().filter(|k| !**k).count();
         if dropped == 0 {
             return;

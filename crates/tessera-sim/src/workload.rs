@@ -110,15 +110,21 @@ impl Machine {
         }
     }
 
-    /// What a trace job asks of this machine: its partition and, since SWF has
-    /// no GPU field, its partition's `default_gpus_per_node`.
+    /// What a trace job asks of this machine: its partition; since SWF has
+    /// no GPU field, its partition's `default_gpus_per_node`; and its
+    /// requested memory, or the partition's `def_mem_per_cpu` if it gives
+    /// none.
     pub fn spec(&self, j: &TraceJob) -> JobSpec {
         let partition = self.partition_of(j);
-        let gpus_per_node = match self {
-            Machine::Cluster { cluster, .. } => cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)].default_gpus_per_node,
-            Machine::Pool(_) | Machine::Power(_) => 0,
+        let spec = spec_of(j);
+        let (gpus_per_node, mem_per_proc_mb) = match self {
+            Machine::Cluster { cluster, .. } => {
+                let p = &cluster.partitions[partition.map_or(cluster.default_partition_index(), |p| p as usize)];
+                (p.default_gpus_per_node, if spec.mem_per_proc_mb == 0 { p.def_mem_per_cpu_mb } else { spec.mem_per_proc_mb })
+            }
+            Machine::Pool(_) | Machine::Power(_) => (0, spec.mem_per_proc_mb),
         };
-        JobSpec { partition, gpus_per_node, ..spec_of(j) }
+        JobSpec { partition, gpus_per_node, mem_per_proc_mb, ..spec }
     }
 }
 

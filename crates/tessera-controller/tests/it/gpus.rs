@@ -54,3 +54,16 @@ fn gpu_requests_reach_the_allocation_and_the_record() {
         assert!(r.allocations.iter().all(|a| a.gpus == per_node), "{opts:?}: {:?}", r.allocations);
     }
 }
+
+/// A live job that gives neither `--mem` nor `--mem-per-cpu` asks its
+/// partition's `def_mem_per_cpu` (Slurm's DefMemPerCPU) per processor; one
+/// that gives either asks what it gives.
+#[test]
+fn a_job_without_memory_asks_its_partitions_default() {
+    let c = Cluster::from_toml(&CLUSTER.replace("default_gpus_per_node = 1", "def_mem_per_cpu = \"3G\""), "mem.toml").unwrap();
+    for (opts, want) in [(&[("-n", "2")][..], 3072), (&[("-n", "2"), ("--mem-per-cpu", "1G")][..], 1024), (&[("-n", "2"), ("--mem", "8G")][..], 4096)] {
+        assert_eq!(validate(&request(opts), &c, 3600).unwrap().mem_per_proc_mb, want, "{opts:?}");
+    }
+    let c = Cluster::from_toml(CLUSTER, "gpu.toml").unwrap();
+    assert_eq!(validate(&request(&[("-n", "2")]), &c, 3600).unwrap().mem_per_proc_mb, 0, "no default: none");
+}

@@ -185,6 +185,7 @@ struct RawPartition {
     oversubscribe: Option<i64>,
     swf_queue: Option<i64>,
     default_gpus_per_node: Option<i64>,
+    def_mem_per_cpu: Option<RawMemory>,
 }
 
 #[derive(Deserialize)]
@@ -501,6 +502,26 @@ default = true
         let pn = p.nodeset.as_ref().unwrap();
         assert_eq!(pn.to_string(), "ONEOF:FEATURE:switchA,switchB");
         assert_eq!((pn.optional, pn.priority, pn.tolerance), (true, crate::SetPriority::MinLoss, None), "site options, no tolerance for FEATURE");
+    }
+
+    #[test]
+    fn a_partitions_default_memory_per_cpu_is_read_and_checked() {
+        const MEM: &str = "[[nodetype]]\nname = \"std\"\nnodes = \"n[1-4]\"\ncores = 8\nmemory = \"32G\"\n\n[[nodetype]]\nname = \"big\"\nnodes = \"b[1-2]\"\ncores = 8\nmemory = \"256G\"\n\n[[partition]]\nname = \"batch\"\nnodetypes = [\"std\", \"big\"]\ndef_mem_per_cpu = \"2G\"\n";
+        let c = Cluster::from_toml(MEM, "m.toml").unwrap();
+        assert_eq!(c.partitions[0].def_mem_per_cpu_mb, 2048);
+        assert_eq!(Cluster::from_toml(&MEM.replace("\"2G\"", "4096"), "m.toml").unwrap().partitions[0].def_mem_per_cpu_mb, 4096, "MiB as a number");
+        assert_eq!(Cluster::from_toml(&MEM.replace("def_mem_per_cpu = \"2G\"\n", ""), "m.toml").unwrap().partitions[0].def_mem_per_cpu_mb, 0, "none by default");
+        for (from, to, want) in [
+            ("\"2G\"", "\"300G\"", "m.toml:16: `partition[0].def_mem_per_cpu`: at most 262144M (the largest node of the partition: a one-processor job must fit), found 307200M"),
+            ("\"2G\"", "\"2 apples\"", "`partition[0].def_mem_per_cpu`: expected a size such as \"512M\""),
+            ("def_mem", "allocation = \"exclusive\"\ndef_mem", "`partition[0].def_mem_per_cpu`: an exclusive partition's jobs hold their nodes whole; leave it out"),
+        ] {
+            let e = Cluster::from_toml(&MEM.replace(from, to), "m.toml").unwrap_err().to_string();
+            assert!(e.contains(want), "{to}:\n got  {e}\n want {want}");
+        }
+        let none = MEM.replace("memory = \"32G\"\n", "").replace("memory = \"256G\"\n", "");
+        let e = Cluster::from_toml(&none, "m.toml").unwrap_err().to_string();
+        assert!(e.contains("`partition[0].def_mem_per_cpu`: the partition's nodes track no memory"), "{e}");
     }
 
     #[test]

@@ -177,6 +177,16 @@ pub struct Partition {
     /// submitted without `--gpus`/`--gpus-per-node`. (A job of an exclusive
     /// partition holds every GPU of its nodes.)
     pub default_gpus_per_node: u32,
+    /// Memory (MiB) a job of a shared partition asks per processor when it
+    /// does not say (Slurm's DefMemPerCPU): a live job submitted without
+    /// `--mem` or `--mem-per-cpu`, a trace job without a requested memory
+    /// (SWF field 10 is -1). 0: such a job asks none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub def_mem_per_cpu_mb: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 fn one() -> u32 {
@@ -209,6 +219,7 @@ impl Partition {
             oversubscribe: 1,
             swf_queue: None,
             default_gpus_per_node: 0,
+            def_mem_per_cpu_mb: 0,
         }
     }
 }

@@ -290,6 +290,33 @@ fn gpu_jobs_are_held_billed_and_counted_in_gpu_units() {
     }
 }
 
+/// A trace job that requests no memory (SWF field 10 is -1) asks its
+/// partition's `def_mem_per_cpu` per processor: on a node of 8 cores and 17 GB
+/// with a default of 4 GB, four one-processor jobs run at once and the fifth
+/// waits for one to end; without the default all five run at once. A job
+/// whose trace gives its memory asks that instead (1 GB: EASY backfills it
+/// into the gigabyte left).
+#[test]
+fn a_trace_job_without_memory_asks_its_partitions_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.swf");
+    let mut swf = String::from("; MaxProcs: 8\n");
+    for i in 1..=5 {
+        swf.push_str(&format!("{i} 0 -1 100 1 -1 -1 1 100 -1 1 1 1 -1 1 -1 -1 -1\n"));
+    }
+    // job 6 asks 1 GB per processor (field 10, KB)
+    swf.push_str("6 0 -1 100 1 -1 -1 1 100 1048576 1 1 1 -1 1 -1 -1 -1\n");
+    std::fs::write(&trace, swf).unwrap();
+    for (default, want) in [("def_mem_per_cpu = \"4G\"\n", [0, 0, 0, 0, 100, 0]), ("", [0; 6])] {
+        let cluster = dir.path().join("c.toml");
+        std::fs::write(&cluster, format!("[[nodetype]]\nname = \"n\"\nnodes = \"n1\"\ncores = 8\nmemory = \"17G\"\n\n[[partition]]\nname = \"batch\"\nnodetypes = [\"n\"]\n{default}")).unwrap();
+        let out = dir.path().join("out.swf");
+        ok(&["sim", "run", "--trace", trace.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--policy", "easy", "--swf-out", out.to_str().unwrap()]);
+        let waits: Vec<i64> = std::fs::read_to_string(&out).unwrap().lines().filter(|l| !l.starts_with(';')).map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap()).collect();
+        assert_eq!(waits, want, "{default}");
+    }
+}
+
 /// `tessera acct` alone reads `./tessera-state`'s store, as `tessera queue`
 /// and `tessera nodes` use that directory; `--starttime` after `--endtime` is
 /// refused, not an empty listing.

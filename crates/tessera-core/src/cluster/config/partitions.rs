@@ -86,6 +86,24 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
                 return Err(src.err(at("default_gpus_per_node"), key("default_gpus_per_node"), format!("expected 0..={fewest_gpus} (the fewest GPUs of a node in the partition), found {g}")))
             }
         };
+        let largest_memory = members.iter().map(|&n| nodes[n].memory_mb).max().unwrap();
+        let def_mem_per_cpu_mb = match &p.def_mem_per_cpu {
+            None => 0,
+            Some(m) => {
+                let bad = |m: String| src.err(at("def_mem_per_cpu"), key("def_mem_per_cpu"), m);
+                let mb = memory_mb(m).map_err(bad)?;
+                if exclusive {
+                    return Err(bad("an exclusive partition's jobs hold their nodes whole; leave it out".into()));
+                }
+                if largest_memory == 0 {
+                    return Err(bad("the partition's nodes track no memory (give their node types a `memory`)".into()));
+                }
+                if mb > largest_memory {
+                    return Err(bad(format!("at most {largest_memory}M (the largest node of the partition: a one-processor job must fit), found {mb}M")));
+                }
+                mb
+            }
+        };
         let canonical_unit = match &p.canonical_unit {
             None if has_gpus => CanonicalUnit::GPU,
             None => CanonicalUnit::CPU,
@@ -159,6 +177,7 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
             oversubscribe,
             swf_queue: p.swf_queue,
             default_gpus_per_node,
+            def_mem_per_cpu_mb,
         });
     }
     if partitions.iter().filter(|p| p.default).count() > 1 {
