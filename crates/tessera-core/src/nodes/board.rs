@@ -567,7 +567,9 @@ impl Board {
             } else {
                 0
             }
-        } else if d.mem_per_proc == 0 || ns.mem == 0 {
+        } else if d.mem_per_proc == 0 || ns.mem == 0 || fc as u64 * d.mem_per_proc <= fm {
+            // memory for every free core (no division: most nodes of a busy
+            // machine have no core free, or memory to spare)
             fc
         } else {
             fc.min((fm / d.mem_per_proc).min(u32::MAX as u64) as u32)

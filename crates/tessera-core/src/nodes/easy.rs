@@ -23,7 +23,7 @@ impl NodeEngine {
         // and GPUs allow there (without node sets, the board places the head as
         // soon as the sum reaches its need)
         let units = |free: &Free, n: u32| {
-            if member[n as usize] && usable[n as usize] {
+            if free.cores[n as usize] > 0 && member[n as usize] && usable[n as usize] {
                 board.usable(d, free, n) as u64
             } else {
                 0
@@ -110,23 +110,23 @@ impl NodeEngine {
             .as_slice()
             .first()
             .is_some_and(|r| r.expected_end < now);
-        let shadow = match self.shadow_cache {
-            Some((v, h, shadow)) if v == self.version && h == head && !overdue => shadow,
+        let (shadow, mut extra_now) = match self.shadow_cache {
+            Some((v, h, shadow, extra_now)) if v == self.version && h == head && !overdue => (shadow, extra_now),
             _ => {
                 let mut scratch = std::mem::take(&mut self.scratch);
                 let (shadow, reserved) = self.shadow(now, head, head_need, &mut scratch);
                 self.scratch = scratch;
                 self.extra.copy_from(&self.scratch);
                 self.extra.take(&reserved);
-                self.shadow_cache = Some((self.version, head, shadow));
-                shadow
+                // the extra cores usable now: free now and not needed by the head then
+                let mut extra_now: u64 = 0;
+                for n in (0..self.free.cores.len()).filter(|&n| self.usable[n]) {
+                    extra_now += self.free.cores[n].min(self.extra.cores[n]) as u64;
+                }
+                self.shadow_cache = Some((self.version, head, shadow, extra_now));
+                (shadow, extra_now)
             }
         };
-        // the extra cores usable now: free now and not needed by the head then
-        let mut extra_now: u64 = 0;
-        for n in (0..self.free.cores.len()).filter(|&n| self.usable[n]) {
-            extra_now += self.free.cores[n].min(self.extra.cores[n]) as u64;
-        }
         let mut pos = head_pos + 1;
         let slack = shadow.saturating_sub(now);
         let est_lim = est_limit(slack, self.max_factor);

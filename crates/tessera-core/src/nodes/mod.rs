@@ -140,7 +140,7 @@ pub struct NodeEngine {
     #[serde(skip)]
     version: u64,
     #[serde(skip)]
-    shadow_cache: Option<(u64, JobIdx, Time)>,
+    shadow_cache: Option<(u64, JobIdx, Time, u64)>,
     /// After a conservative pass that started nothing: `version`, the queue's
     /// edits and the position of the next arrival then.
     #[serde(skip)]
