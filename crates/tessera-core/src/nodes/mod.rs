@@ -127,9 +127,10 @@ pub struct NodeEngine {
     pub(crate) shortcuts: bool,
     #[serde(skip)]
     cores_cache: Option<(u64, JobIdx, Time, u64)>,
-    /// Fungible clusters of one partition: no node before this position in the
-    /// partition has a free core and takes jobs (first-fit placement starts
-    /// there).
+    /// Clusters of one partition: no node before this position in the
+    /// partition has a free core and takes jobs (first-fit placement of a job
+    /// without node sets or layout starts there). Lowered wherever cores are
+    /// freed or a node starts taking jobs.
     #[serde(skip)]
     first_free: std::cell::Cell<u32>,
     /// Each node's position in the first partition.
@@ -852,8 +853,13 @@ impl NodeEngine {
 
     fn place_now(&self, d: &Demand, free: &Free, now: Time) -> Result<Allocation, Blocked> {
         let usable = &self.usable;
-        if self.board.parts.len() == 1
-            && self.cores_interchangeable()
+        // one partition, the engine's own free view: first fit starts at the
+        // first node with a free core (the board skips those before it anyway)
+        if self.shortcuts
+            && self.board.parts.len() == 1
+            && d.sets.is_none()
+            && !d.shaped()
+            && !self.reserving()
             && std::ptr::eq(free, &self.free)
         {
             let nodes = &self.board.parts[0].nodes;

@@ -202,6 +202,9 @@ impl NodeEngine {
             if self.usable[p.node as usize] {
                 self.free_cores += p.cores as u64;
             }
+            if p.cores > 0 {
+                self.first_free.set(self.first_free.get().min(self.pos_in_part[p.node as usize]));
+            }
             p.cores = 0;
         }
     }
