@@ -265,6 +265,12 @@ impl Sharing {
                 self.calc_usage[a as usize] = self.usage[a as usize];
             }
             self.for_tree.extend_from_slice(&self.since_calc);
+            if self.for_tree.len() > self.usage.len() {
+                // calculations with no tree worked out pile up repeats: past
+                // one per association, the next tree looks at every one
+                self.for_tree.clear();
+                self.tracked = false;
+            }
         } else {
             self.calc_usage.clone_from(&self.usage);
             self.for_tree.clear();
