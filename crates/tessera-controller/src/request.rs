@@ -355,10 +355,15 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
     };
     let (limit_s, unlimited) = match get("--time") {
         Some((v, l)) => match parse_time_limit("--time", v).map_err(|e| at(e, l))? {
-            Some(0) | None => (MAX_LIMIT_S, true),
-            Some(s) => (s, false),
+            // UNLIMITED is the partition's MaxTime where it has one, as in Slurm
+            Some(0) | None => part.max_time_s.map_or((MAX_LIMIT_S, true), |m| (m, false)),
+            Some(s) => match part.max_time_s {
+                Some(m) if s > m => return Err(at(err("--time", v, &format!("at most the partition's MaxTime, {} (PartitionTimeLimit)", tessera_core::duration::format_duration(m))), l)),
+                _ => (s, false),
+            },
         },
-        None => (default_limit_s, false),
+        // Slurm's DefaultTime, else MaxTime, else the controller's default
+        None => (part.default_time_s.or(part.max_time_s).unwrap_or(default_limit_s), false),
     };
     let nodeset = match (get("--constraint"), get("--nodeset")) {
         (Some(_), Some((v, l))) => return Err(at(err("--nodeset", v, "to be left out when --constraint is given (one or the other)"), l)),

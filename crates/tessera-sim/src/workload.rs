@@ -160,8 +160,15 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
             Err(reason) => Some(reason),
             Ok(j) => {
                 let partition = machine.partition_of(&j);
-                if j.procs as u64 > partition_cores[partition.map_or(default_part, |p| p as usize)] {
+                let part = partition.map_or(default_part, |p| p as usize);
+                let max_time = match &machine {
+                    Machine::Cluster { cluster, .. } => cluster.partitions.get(part).and_then(|p| p.max_time_s),
+                    _ => None,
+                };
+                if j.procs as u64 > partition_cores[part] {
                     Some(SkipReason::LargerThanMachine)
+                } else if max_time.is_some_and(|m| machine.spec(&j).estimate > m) {
+                    Some(SkipReason::OverPartitionTimeLimit)
                 } else if probe.as_ref().is_none_or(|e| e.can_run(&machine.spec(&j), None).is_ok()) {
                     keyed.push((j, i as u32));
                     None

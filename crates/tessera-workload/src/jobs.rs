@@ -60,15 +60,19 @@ pub enum SkipReason {
     /// file's MaxWall, MaxTRESPerJob, or a Grp or per-user limit below its
     /// size): the live system refuses such a submission.
     OverLimit,
+    /// A time limit above its partition's MaxTime (Slurm's PartitionTimeLimit):
+    /// the live system refuses such a submission.
+    OverPartitionTimeLimit,
 }
 
 impl SkipReason {
-    pub const ALL: [SkipReason; 5] = [
+    pub const ALL: [SkipReason; 6] = [
         SkipReason::NoProcessorCount,
         SkipReason::NegativeRuntime,
         SkipReason::LargerThanMachine,
         SkipReason::MemoryExceedsNodes,
         SkipReason::OverLimit,
+        SkipReason::OverPartitionTimeLimit,
     ];
 
     pub fn key(self) -> &'static str {
@@ -78,6 +82,7 @@ impl SkipReason {
             SkipReason::LargerThanMachine => "larger_than_machine",
             SkipReason::MemoryExceedsNodes => "memory_exceeds_nodes",
             SkipReason::OverLimit => "over_limit",
+            SkipReason::OverPartitionTimeLimit => "over_partition_time_limit",
         }
     }
 }

@@ -34,6 +34,11 @@ pub enum Command {
         #[command(subcommand)]
         command: tessera_emulation::admin::ReservationCommand,
     },
+    /// Import from a Slurm site: its slurm.conf as a cluster file.
+    Import {
+        #[command(subcommand)]
+        command: tessera_slurm::cli::ImportCommand,
+    },
     /// Cluster files.
     Cluster {
         #[command(subcommand)]

@@ -78,6 +78,7 @@ fn run(args: cli::Cli) -> anyhow::Result<()> {
             cli::ClusterCommand::SetBudget(a) => live_cmd::set_budget(a),
         },
         cli::Command::Publish(a) => cluster_cmd::publish(a),
+        cli::Command::Import { command } => Ok(out::out!("{}", tessera_slurm::cli::run(command, &mut std::io::stderr())?)?),
         cli::Command::Account(a) => Ok(out::out!("{}", tessera_emulation::admin::account(a)?)?),
         cli::Command::Share(a) => Ok(out::out!("{}", tessera_emulation::admin::share(a)?)?),
         cli::Command::Prio(a) => Ok(out::out!("{}", tessera_emulation::admin::prio(a)?)?),

@@ -67,3 +67,21 @@ fn a_job_without_memory_asks_its_partitions_default() {
     let c = Cluster::from_toml(CLUSTER, "gpu.toml").unwrap();
     assert_eq!(validate(&request(&[("-n", "2")]), &c, 3600).unwrap().mem_per_proc_mb, 0, "no default: none");
 }
+
+/// A partition's DefaultTime is the limit of a job that gives none (its
+/// MaxTime if it has no DefaultTime, the controller's default if neither);
+/// `--time` above MaxTime is refused, and UNLIMITED is MaxTime (Slurm's
+/// PartitionTimeLimit).
+#[test]
+fn a_partitions_default_and_max_time_bound_a_jobs_limit() {
+    let with = |extra: &str| Cluster::from_toml(&CLUSTER.replace("default_gpus_per_node = 1", extra), "t.toml").unwrap();
+    let limit = |c: &Cluster, opts: &[(&str, &str)]| validate(&request(opts), c, 3600).map(|r| r.limit_s);
+    let both = with("max_time = \"2-00:00:00\"\ndefault_time = \"30\"");
+    assert_eq!(limit(&both, &[("-n", "1")]).unwrap(), 1800);
+    assert_eq!(limit(&both, &[("-n", "1"), ("--time", "1-00:00:00")]).unwrap(), 86_400);
+    assert_eq!(limit(&both, &[("-n", "1"), ("--time", "UNLIMITED")]).unwrap(), 2 * 86_400);
+    let e = limit(&both, &[("-n", "1"), ("--time", "3-00:00:00")]).unwrap_err().to_string();
+    assert!(e.contains("--time") && e.contains("at most the partition's MaxTime, 2-00:00:00 (PartitionTimeLimit)"), "{e}");
+    assert_eq!(limit(&with("max_time = \"04:00:00\""), &[("-n", "1")]).unwrap(), 4 * 3600, "MaxTime without DefaultTime");
+    assert_eq!(limit(&with(""), &[("-n", "1")]).unwrap(), 3600, "neither: the controller's default");
+}

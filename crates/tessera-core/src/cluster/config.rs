@@ -186,6 +186,8 @@ struct RawPartition {
     swf_queue: Option<i64>,
     default_gpus_per_node: Option<i64>,
     def_mem_per_cpu: Option<RawMemory>,
+    max_time: Option<String>,
+    default_time: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -522,6 +524,22 @@ default = true
         let none = MEM.replace("memory = \"32G\"\n", "").replace("memory = \"256G\"\n", "");
         let e = Cluster::from_toml(&none, "m.toml").unwrap_err().to_string();
         assert!(e.contains("`partition[0].def_mem_per_cpu`: the partition's nodes track no memory"), "{e}");
+    }
+
+    #[test]
+    fn a_partitions_max_and_default_time_are_read_in_slurms_syntax_and_checked() {
+        const P: &str = "[[nodetype]]\nname = \"n\"\ncount = 2\ncores = 4\n\n[[partition]]\nname = \"batch\"\nnodetypes = [\"n\"]\nmax_time = \"2-00:00:00\"\ndefault_time = \"60\"\n";
+        let p = &Cluster::from_toml(P, "t.toml").unwrap().partitions[0];
+        assert_eq!((p.max_time_s, p.default_time_s), (Some(2 * 86_400), Some(3600)), "days-hours:minutes:seconds, and minutes");
+        let p = &Cluster::from_toml(&P.replace("\"2-00:00:00\"", "\"UNLIMITED\""), "t.toml").unwrap().partitions[0];
+        assert_eq!(p.max_time_s, None, "UNLIMITED is no limit");
+        for (from, to, want) in [
+            ("\"60\"", "\"3-00:00:00\"", "t.toml:10: `partition[0].default_time`: at most max_time, 2-00:00:00 (a job given the default must be allowed to run), found 3-00:00:00"),
+            ("\"2-00:00:00\"", "\"two days\"", "t.toml:9: `partition[0].max_time`: expected a duration in Slurm's syntax (minutes, minutes:seconds"),
+        ] {
+            let e = Cluster::from_toml(&P.replace(from, to), "t.toml").unwrap_err().to_string();
+            assert!(e.contains(want), "{to}:\n got  {e}\n want {want}");
+        }
     }
 
     #[test]

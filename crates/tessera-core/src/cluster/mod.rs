@@ -183,6 +183,14 @@ pub struct Partition {
     /// (SWF field 10 is -1). 0: such a job asks none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub def_mem_per_cpu_mb: u64,
+    /// Slurm's MaxTime: the longest time limit a job may have here (None:
+    /// unlimited); a job asking more can never run and is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_s: Option<Time>,
+    /// Slurm's DefaultTime: the time limit of a live job that gives none
+    /// (None: MaxTime, else the controller's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_time_s: Option<Time>,
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -220,6 +228,8 @@ impl Partition {
             swf_queue: None,
             default_gpus_per_node: 0,
             def_mem_per_cpu_mb: 0,
+            max_time_s: None,
+            default_time_s: None,
         }
     }
 }

@@ -40,6 +40,9 @@ pub(crate) struct PartStatic {
     pub tier: u32,
     pub preempt: crate::cluster::PreemptMode,
     pub over: u32,
+    /// Slurm's MaxTime: the longest time limit a job of the partition may ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<Time>,
 }
 
 /// Free cores, memory and GPUs per node.
@@ -119,6 +122,8 @@ pub(crate) enum NeverFits {
     /// Its layout (node count, tasks per node, cores per task, whole nodes,
     /// nodes named or excluded) fits no set of its partition's nodes.
     Shape,
+    /// A time limit above its partition's MaxTime.
+    TimeLimit,
 }
 
 impl NeverFits {
@@ -129,6 +134,7 @@ impl NeverFits {
             NeverFits::TooLarge => "it asks for more processors, memory or GPUs than its partition has",
             NeverFits::PowerBudget => "it needs more nodes at full power than the power budget can feed at once",
             NeverFits::Shape => "its partition's nodes can never hold it as it asks (-N, --ntasks-per-node, -c, --exclusive, -w, -x)",
+            NeverFits::TimeLimit => "its time limit is above its partition's MaxTime (PartitionTimeLimit)",
         }
     }
 }
@@ -329,6 +335,7 @@ impl Board {
                     tier: p.priority_tier,
                     preempt: p.preempt,
                     over: p.oversubscribe,
+                    max_time: p.max_time_s,
                 }
             })
             .collect();
@@ -373,6 +380,9 @@ impl Board {
         let Some(ps) = self.parts.get(part) else {
             return Err(NeverFits::UnknownPartition);
         };
+        if ps.max_time.is_some_and(|m| spec.estimate > m) {
+            return Err(NeverFits::TimeLimit);
+        }
         let nodes = if ps.exclusive {
             spec.procs.div_ceil(ps.cpn)
         } else {

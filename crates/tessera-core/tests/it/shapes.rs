@@ -102,3 +102,21 @@ fn a_layout_no_nodes_can_hold_is_refused_at_submission() {
     let every = NodeChoice { include: vec![], exclude: vec![0, 1, 2] };
     assert!(matches!(place(&mut e, 4, 1, Shape::default(), every), Err(Rejection::NeverFits { .. })));
 }
+
+/// A time limit above the partition's MaxTime can never run there (Slurm's
+/// PartitionTimeLimit): the engine refuses it, whoever drives it; one at
+/// MaxTime runs.
+#[test]
+fn a_limit_above_the_partitions_max_time_is_refused_at_submission() {
+    let c = Cluster::from_toml(&TWO.replace("default = true\n", "default = true\nmax_time = \"01:40\"\n"), "two.toml").unwrap();
+    let mut e = Engine::with_cluster(PolicyKind::Easy, &c).unwrap();
+    assert!(place(&mut e, 1, 1, Shape::default(), NodeChoice::default()).unwrap().is_some(), "100 s is MaxTime exactly");
+    let spec = JobSpec::new(JobId(2), 1, 101);
+    let mut fx = Vec::new();
+    e.handle(0, Input::Submit { spec, nodeset: None, after: Vec::new(), nodes: NodeChoice::default() }, &mut fx);
+    let why = fx.iter().find_map(|f| match f {
+        Effect::Rejected { reason: Rejection::NeverFits { why, .. }, .. } => Some(*why),
+        _ => None,
+    });
+    assert_eq!(why, Some("its time limit is above its partition's MaxTime (PartitionTimeLimit)"));
+}

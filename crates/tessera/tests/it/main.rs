@@ -10,3 +10,4 @@ mod live;
 mod power;
 mod reports;
 mod sleep_job;
+mod slurm_import;

@@ -1,6 +1,7 @@
 //! A cluster file's `[[partition]]` tables.
 
 use super::*;
+use crate::Time;
 
 /// `[[partition]]`: the partitions (one of every node, `all`, if the file has
 /// none), their default, and the rule that a gang partition's nodes are its own.
@@ -104,6 +105,19 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
                 mb
             }
         };
+        let duration = |k: &str, v: &Option<String>| -> Result<Option<Time>, ClusterError> {
+            match v {
+                None => Ok(None),
+                Some(t) => crate::duration::parse_duration(t).map_err(|()| src.err(at(k), key(k), format!("expected a duration in Slurm's syntax ({}), found `{t}`", crate::duration::DURATION_FORMS))),
+            }
+        };
+        let max_time_s = duration("max_time", &p.max_time)?;
+        let default_time_s = duration("default_time", &p.default_time)?;
+        if let (Some(d), Some(m)) = (default_time_s, max_time_s) {
+            if d > m {
+                return Err(src.err(at("default_time"), key("default_time"), format!("at most max_time, {} (a job given the default must be allowed to run), found {}", crate::duration::format_duration(m), crate::duration::format_duration(d))));
+            }
+        }
         let canonical_unit = match &p.canonical_unit {
             None if has_gpus => CanonicalUnit::GPU,
             None => CanonicalUnit::CPU,
@@ -178,6 +192,8 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
             swf_queue: p.swf_queue,
             default_gpus_per_node,
             def_mem_per_cpu_mb,
+            max_time_s,
+            default_time_s,
         });
     }
     if partitions.iter().filter(|p| p.default).count() > 1 {
