@@ -1,10 +1,15 @@
-//! slurm.conf read as Slurm reads it (slurm.conf(5)): `Key=Value` pairs
-//! separated by white space, keys in any case, values optionally in double
-//! quotes, `#` to the end of the line a comment (`\#` a literal `#`), a
-//! trailing `\` continuing a line on the next, and `Include FILE` taking
-//! another file's lines in its place (a relative name is found in
-//! slurm.conf's directory, as slurm.conf(5) says, whichever file includes it). Reading is pure: the caller hands in how a
-//! file is loaded, so tests need no files.
+//! slurm.conf read as Slurm 22.05 reads it (slurm.conf(5), and its parser
+//! where the page is silent): `Key=Value` pairs separated by white space
+//! (white space around `=` allowed), keys in any case, a value in double
+//! quotes where it holds white space; `#` to the end of a physical line a
+//! comment unless escaped (`\#`); a line ending in `\` joined to the next
+//! with nothing between; then `\x` read as `x`. `Include FILE` at the start
+//! of a line reads another file in its place: `%c` in its name is the
+//! ClusterName set before, lowercased, and a relative name is found in the
+//! directory of the file that includes it (Slurm's code; the page says
+//! slurm.conf's, which is the same for includes of slurm.conf itself).
+//! Reading is pure: the caller hands in how a file is loaded, so tests need
+//! no files.
 
 use std::fmt;
 
@@ -95,106 +100,148 @@ fn read_into(name: &str, from: &Place, load: &dyn Fn(&str) -> Result<String, Str
     let mut lines = text.split('\n').enumerate();
     while let Some((i, raw)) = lines.next() {
         let at = Place { file: name.to_string(), line: i + 1 };
-        let mut logical = strip_comment(raw);
-        while logical.ends_with('\\') {
-            logical.pop();
+        let (mut logical, mut more) = strip_comment(raw);
+        while more {
             match lines.next() {
                 Some((_, next)) => {
-                    logical.push(' ');
-                    logical.push_str(&strip_comment(next));
+                    let (rest, again) = strip_comment(next);
+                    logical.push_str(&rest);
+                    more = again;
                 }
                 None => return Err(ImportError::new(&at, "", "the last line ends in `\\`: expected a line to continue it")),
             }
         }
-        let words = split_words(&logical).map_err(|m| ImportError::new(&at, "", m))?;
-        if words.is_empty() {
-            continue;
-        }
-        if words[0].eq_ignore_ascii_case("include") {
+        let logical = unescape(&logical);
+        if is_include(&logical) {
+            let words: Vec<&str> = logical.split_whitespace().collect();
             if words.len() != 2 {
                 return Err(ImportError::new(&at, "Include", "expected one file name after Include"));
             }
-            let target = resolve(&chain[0], &words[1]);
+            let mut target = words[1].to_string();
+            if target.contains("%c") {
+                let Some(cluster) = cluster_name(out) else {
+                    return Err(ImportError::new(&at, "Include", "`%c` in the file name needs ClusterName set before this line"));
+                };
+                target = target.replace("%c", &cluster.to_ascii_lowercase());
+            }
+            let target = resolve(name, &target);
             read_into(&target, &at, load, chain, out)?;
             continue;
         }
-        let mut pairs = Vec::with_capacity(words.len());
-        for w in words {
-            let Some((k, v)) = w.split_once('=') else {
-                return Err(ImportError::new(&at, &w, "expected Key=Value"));
-            };
-            if k.is_empty() {
-                return Err(ImportError::new(&at, &w, "expected a key before `=`"));
-            }
-            pairs.push(Pair { key: k.to_string(), value: unquote(v) });
+        let pairs = split_pairs(&logical).map_err(|(w, m)| ImportError::new(&at, &w, m))?;
+        if !pairs.is_empty() {
+            out.push(Line { at, pairs });
         }
-        out.push(Line { at, pairs });
     }
     chain.pop();
     Ok(())
 }
 
-/// An included file's name: absolute as given, else beside slurm.conf.
-fn resolve(root: &str, target: &str) -> String {
+/// An included file's name: absolute as given, else beside the including file.
+fn resolve(including: &str, target: &str) -> String {
     if target.starts_with('/') {
         return target.to_string();
     }
-    match root.rfind('/') {
-        Some(i) => format!("{}/{target}", &root[..i]),
+    match including.rfind('/') {
+        Some(i) => format!("{}/{target}", &including[..i]),
         None => target.to_string(),
     }
 }
 
-/// The line up to its first `#` that is not escaped (`\#` is a `#`).
-fn strip_comment(line: &str) -> String {
-    let line = line.strip_suffix('\r').unwrap_or(line);
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if chars.peek() == Some(&'#') => {
-                out.push('#');
-                chars.next();
-            }
-            '#' => break,
-            c => out.push(c),
-        }
-    }
-    out.trim_end().to_string()
+/// The last ClusterName read so far.
+fn cluster_name(lines: &[Line]) -> Option<String> {
+    lines.iter().rev().flat_map(|l| l.pairs.iter().rev()).find(|p| p.key.eq_ignore_ascii_case("clustername")).map(|p| p.value.clone())
 }
 
-/// White-space separated words; double quotes keep white space inside a word.
-fn split_words(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut in_word = false;
-    for c in line.chars() {
-        if c == '"' {
-            quoted = !quoted;
-            cur.push(c);
-            in_word = true;
-        } else if c.is_whitespace() && !quoted {
-            if in_word {
-                words.push(std::mem::take(&mut cur));
-                in_word = false;
+/// `Include` at the start of the line, then white space.
+fn is_include(line: &str) -> bool {
+    line.len() > 7 && line[..7].eq_ignore_ascii_case("include") && line[7..].starts_with(|c: char| c.is_whitespace())
+}
+
+/// A physical line up to its first `#` not escaped by an odd number of
+/// backslashes, and whether it then ends in an odd number of backslashes (the
+/// last one dropped: the next line goes on from there).
+fn strip_comment(line: &str) -> (String, bool) {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let b = line.as_bytes();
+    let mut end = b.len();
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'#' && b[..i].iter().rev().take_while(|&&x| x == b'\\').count() % 2 == 0 {
+            end = i;
+            break;
+        }
+    }
+    let kept = line[..end].trim_end();
+    let slashes = kept.bytes().rev().take_while(|&x| x == b'\\').count();
+    if slashes % 2 == 1 {
+        (kept[..kept.len() - 1].to_string(), true)
+    } else {
+        (kept.to_string(), false)
+    }
+}
+
+/// `\x` read as `x`.
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(n) = chars.next() {
+                out.push(n);
             }
         } else {
-            cur.push(c);
-            in_word = true;
+            out.push(c);
         }
     }
-    if quoted {
-        return Err("a double quote is not closed".into());
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Ok(words)
+    out
 }
 
-fn unquote(v: &str) -> String {
-    v.replace('"', "")
+/// `Key=Value` pairs: a key of letters, digits, `_` and `.`, white space
+/// allowed around `=`, a value in double quotes or up to white space. On an
+/// error, the text at fault and what was expected.
+fn split_pairs(line: &str) -> Result<Vec<Pair>, (String, &'static str)> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    let mut pairs = Vec::new();
+    let skip_ws = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    loop {
+        i = skip_ws(i);
+        if i >= b.len() {
+            return Ok(pairs);
+        }
+        let k0 = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+            i += 1;
+        }
+        let word_end = line[k0..].find(char::is_whitespace).map_or(line.len(), |e| k0 + e);
+        let key = &line[k0..i];
+        let j = skip_ws(i);
+        if key.is_empty() || j >= b.len() || b[j] != b'=' {
+            return Err((line[k0..word_end].to_string(), "expected Key=Value"));
+        }
+        let mut v = skip_ws(j + 1);
+        let value = if v < b.len() && b[v] == b'"' {
+            let Some(close) = line[v + 1..].find('"') else {
+                return Err((line[k0..].to_string(), "a double quote is not closed"));
+            };
+            let val = &line[v + 1..v + 1 + close];
+            v += close + 2;
+            val
+        } else {
+            let v0 = v;
+            while v < b.len() && !b[v].is_ascii_whitespace() {
+                v += 1;
+            }
+            &line[v0..v]
+        };
+        pairs.push(Pair { key: key.to_string(), value: value.to_string() });
+        i = v;
+    }
 }
 
 #[cfg(test)]
@@ -208,8 +255,9 @@ mod tests {
     #[test]
     fn comments_continuations_quotes_and_includes_are_read_as_slurm_reads_them() {
         let load = files(&[
-            ("/etc/slurm/slurm.conf", "ClusterName=alpha # the name\nNodeName=n[1-2] \\\n  CPUs=4 # four\nInclude nodes.conf\nPartitionName=\"p 1\" Nodes=ALL\nFeature=a\\#b\n"),
-            ("/etc/slurm/nodes.conf", "\n# nothing\nNodeName=g1 Gres=gpu:2\n"),
+            ("/etc/slurm/slurm.conf", "ClusterName=Alpha # the name\nNodeName=n[1-2] \\\n  CPUs=4 # four\nInclude conf.d/%c-nodes.conf\nPartitionName = \"p 1\" Nodes=ALL\nFeature=a\\#b\n"),
+            ("/etc/slurm/conf.d/alpha-nodes.conf", "\n# nothing\nNodeName=g1 Gres=gpu:2\nInclude more.conf\n"),
+            ("/etc/slurm/conf.d/more.conf", "NodeName=g2 Gres=gpu:4\n"),
         ]);
         let lines = read("/etc/slurm/slurm.conf", &load).unwrap();
         let seen: Vec<(String, usize, Vec<(String, String)>)> = lines.iter().map(|l| (l.at.file.clone(), l.at.line, l.pairs.iter().map(|p| (p.key.clone(), p.value.clone())).collect())).collect();
@@ -217,9 +265,10 @@ mod tests {
         assert_eq!(
             seen,
             vec![
-                (s("/etc/slurm/slurm.conf"), 1, vec![(s("ClusterName"), s("alpha"))]),
+                (s("/etc/slurm/slurm.conf"), 1, vec![(s("ClusterName"), s("Alpha"))]),
                 (s("/etc/slurm/slurm.conf"), 2, vec![(s("NodeName"), s("n[1-2]")), (s("CPUs"), s("4"))]),
-                (s("/etc/slurm/nodes.conf"), 3, vec![(s("NodeName"), s("g1")), (s("Gres"), s("gpu:2"))]),
+                (s("/etc/slurm/conf.d/alpha-nodes.conf"), 3, vec![(s("NodeName"), s("g1")), (s("Gres"), s("gpu:2"))]),
+                (s("/etc/slurm/conf.d/more.conf"), 1, vec![(s("NodeName"), s("g2")), (s("Gres"), s("gpu:4"))]),
                 (s("/etc/slurm/slurm.conf"), 5, vec![(s("PartitionName"), s("p 1")), (s("Nodes"), s("ALL"))]),
                 (s("/etc/slurm/slurm.conf"), 6, vec![(s("Feature"), s("a#b"))]),
             ]
@@ -228,11 +277,14 @@ mod tests {
 
     #[test]
     fn bad_lines_name_their_file_line_and_field() {
-        let load = files(&[("a.conf", "ClusterName=x\nNodeName=n1 CPUs\n"), ("b.conf", "Include b.conf\n"), ("c.conf", "Include missing.conf\n"), ("d.conf", "A=\"x\n"), ("e.conf", "A=1 \\")]);
+        let load = files(&[("a.conf", "ClusterName=x\nNodeName=n1 CPUs\n"), ("b.conf", "Include b.conf\n"), ("c.conf", "Include missing.conf\n"), ("d.conf", "A=\"x\n"), ("e.conf", "A=1 \\"), ("f.conf", "Include x-%c.conf\n"), ("g.conf", "NodeName=a\\\nb CPUs=2\n")]);
         assert_eq!(read("a.conf", &load).unwrap_err().to_string(), "a.conf:2: `CPUs`: expected Key=Value");
         assert_eq!(read("b.conf", &load).unwrap_err().to_string(), "b.conf:1: `Include`: b.conf includes itself (through b.conf)");
         assert_eq!(read("c.conf", &load).unwrap_err().to_string(), "c.conf:1: `Include`: cannot read missing.conf: no such file");
-        assert_eq!(read("d.conf", &load).unwrap_err().to_string(), "d.conf:1: a double quote is not closed");
+        assert_eq!(read("d.conf", &load).unwrap_err().to_string(), "d.conf:1: `A=\"x`: a double quote is not closed");
+        assert_eq!(read("f.conf", &load).unwrap_err().to_string(), "f.conf:1: `Include`: `%c` in the file name needs ClusterName set before this line");
+        // a continuation joins with nothing between, as Slurm's parser does
+        assert_eq!(read("g.conf", &load).unwrap()[0].pairs[0].value, "ab");
         assert!(read("e.conf", &load).unwrap_err().to_string().starts_with("e.conf:1: the last line ends in"));
         assert_eq!(read("none.conf", &load).unwrap_err().to_string(), "none.conf: cannot read none.conf: no such file");
     }

@@ -84,6 +84,15 @@ const NODE_KEYS_DAEMON: &[&str] = &["nodehostname", "nodeaddr", "port", "bcastad
 const NODE_KEYS_NOT_MODELLED: &[&str] = &["tmpdisk", "cpuspeclist", "corespeccount", "memspeclimit", "activefeatures", "features_active", "procs", "state"];
 const GLOBAL_POLICY_PREFIXES: &[&str] = &["priority", "scheduler", "sched", "preempt", "fairshare", "enforcepartlimits", "overtimelimit", "killwait", "maxjobcount", "minjobage", "maxarraysize", "accountingstorageenforce", "defmempernode", "maxmempercpu", "maxmempernode", "gres", "jobacctgather", "accountingstoragetres"];
 
+/// A 32- or 64-bit count as Slurm reads it: a trailing K is × 1024.
+fn kilo(v: &(String, Place)) -> (String, Place) {
+    let t = v.0.trim();
+    match t.strip_suffix(['k', 'K']).and_then(|d| d.parse::<u64>().ok()).and_then(|n| n.checked_mul(1024)) {
+        Some(n) => (n.to_string(), v.1.clone()),
+        None => v.clone(),
+    }
+}
+
 fn lower(s: &str) -> String {
     s.to_ascii_lowercase()
 }
@@ -193,10 +202,15 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         }
     }
     let global = |k: &str| globals.get(k).map(|(v, _)| v.as_str());
-    let select = global("selecttype").map(lower).unwrap_or_else(|| "select/cons_tres".into());
-    let select_params = global("selecttypeparameters").map(lower).unwrap_or_default();
-    let memory_tracked = select_params.contains("memory");
+    // 22.05's defaults: select/linear; cons_res and cons_tres without
+    // SelectTypeParameters use CR_Core_Memory
+    let select = global("selecttype").map(lower).unwrap_or_else(|| "select/linear".into());
     let linear = select == "select/linear";
+    let select_params = global("selecttypeparameters").map(lower);
+    let memory_tracked = match &select_params {
+        None => !linear,
+        Some(p) => p.contains("memory"),
+    };
     let preempt_type = global("preempttype").map(lower).unwrap_or_else(|| "preempt/none".into());
     let mut mapped_globals: BTreeSet<&str> = ["clustername", "selecttype", "selecttypeparameters", "preempttype", "preemptmode", "defmempercpu", "schedulertimeslice"].into();
     if !memory_tracked {
@@ -250,8 +264,8 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         let cps = cps_given.unwrap_or(1);
         let sockets = match (sockets_given, cpus) {
             (Some(s), _) => s,
-            (None, Some(c)) => (c / (cps * threads)).max(1),
-            (None, None) => boards,
+            (None, Some(c)) if c % (cps * threads) == 0 => c / (cps * threads),
+            _ => boards,
         };
         let cores = sockets as u64 * cps as u64;
         if let Some(c) = cpus {
@@ -268,7 +282,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
             }
         }
         let memory_mb = match get("realmemory") {
-            Some(v) if memory_tracked => Some(num::<u64>(v, "RealMemory", 1, (1 << 63) - 1, "MiB, an integer >= 1")?),
+            Some(v) if memory_tracked => Some(num::<u64>(&kilo(v), "RealMemory", 1, (1 << 63) - 1, "MiB, an integer >= 1 (a K suffix is × 1024)")?),
             Some(v) => {
                 if noted_default_keys.insert(("realmemory".into(), v.1.line)) {
                     note(&mut notes, &v.1, "RealMemory", &v.0, Left::NotModelled, "memory is not a consumable resource (SelectTypeParameters has no _Memory): nodes are imported without memory, as Slurm schedules them");
@@ -286,7 +300,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
             note(&mut notes, &v.1, "Gres", &v.0, Left::NotModelled, &format!("only GPUs are counted; not {}", other_gres.join(", ")));
         }
         let features: Vec<String> = get("features").or(get("availablefeatures")).map(|v| v.0.split(',').map(str::trim).filter(|f| !f.is_empty()).map(String::from).collect()).unwrap_or_default();
-        let weight = get("weight").map(|v| num::<u64>(v, "Weight", 0, u32::MAX as u64, "an integer 0..=4294967295")).transpose()?.unwrap_or(1);
+        let weight = get("weight").map(|v| if v.0.eq_ignore_ascii_case("infinite") { Ok(u32::MAX as u64 - 1) } else { num::<u64>(&kilo(v), "Weight", 0, u32::MAX as u64, "an integer 0..=4294967295 or INFINITE") }).transpose()?.unwrap_or(1);
         // settings not carried over: noted once where written
         for (k, (v, p)) in s.iter() {
             let known = ["nodename", "cpus", "boards", "socketsperboard", "sockets", "corespersocket", "threadspercore", "realmemory", "gres", "features", "availablefeatures", "weight"];
@@ -455,12 +469,24 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
                 default_time = None;
             }
         }
-        let tier = get("prioritytier").map(|v| num::<u32>(v, "PriorityTier", 0, 65_535, "an integer 0..=65535")).transpose()?;
-        let job_factor = get("priorityjobfactor").map(|v| num::<u32>(v, "PriorityJobFactor", 0, 65_535, "an integer 0..=65535")).transpose()?;
+        // the older Priority sets both
+        let tier = get("prioritytier").or(get("priority")).map(|v| num::<u32>(v, "PriorityTier", 0, 65_533, "an integer 0..=65533")).transpose()?;
+        let job_factor = get("priorityjobfactor").or(get("priority")).map(|v| num::<u32>(v, "PriorityJobFactor", 0, 65_533, "an integer 0..=65533")).transpose()?;
         // PreemptMode: the partition's, else the cluster's; it acts only with
         // PreemptType=preempt/partition_prio
         let mode_v = get("preemptmode").or(globals.get("preemptmode"));
-        let modes: Vec<String> = mode_v.map(|v| v.0.split(',').map(|m| lower(m.trim())).collect()).unwrap_or_else(|| vec!["off".into()]);
+        // ON is SUSPEND and CLUSTER is OFF (Slurm's aliases)
+        let modes: Vec<String> = mode_v
+            .map(|v| {
+                v.0.split(',')
+                    .map(|m| match lower(m.trim()).as_str() {
+                        "on" => "suspend".to_string(),
+                        "cluster" => "off".to_string(),
+                        m => m.to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_else(|| vec!["off".into()]);
         for m in &modes {
             if !["off", "cancel", "requeue", "suspend", "gang", "within", "priority"].contains(&m.as_str()) {
                 let v = mode_v.unwrap();
@@ -491,7 +517,9 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
                 note(&mut notes, &v.1, "OverSubscribe", &v.0, Left::NotModelled, &format!("partition `{name}`: cores are shared by jobs only under gang scheduling (PreemptMode=GANG with FORCE) here: imported as one job per core"));
             }
         }
-        let def_mem_v = get("defmempercpu").or(globals.get("defmempercpu"));
+        // DefMemPerNode, where set, wins over DefMemPerCPU (read_config.c)
+        let per_node = get("defmempernode").or(globals.get("defmempernode"));
+        let def_mem_v = get("defmempercpu").or(globals.get("defmempercpu")).filter(|_| per_node.is_none());
         let def_mem = match def_mem_v {
             Some(v) if memory_tracked && !exclusive => Some(num::<u64>(v, "DefMemPerCPU", 0, (1 << 63) - 1, "MiB, an integer")?).filter(|&m| m > 0),
             Some(v) if memory_tracked && get("defmempercpu").is_some() => {
@@ -507,7 +535,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         if over_kind == "exclusive" && linear {
             // nothing more to say
         }
-        let known = ["partitionname", "nodes", "default", "maxtime", "defaulttime", "prioritytier", "priorityjobfactor", "preemptmode", "oversubscribe", "shared", "defmempercpu"];
+        let known = ["partitionname", "nodes", "default", "maxtime", "defaulttime", "prioritytier", "priorityjobfactor", "priority", "preemptmode", "oversubscribe", "shared", "defmempercpu"];
         for (k, (v, p)) in s.iter() {
             if known.contains(&k.as_str()) {
                 continue;
@@ -516,6 +544,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
                 "state" => "partition states are not part of a cluster file",
                 "allowaccounts" | "allowgroups" | "allowqos" | "denyaccounts" | "denyqos" | "allowalloc" => "who may use a partition is not modelled: every association may",
                 "hidden" => "every partition is shown",
+                "defmempernode" => "memory per node by default is not modelled (DefMemPerCPU is)",
                 _ => "not modelled",
             };
             // a setting of PartitionName=DEFAULT is noted once, where written
@@ -595,7 +624,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         }
         let _ = ty.line;
     }
-    for p in &parts {
+    for (k, p) in parts.iter().enumerate() {
         origin.push((line_no(&t) + 1, p.at.clone()));
         let _ = writeln!(t, "\n[[partition]]    # {}", p.at);
         let _ = writeln!(t, "name = {}", q(&p.name));
@@ -604,6 +633,9 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
             let _ = writeln!(t, "default = true");
         }
         let _ = writeln!(t, "allocation = {}", q(if p.exclusive { "exclusive" } else { "shared" }));
+        // partitions numbered in order, as `tessera import sacct` writes a job's
+        // partition in its SWF queue field
+        let _ = writeln!(t, "swf_queue = {}", k + 1);
         if let Some(m) = p.max_time {
             let _ = writeln!(t, "max_time = {}", q(&format_duration(m)));
         }

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/005_ending.sql"),
     include_str!("../../migrations/006_released.sql"),
     include_str!("../../migrations/007_steps.sql"),
+    include_str!("../../migrations/008_imported.sql"),
 ];
 
 /// The schema version this build writes.
@@ -531,6 +532,18 @@ mod tests {
 
     fn run(kind: RunKind, label: &str) -> RunInfo {
         RunInfo { kind, label: label.into(), site: "s".into(), cluster: "c".into(), policy: "easy".into(), epoch_offset: 0, recorded_at: 0 }
+    }
+
+    /// Schema 8: a run imported from another scheduler's history is of its
+    /// own kind, beside simulations and live runs of the same store.
+    #[test]
+    fn an_imported_run_is_recorded_as_such() {
+        let mut s = Store::in_memory().unwrap();
+        let nodes = vec![node("n1", 4, 0)];
+        s.record_run(&run(RunKind::Simulation, "t"), &nodes, vec![JobRecord::completed(1, 0, 0, 10, vec![AllocationRecord { node: 0, cores: 1, memory_mb: 0, gpus: 0 }])]).unwrap();
+        s.record_run(&run(RunKind::Imported, "sacct.txt"), &nodes, vec![JobRecord::completed(1, 0, 5, 10, vec![AllocationRecord { node: 0, cores: 4, memory_mb: 0, gpus: 0 }])]).unwrap();
+        let kinds: Vec<(String, i64)> = s.runs().unwrap().into_iter().map(|r| (r.kind, r.jobs)).collect();
+        assert_eq!(kinds, vec![("simulation".to_string(), 1), ("imported".to_string(), 1)]);
     }
 
     #[test]

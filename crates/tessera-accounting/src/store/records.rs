@@ -7,6 +7,8 @@ use tessera_core::{CanonicalUnit, Cluster};
 pub enum RunKind {
     Simulation,
     Live,
+    /// Another scheduler's history (`tessera import sacct`).
+    Imported,
 }
 
 impl RunKind {
@@ -14,6 +16,7 @@ impl RunKind {
         match self {
             RunKind::Simulation => "simulation",
             RunKind::Live => "live",
+            RunKind::Imported => "imported",
         }
     }
 }

@@ -1,4 +1,7 @@
-//! tessera-slurm's integration tests: slurm.conf texts read into clusters.
+//! tessera-slurm's integration tests: slurm.conf texts read into clusters,
+//! sacct histories into jobs, workloads and records.
+
+mod sacct;
 
 use tessera_slurm::conf;
 use tessera_slurm::factors::Factors;
@@ -33,15 +36,21 @@ fn node_lines_give_cores_memory_gpus_and_features_as_slurm_counts_them() {
 
 #[test]
 fn memory_is_imported_only_where_slurm_holds_it() {
-    let i = imp("SelectTypeParameters=CR_Core\nDefMemPerCPU=1000\nNodeName=n[1-4] CPUs=8 RealMemory=32000\nPartitionName=p Nodes=ALL\n", None).unwrap();
+    let i = imp("SelectType=select/cons_res\nSelectTypeParameters=CR_Core\nDefMemPerCPU=1000\nNodeName=n[1-4] CPUs=8 RealMemory=32000\nPartitionName=p Nodes=ALL\n", None).unwrap();
     assert_eq!(i.cluster.nodes[0].memory_mb, 0);
     assert_eq!(i.cluster.partitions[0].def_mem_per_cpu_mb, 0);
     let n: Vec<&str> = i.notes.iter().filter(|n| n.left == Left::NotModelled).map(|n| n.setting.as_str()).collect();
     assert_eq!(n, vec!["RealMemory=32000"]);
-    assert!(i.notes.iter().any(|n| n.setting == "DefMemPerCPU=1000" && n.at.line == 2), "{:?}", i.notes);
+    assert!(i.notes.iter().any(|n| n.setting == "DefMemPerCPU=1000" && n.at.line == 3), "{:?}", i.notes);
     let i = imp(&format!("{BASE}DefMemPerCPU=1000\nNodeName=n[1-4] CPUs=8 RealMemory=32000\nPartitionName=p Nodes=ALL\nPartitionName=q Nodes=n[1-2] DefMemPerCPU=3000\n"), None).unwrap();
     let d: Vec<u64> = i.cluster.partitions.iter().map(|p| p.def_mem_per_cpu_mb).collect();
     assert_eq!(d, vec![1000, 3000], "the cluster's default, or the partition's own");
+    // 22.05's defaults: select/linear gives whole nodes; cons_tres alone tracks memory (CR_Core_Memory)
+    let i = imp("NodeName=n[1-4] CPUs=8 RealMemory=32000\nPartitionName=p Nodes=ALL\n", None).unwrap();
+    assert!(i.cluster.partitions[0].exclusive && i.cluster.nodes[0].memory_mb == 0);
+    let i = imp("SelectType=select/cons_tres\nNodeName=n[1-4] CPUs=8 RealMemory=32k\nPartitionName=p Nodes=ALL\n", None).unwrap();
+    assert!(!i.cluster.partitions[0].exclusive);
+    assert_eq!(i.cluster.nodes[0].memory_mb, 32 * 1024, "a K suffix is × 1024");
 }
 
 #[test]
@@ -96,12 +105,22 @@ fn bad_values_name_file_line_and_field() {
         ("NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 MaxTime=2days\n", "slurm.conf:2: `MaxTime`: expected minutes"),
         ("NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 OverSubscribe=SOMETIMES\n", "slurm.conf:2: `OverSubscribe`: expected NO, YES[:N], EXCLUSIVE or FORCE[:N]"),
         ("NodeName=n1 CPUs=4 Gres=gpu:a100:lots\n", "slurm.conf:1: `Gres`: expected name[:type][:count]"),
-        ("NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 PriorityTier=70000\n", "slurm.conf:2: `PriorityTier`: expected an integer 0..=65535, found `70000`"),
+        ("NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 PriorityTier=70000\n", "slurm.conf:2: `PriorityTier`: expected an integer 0..=65533, found `70000`"),
         ("ClusterName=x\n", "slurm.conf: `NodeName`: expected at least one NodeName line"),
     ] {
         let e = imp(text, None).unwrap_err();
         assert!(e.starts_with(want), "{text}:\n got  {e}\n want {want}");
     }
+}
+
+#[test]
+fn slurms_older_spellings_are_read() {
+    // Priority sets both PriorityTier and PriorityJobFactor; PreemptMode=ON is SUSPEND; Shared is OverSubscribe
+    let i = imp(&format!("{BASE}PreemptType=preempt/partition_prio\nNodeName=n[1-2] CPUs=4\nPartitionName=p Nodes=n1 Priority=7 PreemptMode=ON\nPartitionName=q Nodes=n2 Shared=EXCLUSIVE\n"), None).unwrap();
+    let p = &i.cluster.partitions;
+    assert_eq!((p[0].priority_tier, p[0].priority_job_factor, format!("{:?}", p[0].preempt)), (7, 7, "Suspend".to_string()));
+    assert!(p[1].exclusive);
+    assert_eq!((p[0].swf_queue, p[1].swf_queue), (Some(1), Some(2)), "partitions numbered for an imported history");
 }
 
 #[test]

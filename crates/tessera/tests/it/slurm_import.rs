@@ -56,3 +56,40 @@ fn a_bad_slurm_conf_line_is_named_with_its_file_line_and_field() {
     let o = tessera(&["import", "slurm-conf", conf.to_str().unwrap(), "--factors", f.to_str().unwrap()]);
     assert!(text(&o.stderr).contains(&format!("{}:2: `benchmarks.fast`: expected HEP-SPEC06 per core", f.display())), "{}", text(&o.stderr));
 }
+
+/// `tessera import sacct`: the example site's history, on its imported
+/// cluster, becomes an imported run of the accounting store (every job once,
+/// its steps listed under it by `tessera acct`) and a workload the simulator
+/// replays; a bad line is named and nothing is written.
+#[test]
+fn a_sacct_history_imports_into_the_store_and_a_workload_without_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let (site, db, swf) = (dir.path().join("site.toml"), dir.path().join("acct.db"), dir.path().join("hist.swf"));
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    assert!(tessera(&["import", "slurm-conf", &example("slurm.conf"), "--factors", &example("factors.toml"), "-o", &p(&site)]).status.success());
+    let o = tessera(&["import", "sacct", &example("sacct.txt"), "--cluster", &p(&site), "--db", &p(&db), "-o", &p(&swf)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("16 rows: 7 jobs (2 array tasks, 2 heterogeneous components), 6 steps folded into their jobs, 1 earlier runs of requeued jobs folded, 2 rows of jobs not finished left out"), "{}", text(&o.stderr));
+    let runs = text(&tessera(&["acct", "runs", "--db", &p(&db)]).stdout);
+    assert!(runs.lines().any(|l| l.contains("imported") && l.contains(" 7 ")), "{runs}");
+    let acct = text(&tessera(&["acct", "--db", &p(&db), "-P"]).stdout);
+    let ids: Vec<&str> = acct.lines().skip(1).map(|l| l.split('|').next().unwrap()).collect();
+    for want in ["1001", "1001.batch", "1001.extern", "1001.0", "1002_1", "1002_2", "1010", "1011", "1020", "1030"] {
+        assert_eq!(ids.iter().filter(|&&i| i == want).count(), 1, "{want} once: {acct}");
+    }
+    // APEL records of the imported run name the cluster as the site
+    let apel = text(&tessera(&["acct", "apel", "--db", &p(&db), "--type", "summary"]).stdout);
+    assert!(apel.contains("Site: hetero") && apel.contains("VO: physics"), "{apel}");
+    // the workload replays on the imported cluster, the never-started job skipped
+    let s = tessera(&["sim", "run", "--cluster", &p(&site), "--trace", &p(&swf), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap_or_else(|_| panic!("{}", text(&s.stderr)));
+    assert_eq!((v["jobs_simulated"].as_u64(), v["jobs_skipped"]["negative_runtime"].as_u64()), (Some(6), Some(1)), "{v}");
+    // a malformed line: its line and field, and no store or workload written
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, std::fs::read_to_string(example("sacct.txt")).unwrap().replacen("|COMPLETED|", "|DONE|", 1)).unwrap();
+    let (db2, swf2) = (dir.path().join("b.db"), dir.path().join("b.swf"));
+    let o = tessera(&["import", "sacct", &p(&bad), "--cluster", &p(&site), "--db", &p(&db2), "-o", &p(&swf2)]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains(&format!("{}:2: `State`: expected a Slurm job state", p(&bad))), "{}", text(&o.stderr));
+    assert!(!db2.exists() && !swf2.exists());
+}
