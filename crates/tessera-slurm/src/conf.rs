@@ -23,7 +23,7 @@ pub struct Place {
 
 impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
+        write!(f, "{}:{}", tessera_core::quote::clip(&self.file, 256), self.line)
     }
 }
 
@@ -60,13 +60,20 @@ pub struct ImportError {
 
 impl fmt::Display for ImportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.at.line == 0 { self.at.file.clone() } else { self.at.to_string() };
+        let file = tessera_core::quote::clip(&self.at.file, 256);
+        let at = if self.at.line == 0 { file.to_string() } else { format!("{file}:{}", self.at.line) };
         if self.field.is_empty() {
             write!(f, "{at}: {}", self.message)
         } else {
-            write!(f, "{at}: `{}`: {}", self.field, self.message)
+            write!(f, "{at}: {}: {}", q(&self.field), self.message)
         }
     }
+}
+
+/// A value from the input as an error quotes it: in backquotes, at most
+/// [`tessera_core::quote::LIMIT`] characters, control characters escaped.
+pub(crate) fn q(v: &str) -> String {
+    tessera_core::quote::bounded(v)
 }
 
 impl ImportError {
@@ -90,12 +97,12 @@ pub fn read(name: &str, load: &dyn Fn(&str) -> Result<String, String>) -> Result
 
 fn read_into(name: &str, from: &Place, load: &dyn Fn(&str) -> Result<String, String>, chain: &mut Vec<String>, out: &mut Vec<Line>) -> Result<(), ImportError> {
     if chain.iter().any(|c| c == name) {
-        return Err(ImportError::new(from, "Include", format!("{name} includes itself (through {})", chain.join(" → "))));
+        return Err(ImportError::new(from, "Include", format!("{} includes itself (through {})", q(name), tessera_core::quote::clip(&chain.join(" → "), 512))));
     }
     if chain.len() >= MAX_INCLUDE_DEPTH {
         return Err(ImportError::new(from, "Include", format!("includes nested deeper than {MAX_INCLUDE_DEPTH} files")));
     }
-    let text = load(name).map_err(|e| ImportError::new(from, if chain.is_empty() { "" } else { "Include" }, format!("cannot read {name}: {e}")))?;
+    let text = load(name).map_err(|e| ImportError::new(from, if chain.is_empty() { "" } else { "Include" }, format!("cannot read {}: {}", q(name), tessera_core::quote::clip(&e, 256))))?;
     chain.push(name.to_string());
     let mut lines = text.split('\n').enumerate();
     while let Some((i, raw)) = lines.next() {
@@ -155,7 +162,7 @@ fn cluster_name(lines: &[Line]) -> Option<String> {
 
 /// `Include` at the start of the line, then white space.
 fn is_include(line: &str) -> bool {
-    line.len() > 7 && line[..7].eq_ignore_ascii_case("include") && line[7..].starts_with(|c: char| c.is_whitespace())
+    line.len() > 7 && line.as_bytes()[..7].eq_ignore_ascii_case(b"include") && line[7..].starts_with(|c: char| c.is_whitespace())
 }
 
 /// A physical line up to its first `#` not escaped by an odd number of
@@ -277,15 +284,17 @@ mod tests {
 
     #[test]
     fn bad_lines_name_their_file_line_and_field() {
-        let load = files(&[("a.conf", "ClusterName=x\nNodeName=n1 CPUs\n"), ("b.conf", "Include b.conf\n"), ("c.conf", "Include missing.conf\n"), ("d.conf", "A=\"x\n"), ("e.conf", "A=1 \\"), ("f.conf", "Include x-%c.conf\n"), ("g.conf", "NodeName=a\\\nb CPUs=2\n")]);
+        let load = files(&[("a.conf", "ClusterName=x\nNodeName=n1 CPUs\n"), ("b.conf", "Include b.conf\n"), ("c.conf", "Include missing.conf\n"), ("d.conf", "A=\"x\n"), ("e.conf", "A=1 \\"), ("f.conf", "Include x-%c.conf\n"), ("g.conf", "NodeName=a\\\nb CPUs=2\n"), ("h.conf", "Core=2\u{738}r =gpu\n")]);
         assert_eq!(read("a.conf", &load).unwrap_err().to_string(), "a.conf:2: `CPUs`: expected Key=Value");
-        assert_eq!(read("b.conf", &load).unwrap_err().to_string(), "b.conf:1: `Include`: b.conf includes itself (through b.conf)");
-        assert_eq!(read("c.conf", &load).unwrap_err().to_string(), "c.conf:1: `Include`: cannot read missing.conf: no such file");
+        assert_eq!(read("b.conf", &load).unwrap_err().to_string(), "b.conf:1: `Include`: `b.conf` includes itself (through b.conf)");
+        assert_eq!(read("c.conf", &load).unwrap_err().to_string(), "c.conf:1: `Include`: cannot read `missing.conf`: no such file");
         assert_eq!(read("d.conf", &load).unwrap_err().to_string(), "d.conf:1: `A=\"x`: a double quote is not closed");
         assert_eq!(read("f.conf", &load).unwrap_err().to_string(), "f.conf:1: `Include`: `%c` in the file name needs ClusterName set before this line");
+        // a line whose seventh byte is inside a character is not an Include (fuzz finding)
+        assert_eq!(read("h.conf", &load).unwrap_err().to_string(), "h.conf:1: `=gpu`: expected Key=Value");
         // a continuation joins with nothing between, as Slurm's parser does
         assert_eq!(read("g.conf", &load).unwrap()[0].pairs[0].value, "ab");
         assert!(read("e.conf", &load).unwrap_err().to_string().starts_with("e.conf:1: the last line ends in"));
-        assert_eq!(read("none.conf", &load).unwrap_err().to_string(), "none.conf: cannot read none.conf: no such file");
+        assert_eq!(read("none.conf", &load).unwrap_err().to_string(), "none.conf: cannot read `none.conf`: no such file");
     }
 }

@@ -59,7 +59,7 @@ pub fn swf(h: &History, c: &Cluster, source: &str) -> (Vec<String>, Vec<SwfRecor
             requested_procs: procs as i64,
             requested_time: limit.unwrap_or(-1),
             // KB per processor
-            requested_memory: if j.req_mem_mb > 0 && procs > 0 { (j.req_mem_mb * 1024 / procs as u64) as i64 } else { -1 },
+            requested_memory: if j.req_mem_mb > 0 && procs > 0 { i64::try_from(j.req_mem_mb.saturating_mul(1024) / procs as u64).unwrap_or(i64::MAX) } else { -1 },
             status: match j.ended {
                 Ended::Completed => 1,
                 Ended::Cancelled | Ended::Preempted | Ended::Deadline => 5,
@@ -139,7 +139,7 @@ pub fn records(h: &History, c: &Cluster, file: &str) -> Result<(i64, Vec<JobReco
         let mut factor = f64::INFINITY;
         for (i, name) in j.nodes.iter().enumerate() {
             let Some(&node) = index.get(name.as_str()) else {
-                return Err(ImportError::new(&at, "NodeList", format!("node `{name}` is not in the cluster file: import the site's slurm.conf with `tessera import slurm-conf` and give it with --cluster")));
+                return Err(ImportError::new(&at, "NodeList", format!("node {} is not in the cluster file: import the site's slurm.conf with `tessera import slurm-conf` and give it with --cluster", crate::conf::q(name))));
             };
             let n = &c.nodes[node as usize];
             factor = factor.min(c.node_types[n.node_type].factor);

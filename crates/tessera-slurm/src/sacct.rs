@@ -18,7 +18,7 @@
 //!
 //! sacct records no dependencies (22.05 has no such field), so none are read.
 
-use crate::conf::{ImportError, Place};
+use crate::conf::{q, ImportError, Place};
 use std::collections::BTreeMap;
 use tessera_core::civil::days_from_civil;
 
@@ -163,10 +163,11 @@ pub fn parse_elapsed(s: &str) -> Result<Option<f64>, ()> {
         [h, m, s] => h * 3600.0 + m * 60.0 + s,
         _ => return Err(()),
     };
-    if !secs.is_finite() || secs < 0.0 || days < 0.0 {
+    let total = days * 86_400.0 + secs;
+    if !total.is_finite() || secs < 0.0 || days < 0.0 {
         return Err(());
     }
-    Ok(Some(days * 86_400.0 + secs))
+    Ok(Some(total))
 }
 
 /// A size in MiB: a number with a unit K, M (the default), G, T or P, as
@@ -223,12 +224,12 @@ fn parse_tres(s: &str) -> Result<Tres, String> {
     let mut t = Tres::default();
     let mut typed_gpus = 0u32;
     for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-        let (k, v) = item.split_once('=').ok_or_else(|| format!("`{item}`: expected type=count"))?;
-        let count = || v.parse::<u32>().map_err(|_| format!("`{item}`: expected a count"));
+        let (k, v) = item.split_once('=').ok_or_else(|| format!("{}: expected type=count", q(item)))?;
+        let count = || v.parse::<u32>().map_err(|_| format!("{}: expected a count", q(item)));
         match k {
             "cpu" => t.cpu = Some(count()?),
             "node" => t.nodes = Some(count()?),
-            "mem" => t.mem_mb = Some(parse_mem(v).map_err(|()| format!("`{item}`: expected a size such as 8G"))?.0.round() as u64),
+            "mem" => t.mem_mb = Some(parse_mem(v).map_err(|()| format!("{}: expected a size such as 8G", q(item)))?.0.round() as u64),
             "gres/gpu" => t.gpus = Some(count()?),
             k if k.starts_with("gres/gpu:") => typed_gpus = typed_gpus.saturating_add(count()?),
             _ => {}
@@ -295,7 +296,7 @@ pub fn read(text: &str, file: &str) -> Result<History, ImportError> {
             return Err(err(file, line, "", format!("expected {} fields separated by `|`, as the header has, found {} (a `|` inside a field such as JobName?)", names.len(), fields.len())));
         }
         let get = |name: &str| col.get(&name.to_ascii_lowercase()).map_or("", |&c| fields[c].trim());
-        let bad = |name: &str, what: &str| err(file, line, name, format!("expected {what}, found `{}`", get(name)));
+        let bad = |name: &str, what: &str| err(file, line, name, format!("expected {what}, found {}", q(get(name))));
         let raw_id = get("JobIDRaw");
         let shown = get("JobID");
         let (job_part, step) = match raw_id.split_once('.') {
@@ -353,7 +354,7 @@ pub fn read(text: &str, file: &str) -> Result<History, ImportError> {
             (None, None) => submit,
         };
         if start.is_some_and(|s| s > end || s < submit) {
-            return Err(err(file, line, "Start", format!("expected a start between Submit and End, found `{}`", get("Start"))));
+            return Err(err(file, line, "Start", format!("expected a start between Submit and End, found {}", q(get("Start")))));
         }
         let req = parse_tres(get("ReqTRES")).map_err(|m| err(file, line, "ReqTRES", m))?;
         let alloc = parse_tres(get("AllocTRES")).map_err(|m| err(file, line, "AllocTRES", m))?;
@@ -389,7 +390,9 @@ pub fn read(text: &str, file: &str) -> Result<History, ImportError> {
                 Err(()) => return Err(bad("Timelimit", "a limit such as 01:00:00, 2-00:00:00, UNLIMITED or Partition_Limit")),
             },
         };
-        let suspended_s = parse_elapsed(get("Suspended")).map_err(|()| bad("Suspended", "[D-]HH:MM:SS"))?.unwrap_or(0.0) as i64;
+        // suspended within its run, at most
+        let ran = start.map_or(0, |s| end - s);
+        let suspended_s = (parse_elapsed(get("Suspended")).map_err(|()| bad("Suspended", "[D-]HH:MM:SS"))?.unwrap_or(0.0) as i64).min(ran);
         let cpu_s = parse_elapsed(get("TotalCPU")).map_err(|()| bad("TotalCPU", "[D-][HH:]MM:SS[.mmm]"))?;
         let split = |sep: char| -> Option<(i64, u32)> {
             let (a, b) = shown.split_once(sep)?;

@@ -9,7 +9,7 @@
 //! file's own parser before it is handed out, so a file that is written is
 //! one the simulator and `tessera publish` accept.
 
-use crate::conf::{ImportError, Line, Place};
+use crate::conf::{q, ImportError, Line, Place};
 use crate::factors::Factors;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -100,7 +100,7 @@ fn lower(s: &str) -> String {
 fn num<T: std::str::FromStr + PartialOrd>(v: &(String, Place), key: &str, min: T, max: T, what: &str) -> Result<T, ImportError> {
     match v.0.trim().parse::<T>() {
         Ok(x) if x >= min && x <= max => Ok(x),
-        _ => Err(ImportError::new(&v.1, key, format!("expected {what}, found `{}`", v.0))),
+        _ => Err(ImportError::new(&v.1, key, format!("expected {what}, found {}", q(&v.0)))),
     }
 }
 
@@ -131,7 +131,7 @@ fn gres(v: &(String, Place)) -> Result<(u32, Vec<String>), ImportError> {
             [] => None,
         };
         let Some(count) = count.filter(|_| !parts[0].is_empty()) else {
-            return Err(ImportError::new(&v.1, "Gres", format!("expected name[:type][:count] items such as gpu:a100:4, found `{item}`")));
+            return Err(ImportError::new(&v.1, "Gres", format!("expected name[:type][:count] items such as gpu:a100:4, found {}", q(item))));
         };
         if lower(parts[0]) == "gpu" && !parts.contains(&"no_consume") {
             gpus += count;
@@ -245,7 +245,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         for n in &names {
             hostlist::check_name(n).map_err(|m| ImportError::new(at, "NodeName", m))?;
             if let Some(first) = seen.insert(n.clone(), at.clone()) {
-                return Err(ImportError::new(at, "NodeName", format!("node `{n}` is already defined at {first}")));
+                return Err(ImportError::new(at, "NodeName", format!("node {} is already defined at {first}", q(n))));
             }
         }
         let get = |k: &str| s.get(k);
@@ -340,14 +340,14 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
                         None => {
                             let hits: Vec<(&str, f64)> = n.features.iter().filter_map(|ft| f.benchmarks.get_key_value(ft.as_str()).map(|(k, v)| (k.as_str(), v.0))).collect();
                             if let Some(&(k2, b2)) = hits.iter().find(|h| h.1 != hits[0].1) {
-                                return Err(ImportError::new(&n.at, "Features", format!("node `{name}` has features `{}` ({} HS06 per core) and `{k2}` ({b2}) in {}: name the node or its NodeName there to choose", hits[0].0, hits[0].1, f.file)));
+                                return Err(ImportError::new(&n.at, "Features", format!("node {} has features {} ({} HS06 per core) and {} ({b2}) in {}: name the node or its NodeName there to choose", q(name), q(hits[0].0), hits[0].1, q(k2), f.file)));
                             }
                             hits.first().copied()
                         }
                     };
                     let Some((k, b)) = found else {
                         let feats = if n.features.is_empty() { String::from("it has no features") } else { format!("features: {}", n.features.join(", ")) };
-                        return Err(ImportError::new(&n.at, "NodeName", format!("no benchmark for node `{name}` in {}: give its name, its NodeName `{}` or one of its features under [benchmarks] ({feats})", f.file, n.written)));
+                        return Err(ImportError::new(&n.at, "NodeName", format!("no benchmark for node {} in {}: give its name, its NodeName {} or one of its features under [benchmarks] ({})", q(name), f.file, q(&n.written), tessera_core::quote::clip(&feats, 256))));
                     };
                     used_keys.insert(k);
                     Some(b)
@@ -428,14 +428,14 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
                     };
                     for n in set_nodes {
                         if !node_set.contains(n.as_str()) {
-                            return Err(ImportError::new(&list.1, "Nodes", format!("NodeSet `{item}` names node `{n}`, which no NodeName line defines")));
+                            return Err(ImportError::new(&list.1, "Nodes", format!("NodeSet {} names node {}, which no NodeName line defines", q(&item), q(&n))));
                         }
                         add(n, &mut members);
                     }
                 } else if node_set.contains(item.as_str()) {
                     add(item, &mut members);
                 } else {
-                    return Err(ImportError::new(&list.1, "Nodes", format!("node `{item}` is defined by no NodeName line (nor is it a NodeSet)")));
+                    return Err(ImportError::new(&list.1, "Nodes", format!("node {} is defined by no NodeName line (nor is it a NodeSet)", q(&item))));
                 }
             }
         }
@@ -451,13 +451,13 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         let over_n = over.and_then(|v| v.0.split_once(':')).map(|(_, n)| n).map(|n| num::<u32>(&(n.to_string(), over.unwrap().1.clone()), "OverSubscribe", 1, 64, "FORCE:N with N 1..=64")).transpose()?;
         if !["no", "yes", "exclusive", "force"].contains(&over_kind.as_str()) {
             let v = over.unwrap();
-            return Err(ImportError::new(&v.1, "OverSubscribe", format!("expected NO, YES[:N], EXCLUSIVE or FORCE[:N], found `{}`", v.0)));
+            return Err(ImportError::new(&v.1, "OverSubscribe", format!("expected NO, YES[:N], EXCLUSIVE or FORCE[:N], found {}", q(&v.0))));
         }
         let exclusive = over_kind == "exclusive" || linear;
         let time = |k: &str, key: &str| -> Result<Option<i64>, ImportError> {
             match get(k) {
                 None => Ok(None),
-                Some(v) => parse_duration(&v.0).map_err(|()| ImportError::new(&v.1, key, format!("expected {DURATION_FORMS}, found `{}`", v.0))),
+                Some(v) => parse_duration(&v.0).map_err(|()| ImportError::new(&v.1, key, format!("expected {DURATION_FORMS}, found {}", q(&v.0)))),
             }
         };
         let max_time = time("maxtime", "MaxTime")?;
@@ -490,7 +490,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         for m in &modes {
             if !["off", "cancel", "requeue", "suspend", "gang", "within", "priority"].contains(&m.as_str()) {
                 let v = mode_v.unwrap();
-                return Err(ImportError::new(&v.1, "PreemptMode", format!("expected OFF, CANCEL, REQUEUE, SUSPEND or GANG (comma-separated), found `{}`", v.0)));
+                return Err(ImportError::new(&v.1, "PreemptMode", format!("expected OFF, CANCEL, REQUEUE, SUSPEND or GANG (comma-separated), found {}", q(&v.0))));
             }
         }
         let has = |m: &str| modes.iter().any(|x| x == m);
