@@ -112,7 +112,7 @@ fn sacct(a: SacctArgs, report: &mut dyn std::io::Write) -> Result<String, Import
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         let run = RunInfo { kind: RunKind::Imported, label: name.clone(), site: a.site.clone().unwrap_or_else(|| if cluster.name.is_empty() { "slurm".to_string() } else { cluster.name.clone() }), cluster: cluster.name.clone(), policy: "slurm".into(), epoch_offset: epoch, recorded_at: now };
         let n = records.len();
-        let id = store.record_run(&run, &crate::history::nodes(&cluster), records).map_err(|e| io_err(&pname, "record the jobs", e))?;
+        let id = store.record_run(&run, &tessera_accounting::store::NodeRecord::from_cluster(&cluster), records).map_err(|e| io_err(&pname, "record the jobs", e))?;
         out.push_str(&format!("recorded {n} jobs in {pname} as run {id}\n"));
     }
     Ok(out)

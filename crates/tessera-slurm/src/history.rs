@@ -10,7 +10,7 @@
 use crate::conf::{ImportError, Place};
 use crate::sacct::{Ended, History, Job, Limit};
 use std::collections::BTreeMap;
-use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, NodeRecord, StepRecord};
+use tessera_accounting::store::{AllocationRecord, JobRecord, JobStateTag, StepRecord};
 use tessera_core::cluster::Cluster;
 use tessera_workload::SwfRecord;
 
@@ -197,9 +197,4 @@ pub fn records(h: &History, c: &Cluster, file: &str) -> Result<(i64, Vec<JobReco
         });
     }
     Ok((epoch, out))
-}
-
-/// Node records for the store.
-pub fn nodes(c: &Cluster) -> Vec<NodeRecord> {
-    NodeRecord::from_cluster(c)
 }

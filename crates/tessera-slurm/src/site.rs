@@ -75,7 +75,6 @@ struct NodeLine {
 /// A node type to write.
 struct TypeOut {
     name: String,
-    line: usize,
     nodes: Vec<String>,
     benchmark: Option<f64>,
 }
@@ -366,7 +365,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
                 name = format!("{base}-{k}");
                 k += 1;
             }
-            types.push((li, TypeOut { name, line: n.at.line, nodes: names, benchmark: b }));
+            types.push((li, TypeOut { name, nodes: names, benchmark: b }));
         }
     }
     if let Some(f) = factors {
@@ -532,9 +531,6 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
             }
             _ => None,
         };
-        if over_kind == "exclusive" && linear {
-            // nothing more to say
-        }
         let known = ["partitionname", "nodes", "default", "maxtime", "defaulttime", "prioritytier", "priorityjobfactor", "priority", "preemptmode", "oversubscribe", "shared", "defmempercpu"];
         for (k, (v, p)) in s.iter() {
             if known.contains(&k.as_str()) {
@@ -622,7 +618,6 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         if let Some(b) = ty.benchmark {
             let _ = writeln!(t, "hs06_per_core = {b:?}");
         }
-        let _ = ty.line;
     }
     for (k, p) in parts.iter().enumerate() {
         origin.push((line_no(&t) + 1, p.at.clone()));
