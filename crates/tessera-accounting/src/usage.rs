@@ -175,3 +175,44 @@ mod tests {
         assert_eq!(month_of(951868799), "2000-02");
     }
 }
+
+/// One job of a run as fair share charges it (`tessera sim run
+/// --usage-from`): who, when (the run's seconds), and what it held on each
+/// node: cores, memory (MiB), GPUs and the node's scaling factor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PastUse {
+    pub user: String,
+    pub account: String,
+    pub partition: String,
+    pub start: i64,
+    pub end: i64,
+    pub parts: Vec<(u32, u64, u32, f64)>,
+}
+
+/// Every job of run `run` that held anything, in the order recorded.
+pub fn past_use(store: &Store, run: i64) -> Result<Vec<PastUse>, StoreError> {
+    store.check_run(run)?;
+    let c = store.connection();
+    let e = |source| StoreError::Sqlite { path: store.path().to_string(), source };
+    let mut q = c
+        .prepare(
+            "SELECT j.id, j.user, j.account, j.partition, j.start_time, j.end_time, a.cores, a.memory_mb, a.gpus, n.factor \
+             FROM jobs j JOIN allocations a ON a.job = j.id JOIN nodes n ON n.run_id = j.run_id AND n.node_id = a.node_id \
+             WHERE j.run_id = ?1 ORDER BY j.id, a.node_id",
+        )
+        .map_err(e)?;
+    let mut rows = q.query(params![run]).map_err(e)?;
+    let mut out: Vec<PastUse> = Vec::new();
+    let mut last = None;
+    while let Some(r) = rows.next().map_err(e)? {
+        let id: i64 = r.get(0).map_err(e)?;
+        let part = (r.get::<_, i64>(6).map_err(e)?.clamp(0, u32::MAX as i64) as u32, r.get::<_, i64>(7).map_err(e)?.max(0) as u64, r.get::<_, i64>(8).map_err(e)?.clamp(0, u32::MAX as i64) as u32, r.get::<_, f64>(9).map_err(e)?);
+        if last == Some(id) {
+            out.last_mut().expect("a job before").parts.push(part);
+            continue;
+        }
+        last = Some(id);
+        out.push(PastUse { user: r.get(1).map_err(e)?, account: r.get(2).map_err(e)?, partition: r.get(3).map_err(e)?, start: r.get(4).map_err(e)?, end: r.get(5).map_err(e)?, parts: vec![part] });
+    }
+    Ok(out)
+}

@@ -30,3 +30,4 @@ pub mod soak;
 pub mod stop;
 pub mod supervise;
 pub mod twin;
+pub mod slurm_twin;

@@ -214,7 +214,7 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
                     .iter()
                     .map(|j| s.accounts.ticket(&user, by_trace.get(&(j.id as u64)).copied().flatten(), None, 0).map_err(|e| anyhow!("trace job {}: {e}", j.id)))
                     .collect::<Result<Vec<_>>>()?;
-                sw.sharing = Some(Arc::new(SimSharing { accounts: s.accounts, priority: s.priority, tickets, source: info.path.clone() }));
+                sw.sharing = Some(Arc::new(SimSharing { accounts: s.accounts, priority: s.priority, tickets, source: info.path.clone(), history: Vec::new(), history_at: 0 }));
             }
             for r in &resv {
                 let name = r.name.clone().unwrap_or_default();
@@ -268,10 +268,9 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
     let cap = Some(info.cores as f64);
     let (live, simulated) = (Classic::compute(&live_t, cap), Classic::compute(&sim_t, cap));
     let (throughput_live, throughput_sim) = (per_hour(&live), per_hour(&simulated));
-    let mut abs: Vec<f64> = diffs.iter().map(|d| d.abs()).collect();
-    abs.sort_unstable_by(f64::total_cmp);
+    let abs = sorted_abs(&diffs);
     let q = |p: f64| tessera_sim::metrics::percentile(&abs, p);
-    let relative_difference = live.named().into_iter().zip(simulated.named()).map(|((k, l), (_, s))| (k.to_string(), if s != 0.0 { (l - s) / s } else { l - s })).collect();
+    let relative_difference = relative(&live, &simulated);
     let t = Twin {
         trace,
         jobs: diffs.len(),
@@ -315,14 +314,7 @@ impl std::fmt::Display for Twin {
             "  suspended: {} jobs simulated, {} live; |live − simulated suspended time|: max {:.3} s; within 1 s: {} of {}",
             t.suspended_sim, t.suspended_live, t.suspended_abs_max, t.suspended_within_1s, t.jobs
         )?;
-        let width = t.relative_difference.keys().map(|k| k.len()).max().unwrap_or(0);
-        writeln!(f, "  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", "live", "diff")?;
-        for ((k, s), (_, l)) in t.simulated.named().into_iter().zip(t.live.named()) {
-            let d = t.relative_difference.get(k).copied().unwrap_or(0.0);
-            // against a simulated 0 the difference is absolute, not relative
-            let diff = if s == 0.0 { format!("{d:>+8.3} ") } else { format!("{:>+8.2}%", d * 100.0) };
-            writeln!(f, "  {k:<width$}  {s:>12.4}  {l:>12.4}  {diff}")?;
-        }
+        metric_table(f, &t.simulated, &t.live, &t.relative_difference, "live")?;
         let dt = if t.throughput_sim > 0.0 { format!("{:+.2}%", 100.0 * (t.throughput_live / t.throughput_sim - 1.0)) } else { "-".into() };
         writeln!(f, "  throughput: simulated {:.3} jobs/h, live {:.3} jobs/h ({dt})", t.throughput_sim, t.throughput_live)?;
         if let Some(p) = &t.power {
@@ -340,8 +332,34 @@ impl std::fmt::Display for Twin {
     }
 }
 
+/// |d| for every difference, sorted (for percentiles).
+pub(crate) fn sorted_abs(diffs: &[f64]) -> Vec<f64> {
+    let mut abs: Vec<f64> = diffs.iter().map(|d| d.abs()).collect();
+    abs.sort_unstable_by(f64::total_cmp);
+    abs
+}
+
+/// (observed − simulated) / simulated, by metric (observed − simulated where
+/// the simulated value is 0).
+pub(crate) fn relative(observed: &Classic, simulated: &Classic) -> BTreeMap<String, f64> {
+    observed.named().into_iter().zip(simulated.named()).map(|((k, l), (_, s))| (k.to_string(), if s != 0.0 { (l - s) / s } else { l - s })).collect()
+}
+
+/// Every classical metric, simulated beside observed (`label`), and their difference.
+pub(crate) fn metric_table(f: &mut std::fmt::Formatter<'_>, simulated: &Classic, observed: &Classic, diffs: &BTreeMap<String, f64>, label: &str) -> std::fmt::Result {
+    let width = diffs.keys().map(|k| k.len()).max().unwrap_or(0);
+    writeln!(f, "  {:<width$}  {:>12}  {:>12}  {:>9}", "metric", "simulated", label, "diff")?;
+    for ((k, s), (_, l)) in simulated.named().into_iter().zip(observed.named()) {
+        let d = diffs.get(k).copied().unwrap_or(0.0);
+        // against a simulated 0 the difference is absolute, not relative
+        let diff = if s == 0.0 { format!("{d:>+8.3} ") } else { format!("{:>+8.2}%", d * 100.0) };
+        writeln!(f, "  {k:<width$}  {s:>12.4}  {l:>12.4}  {diff}")?;
+    }
+    Ok(())
+}
+
 /// Jobs per hour over a run's makespan.
-fn per_hour(m: &Classic) -> f64 {
+pub(crate) fn per_hour(m: &Classic) -> f64 {
     if m.makespan > 0.0 { m.jobs as f64 * 3600.0 / m.makespan } else { 0.0 }
 }
 

@@ -102,6 +102,9 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         };
         // the trace's system accepted every job: no submit limit refuses one
         engine = engine.with_sharing(s.accounts.clone(), s.priority, &cluster).expect("the caller gives accounts to a queue policy only").without_submit_limits();
+        if !s.history.is_empty() {
+            engine = engine.with_history(&s.history, s.history_at).expect("an engine with accounts and no job yet");
+        }
     }
     // reservations are made at the trace's start (the caller checked them)
     let origin = w.jobs.first().map_or(0, |j| j.submit.min(0));

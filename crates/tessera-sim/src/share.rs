@@ -7,14 +7,48 @@
 //! and `u<user>`. With a file, a job charges its user's association with its
 //! group's account `g<group>` when the user has one, else the user's default
 //! account; a job of a user the file does not know is an error (Slurm refuses
-//! such a submission). Usage accrues from the trace's own history, from an
-//! empty start.
+//! such a submission). A trace whose header names its numbers (`; Note: user
+//! 3 = alice`, `; Note: account 2 = physics`, as `tessera import sacct`
+//! writes them) charges by those names instead. Usage accrues from the
+//! trace's own history, from an empty start, or from a site's imported
+//! history (`history`: `tessera sim run --usage-from`).
 
 use crate::metrics::job_times;
 use crate::{SimOutcome, Workload};
 use serde::Serialize;
-use tessera_core::share::{trace_group, trace_user, Accounts, AssocId, PriorityConfig, Ticket};
+use std::collections::BTreeMap;
+use tessera_core::share::{trace_group, trace_user, Accounts, AssocId, PastJob, PriorityConfig, Ticket};
+use tessera_core::Time;
 use tessera_workload::jobs::TraceJob;
+use tessera_workload::swf::SwfHeader;
+
+/// The names behind a trace's user and group numbers, from its header's
+/// notes (`; Note: user 3 = alice`, `; Note: account 2 = physics`): a job
+/// of user 3 and group 2 charges alice's association under physics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceNames {
+    pub users: BTreeMap<i32, String>,
+    pub accounts: BTreeMap<i32, String>,
+}
+
+impl TraceNames {
+    pub fn of(header: &SwfHeader) -> TraceNames {
+        let mut n = TraceNames::default();
+        for l in &header.lines {
+            let Some(note) = l.trim_start_matches(';').trim().strip_prefix("Note:") else { continue };
+            let Some((what, name)) = note.split_once('=') else { continue };
+            let mut w = what.split_whitespace();
+            let (Some(kind), Some(num), None) = (w.next(), w.next().and_then(|x| x.parse::<i32>().ok()), w.next()) else { continue };
+            let name = name.trim().to_string();
+            match kind {
+                "user" => n.users.insert(num, name),
+                "account" => n.accounts.insert(num, name),
+                _ => None,
+            };
+        }
+        n
+    }
+}
 
 /// The accounts and settings a simulation runs with, and each job's ticket.
 #[derive(Clone, Debug)]
@@ -25,6 +59,10 @@ pub struct SimSharing {
     pub tickets: Vec<Ticket>,
     /// Where the accounts come from (a file, or "the trace's groups").
     pub source: String,
+    /// Usage before the simulation's first instant, `history_at` (an
+    /// imported history: `Engine::with_history`).
+    pub history: Vec<PastJob>,
+    pub history_at: Time,
 }
 
 /// Trace users the accounts do not know.
@@ -63,31 +101,32 @@ impl SimSharing {
     /// Each trace group an account, each (user, group) an association.
     pub fn from_trace(jobs: &[TraceJob], priority: PriorityConfig) -> SimSharing {
         let accounts = Accounts::from_groups(jobs.iter().map(|j| (j.group as i64, j.user as i64)));
-        let tickets = Self::resolve(jobs, &accounts, "the trace's groups").expect("every trace user has an association with its group");
-        SimSharing { accounts, priority, tickets, source: "the trace's groups".into() }
+        let tickets = Self::resolve(jobs, &accounts, "the trace's groups", &TraceNames::default()).expect("every trace user has an association with its group");
+        SimSharing { accounts, priority, tickets, source: "the trace's groups".into(), history: Vec::new(), history_at: 0 }
     }
 
-    /// The accounts of a file.
-    pub fn from_file(jobs: &[TraceJob], accounts: Accounts, priority: PriorityConfig, source: &str) -> Result<SimSharing, NoAssociation> {
-        let tickets = Self::resolve(jobs, &accounts, source)?;
-        Ok(SimSharing { accounts, priority, tickets, source: source.to_string() })
+    /// The accounts of a file (`names`: the trace's own names for its numbers).
+    pub fn from_file(jobs: &[TraceJob], accounts: Accounts, priority: PriorityConfig, source: &str, names: &TraceNames) -> Result<SimSharing, NoAssociation> {
+        let tickets = Self::resolve(jobs, &accounts, source, names)?;
+        Ok(SimSharing { accounts, priority, tickets, source: source.to_string(), history: Vec::new(), history_at: 0 })
     }
 
-    fn resolve(jobs: &[TraceJob], accounts: &Accounts, source: &str) -> Result<Vec<Ticket>, NoAssociation> {
+    fn resolve(jobs: &[TraceJob], accounts: &Accounts, source: &str, names: &TraceNames) -> Result<Vec<Ticket>, NoAssociation> {
         let mut tickets = Vec::with_capacity(jobs.len());
         let mut missing = std::collections::BTreeSet::new();
         let mut n_missing = 0;
         let mut cache: std::collections::BTreeMap<(i32, i32), Option<Ticket>> = Default::default();
         for j in jobs {
+            let user = || names.users.get(&j.user).cloned().unwrap_or_else(|| trace_user(j.user as i64));
             let t = *cache.entry((j.user, j.group)).or_insert_with(|| {
-                let user = trace_user(j.user as i64);
-                accounts.ticket(&user, Some(&trace_group(j.group as i64)), None, 0).or_else(|_| accounts.ticket(&user, None, None, 0)).ok()
+                let account = names.accounts.get(&j.group).cloned().unwrap_or_else(|| trace_group(j.group as i64));
+                accounts.ticket(&user(), Some(&account), None, 0).or_else(|_| accounts.ticket(&user(), None, None, 0)).ok()
             });
             match t {
                 Some(t) => tickets.push(t),
                 None => {
                     n_missing += 1;
-                    missing.insert(trace_user(j.user as i64));
+                    missing.insert(user());
                 }
             }
         }

@@ -31,14 +31,15 @@ impl Numbers {
     }
 }
 
-/// The history as SWF: the header lines (comments naming the users, groups
-/// and partitions behind the numbers) and one record per job, times from the
+/// The history as SWF: the header lines (comments naming the users, accounts
+/// and partitions behind the numbers; field 13, the group, is the Slurm
+/// account: the simulator charges a group's account) and one record per job, times from the
 /// first submission. A job's queue is its partition's `swf_queue` in the
 /// cluster file (`tessera import slurm-conf` numbers partitions so), else
 /// its position there.
 pub fn swf(h: &History, c: &Cluster, source: &str) -> (Vec<String>, Vec<SwfRecord>) {
     let epoch = h.jobs.iter().map(|j| j.submit).min().unwrap_or(0);
-    let (mut users, mut groups) = (Numbers::default(), Numbers::default());
+    let (mut users, mut accounts) = (Numbers::default(), Numbers::default());
     let queue_of: BTreeMap<&str, i64> = c.partitions.iter().enumerate().map(|(i, p)| (p.name.as_str(), p.swf_queue.unwrap_or(i as i64 + 1))).collect();
     let mut out = Vec::with_capacity(h.jobs.len());
     for j in &h.jobs {
@@ -66,7 +67,8 @@ pub fn swf(h: &History, c: &Cluster, source: &str) -> (Vec<String>, Vec<SwfRecor
                 _ => 0,
             },
             user_id: users.of(&j.user),
-            group_id: groups.of(&j.group),
+            // the account a job charges, in the field the simulator charges by
+            group_id: accounts.of(&j.account),
             executable: -1,
             queue: queue_of.get(j.partition.as_str()).copied().unwrap_or(-1),
             partition: -1,
@@ -90,8 +92,8 @@ pub fn swf(h: &History, c: &Cluster, source: &str) -> (Vec<String>, Vec<SwfRecor
     for (i, u) in users.1.iter().enumerate() {
         header.push(format!("Note: user {} = {u}", i + 1));
     }
-    for (i, g) in groups.1.iter().enumerate() {
-        header.push(format!("Note: group {} = {g}", i + 1));
+    for (i, a) in accounts.1.iter().enumerate() {
+        header.push(format!("Note: account {} = {a}", i + 1));
     }
     (header, out)
 }

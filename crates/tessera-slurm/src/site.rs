@@ -211,7 +211,20 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         Some(p) => p.contains("memory"),
     };
     let preempt_type = global("preempttype").map(lower).unwrap_or_else(|| "preempt/none".into());
+    // 22.05's default scheduler is sched/backfill, every bf_interval seconds
+    // (30 by default; -1 turns the backfill loop off)
+    let sched = global("schedulertype").map(lower).unwrap_or_else(|| "sched/backfill".into());
+    let bf_option = globals.get("schedulerparameters").and_then(|(v, at)| v.split(',').find_map(|o| lower(o.trim()).strip_prefix("bf_interval=").map(|x| (x.to_string(), at.clone()))));
+    let backfill_interval = match (sched.as_str(), bf_option) {
+        ("sched/backfill", None) => Some(30),
+        ("sched/backfill", Some((x, _))) if x.trim() == "-1" => None,
+        ("sched/backfill", Some(v)) => Some(num::<i64>(&v, "SchedulerParameters", 1, 10_800, "bf_interval in seconds 1..=10800, or -1")?),
+        _ => None,
+    };
     let mut mapped_globals: BTreeSet<&str> = ["clustername", "selecttype", "selecttypeparameters", "preempttype", "preemptmode", "defmempercpu", "schedulertimeslice"].into();
+    if backfill_interval.is_some() {
+        mapped_globals.insert("schedulertype");
+    }
     if !memory_tracked {
         mapped_globals.remove("defmempercpu");
     }
@@ -222,6 +235,9 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         let left = if GLOBAL_POLICY_PREFIXES.iter().any(|p| k.starts_with(p)) { Left::Policy } else { Left::Daemon };
         let why = match k.as_str() {
             "defmempercpu" => "memory is not a consumable resource (SelectTypeParameters has no _Memory), so Slurm does not hold it either",
+            "schedulertype" if sched == "sched/builtin" => "first come, first served without backfilling: simulate it with --policy fcfs",
+            "schedulertype" => "backfilling turned off (bf_interval=-1): simulate it with --policy fcfs",
+            "schedulerparameters" if backfill_interval.is_some() => "bf_interval is written as backfill_interval; the other options are not modelled",
             _ if left == Left::Policy => "a policy setting",
             _ => "a daemon setting",
         };
@@ -595,6 +611,9 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
     if let Some((v, at)) = globals.get("schedulertimeslice") {
         let ts = num::<i64>(&(v.clone(), at.clone()), "SchedulerTimeSlice", 5, 86_400, "seconds 5..=86400")?;
         let _ = writeln!(t, "time_slice = {ts}");
+    }
+    if let Some(bf) = backfill_interval {
+        let _ = writeln!(t, "backfill_interval = {bf}    # SchedulerType=sched/backfill, bf_interval");
     }
     if let Some(r) = factors.and_then(|f| f.reference) {
         let _ = writeln!(t, "\n[reference]\nhs06_per_core = {r:?}");

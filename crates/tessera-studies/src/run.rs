@@ -124,23 +124,61 @@ fn nodeset_of(a: &RunSpec, cluster: &Cluster) -> Result<Option<NodeSetSpec>> {
 /// The accounts and priority of a run: `--accounts`, else the cluster
 /// file's; `--priority` overrides their queue order. Without either (or
 /// with `--priority fifo` alone) the run has none and orders by submission.
-fn sharing_of(a: &RunSpec, w: &tessera_sim::Workload) -> Result<Option<tessera_sim::share::SimSharing>> {
+fn sharing_of(a: &RunSpec, w: &tessera_sim::Workload, header: &SwfHeader) -> Result<Option<tessera_sim::share::SimSharing>> {
     let kind: Option<PriorityKind> = a.priority.as_deref().map(|p| p.parse().map_err(|e: String| anyhow::anyhow!("--priority {p}: {e}"))).transpose()?;
     let config = load_sharing(a.accounts.as_deref(), a.cluster.as_deref())?;
     if config.is_none() && kind != Some(PriorityKind::Multifactor) {
+        if let Some(p) = &a.usage_from {
+            bail!("--usage-from {}: a history seeds fair share: give accounts (--accounts, or a cluster file with them) or --priority multifactor", p.display());
+        }
         return Ok(None);
     }
     if a.policy == PolicyKind::Parm {
         bail!("accounts and multifactor priority order a queue; policy parm decides its own order (use fcfs, easy or conservative)");
     }
-    Ok(Some(match config {
+    let names = tessera_sim::share::TraceNames::of(header);
+    let mut s = match config {
         Some(c) => {
             let priority = tessera_core::share::PriorityConfig { kind: kind.unwrap_or(c.priority.kind), ..c.priority };
             let source = a.accounts.as_ref().or(a.cluster.as_ref()).map(|p| p.display().to_string()).unwrap_or_default();
-            tessera_sim::share::SimSharing::from_file(&w.jobs, c.accounts, priority, &source)?
+            tessera_sim::share::SimSharing::from_file(&w.jobs, c.accounts, priority, &source, &names)?
         }
         None => tessera_sim::share::SimSharing::from_trace(&w.jobs, tessera_core::share::PriorityConfig { kind: PriorityKind::Multifactor, ..Default::default() }),
-    }))
+    };
+    if let Some(p) = &a.usage_from {
+        let (run, left_out);
+        (s.history, s.history_at, run, left_out) = history_of(p, a.usage_run, &s.accounts, w)?;
+        s.source = format!("{}; usage from {}: {} jobs of run {run}, {left_out} of users without an association left out", s.source, p.display(), s.history.len());
+    }
+    Ok(Some(s))
+}
+
+/// The jobs of an accounting store's run as a past before the trace's first
+/// instant (its last end there), each charging its user's association under
+/// its account (else the user's default account); the jobs of users the
+/// accounts do not know are left out (Slurm charged them to no association
+/// here either), and so are partitions the cluster does not have.
+fn history_of(path: &std::path::Path, run: Option<i64>, accounts: &tessera_core::share::Accounts, w: &tessera_sim::Workload) -> Result<(Vec<tessera_core::share::PastJob>, tessera_core::Time, i64, usize)> {
+    let store = tessera_accounting::store::Store::open(path).with_context(|| format!("--usage-from {}", path.display()))?;
+    let run = store.resolve_run(run).with_context(|| format!("--usage-from {}", path.display()))?;
+    let past = tessera_accounting::usage::past_use(&store, run)?;
+    let at = w.jobs.first().map_or(0, |j| j.submit);
+    let shift = at - past.iter().map(|p| p.end).max().unwrap_or(0);
+    let partitions: Vec<String> = match &w.machine {
+        tessera_sim::Machine::Cluster { cluster, .. } => cluster.partitions.iter().map(|p| p.name.clone()).collect(),
+        _ => Vec::new(),
+    };
+    let n = past.len();
+    let jobs: Vec<_> = past
+        .into_iter()
+        .filter_map(|p| {
+            let ticket = accounts.ticket(&p.user, Some(&p.account), None, 0).or_else(|_| accounts.ticket(&p.user, None, None, 0)).ok()?;
+            let partition = partitions.iter().position(|n| *n == p.partition).unwrap_or(0);
+            Some(tessera_core::share::PastJob { ticket, start: p.start + shift, end: p.end + shift, partition, parts: p.parts })
+        })
+        .collect();
+    let left_out = n - jobs.len();
+    Ok((jobs, at, run, left_out))
 }
 
 /// One simulation, before its outputs are written.
@@ -226,7 +264,7 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
         }
     };
     let mut w = w;
-    if let Some(mut s) = sharing_of(a, &w)? {
+    if let Some(mut s) = sharing_of(a, &w, &header)? {
         s.drop_never_met(&mut w);
         w.sharing = Some(Arc::new(s));
     }

@@ -41,6 +41,9 @@ pub struct RunSpec {
     pub accounts: Option<PathBuf>,
     /// Reservations file (`[[reservation]]` tables, made at the trace's start).
     pub reservations: Option<PathBuf>,
+    /// Fair share seeded from this accounting store's run `usage_run` (None: the newest).
+    pub usage_from: Option<PathBuf>,
+    pub usage_run: Option<i64>,
 }
 
 /// Power-aware runs on a cluster with a power budget (docs/power.md): the
@@ -97,6 +100,8 @@ impl RunSpec {
             priority: None,
             accounts: None,
             reservations: None,
+            usage_from: None,
+            usage_run: None,
         }
     }
 

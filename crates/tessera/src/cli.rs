@@ -382,6 +382,14 @@ pub struct SimRunArgs {
     /// trace's start), made before the first job (docs/scheduling.md).
     #[arg(long)]
     pub reservations: Option<PathBuf>,
+    /// Fair share from a site's history: each association's usage as a run of
+    /// this accounting store left it (a Slurm history from `tessera import
+    /// sacct`), decayed to the trace's first instant (docs/slurm.md).
+    #[arg(long, value_name = "STORE")]
+    pub usage_from: Option<PathBuf>,
+    /// With --usage-from: the run (default: the newest).
+    #[arg(long, requires = "usage_from")]
+    pub usage_run: Option<i64>,
     #[command(flatten)]
     pub power: PowerArgs,
     /// Write one CSV row per job (job_id,submit,start,end,procs,estimate,wait,killed).

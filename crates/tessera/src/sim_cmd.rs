@@ -23,7 +23,7 @@ pub fn spec_of(a: &SimRunArgs) -> RunSpec {
         // the flag's parser accepted it
         policy: a.policy.parse().expect("a known policy"),
         power, lenient: a.lenient, max_jobs: a.max_jobs, arrival_scale: a.arrival_scale,
-        priority: a.priority.clone(), accounts: a.accounts.clone(), reservations: a.reservations.clone(),
+        priority: a.priority.clone(), accounts: a.accounts.clone(), reservations: a.reservations.clone(), usage_from: a.usage_from.clone(), usage_run: a.usage_run,
     }
 }
 
@@ -37,6 +37,7 @@ pub fn run(mut a: SimRunArgs) -> Result<()> {
     inputs.extend(spec.cluster.as_deref().map(|p| ("cluster file", p)));
     inputs.extend(spec.accounts.as_deref().map(|p| ("accounts file", p)));
     inputs.extend(spec.reservations.as_deref().map(|p| ("reservations file", p)));
+    inputs.extend(spec.usage_from.as_deref().map(|p| ("accounting store", p)));
     tessera_studies::files::check(&inputs, &outputs.named(&spec))?;
     let (summary, json) = write_outputs(execute(&spec)?, &spec, &outputs, t0)?;
     match a.format {

@@ -146,12 +146,31 @@ pub struct TwinArgs {
     /// Cluster file (default: the embedded default cluster).
     #[arg(long)]
     pub cluster: Option<PathBuf>,
-    /// fcfs, easy, conservative or parm (a cluster with a power budget).
-    #[arg(long, default_value = "easy")]
-    pub policy: String,
+    /// fcfs, easy, conservative or parm (a cluster with a power budget); default
+    /// easy, and conservative with --slurm (Slurm's backfill reserves for every job it tests).
+    #[arg(long)]
+    pub policy: Option<String>,
     /// Agents presenting the cluster's nodes.
     #[arg(long, default_value_t = 2)]
     pub agents: usize,
+    /// Predict a real Slurm instead of Tessera's live system: Debian's Slurm
+    /// 22.05 started on this machine (scripts/slurm-emulate --accounting; root,
+    /// slurm-wlm, slurmdbd, munge, mariadb-server), the jobs replayed there,
+    /// imported back from sacct and its slurm.conf, and simulated.
+    #[arg(long, conflicts_with_all = ["testbed", "cluster", "reservations"])]
+    pub slurm: bool,
+    /// With --slurm: emulated nodes (one slurmd each).
+    #[arg(long, default_value_t = 8, requires = "slurm")]
+    pub slurm_nodes: u32,
+    /// With --slurm: CPUs of each emulated node.
+    #[arg(long, default_value_t = 16, requires = "slurm")]
+    pub slurm_cpus: u32,
+    /// With --slurm: Slurm's SchedulerParameters, e.g. bf_interval=10 (default: Slurm's own).
+    #[arg(long, requires = "slurm")]
+    pub sched_params: Option<String>,
+    /// With --slurm: the slurm-emulate script (default: scripts/slurm-emulate).
+    #[arg(long, requires = "slurm")]
+    pub emulator: Option<PathBuf>,
     /// Reservations file ([[reservation]] tables), instants in seconds from
     /// the replay's start: made live at the start, and in the simulation.
     #[arg(long)]

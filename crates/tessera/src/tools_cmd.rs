@@ -6,7 +6,7 @@ use crate::live_args::ListFormat;
 use crate::out::{out, outln};
 use crate::tool_args::*;
 use anyhow::Result;
-use tessera_emulation::{chaos, loadtest, metrics, replay, sleep_job, soak, twin};
+use tessera_emulation::{chaos, loadtest, metrics, replay, sleep_job, slurm_twin, soak, twin};
 
 /// A report as JSON or as its table.
 fn print<T: serde::Serialize + std::fmt::Display>(r: &T, format: ListFormat) -> Result<()> {
@@ -44,7 +44,14 @@ pub fn metrics(a: MetricsArgs) -> Result<()> {
 }
 
 pub fn twin(a: TwinArgs) -> Result<()> {
-    let o = twin::Options { trace: a.trace, testbed: a.testbed, parm: a.parm, max_jobs: a.max_jobs, shrink: a.shrink, cluster: a.cluster, policy: a.policy, agents: a.agents, reservations: a.reservations, dir: a.dir };
+    if a.slurm {
+        let trace = a.trace.ok_or_else(|| anyhow::anyhow!("--slurm needs --trace"))?;
+        let policy = a.policy.unwrap_or_else(|| "conservative".into());
+        let o = slurm_twin::Options { trace, max_jobs: a.max_jobs, shrink: a.shrink, policy, nodes: a.slurm_nodes, cpus: a.slurm_cpus, sched_params: a.sched_params, emulator: a.emulator, dir: a.dir };
+        return print(&slurm_twin::run(&o)?, a.format);
+    }
+    let policy = a.policy.unwrap_or_else(|| "easy".into());
+    let o = twin::Options { trace: a.trace, testbed: a.testbed, parm: a.parm, max_jobs: a.max_jobs, shrink: a.shrink, cluster: a.cluster, policy, agents: a.agents, reservations: a.reservations, dir: a.dir };
     print(&twin::run(&o, &bin()?)?, a.format)
 }
 

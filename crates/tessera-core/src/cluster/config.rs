@@ -74,6 +74,7 @@ struct RawCluster {
     name: Option<String>,
     nodeset_delay: Option<i64>,
     time_slice: Option<i64>,
+    backfill_interval: Option<i64>,
     power_budget_w: Option<f64>,
     reference: Option<toml::Spanned<RawReference>>,
     nodeset: Option<toml::Spanned<RawNodeSet>>,
@@ -271,6 +272,11 @@ impl Cluster {
             Some(d) if (1..=86_400).contains(&d) => d,
             Some(d) => return Err(src.err(src.key_line(0..text.len(), "time_slice"), "time_slice", format!("expected seconds 1..=86400, found {d}"))),
         };
+        let backfill_interval_s = match raw.backfill_interval {
+            None => None,
+            Some(d) if (1..=86_400).contains(&d) => Some(d),
+            Some(d) => return Err(src.err(src.key_line(0..text.len(), "backfill_interval"), "backfill_interval", format!("expected seconds 1..=86400, found {d}"))),
+        };
         let power_budget_w = match raw.power_budget_w {
             None => None,
             Some(w) if w.is_finite() && w > 0.0 => {
@@ -291,6 +297,7 @@ impl Cluster {
             nodeset: site_nodeset,
             nodeset_delay,
             time_slice_s,
+            backfill_interval_s,
             accounts_file: raw.accounts,
         };
         if let Some(w) = power_budget_w {

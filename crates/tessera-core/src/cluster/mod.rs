@@ -27,6 +27,10 @@ pub struct Cluster {
     pub power_budget_w: Option<f64>,
     /// Gang scheduling's time slice (Slurm's SchedulerTimeSlice), seconds.
     pub time_slice_s: Time,
+    /// Slurm's bf_interval: EASY and conservative backfill at most once in
+    /// this many seconds, the head of the queue alone starting between
+    /// (`backfill_interval`; None: backfill in every pass).
+    pub backfill_interval_s: Option<Time>,
     /// The accounts file the cluster file names (`accounts = "..."`), as
     /// written (relative to the cluster file); the driver reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -452,6 +456,7 @@ impl Cluster {
             nodeset_delay: 0,
             power_budget_w: None,
             time_slice_s: DEFAULT_TIME_SLICE_S,
+            backfill_interval_s: None,
             accounts_file: None,
         }
     }

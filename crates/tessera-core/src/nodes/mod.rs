@@ -101,6 +101,16 @@ pub struct NodeEngine {
     /// The gang time slice, and the instant of the next rotation.
     slice: Time,
     gang_next: Option<Time>,
+    /// Slurm's bf_interval (the cluster file's `backfill_interval`): EASY and
+    /// conservative backfill only in a pass at least this long after the
+    /// last backfill, as Slurm's backfill thread does; the passes between
+    /// start jobs from the head of the queue only, as Slurm's main scheduler
+    /// does at each submission and completion. None: backfill in every pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    backfill_every: Option<Time>,
+    /// With `backfill_every`: the instant of the last backfill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_backfill: Option<Time>,
     running: Running,
     /// The cluster's power budget, which powers only some nodes at full power
     /// (absent from the saved state of a cluster without one).
@@ -284,6 +294,8 @@ impl NodeEngine {
             gang,
             slice: cluster.time_slice_s.max(1),
             gang_next: None,
+            backfill_every: cluster.backfill_interval_s,
+            last_backfill: None,
             running: Running::default(),
             budget: budget::Budget::of(cluster).map(Box::new),
             dropped_nodesets: 0,
@@ -721,7 +733,9 @@ impl NodeEngine {
         // it kept out); one that ends for good must leave
         // (only while jobs wait: a recurring window alone asks for nothing)
         let resv = t.queue.head().and_then(|_| self.blocks.next_after(now));
-        [limit, self.gang_next, resv].into_iter().flatten().min()
+        // the next backfill, while jobs wait
+        let backfill = t.queue.head().and(self.backfill_every.zip(self.last_backfill)).map(|(every, last)| last + every).filter(|&b| b > now);
+        [limit, self.gang_next, resv, backfill].into_iter().flatten().min()
     }
 
     pub fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
@@ -749,10 +763,18 @@ impl NodeEngine {
             PolicyKind::Fcfs => {
                 self.start_from_head(now, t, out);
             }
+            // between two backfills (Slurm's bf_interval), the head of the
+            // queue only, as Slurm's main scheduler
+            PolicyKind::Easy | PolicyKind::Conservative if self.backfill_every.zip(self.last_backfill).is_some_and(|(every, last)| now < last + every) => {
+                self.start_from_head(now, t, out);
+            }
             // where a job is placed can depend on what started before it in the
             // same pass (node sets, nodes of different pace): the pass repeats
             // until it starts nothing, so that a pass is idempotent
             PolicyKind::Easy | PolicyKind::Conservative => loop {
+                if self.backfill_every.is_some() {
+                    self.last_backfill = Some(now);
+                }
                 let before = out.len();
                 if self.policy == PolicyKind::Easy {
                     self.pass_easy(now, t, out);

@@ -123,6 +123,7 @@ impl NodeEngine {
         m.free_cores = m.free.cores.iter().zip(&m.usable).filter(|(_, &u)| u).map(|(&c, _)| c as u64).sum();
         m.parked = self.parked.clone();
         m.gang_next = if m.gang { self.gang_next } else { None };
+        m.last_backfill = m.backfill_every.and(self.last_backfill);
         let mut running = Running::default();
         for rj in self.running.as_slice() {
             let a = m.alloc[rj.job.index()].as_ref().expect("a running job holds its allocation");

@@ -2,7 +2,7 @@
 //! set when a job is queued, usage charged as jobs run, the calculation at
 //! each period's instant and the queue put in priority order before a pass.
 
-use super::accounts::Accounts;
+use super::accounts::{Accounts, Ticket};
 use super::fairtree::FsRow;
 use super::priority::{Factors, PriorityConfig};
 use super::state::{MachineFacts, Sharing};
@@ -19,6 +19,21 @@ pub enum SharingError {
     Parm,
     #[error("accounts are set before the first job")]
     NotEmpty,
+    #[error("a history seeds the usage of accounts: give the engine accounts first")]
+    NoAccounts,
+}
+
+/// A job of an earlier history (a Slurm site's sacct, imported), for
+/// [`Engine::with_history`]: its association, when it ran, its partition and
+/// what it held on each node (cores, memory in MiB, GPUs, the node's scaling
+/// factor).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PastJob {
+    pub ticket: Ticket,
+    pub start: Time,
+    pub end: Time,
+    pub partition: usize,
+    pub parts: Vec<(u32, u64, u32, f64)>,
 }
 
 /// What `sshare` and `sprio` read: the accounts, the Fair Tree at the last
@@ -48,6 +63,29 @@ impl Engine {
             m.set_qos_preemption(&accounts);
         }
         self.share = Some(Box::new(Sharing::new(accounts, config, MachineFacts::of(cluster))));
+        Ok(self)
+    }
+
+    /// Each association's usage as a history left it at `at` (the engine's
+    /// first instant; the jobs ran before it, a job still running is counted
+    /// up to it), before any job: what the engine would have charged had it
+    /// run them, period by period (Slurm's `run_delta × decay^run_delta` at
+    /// each calculation, then decay to `at`), at the rate the priority
+    /// settings charge (cores, normalized cores or canonical units) and the
+    /// QOS's usage factor. Fair share then starts from the site's shares.
+    pub fn with_history(mut self, jobs: &[PastJob], at: Time) -> Result<Engine, SharingError> {
+        if self.t.len() > 0 {
+            return Err(SharingError::NotEmpty);
+        }
+        let s = self.share.as_mut().ok_or(SharingError::NoAccounts)?;
+        for j in jobs {
+            if !s.accounts.valid(&j.ticket) {
+                continue;
+            }
+            let rate = s.rate(j.parts.iter().copied(), j.partition) * s.accounts.qos(j.ticket.qos).usage_factor;
+            let add = rate * past_charge(&s.cfg, j.start, j.end.min(at), at);
+            s.seed(j.ticket.assoc.0, add);
+        }
         Ok(self)
     }
 
@@ -283,3 +321,28 @@ impl Engine {
     }
 }
 
+
+/// What running over [start, end] charges per unit of rate, decayed to `at`,
+/// as the engine charges it: at each calculation boundary the seconds since
+/// the last, `secs × decay^secs`, and at the end the rest, as of the last
+/// boundary; every usage then decays from there to `at`. The whole periods
+/// in between sum as a geometric series.
+fn past_charge(cfg: &PriorityConfig, start: Time, end: Time, at: Time) -> f64 {
+    if end <= start {
+        return 0.0;
+    }
+    let p = cfg.calc_period.max(1);
+    // `to - from` seconds, charged as of the boundary `charged`
+    let piece = |from: Time, to: Time, charged: Time| (to - from) as f64 * cfg.decay(to - from) * cfg.decay(at - charged);
+    let first = (start.div_euclid(p) + 1) * p;
+    if first >= end {
+        return piece(start, end, first - p);
+    }
+    // the whole periods that end before the job does (a job ending on a
+    // boundary ends before that calculation: completions come first)
+    let n = (end - 1 - first) / p;
+    let last = first + n * p;
+    let r = cfg.decay(p);
+    let series = if r >= 1.0 { n as f64 } else { (1.0 - r.powf(n as f64)) / (1.0 - r) };
+    piece(start, first, first) + p as f64 * r * cfg.decay(at - last) * series + piece(last, end, last)
+}

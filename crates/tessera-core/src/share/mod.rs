@@ -14,7 +14,7 @@ mod state;
 pub use accounts::{trace_group, trace_user, Accounts, Assoc, AssocId, Limits, Qos, QosId, QosPreemptMode, Ticket, TicketError, Tres};
 pub use fairtree::{fair_tree, FsRow};
 pub use priority::{Factors, PriorityConfig, PriorityKind, UsageUnit, Weights};
-pub use engine::{ShareView, SharingError};
+pub use engine::{PastJob, ShareView, SharingError};
 pub(crate) use state::Sharing;
 pub use config::SharingConfig;
 pub use limits::LimitReason;

@@ -257,6 +257,14 @@ impl Sharing {
         }
     }
 
+    /// Add usage an earlier history charged to association `a` (decayed to now).
+    pub fn seed(&mut self, a: u32, add: f64) {
+        if add.is_finite() && add > 0.0 && (a as usize) < self.usage.len() {
+            self.usage[a as usize] += add / self.scale;
+            self.since_calc.push(a);
+        }
+    }
+
     /// The calculation at `last_calc` is made: its usage is kept for Fair
     /// Tree, which runs when the order is next needed ([`Sharing::refresh_tree`]).
     pub fn calculated(&mut self) {

@@ -103,3 +103,45 @@ fn conservative_reservations_move_earlier_on_early_completion() {
     env.complete(30, 1);
     assert_eq!(env.pass(30), vec![2]);
 }
+
+/// Slurm's cadence (the cluster file's `backfill_interval`, Slurm's
+/// bf_interval): jobs backfill only in a pass at least that long after the
+/// last backfill, and the engine asks to be woken then while jobs wait;
+/// between two backfills the head of the queue alone starts, as soon as it
+/// fits (Slurm's main scheduler at each completion).
+#[test]
+fn with_a_backfill_interval_jobs_backfill_only_at_its_instants() {
+    use tessera_core::{Effect, Input, JobId, JobSpec};
+    for policy in [PolicyKind::Easy, PolicyKind::Conservative] {
+        for interval in [None, Some(30)] {
+            let bf = interval.map_or(String::new(), |i| format!("backfill_interval = {i}\n"));
+            let mut env = TestEnv::cluster(policy, &format!("{bf}[[nodetype]]\nname = \"n\"\ncount = 1\ncores = 10\n"));
+            env.submit(0, 1, 6, 100);
+            assert_eq!(env.pass(0), vec![1], "{policy} {interval:?}");
+            // job 2, the head: 4 free; job 3 fits now, ends by the head's start at 100
+            let submit = |id, procs, est| Input::Submit { spec: JobSpec::new(JobId(id), procs, est), nodeset: None, after: Vec::new(), nodes: Default::default() };
+            let mut fx = env.take(5, submit(2, 6, 100));
+            fx.extend(env.take(5, submit(3, 2, 50)));
+            let wakes: Vec<_> = fx.iter().filter(|e| matches!(e, Effect::WakeAt(_))).collect();
+            assert_eq!(wakes.len(), fx.len(), "{fx:?}");
+            if interval.is_none() {
+                assert_eq!(env.pass(5), vec![3], "{policy}: without an interval, every pass backfills");
+                continue;
+            }
+            assert!(wakes.iter().any(|e| matches!(e, Effect::WakeAt(30))), "{policy}: a pass asked for at the next backfill: {fx:?}");
+            assert_eq!(env.pass(5), Vec::<u64>::new(), "{policy}: no backfill before 0 + 30");
+            assert_eq!(env.pass(29), Vec::<u64>::new(), "{policy}");
+            assert_eq!(env.pass(30), vec![3], "{policy}: backfilled at 30");
+            assert_eq!(env.pass(30), Vec::<u64>::new(), "{policy}: a second pass at 30 starts nothing");
+            // the head starts when its cores come back, between two backfills
+            env.complete(40, 1);
+            assert_eq!(env.pass(40), vec![2], "{policy}");
+            // a job that cannot start first waits for the backfill at 60 or later
+            env.submit(45, 4, 1, 100);
+            assert_eq!(env.pass(45), vec![4], "{policy}: the head of the queue starts between backfills");
+            env.submit(46, 5, 8, 10).submit(46, 6, 1, 5);
+            assert_eq!(env.pass(46), Vec::<u64>::new(), "{policy}: job 6 would backfill, but the last backfill was at 30");
+            assert_eq!(env.pass(60), vec![6], "{policy}");
+        }
+    }
+}

@@ -609,3 +609,47 @@ mod editing {
         assert!(matches!(&out[..], [Effect::Rejected { reason: Rejection::CannotReconfigure(m), .. }] if m.contains("job 3") && m.contains("low")), "{out:?}");
     }
 }
+
+/// A history seeds usage as the engine would have charged it had it run
+/// those jobs (`Engine::with_history`): the same job run live up to an
+/// instant, or given as past, leaves the same usage there, and the
+/// association with the heavier past goes second.
+#[test]
+fn a_history_seeds_the_usage_the_engine_would_have_charged() {
+    use tessera_core::share::PastJob;
+    let acc = two_groups();
+    let cfg = PriorityConfig { half_life: 3600, calc_period: 60, ..fairshare_only() };
+    let u1 = acc.user_assoc("u1", "g1").unwrap().0 as usize;
+    for (start, end, at) in [(0, 3630, 7200), (15, 50, 600), (0, 7200, 7200), (70, 4000, 9000)] {
+        let mut live = Engine::new(PolicyKind::Easy, 8).unwrap().with_sharing(acc.clone(), cfg, &pool(8)).unwrap();
+        let mut out = Vec::new();
+        live.handle(start, Input::submit(job(&acc, 1, 1, 2, 100_000)), &mut out);
+        live.handle(start, Input::Pass, &mut out);
+        // woken at every calculation, as a driver is (the engine asks for them)
+        let mut instants: Vec<Time> = (start / 60 + 1..=at / 60).map(|k| k * 60).chain([end, at]).collect();
+        instants.sort_unstable();
+        instants.dedup();
+        for t in instants {
+            if t == end {
+                live.handle(t, Input::Complete { job: JobId(1), outcome: Outcome::Exited(0) }, &mut out);
+            }
+            live.handle(t, Input::Pass, &mut out);
+        }
+        let want = live.shares().unwrap().rows[u1].raw_usage;
+        let past = PastJob { ticket: job(&acc, 1, 1, 2, 1).ticket.unwrap(), start, end, partition: 0, parts: vec![(2, 0, 0, 1.0)] };
+        let mut seeded = Engine::new(PolicyKind::Easy, 8).unwrap().with_sharing(acc.clone(), cfg, &pool(8)).unwrap().with_history(&[past], at).unwrap();
+        seeded.handle(at, Input::Pass, &mut out);
+        let got = seeded.shares().unwrap().rows[u1].raw_usage;
+        assert!(want > 0.0 && (got - want).abs() <= 1e-9 * want, "[{start}, {end}] at {at}: seeded {got}, charged live {want}");
+    }
+    // the heavier past goes second: user 1 ran the pool for an hour before
+    let past = PastJob { ticket: job(&acc, 9, 1, 4, 1).ticket.unwrap(), start: -3600, end: 0, partition: 0, parts: vec![(4, 0, 0, 1.0)] };
+    let jobs = [(0, job(&acc, 1, 1, 4, 100), 100), (0, job(&acc, 2, 2, 4, 100), 100), (0, job(&acc, 3, 1, 4, 100), 100)];
+    let fresh = replay(Engine::new(PolicyKind::Easy, 4).unwrap().with_sharing(acc.clone(), fairshare_only(), &pool(4)).unwrap(), &jobs);
+    assert_eq!((fresh[&1], fresh[&2]), (0, 100), "without a past, submission order among equals");
+    let e = Engine::new(PolicyKind::Easy, 4).unwrap().with_sharing(acc.clone(), fairshare_only(), &pool(4)).unwrap().with_history(&[past], 0).unwrap();
+    let seeded = replay(e, &jobs);
+    assert_eq!((seeded[&2], seeded[&1]), (0, 100), "user 2 first: user 1's past usage counts");
+    // only an engine with accounts, before any job, takes a history
+    assert!(matches!(Engine::new(PolicyKind::Easy, 4).unwrap().with_history(&[], 0), Err(tessera_core::share::SharingError::NoAccounts)));
+}

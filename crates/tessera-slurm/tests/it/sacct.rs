@@ -106,3 +106,42 @@ fn bad_lines_name_their_line_and_field() {
     let h = read(&format!("{header}\n{}\n", row.replace("|112000M|", "|2000Mc|")), "s.txt").unwrap();
     assert_eq!(h.jobs[0].req_mem_mb, 2000 * 56);
 }
+
+/// A real dump: `examples/slurm/sacct-real.txt` is what `sacct -P -a -D`
+/// printed after Debian's Slurm 22.05.8 (scripts/slurm-emulate --accounting,
+/// slurmdbd on MariaDB, its slurm.conf `examples/slurm/emulated.conf`) ran an
+/// array of three with srun steps, a two-node job with two steps, a failing
+/// job, a whole-cluster job, one cancelled while pending, a heterogeneous
+/// job, one requeued by `scontrol requeue` and one killed at its limit.
+/// Every job is imported once, every step folded into its job.
+#[test]
+fn a_real_slurm_dump_imports_without_loss() {
+    let text = std::fs::read_to_string(example("sacct-real.txt")).unwrap();
+    let h = read(&text, "sacct-real.txt").unwrap();
+    let rows = text.lines().count() as u64 - 1;
+    // every row is a job, a step (the requeued run's own batch step
+    // included), or an earlier run of a requeued job
+    assert_eq!((h.rows, h.jobs.len() as u64 + h.steps + h.requeued_runs + h.unfinished), (rows, rows));
+    assert_eq!((h.jobs.len(), h.steps, h.requeued_runs, h.unfinished), (11, 17, 1, 0));
+    let mut shown: Vec<&str> = h.jobs.iter().map(|j| j.shown.as_str()).collect();
+    shown.sort_unstable();
+    assert_eq!(shown, vec!["11", "1_1", "1_2", "1_3", "2", "3", "4", "5", "6+0", "6+1", "8"], "every job once");
+    let job = |s: &str| h.jobs.iter().find(|j| j.shown == s).unwrap();
+    let steps = |s: &str| job(s).steps.iter().map(|x| x.step.clone()).collect::<Vec<_>>();
+    assert_eq!(steps("2"), vec!["batch", "0", "1"]);
+    assert_eq!((job("2").alloc_nodes, job("2").nodes.len(), job("2").alloc_cpus), (2, 2, 4));
+    assert_eq!(steps("1_3"), vec!["batch", "0"]);
+    assert_eq!(job("1_3").array, Some((1, 3)));
+    assert_eq!((job("6+1").het, steps("6+1")), (Some((6, 1)), vec!["0".to_string()]));
+    assert_eq!((job("3").ended, job("3").exit_code), (Ended::Failed, 3));
+    assert_eq!((job("11").ended, job("11").limit), (Ended::Timeout, Limit::Seconds(60)));
+    assert_eq!((job("5").start, job("5").ended), (None, Ended::Cancelled));
+    assert_eq!((job("8").requeues, job("8").ended, steps("8")), (1, Ended::Completed, vec!["batch".to_string()]));
+    let steps_total: usize = h.jobs.iter().map(|j| j.steps.len()).sum();
+    assert_eq!(steps_total as u64 + 1, h.steps, "the requeued run's own batch step goes with it");
+    // onto the cluster of its slurm.conf: accounting records for every job
+    let load = |p: &str| std::fs::read_to_string(p).map_err(|e| e.to_string());
+    let c = site::import(&conf::read(&example("emulated.conf"), &load).unwrap(), None, "emulated.toml").unwrap().cluster;
+    let (_, recs) = history::records(&h, &c, "sacct-real.txt").unwrap();
+    assert_eq!(recs.len(), 11);
+}

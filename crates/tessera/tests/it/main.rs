@@ -11,3 +11,4 @@ mod power;
 mod reports;
 mod sleep_job;
 mod slurm_import;
+mod slurm_twin;

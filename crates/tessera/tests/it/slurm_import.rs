@@ -93,3 +93,46 @@ fn a_sacct_history_imports_into_the_store_and_a_workload_without_loss() {
     assert!(text(&o.stderr).contains(&format!("{}:2: `State`: expected a Slurm job state", p(&bad))), "{}", text(&o.stderr));
     assert!(!db2.exists() && !swf2.exists());
 }
+
+/// Fair share from a site's history: the example history imported, a
+/// trace whose header names its users and accounts is simulated with the
+/// site's associations, from today's shares (`--usage-from`). Physics
+/// (alice, carol) used about 80 core-hours, chem (bob) under 4: bob's job
+/// goes first, where with no past alice's, submitted first, does.
+#[test]
+fn an_imported_history_seeds_fair_share_in_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let o = tessera(&["import", "slurm-conf", &example("slurm.conf"), "--factors", &example("factors.toml"), "-o", &p("site.toml")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = tessera(&["import", "sacct", &example("sacct.txt"), "--cluster", &p("site.toml"), "--db", &p("history.db"), "-o", &p("history.swf")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let swf = std::fs::read_to_string(p("history.swf")).unwrap();
+    assert!(swf.contains("; Note: user 1 = alice") && swf.contains("; Note: account 2 = chem"), "the workload names its numbers: {swf}");
+    std::fs::write(
+        p("next.swf"),
+        "; Note: user 1 = alice\n; Note: user 2 = bob\n; Note: account 1 = physics\n; Note: account 2 = chem\n\
+         1 0 -1 100 10 -1 -1 10 200 -1 1 1 1 -1 1 -1 -1 -1\n2 0 -1 100 10 -1 -1 10 200 -1 1 2 2 -1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let (next, accounts, jobs) = (p("next.swf"), example("accounts.toml"), p("jobs.csv"));
+    let starts = |extra: &[&str]| {
+        let mut args = vec!["sim", "run", "--capacity", "10", "--trace", &next, "--accounts", &accounts, "--jobs-out", &jobs, "--format", "json"];
+        args.extend_from_slice(extra);
+        let o = tessera(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let csv = std::fs::read_to_string(p("jobs.csv")).unwrap();
+        let start: Vec<i64> = csv.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse().unwrap()).collect();
+        (start, v)
+    };
+    let (fresh, _) = starts(&[]);
+    assert_eq!(fresh, vec![0, 100], "no past: submission order among equal shares");
+    let db = p("history.db");
+    let (seeded, v) = starts(&["--usage-from", &db]);
+    assert_eq!(seeded, vec![100, 0], "bob's account used less: his job first");
+    assert!(v["priority"].as_str().unwrap().contains("usage from") && v["priority"].as_str().unwrap().contains("6 jobs of run 1, 0 of users without an association left out"), "the summary says where the usage came from: {v}");
+    // a history needs accounts to charge
+    let o = tessera(&["sim", "run", "--capacity", "10", "--trace", &p("next.swf"), "--usage-from", &db]);
+    assert!(!o.status.success() && text(&o.stderr).contains("--usage-from"), "{}", text(&o.stderr));
+}
