@@ -54,8 +54,9 @@ pub struct Options {
 pub struct SlurmTwin {
     pub trace: String,
     pub jobs: usize,
-    /// Trace jobs not replayed: more processors than the emulated cluster has.
-    pub too_big: usize,
+    /// Trace jobs not replayed, by reason (the simulator's skip reasons on a
+    /// pool of the emulated cluster's CPUs: `larger_than_machine`, …).
+    pub left_out: BTreeMap<&'static str, u64>,
     pub shrink_pct: f64,
     pub nodes: u32,
     pub cpus: u32,
@@ -115,7 +116,7 @@ pub fn run(a: &Options) -> Result<SlurmTwin> {
     if w.jobs.is_empty() {
         bail!("{}: no job of the first {} fits {} nodes of {} CPUs", trace.display(), a.max_jobs, a.nodes, a.cpus);
     }
-    let too_big = w.skipped.values().sum::<u64>() as usize;
+    let left_out: BTreeMap<&'static str, u64> = w.skipped.iter().map(|(r, n)| (r.key(), *n)).collect();
     // what slurm-emulate replays: a job never runs past its limit (Slurm
     // would kill it up to 30 s late, the simulator at once)
     let csv = dir.join("slurm.csv");
@@ -183,7 +184,7 @@ pub fn run(a: &Options) -> Result<SlurmTwin> {
     let t = SlurmTwin {
         trace: trace.display().to_string(),
         jobs: diffs.len(),
-        too_big,
+        left_out,
         shrink_pct: pct,
         nodes: a.nodes,
         cpus: a.cpus,
@@ -217,8 +218,9 @@ impl std::fmt::Display for SlurmTwin {
         let params = if t.scheduler_parameters.is_empty() { "Slurm's default SchedulerParameters".to_string() } else { format!("SchedulerParameters={}", t.scheduler_parameters) };
         let bf = t.backfill_interval_s.map_or("no backfill interval".to_string(), |b| format!("backfill every {b} s"));
         writeln!(f, "Slurm twin: {} jobs of {} at {}% on Slurm 22.05 ({} nodes x {} CPUs, {params}) against Tessera's simulation ({}, {bf})", t.jobs, t.trace, t.shrink_pct, t.nodes, t.cpus, t.policy)?;
-        if t.too_big > 0 {
-            writeln!(f, "  {} trace jobs left out: more processors than the emulated cluster", t.too_big)?;
+        if !t.left_out.is_empty() {
+            let why: Vec<String> = t.left_out.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            writeln!(f, "  trace jobs left out: {}", why.join(", "))?;
         }
         writeln!(f, "  sacct: {} rows, {} steps folded into their jobs", t.sacct_rows, t.sacct_steps)?;
         writeln!(
