@@ -25,6 +25,10 @@ const EMPTY: Mins = Mins { need: EMPTY_NEED, est: EMPTY_EST };
 /// What an empty position of a spread queue holds.
 const NO_JOB: JobIdx = JobIdx(u32::MAX);
 
+/// The most jobs an insertion moves up one before it spreads the jobs
+/// around out instead ([`Queue::spread_around`]).
+const SHIFT_MAX: usize = if cfg!(test) { 3 } else { 32 };
+
 impl Mins {
     #[inline]
     fn min(self, o: Mins) -> Mins {
@@ -52,6 +56,66 @@ pub(crate) struct Queue {
     /// removal), so that a pass can tell "only arrivals since".
     #[serde(skip)]
     edits: u64,
+    /// Where the queue may break into runs ([`Queue::runs`]); not kept in a
+    /// saved state (read back, every position is marked).
+    #[serde(skip)]
+    marks: Marks,
+}
+
+/// One bit per physical position, and one per word of them (set when the
+/// word has a bit set), so the next marked position is found in few steps.
+/// Empty until first needed: a queue read back marks every position then.
+#[derive(Debug, Clone, Default)]
+struct Marks {
+    words: Vec<u64>,
+    any: Vec<u64>,
+}
+
+impl Marks {
+    fn sized(size: usize) -> Marks {
+        let words = size.div_ceil(64);
+        Marks { words: vec![0; words], any: vec![0; words.div_ceil(64)] }
+    }
+
+    fn set(&mut self, p: usize) {
+        if let Some(w) = self.words.get_mut(p / 64) {
+            *w |= 1 << (p % 64);
+            self.any[p / 4096] |= 1 << (p / 64 % 64);
+        }
+    }
+
+    fn clear(&mut self, p: usize) {
+        if let Some(w) = self.words.get_mut(p / 64) {
+            *w &= !(1 << (p % 64));
+            if *w == 0 {
+                self.any[p / 4096] &= !(1 << (p / 64 % 64));
+            }
+        }
+    }
+
+    fn get(&self, p: usize) -> bool {
+        self.words.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 == 1)
+    }
+
+    /// The first marked position at or after `from`.
+    fn next(&self, from: usize) -> Option<usize> {
+        let w = from / 64;
+        let bits = *self.words.get(w)? & (!0u64 << (from % 64));
+        if bits != 0 {
+            return Some(w * 64 + bits.trailing_zeros() as usize);
+        }
+        let from = w + 1;
+        let mut a = from / 64;
+        let mut any = *self.any.get(a)? & (!0u64 << (from % 64));
+        loop {
+            if any != 0 {
+                let w = a * 64 + any.trailing_zeros() as usize;
+                return Some(w * 64 + self.words[w].trailing_zeros() as usize);
+            }
+            a += 1;
+            any = *self.any.get(a)?;
+        }
+    }
 }
 
 impl Queue {
@@ -61,7 +125,7 @@ impl Queue {
 
     pub fn new() -> Self {
         let size = 64;
-        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0, edits: 0 }
+        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0, edits: 0, marks: Marks::sized(size) }
     }
 
     pub fn len(&self) -> usize {
@@ -85,6 +149,7 @@ impl Queue {
         self.jobs.push(job);
         self.len += 1;
         self.put(p, Mins { need, est });
+        self.marks.set(p);
         self.base + p as u32
     }
 
@@ -130,9 +195,11 @@ impl Queue {
         self.tree.resize(2 * size, EMPTY);
         self.jobs.clear();
         self.jobs.resize(tail, NO_JOB);
+        self.marks = Marks::sized(size);
         for (i, &(j, m)) in items.iter().enumerate() {
             self.tree[size + i * step] = m;
             self.jobs[i * step] = j;
+            self.marks.set(i * step);
             moved(j, base + (i * step) as u32);
         }
         for n in (1..size).rev() {
@@ -200,17 +267,19 @@ impl Queue {
         };
         self.edits += 1;
         // free positions just before `next` (back to the previous job)
-        let mut prev = next;
-        while prev > self.head && self.tree[self.size + prev - 1] == EMPTY {
-            prev -= 1;
-        }
+        let prev = self.last_leaf_before(next, |m| m != EMPTY).map_or(self.head, |q| (q + 1).max(self.head));
         let p = if prev < next {
             prev + (next - prev) / 2
         } else {
-            // move the jobs from `next` up to the next free position
+            // move the jobs from `next` up to the next free position, if near;
+            // otherwise spread the jobs around out first
             let mut e = next;
             while e < self.tail && self.tree[self.size + e] != EMPTY {
                 e += 1;
+                if e - next > SHIFT_MAX {
+                    self.spread_around(next, &mut moved);
+                    return self.insert_sorted(job, need, est, before, moved);
+                }
             }
             if e == self.tail {
                 if self.tail == self.size {
@@ -219,20 +288,195 @@ impl Queue {
                 }
                 self.tail += 1;
                 self.jobs.push(NO_JOB);
+            } else if self.marks.get(e) {
+                // the mark a removal left at `e` is for the job after it
+                if let Some(f) = self.first_occupied(e + 1) {
+                    self.marks.set(f);
+                }
             }
             for q in (next..e).rev() {
                 let (j, m) = (self.jobs[q], self.tree[self.size + q]);
                 self.jobs[q + 1] = j;
                 self.put(q + 1, m);
+                if self.marks.get(q) {
+                    self.marks.set(q + 1);
+                } else {
+                    self.marks.clear(q + 1);
+                }
                 moved(j, self.base + q as u32 + 1);
             }
+            // the job that was at `next` follows the new one
+            self.marks.set(next + 1);
             next
         };
+        // the new job, and the one after it, have new neighbours
+        self.marks.set(p);
+        if p < next {
+            self.marks.set(next);
+        }
         self.jobs[p] = job;
         self.len += 1;
         self.put(p, Mins { need, est });
         self.head = self.head.min(p);
         self.base + p as u32
+    }
+
+    /// Lay the jobs around physical position `at` out again, evenly, over the
+    /// smallest aligned stretch of positions around it at most half full
+    /// (the whole queue's room if none is, grown first if need be), so that
+    /// a free position follows each: insertions in one place then move few
+    /// jobs each (a packed-memory array). Order, what each job is filed
+    /// under, and the runs' marks are kept; `moved` is told each move.
+    fn spread_around(&mut self, at: usize, moved: &mut impl FnMut(JobIdx, u32)) {
+        let occupied = |q: &Queue, lo: usize, hi: usize| (lo..hi.min(q.tail)).filter(|&p| q.tree[q.size + p] != EMPTY).count();
+        let mut w = 64;
+        let (lo, hi, n) = loop {
+            let lo = at / w * w;
+            let hi = (lo + w).min(self.size);
+            let n = occupied(self, lo, hi);
+            if 2 * n <= hi - lo {
+                break (lo, hi, n);
+            }
+            if w >= self.size {
+                // more than half full: grown (and its empty prefix dropped)
+                let shift = self.head;
+                self.make_room();
+                return self.spread_around(at - shift, moved);
+            }
+            w *= 2;
+        };
+        // the jobs in order, each marked if it or a free position just
+        // before it was (a removal's mark is for the job after it)
+        let mut items: Vec<(JobIdx, Mins, bool)> = Vec::with_capacity(n);
+        let mut pending = false;
+        for p in lo..hi.min(self.tail) {
+            pending |= self.marks.get(p);
+            self.marks.clear(p);
+            let m = self.tree[self.size + p];
+            if m != EMPTY {
+                items.push((self.jobs[p], m, pending));
+                pending = false;
+            }
+        }
+        if pending {
+            if let Some(f) = self.first_occupied(hi) {
+                self.marks.set(f);
+            }
+        }
+        let end = lo + ((n.max(1) - 1) * (hi - lo)) / n.max(1) + 1;
+        if self.jobs.len() < end {
+            self.jobs.resize(end, NO_JOB);
+            self.tail = end;
+        }
+        for p in lo..hi.min(self.tail) {
+            self.tree[self.size + p] = EMPTY;
+            self.jobs[p] = NO_JOB;
+        }
+        for (i, &(j, m, mark)) in items.iter().enumerate() {
+            let p = lo + i * (hi - lo) / n;
+            self.tree[self.size + p] = m;
+            self.jobs[p] = j;
+            if mark {
+                self.marks.set(p);
+            }
+            moved(j, self.base + p as u32);
+        }
+        // the minimums above the stretch, level by level
+        let (mut a, mut b) = ((self.size + lo) / 2, (self.size + hi - 1) / 2);
+        while a >= 1 {
+            for n in a..=b {
+                self.tree[n] = self.tree[2 * n].min(self.tree[2 * n + 1]);
+            }
+            (a, b) = (a / 2, b / 2);
+        }
+        self.head = self.head.min(lo);
+        self.edits += 1;
+    }
+
+    /// The last physical position before `to` whose leaf satisfies `ok` (as
+    /// [`Queue::first_leaf`], walking left).
+    fn last_leaf_before(&self, to: usize, ok: impl Fn(Mins) -> bool) -> Option<usize> {
+        if to == 0 {
+            return None;
+        }
+        let mut i = self.size + to - 1;
+        loop {
+            if ok(self.tree[i]) {
+                if i >= self.size {
+                    return Some(i - self.size);
+                }
+                i = 2 * i + 1;
+                continue;
+            }
+            // next subtree to the left: climb while a left child, then step over
+            while i & 1 == 0 {
+                i >>= 1;
+            }
+            if i == 1 {
+                return None;
+            }
+            i -= 1;
+        }
+    }
+
+    /// A queue read back has no marks: every position is marked.
+    fn ensure_marks(&mut self) {
+        if self.marks.words.len() != self.size.div_ceil(64) {
+            self.marks = Marks::sized(self.size);
+            for p in self.head..self.tail {
+                self.marks.set(p);
+            }
+        }
+    }
+
+    /// The queue as runs: the longest stretches of jobs each of which
+    /// `stays` after the one before it, into `runs` as (first, last)
+    /// positions in queue order. `stays` must be transitive, and hold or not
+    /// of two jobs whatever else changes (changing what it says of queued
+    /// jobs needs [`Queue::mark_all`]). Only where the queue changed since
+    /// the last call is it asked again: a position stays marked while its
+    /// job starts a run, and arrivals and insertions mark the jobs they give
+    /// new neighbours. A removal needs no mark: inside a run, the jobs on
+    /// either side stay in one (transitivity); a removed job that started a
+    /// run leaves its mark, now for the job after it.
+    pub fn runs(&mut self, stays: impl Fn(JobIdx, JobIdx) -> bool, runs: &mut Vec<(u32, u32)>) {
+        self.ensure_marks();
+        runs.clear();
+        let Some(first) = self.first_occupied(self.head) else { return };
+        let mut start = first;
+        let mut from = first + 1;
+        while let Some(m) = self.marks.next(from).filter(|&m| m < self.tail) {
+            let Some(q) = self.first_occupied(m) else {
+                self.marks.clear(m);
+                from = m + 1;
+                continue;
+            };
+            if m < q {
+                self.marks.clear(m);
+            }
+            let prev = self.last_leaf_before(q, |x| x.need != EMPTY_NEED).expect("a job before");
+            if stays(self.jobs[prev], self.jobs[q]) {
+                self.marks.clear(q);
+            } else {
+                self.marks.set(q);
+                runs.push((self.base + start as u32, self.base + prev as u32));
+                start = q;
+            }
+            from = q + 1;
+        }
+        let last = self.last_leaf_before(self.tail, |x| x.need != EMPTY_NEED).expect("a job");
+        runs.push((self.base + start as u32, self.base + last as u32));
+    }
+
+    /// Every queued job may start a run ([`Queue::runs`]).
+    pub fn mark_all(&mut self) {
+        self.marks = Marks::default();
+        self.ensure_marks();
+    }
+
+    /// The first queued (occupied) position after `pos`.
+    pub fn next_after(&self, pos: u32) -> Option<u32> {
+        self.first_occupied(self.phys(pos) + 1).map(|p| self.base + p as u32)
     }
 
     /// Changes other than arrivals so far.
@@ -300,6 +544,7 @@ impl Queue {
     /// The tail reached the last leaf: drop the empty prefix, and double the tree
     /// if that does not free at least half of it.
     fn make_room(&mut self) {
+        self.ensure_marks();
         let shift = self.head;
         let live = self.tail - shift;
         let size = if live * 2 <= self.size { self.size } else { self.size * 2 };
@@ -311,6 +556,13 @@ impl Queue {
         for n in (1..size).rev() {
             self.tree[n] = self.tree[2 * n].min(self.tree[2 * n + 1]);
         }
+        let mut marks = Marks::sized(size);
+        let mut m = self.marks.next(shift);
+        while let Some(p) = m.filter(|&p| p < self.tail) {
+            marks.set(p - shift);
+            m = self.marks.next(p + 1);
+        }
+        self.marks = marks;
         self.jobs.drain(..shift);
         self.base += shift as u32;
         self.head = 0;
@@ -321,6 +573,7 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn positions_survive_growth_and_compaction() {
@@ -417,6 +670,76 @@ mod tests {
             }
             let small = q.find_first(0, |n, _| n <= 1).map(|p| key[q.job_at(p).index()]);
             assert_eq!(small, q.iter().map(|(_, j)| j).find(|j| needs[j.index()] <= 1).map(|j| key[j.index()]));
+        }
+    }
+
+    proptest::proptest! {
+        /// The runs found after any arrivals, removals, insertions in order,
+        /// permutations and growth are the longest runs a look at every pair
+        /// of neighbours finds (the relation: same class, in arrival order).
+        #[test]
+        fn runs_are_those_of_every_pair_after_any_changes(
+            ops in proptest::collection::vec((0u8..7, 0u32..3, 0usize..1000), 1..400),
+        ) {
+            let mut q = Queue::new();
+            let mut class: Vec<u32> = Vec::new();
+            let mut pos: BTreeMap<JobIdx, u32> = BTreeMap::new();
+            let mut runs = Vec::new();
+            let stays = |c: &[u32], a: JobIdx, b: JobIdx| c[a.index()] == c[b.index()] && a.0 < b.0;
+            let need = |j: JobIdx| 1 + j.0 as u64 % 5;
+            for (op, c, k) in ops {
+                let n = q.len();
+                match op {
+                    0 | 1 => {
+                        class.push(c);
+                        let j = JobIdx(class.len() as u32 - 1);
+                        pos.insert(j, q.push(j, need(j), 0));
+                    }
+                    2 if n > 0 => {
+                        let (p, j) = q.iter().nth(k % n).unwrap();
+                        q.remove(p);
+                        pos.remove(&j);
+                    }
+                    3 | 4 => {
+                        // anywhere, or again and again near the front
+                        class.push(c);
+                        let j = JobIdx(class.len() as u32 - 1);
+                        let at = if op == 3 { k % (n + 1) } else { (k % 3).min(n) };
+                        let rank: BTreeMap<JobIdx, usize> = q.iter().enumerate().map(|(i, (_, j))| (j, i)).collect();
+                        let p = q.insert_sorted(j, need(j), 0, |o| rank[&o] < at, |m, p| {
+                            pos.insert(m, p);
+                        });
+                        pos.insert(j, p);
+                    }
+                    5 if n > 0 => {
+                        let mut order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
+                        order.rotate_left(k % n);
+                        q.permute(&order, c > 0, |m, p| {
+                            pos.insert(m, p);
+                        });
+                    }
+                    _ => {
+                        q.runs(|a, b| stays(&class, a, b), &mut runs);
+                        let all: Vec<(u32, JobIdx)> = q.iter().collect();
+                        let mut want = Vec::new();
+                        for (i, &(p, j)) in all.iter().enumerate() {
+                            if i == 0 || !stays(&class, all[i - 1].1, j) {
+                                want.push((p, p));
+                            }
+                            want.last_mut().unwrap().1 = p;
+                        }
+                        proptest::prop_assert_eq!(&runs, &want);
+                        // every job where it was told it is, and found by its need
+                        proptest::prop_assert_eq!(all.len(), pos.len());
+                        for (&j, &p) in &pos {
+                            proptest::prop_assert_eq!(q.job_at(p), j);
+                        }
+                        let small = q.find_first(0, |n, _| n <= 2).map(|p| q.job_at(p));
+                        proptest::prop_assert_eq!(small, all.iter().map(|&(_, j)| j).find(|&j| need(j) <= 2));
+                        proptest::prop_assert_eq!(q.head().map(|h| h.1), all.first().map(|&(_, j)| j));
+                    }
+                }
+            }
         }
     }
 

@@ -252,9 +252,10 @@ impl Engine {
             s.refresh_tree();
             // the jobs now out of place, found where runs of one association
             // meet (most calculations find none, and work out few keys)
-            let mut out = std::mem::take(&mut s.scratch);
+            let (mut out, mut runs) = (std::mem::take(&mut s.scratch), std::mem::take(&mut s.runs));
             out.clear();
-            let top = s.out_of_order(self.t.queued(), &mut out);
+            let top = s.out_of_order(&mut self.t.queue, &mut runs, &mut out);
+            s.runs = runs;
             if !crate::table::JobTable::moves_pay(out.len(), self.t.queue.len()) {
                 // many: every key worked out, the queue laid out again
                 out.clear();
@@ -318,6 +319,8 @@ impl Engine {
             (js.key, js.epoch) = (key, epoch);
         }
         s.unsorted = s.ordered();
+        // what a job stays before may have changed
+        self.t.queue.mark_all();
     }
 }
 

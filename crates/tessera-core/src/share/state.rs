@@ -19,6 +19,7 @@ use super::fairtree::{fair_tree, FsRow, Tree};
 use super::priority::{Factors, PriorityConfig, PriorityKind};
 use crate::cluster::{CanonicalUnit, Cluster};
 use crate::job::JobIdx;
+use crate::queue::Queue;
 use crate::Time;
 use serde::{Deserialize, Serialize};
 
@@ -167,6 +168,8 @@ pub(crate) struct Sharing {
     /// Reused by each calculation's reordering.
     #[serde(skip)]
     pub scratch: Vec<(Key, u32)>,
+    #[serde(skip)]
+    pub runs: Vec<(u32, u32)>,
     /// The highest QOS priority.
     #[serde(default)]
     pub max_qos: u32,
@@ -180,7 +183,7 @@ impl Sharing {
     pub fn new(accounts: Accounts, cfg: PriorityConfig, facts: MachineFacts) -> Sharing {
         let usage = vec![0.0; accounts.assocs.len()];
         let tree = Tree::of(&accounts);
-        let s = Sharing { accounts, cfg, facts, usage, scale: 1.0, tree, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), since_calc: Vec::new(), for_tree: Vec::new(), tracked: false, tree_at: None, pow_cache: (-1, 1.0), scratch: Vec::new(), max_qos: 0, epoch: 0 };
+        let s = Sharing { accounts, cfg, facts, usage, scale: 1.0, tree, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), since_calc: Vec::new(), for_tree: Vec::new(), tracked: false, tree_at: None, pow_cache: (-1, 1.0), scratch: Vec::new(), runs: Vec::new(), max_qos: 0, epoch: 0 };
         s.with_max_qos()
     }
 
@@ -315,38 +318,42 @@ impl Sharing {
         }
     }
 
-    /// The queued jobs (position and slot, in queue order) whose key as of
-    /// the tree's calculation is below a key before them, into `out` with
-    /// their keys (the same jobs a look at every key finds); returns the
-    /// highest key. Keys are worked out only
-    /// where two runs of [`JobShare::stays_before`] meet and after a job
-    /// found out of place: inside a run that follows the highest key so far,
-    /// each job is in order.
-    pub fn out_of_order(&self, queue: impl Iterator<Item = (u32, JobIdx)>, out: &mut Vec<(Key, u32)>) -> Option<Key> {
+    /// The queued jobs whose key as of the tree's calculation is below a key
+    /// before them, into `out` with their keys and positions in queue order
+    /// (the same jobs a look at every key finds); returns the highest key.
+    /// Keys are worked out only where two runs of [`JobShare::stays_before`]
+    /// meet ([`Queue::runs`], which looks only where the queue changed) and
+    /// after a job found out of place: inside a run, keys rise, so once one
+    /// job of a run is in order, so is the rest of it.
+    pub fn out_of_order(&self, queue: &mut Queue, runs: &mut Vec<(u32, u32)>, out: &mut Vec<(Key, u32)>) -> Option<Key> {
+        // a key set under this tree is its own: its job starts a run
+        let stays = |a: JobIdx, b: JobIdx| {
+            let (x, y) = (&self.jobs[a.index()], &self.jobs[b.index()]);
+            x.epoch != self.epoch && y.epoch != self.epoch && x.stays_before(y)
+        };
+        queue.runs(stays, runs);
         // the last job in order (whose key is the highest) and its key, if
-        // worked out; whether the job before was that one
+        // worked out
         let mut top: Option<(&JobShare, Option<Key>)> = None;
-        let mut prev: Option<&JobShare> = None;
-        let mut prev_top = false;
-        for (pos, j) in queue {
-            let js = &self.jobs[j.index()];
-            let sure = prev_top && prev.is_some_and(|p| p.epoch != self.epoch && js.epoch != self.epoch && p.stays_before(js));
-            if sure {
-                top = Some((js, None));
-            } else {
+        for &(first, last) in runs.iter() {
+            let mut pos = first;
+            loop {
+                let js = &self.jobs[queue.job_at(pos).index()];
                 let k = self.key_now(js);
                 let below = match &mut top {
                     Some((t, tk)) => k < *tk.get_or_insert_with(|| self.key_now(t)),
                     None => false,
                 };
-                if below {
-                    out.push((k, pos));
-                } else {
-                    top = Some((js, Some(k)));
+                if !below {
+                    top = Some(if pos == last { (js, Some(k)) } else { (&self.jobs[queue.job_at(last).index()], None) });
+                    break;
                 }
-                prev_top = !below;
+                out.push((k, pos));
+                if pos == last {
+                    break;
+                }
+                pos = queue.next_after(pos).expect("a run goes on to its last job");
             }
-            prev = Some(js);
         }
         top.map(|(t, tk)| tk.unwrap_or_else(|| self.key_now(t)))
     }
@@ -441,14 +448,19 @@ mod tests {
         /// jobs out of place, and the highest key, that working out every
         /// key finds: for a queue in order at an earlier calculation (other
         /// fair shares, younger jobs), some jobs swapped, at any instant,
-        /// with ages capped, priorities truncated and some keys set since.
+        /// with ages capped, priorities truncated and some keys set since;
+        /// and again at a later calculation, after jobs left the queue and
+        /// others were moved (the runs then looked at only where it changed).
         #[test]
         fn runs_find_the_jobs_out_of_place_that_every_key_finds(
             jobs in proptest::collection::vec((0u32..4, 0u32..2, 0i64..3, 0i64..2, 0u32..6, 0u32..2, 0u32..5000), 1..120),
             swaps in proptest::collection::vec((0usize..120, 0usize..120), 0..4),
             before in proptest::collection::vec(0u32..4, 3),
             after in proptest::collection::vec(0u32..4, 3),
-            (at0, dt) in (0i64..200, 0i64..150),
+            later in proptest::collection::vec(0u32..4, 3),
+            (at0, dt, dt2) in (0i64..200, 0i64..150, 0i64..150),
+            leave in proptest::collection::vec(0usize..120, 0..40),
+            spread in any::<bool>(),
         ) {
             let acc = Accounts::from_groups([(1, 1), (1, 2), (2, 3)]);
             let cfg = PriorityConfig { kind: PriorityKind::Multifactor, max_age: 100, weights: super::super::priority::Weights { age: 7, fairshare: 3, jobsize: 0, partition: 0, qos: 0 }, ..PriorityConfig::default() };
@@ -476,12 +488,54 @@ mod tests {
             }
             share(&mut s, &after);
             (s.tree_at, s.epoch) = (Some(at0 + dt), 2);
-            let queue: Vec<(u32, JobIdx)> = queue.into_iter().enumerate().map(|(i, j)| (i as u32 * 2, j)).collect();
-            let mut out = Vec::new();
-            let top = s.out_of_order(queue.iter().copied(), &mut out);
-            let items: Vec<(Key, u32)> = queue.iter().map(|&(pos, j)| (s.key_now(&s.jobs[j.index()]), pos)).collect();
-            let (want, want_top) = crate::table::out_of_place(&items);
-            prop_assert_eq!(out, want);
+            let mut q = Queue::new();
+            let mut pos: Vec<u32> = vec![0; jobs.len()];
+            for &j in &queue {
+                pos[j.index()] = q.push(j, 1, 0);
+            }
+            if spread {
+                let order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
+                q.permute(&order, true, |j, p| pos[j.index()] = p);
+            }
+            // every key worked out, in queue order
+            let every = |s: &Sharing, q: &Queue| {
+                let items: Vec<(Key, u32)> = q.iter().map(|(p, j)| (s.key_now(&s.jobs[j.index()]), p)).collect();
+                crate::table::out_of_place(&items)
+            };
+            let (mut out, mut runs) = (Vec::new(), Vec::new());
+            let top = s.out_of_order(&mut q, &mut runs, &mut out);
+            let (want, want_top) = every(&s, &q);
+            prop_assert_eq!(&out, &want);
+            prop_assert_eq!(top, want_top);
+            // the jobs out of place moved to their places, some jobs leave,
+            // and a later calculation
+            let key = |s: &Sharing, j: JobIdx| s.key_now(&s.jobs[j.index()]);
+            let moving: Vec<(Key, JobIdx)> = out.iter().map(|&(k, p)| (k, q.job_at(p))).collect();
+            for &(_, p) in &out {
+                q.remove(p);
+            }
+            for (k, j) in moving {
+                pos[j.index()] = q.insert_sorted(j, 1, 0, |o| key(&s, o) < k, |m, p| pos[m.index()] = p);
+            }
+            let mut left = Vec::new();
+            for &l in &leave {
+                let n = q.len();
+                if n > 1 {
+                    let (p, j) = q.iter().nth(l % n).expect("a queued job");
+                    q.remove(p);
+                    left.push(j);
+                }
+            }
+            // half of them come back at the tail
+            for &j in left.iter().step_by(2) {
+                pos[j.index()] = q.push(j, 1, 0);
+            }
+            share(&mut s, &later);
+            (s.tree_at, s.epoch) = (Some(at0 + dt + dt2), 3);
+            out.clear();
+            let top = s.out_of_order(&mut q, &mut runs, &mut out);
+            let (want, want_top) = every(&s, &q);
+            prop_assert_eq!(&out, &want);
             prop_assert_eq!(top, want_top);
         }
     }
