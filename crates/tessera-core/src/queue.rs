@@ -29,6 +29,10 @@ const NO_JOB: JobIdx = JobIdx(u32::MAX);
 /// around out instead ([`Queue::spread_around`]).
 const SHIFT_MAX: usize = if cfg!(test) { 3 } else { 32 };
 
+/// Below this many positions, [`Queue::runs`] looks at every pair of
+/// neighbours in a row rather than only where the queue changed.
+const SHORT: usize = if cfg!(test) { 16 } else { 256 };
+
 impl Mins {
     #[inline]
     fn min(self, o: Mins) -> Mins {
@@ -73,8 +77,18 @@ struct Marks {
 
 impl Marks {
     fn sized(size: usize) -> Marks {
+        let mut m = Marks::default();
+        m.reset(size);
+        m
+    }
+
+    /// No position marked, `size` positions (the room kept).
+    fn reset(&mut self, size: usize) {
         let words = size.div_ceil(64);
-        Marks { words: vec![0; words], any: vec![0; words.div_ceil(64)] }
+        self.words.clear();
+        self.words.resize(words, 0);
+        self.any.clear();
+        self.any.resize(words.div_ceil(64), 0);
     }
 
     fn set(&mut self, p: usize) {
@@ -195,7 +209,7 @@ impl Queue {
         self.tree.resize(2 * size, EMPTY);
         self.jobs.clear();
         self.jobs.resize(tail, NO_JOB);
-        self.marks = Marks::sized(size);
+        self.marks.reset(size);
         for (i, &(j, m)) in items.iter().enumerate() {
             self.tree[size + i * step] = m;
             self.jobs[i * step] = j;
@@ -443,6 +457,24 @@ impl Queue {
         self.ensure_marks();
         runs.clear();
         let Some(first) = self.first_occupied(self.head) else { return };
+        if self.tail - first <= SHORT {
+            // a short queue: every pair of neighbours looked at, in a row
+            let (mut start, mut prev) = (first, first);
+            for q in first + 1..self.tail {
+                if self.tree[self.size + q] == EMPTY {
+                    self.marks.clear(q);
+                } else if stays(self.jobs[prev], self.jobs[q]) {
+                    self.marks.clear(q);
+                    prev = q;
+                } else {
+                    self.marks.set(q);
+                    runs.push((self.base + start as u32, self.base + prev as u32));
+                    (start, prev) = (q, q);
+                }
+            }
+            runs.push((self.base + start as u32, self.base + prev as u32));
+            return;
+        }
         let mut start = first;
         let mut from = first + 1;
         while let Some(m) = self.marks.next(from).filter(|&m| m < self.tail) {
