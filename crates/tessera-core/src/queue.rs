@@ -281,7 +281,7 @@ impl Queue {
         };
         self.edits += 1;
         // free positions just before `next` (back to the previous job)
-        let prev = self.last_leaf_before(next, |m| m != EMPTY).map_or(self.head, |q| (q + 1).max(self.head));
+        let prev = self.last_occupied_before(next).map_or(self.head, |q| (q + 1).max(self.head));
         let p = if prev < next {
             prev + (next - prev) / 2
         } else {
@@ -407,6 +407,11 @@ impl Queue {
         self.edits += 1;
     }
 
+    /// The last occupied physical position before `to`.
+    fn last_occupied_before(&self, to: usize) -> Option<usize> {
+        self.last_leaf_before(to, |m| m.need != EMPTY_NEED)
+    }
+
     /// The last physical position before `to` whose leaf satisfies `ok` (as
     /// [`Queue::first_leaf`], walking left).
     fn last_leaf_before(&self, to: usize, ok: impl Fn(Mins) -> bool) -> Option<usize> {
@@ -486,7 +491,8 @@ impl Queue {
             if m < q {
                 self.marks.clear(m);
             }
-            let prev = self.last_leaf_before(q, |x| x.need != EMPTY_NEED).expect("a job before");
+            // `first` at least: q comes after it
+            let prev = self.last_occupied_before(q).expect("a job before");
             if stays(self.jobs[prev], self.jobs[q]) {
                 self.marks.clear(q);
             } else {
@@ -496,7 +502,8 @@ impl Queue {
             }
             from = q + 1;
         }
-        let last = self.last_leaf_before(self.tail, |x| x.need != EMPTY_NEED).expect("a job");
+        // `first` at least
+        let last = self.last_occupied_before(self.tail).expect("a job");
         runs.push((self.base + start as u32, self.base + last as u32));
     }
 

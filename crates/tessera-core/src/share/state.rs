@@ -349,10 +349,10 @@ impl Sharing {
                     break;
                 }
                 out.push((k, pos));
-                if pos == last {
-                    break;
+                match queue.next_after(pos) {
+                    Some(next) if pos != last => pos = next,
+                    _ => break,
                 }
-                pos = queue.next_after(pos).expect("a run goes on to its last job");
             }
         }
         top.map(|(t, tk)| tk.unwrap_or_else(|| self.key_now(t)))
