@@ -518,6 +518,11 @@ impl Queue {
         self.first_occupied(self.phys(pos) + 1).map(|p| self.base + p as u32)
     }
 
+    /// The last queued (occupied) position before `pos`.
+    pub fn prev_before(&self, pos: u32) -> Option<u32> {
+        self.last_occupied_before(self.phys(pos)).map(|p| self.base + p as u32)
+    }
+
     /// Changes other than arrivals so far.
     pub fn edits(&self) -> u64 {
         self.edits

@@ -237,7 +237,7 @@ impl JobTable {
     }
 
     /// [`JobTable::reorder_items`] for keys `key_of` also gives by job: when
-    /// few jobs are out of place (those below a key before them), only they
+    /// few jobs are out of place ([`out_of_place`]), only they
     /// move, each to its place among the others, instead of the whole queue
     /// being laid out again. The order is the same either way.
     #[cfg(test)]
@@ -259,9 +259,9 @@ impl JobTable {
         out * 16 <= queued
     }
 
-    /// Move the queued jobs at `out`'s positions, each below a key before it
-    /// (the rest in order by `key_of`), to their places: taken out, then each
-    /// put among the rest, in order.
+    /// Move the queued jobs at `out`'s positions (the rest in order by
+    /// `key_of`) to their places: taken out, then each put among the rest,
+    /// in order.
     pub fn move_in_order<K: Ord + Copy>(&mut self, out: &[(K, u32)], key_of: impl Fn(JobIdx) -> K) {
         let jobs: Vec<(K, JobIdx)> = out.iter().map(|&(k, pos)| (k, self.queue.job_at(pos))).collect();
         for &(_, pos) in out {
@@ -315,20 +315,30 @@ impl JobTable {
     }
 }
 
-/// The items (key and position, in queue order) below a key before them,
-/// and the highest key: what moving only the jobs out of place moves.
+/// The items (key and position, in queue order) to move so that the rest
+/// are in order, and the highest key: the fewer of those below a key before
+/// them and those above a key after them (the first when as many), from
+/// every key.
 #[cfg(test)]
 pub(crate) fn out_of_place<K: Ord + Copy>(items: &[(K, u32)]) -> (Vec<(K, u32)>, Option<K>) {
-    let mut top: Option<K> = None;
-    let mut out = Vec::new();
+    let (mut top, mut low): (Option<K>, Option<K>) = (None, None);
+    let (mut below, mut above) = (Vec::new(), Vec::new());
     for &(k, pos) in items {
         if top.is_some_and(|t| k < t) {
-            out.push((k, pos));
+            below.push((k, pos));
         } else {
             top = Some(k);
         }
     }
-    (out, top)
+    for &(k, pos) in items.iter().rev() {
+        if low.is_some_and(|l| k > l) {
+            above.push((k, pos));
+        } else {
+            low = Some(k);
+        }
+    }
+    above.reverse();
+    (if above.len() < below.len() { above } else { below }, top)
 }
 
 #[cfg(test)]

@@ -318,13 +318,17 @@ impl Sharing {
         }
     }
 
-    /// The queued jobs whose key as of the tree's calculation is below a key
-    /// before them, into `out` with their keys and positions in queue order
-    /// (the same jobs a look at every key finds); returns the highest key.
-    /// Keys are worked out only where two runs of [`JobShare::stays_before`]
-    /// meet ([`Queue::runs`], which looks only where the queue changed) and
-    /// after a job found out of place: inside a run, keys rise, so once one
-    /// job of a run is in order, so is the rest of it.
+    /// The queued jobs to move so that the queue is in order by key as of
+    /// the tree's calculation, into `out` with their keys and positions in
+    /// queue order; returns the highest key. They are the fewer of the jobs
+    /// below a key before them and the jobs above a key after them (the
+    /// first when as many): either way the jobs left are in order, and
+    /// moving each to its place among them orders the queue (the same jobs
+    /// [`crate::table::out_of_place`] finds from every key). Keys are worked
+    /// out only where two runs of [`JobShare::stays_before`] meet
+    /// ([`Queue::runs`], which looks only where the queue changed) and next
+    /// to a job found out of place: inside a run, keys rise, so once one job
+    /// of a run is in order, so is the rest of it on that side.
     pub fn out_of_order(&self, queue: &mut Queue, runs: &mut Vec<(u32, u32)>, out: &mut Vec<(Key, u32)>) -> Option<Key> {
         // a key set under this tree is its own: its job starts a run
         let stays = |a: JobIdx, b: JobIdx| {
@@ -332,20 +336,21 @@ impl Sharing {
             x.epoch != self.epoch && y.epoch != self.epoch && x.stays_before(y)
         };
         queue.runs(stays, runs);
-        // the last job in order (whose key is the highest) and its key, if
-        // worked out
-        let mut top: Option<(&JobShare, Option<Key>)> = None;
+        let key_at = |pos: u32| self.key_now(&self.jobs[queue.job_at(pos).index()]);
+        // from the head: the jobs below the highest key before them; `top` is
+        // the last job in order (whose key is the highest), its key if worked
+        // out
+        let mut top: Option<(u32, Option<Key>)> = None;
         for &(first, last) in runs.iter() {
             let mut pos = first;
             loop {
-                let js = &self.jobs[queue.job_at(pos).index()];
-                let k = self.key_now(js);
+                let k = key_at(pos);
                 let below = match &mut top {
-                    Some((t, tk)) => k < *tk.get_or_insert_with(|| self.key_now(t)),
+                    Some((t, tk)) => k < *tk.get_or_insert_with(|| key_at(*t)),
                     None => false,
                 };
                 if !below {
-                    top = Some(if pos == last { (js, Some(k)) } else { (&self.jobs[queue.job_at(last).index()], None) });
+                    top = Some((last, (pos == last).then_some(k)));
                     break;
                 }
                 out.push((k, pos));
@@ -355,7 +360,39 @@ impl Sharing {
                 }
             }
         }
-        top.map(|(t, tk)| tk.unwrap_or_else(|| self.key_now(t)))
+        let top = top.map(|(t, tk)| tk.unwrap_or_else(|| key_at(t)));
+        if out.is_empty() {
+            return top;
+        }
+        // from the tail: the jobs above the lowest key after them, given up
+        // once as many as from the head
+        let mut low: Option<(u32, Option<Key>)> = None;
+        let mut back: Vec<(Key, u32)> = Vec::new();
+        'runs: for &(first, last) in runs.iter().rev() {
+            let mut pos = last;
+            loop {
+                let k = key_at(pos);
+                let above = match &mut low {
+                    Some((l, lk)) => k > *lk.get_or_insert_with(|| key_at(*l)),
+                    None => false,
+                };
+                if !above {
+                    low = Some((first, (pos == first).then_some(k)));
+                    break;
+                }
+                back.push((k, pos));
+                if back.len() >= out.len() {
+                    return top;
+                }
+                match queue.prev_before(pos) {
+                    Some(prev) if pos != first => pos = prev,
+                    _ => continue 'runs,
+                }
+            }
+        }
+        back.reverse();
+        *out = back;
+        top
     }
 
     /// The tree as `sshare` shows it: Fair Tree as of the last calculation
