@@ -198,6 +198,21 @@ impl Engine {
         }
     }
 
+    /// Charge `periods` whole calculation periods of a job's run (it ran
+    /// throughout them and was charged up to the first's start), each
+    /// `period × decay^period`, decayed to now as `series` sums it.
+    fn charge_periods(&mut self, j: JobIdx, periods: Time, series: f64) {
+        let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
+        let period = s.cfg.calc_period;
+        let mut rate = s.jobs[j.index()].rate;
+        if rate.is_nan() {
+            rate = s.rate(m.holdings(j), m.part_of(j));
+            s.jobs[j.index()].rate = rate;
+        }
+        s.charge(j, self.t.spec(j).ticket, period, rate, series);
+        s.slot(j).charged += (periods - 1) * period;
+    }
+
     /// A job ends or goes back to the queue: the rest of its run is charged.
     pub(crate) fn share_charge(&mut self, at: Time, j: JobIdx) {
         self.charge_to(at, j, 1.0);
@@ -230,12 +245,21 @@ impl Engine {
                 Machine::Nodes(m) => m.running_jobs().collect(),
                 Machine::Parm(_) => Vec::new(),
             };
-            let mut b = last;
-            while b < at && !running.is_empty() {
-                b += period;
-                let later = self.share.as_ref().map_or(1.0, |s| s.cfg.decay(at - b));
+            // the first period's seconds (since each job's start or last
+            // charge), then every later period's, all of it, as a series:
+            // `period × decay^period` at each, decayed to `at`
+            let n = (at - last) / period;
+            if n > 0 && !running.is_empty() {
+                let first = last + period;
+                let cfg = &self.share.as_ref().expect("sharing").cfg;
+                let (later, series) = (cfg.decay(at - first), cfg.periods_decay(n - 1));
                 for &j in &running {
-                    self.charge_to(b, j, later);
+                    self.charge_to(first, j, later);
+                }
+                if n > 1 {
+                    for &j in &running {
+                        self.charge_periods(j, n - 1, series);
+                    }
                 }
             }
             let Some(s) = &mut self.share else { return };
@@ -345,7 +369,5 @@ fn past_charge(cfg: &PriorityConfig, start: Time, end: Time, at: Time) -> f64 {
     // boundary ends before that calculation: completions come first)
     let n = (end - 1 - first) / p;
     let last = first + n * p;
-    let r = cfg.decay(p);
-    let series = if r >= 1.0 { n as f64 } else { (1.0 - r.powf(n as f64)) / (1.0 - r) };
-    piece(start, first, first) + p as f64 * r * cfg.decay(at - last) * series + piece(last, end, last)
+    piece(start, first, first) + p as f64 * cfg.decay(p) * cfg.decay(at - last) * cfg.periods_decay(n) + piece(last, end, last)
 }

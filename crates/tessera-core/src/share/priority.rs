@@ -190,6 +190,18 @@ impl PriorityConfig {
         }
         self.decay_per_second().powf(dt as f64).max(f64::MIN_POSITIVE)
     }
+
+    /// The decays over 0, 1, … `n - 1` calculation periods added up: what
+    /// a charge made at each of `n` calculations in a row is worth at the
+    /// last, over one made there (a geometric series).
+    pub fn periods_decay(&self, n: Time) -> f64 {
+        let r = self.decay(self.calc_period);
+        if r >= 1.0 {
+            n as f64
+        } else {
+            (1.0 - r.powf(n as f64)) / (1.0 - r)
+        }
+    }
 }
 
 #[cfg(test)]

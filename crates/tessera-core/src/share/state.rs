@@ -241,7 +241,8 @@ impl Sharing {
     }
 
     /// Charge `secs` more seconds of a job's run at `rate` (units per second),
-    /// decayed over them and then by `later` (the decay since they ended).
+    /// decayed over them and then by `later` (the decay since they ended; for
+    /// as many such pieces, the sum of their decays).
     pub fn charge(&mut self, j: JobIdx, ticket: Option<Ticket>, secs: Time, rate: f64, later: f64) {
         let s = self.slot(j);
         s.charged += secs;

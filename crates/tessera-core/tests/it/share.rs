@@ -48,7 +48,11 @@ fn usage_is_charged_decayed_and_ranked() {
     e.handle(0, Input::submit(job(&acc, 1, 1, 2, 10_000)), &mut out);
     e.handle(0, Input::Pass, &mut out);
     assert!(out.iter().any(|x| matches!(x, Effect::Start { job: JobId(1), .. })));
-    // charged at each calculation: 2 cores for 3600 s, each second decayed as Slurm does
+    // user 2's job starts half-way through the first period
+    e.handle(30, Input::submit(job(&acc, 2, 2, 1, 10_000)), &mut out);
+    e.handle(30, Input::Pass, &mut out);
+    // charged at each calculation: 2 cores for 3600 s, each second decayed as
+    // Slurm does (no input in between: the 60 periods are charged at once)
     e.handle(3600, Input::Pass, &mut out);
     let v = e.shares().unwrap();
     let u1 = acc.user_assoc("u1", "g1").unwrap().0 as usize;
@@ -57,8 +61,15 @@ fn usage_is_charged_decayed_and_ranked() {
     for _ in 0..60 {
         want = want * d.powf(60.0) + 120.0 * d.powf(60.0);
     }
-    assert!((v.rows[u1].raw_usage - want).abs() < 1e-6 * want, "{} vs {want}", v.rows[u1].raw_usage);
-    assert_eq!(v.rows[u1].fairshare, 0.5, "the user with usage ranks second of two");
+    assert!((v.rows[u1].raw_usage - want).abs() < 1e-12 * want, "{} vs {want}", v.rows[u1].raw_usage);
+    // user 2: 30 s, then 59 whole periods
+    let u2 = acc.user_assoc("u2", "g2").unwrap().0 as usize;
+    let mut want2 = 30.0 * d.powf(30.0);
+    for _ in 1..60 {
+        want2 = want2 * d.powf(60.0) + 60.0 * d.powf(60.0);
+    }
+    assert!((v.rows[u2].raw_usage - want2).abs() < 1e-12 * want2, "{} vs {want2}", v.rows[u2].raw_usage);
+    assert_eq!(v.rows[u1].fairshare, 0.5, "the user with more usage ranks second of two");
     assert_eq!(v.calculated, Some(3600));
     // the job ends: the rest is charged at once
     e.handle(3630, Input::Complete { job: JobId(1), outcome: Outcome::Exited(0) }, &mut out);
