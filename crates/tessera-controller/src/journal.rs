@@ -89,6 +89,18 @@ pub const UPGRADES: &[Upgrade] = &[
     // 5 → 6: the fair-share state keeps the usage its tree was worked out
     // from and the factors it gave, not every association's figures
     upgrade_5_to_6,
+    // 6 → 7: a queued job's position is the queue's (worked out when read
+    // back), not a field of the job's entry
+    |what, mut v| {
+        if what == Stored::Snapshot {
+            if let Some(slots) = v["engine"]["t"]["slots"].as_array_mut() {
+                for slot in slots.iter_mut().filter_map(Value::as_object_mut) {
+                    slot.remove("queue_pos");
+                }
+            }
+        }
+        Ok(v)
+    },
 ];
 
 /// Format 5 → 6 (see [`UPGRADES`]).

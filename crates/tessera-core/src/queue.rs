@@ -41,6 +41,7 @@ impl Mins {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(from = "QueueState")]
 pub(crate) struct Queue {
     /// Number of leaves (a power of two).
     size: usize,
@@ -64,7 +65,39 @@ pub(crate) struct Queue {
     /// saved state (read back, every position is marked).
     #[serde(skip)]
     marks: Marks,
+    /// By job: its position while queued ([`NOT_QUEUED`] otherwise), kept
+    /// here as jobs move so that moves touch nothing else; worked out again
+    /// when read back.
+    #[serde(skip)]
+    at: Vec<u32>,
 }
+
+/// What a queue's saved state holds (the rest is worked out from it).
+#[derive(Deserialize)]
+struct QueueState {
+    size: usize,
+    tree: Vec<Mins>,
+    jobs: Vec<JobIdx>,
+    base: u32,
+    head: usize,
+    tail: usize,
+    len: usize,
+}
+
+impl From<QueueState> for Queue {
+    fn from(s: QueueState) -> Queue {
+        let mut q = Queue { size: s.size, tree: s.tree, jobs: s.jobs, base: s.base, head: s.head, tail: s.tail, len: s.len, edits: 0, marks: Marks::default(), at: Vec::new() };
+        for p in q.head..q.tail.min(q.jobs.len()) {
+            if q.tree.get(q.size + p).is_some_and(|m| *m != EMPTY) {
+                q.place(q.jobs[p], q.base + p as u32);
+            }
+        }
+        q
+    }
+}
+
+/// [`Queue::pos_of`] a job not in the queue.
+pub(crate) const NOT_QUEUED: u32 = u32::MAX;
 
 /// One bit per physical position, and one per word of them (set when the
 /// word has a bit set), so the next marked position is found in few steps.
@@ -139,7 +172,22 @@ impl Queue {
 
     pub fn new() -> Self {
         let size = 64;
-        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0, edits: 0, marks: Marks::sized(size) }
+        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0, edits: 0, marks: Marks::sized(size), at: Vec::new() }
+    }
+
+    /// A queued job's position ([`NOT_QUEUED`] if it is not queued).
+    #[inline]
+    pub fn pos_of(&self, job: JobIdx) -> u32 {
+        self.at.get(job.index()).copied().unwrap_or(NOT_QUEUED)
+    }
+
+    #[inline]
+    fn place(&mut self, job: JobIdx, pos: u32) {
+        let i = job.index();
+        if self.at.len() <= i {
+            self.at.resize(i + 1, NOT_QUEUED);
+        }
+        self.at[i] = pos;
     }
 
     pub fn len(&self) -> usize {
@@ -164,6 +212,7 @@ impl Queue {
         self.len += 1;
         self.put(p, Mins { need, est });
         self.marks.set(p);
+        self.place(job, self.base + p as u32);
         self.base + p as u32
     }
 
@@ -182,6 +231,8 @@ impl Queue {
         self.edits += 1;
         self.len -= 1;
         self.put(p, EMPTY);
+        let j = self.jobs[p];
+        self.place(j, NOT_QUEUED);
         if p == self.head {
             while self.head < self.tail && self.tree[self.size + self.head] == EMPTY {
                 self.head += 1;
@@ -191,10 +242,10 @@ impl Queue {
 
     /// Put the queued jobs in a new order: `order` lists every occupied
     /// position once, in the order wanted. Each job keeps what it is filed
-    /// under; `moved` is told each job's new position. Counts as an edit.
+    /// under. Counts as an edit.
     /// With `spread`, a free position is left after each job, so that jobs
     /// inserted in order later ([`Queue::insert_sorted`]) find room.
-    pub fn permute(&mut self, order: &[u32], spread: bool, mut moved: impl FnMut(JobIdx, u32)) {
+    pub fn permute(&mut self, order: &[u32], spread: bool) {
         debug_assert_eq!(order.len(), self.len);
         let items: Vec<(JobIdx, Mins)> = order.iter().map(|&pos| { let p = self.phys(pos); (self.jobs[p], self.tree[self.size + p]) }).collect();
         let step = if spread { 2 } else { 1 };
@@ -214,7 +265,7 @@ impl Queue {
             self.tree[size + i * step] = m;
             self.jobs[i * step] = j;
             self.marks.set(i * step);
-            moved(j, base + (i * step) as u32);
+            self.place(j, base + (i * step) as u32);
         }
         for n in (1..size).rev() {
             self.tree[n] = self.tree[2 * n].min(self.tree[2 * n + 1]);
@@ -262,9 +313,9 @@ impl Queue {
     /// Insert a job in order: after every queued job `before` holds for (it
     /// must hold for a prefix of the queue) and before the others. It takes a
     /// free position between its neighbours, or the jobs after it move up one
-    /// to the next free position; `moved` is told each move. Returns its
+    /// to the next free position. Returns its
     /// position. Counts as an edit (unless it lands at the tail).
-    pub fn insert_sorted(&mut self, job: JobIdx, need: u64, est: Time, before: impl Fn(JobIdx) -> bool, mut moved: impl FnMut(JobIdx, u32)) -> u32 {
+    pub fn insert_sorted(&mut self, job: JobIdx, need: u64, est: Time, before: impl Fn(JobIdx) -> bool) -> u32 {
         // the first occupied position whose job does not come before the new one
         let (mut lo, mut hi) = (self.head, self.tail);
         while lo < hi {
@@ -291,14 +342,14 @@ impl Queue {
             while e < self.tail && self.tree[self.size + e] != EMPTY {
                 e += 1;
                 if e - next > SHIFT_MAX {
-                    self.spread_around(next, &mut moved);
-                    return self.insert_sorted(job, need, est, before, moved);
+                    self.spread_around(next);
+                    return self.insert_sorted(job, need, est, before);
                 }
             }
             if e == self.tail {
                 if self.tail == self.size {
                     self.make_room();
-                    return self.insert_sorted(job, need, est, before, moved);
+                    return self.insert_sorted(job, need, est, before);
                 }
                 self.tail += 1;
                 self.jobs.push(NO_JOB);
@@ -317,7 +368,7 @@ impl Queue {
                 } else {
                     self.marks.clear(q + 1);
                 }
-                moved(j, self.base + q as u32 + 1);
+                self.place(j, self.base + q as u32 + 1);
             }
             // the job that was at `next` follows the new one
             self.marks.set(next + 1);
@@ -332,32 +383,42 @@ impl Queue {
         self.len += 1;
         self.put(p, Mins { need, est });
         self.head = self.head.min(p);
+        self.place(job, self.base + p as u32);
         self.base + p as u32
     }
 
     /// Lay the jobs around physical position `at` out again, evenly, over the
-    /// smallest aligned stretch of positions around it at most half full
+    /// smallest aligned stretch of positions around it that is not too full
     /// (the whole queue's room if none is, grown first if need be), so that
-    /// a free position follows each: insertions in one place then move few
-    /// jobs each (a packed-memory array). Order, what each job is filed
-    /// under, and the runs' marks are kept; `moved` is told each move.
-    fn spread_around(&mut self, at: usize, moved: &mut impl FnMut(JobIdx, u32)) {
+    /// free positions follow the jobs: insertions in one place then move few
+    /// jobs each (a packed-memory array). A stretch of 64 positions may be
+    /// three quarters full, the whole room half full, and the stretches in
+    /// between in proportion to their size's logarithm (so a queue laid out
+    /// half full spreads locally). Order, what each job is filed under, and
+    /// the runs' marks are kept.
+    fn spread_around(&mut self, at: usize) {
         let occupied = |q: &Queue, lo: usize, hi: usize| (lo..hi.min(q.tail)).filter(|&p| q.tree[q.size + p] != EMPTY).count();
-        let mut w = 64;
+        let levels = (self.size / 64).max(1).ilog2().max(1) as usize;
+        let (mut w, mut level) = (64, 0);
+        let (mut lo, mut hi) = (at / w * w, (at / w * w + w).min(self.size));
+        let mut n = occupied(self, lo, hi);
         let (lo, hi, n) = loop {
-            let lo = at / w * w;
-            let hi = (lo + w).min(self.size);
-            let n = occupied(self, lo, hi);
-            if 2 * n <= hi - lo {
+            // at most w × (3/4 − level / levels / 4) jobs
+            if 4 * n * levels <= (hi - lo) * (3 * levels - level) {
                 break (lo, hi, n);
             }
             if w >= self.size {
-                // more than half full: grown (and its empty prefix dropped)
+                // too full: grown (and its empty prefix dropped)
                 let shift = self.head;
                 self.make_room();
-                return self.spread_around(at - shift, moved);
+                return self.spread_around(at - shift);
             }
+            // twice as wide: only the half added is counted
             w *= 2;
+            level += 1;
+            let (lo2, hi2) = (at / w * w, (at / w * w + w).min(self.size));
+            n += if lo2 < lo { occupied(self, lo2, lo) } else { occupied(self, hi, hi2) };
+            (lo, hi) = (lo2, hi2);
         };
         // the jobs in order, each marked if it or a free position just
         // before it was (a removal's mark is for the job after it)
@@ -393,7 +454,7 @@ impl Queue {
             if mark {
                 self.marks.set(p);
             }
-            moved(j, self.base + p as u32);
+            self.place(j, self.base + p as u32);
         }
         // the minimums above the stretch, level by level
         let (mut a, mut b) = ((self.size + lo) / 2, (self.size + hi - 1) / 2);
@@ -619,6 +680,21 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    /// Each queued job is where the queue says it is, and no other job is
+    /// said to be queued.
+    fn positions_agree(q: &Queue) -> Result<(), String> {
+        for (p, j) in q.iter() {
+            if q.pos_of(j) != p {
+                return Err(format!("job {} at {p}, said to be at {}", j.0, q.pos_of(j)));
+            }
+        }
+        let said = q.at.iter().filter(|&&p| p != NOT_QUEUED).count();
+        if said != q.len() {
+            return Err(format!("{said} jobs said to be queued, {} are", q.len()));
+        }
+        Ok(())
+    }
+
     #[test]
     fn positions_survive_growth_and_compaction() {
         let mut q = Queue::new();
@@ -637,6 +713,11 @@ mod tests {
         let order: Vec<u32> = q.iter().map(|(_, j)| j.0).collect();
         let expect: Vec<u32> = live.iter().map(|&(_, j)| j).collect();
         assert_eq!(order, expect);
+        positions_agree(&q).unwrap();
+        // read back, it knows where each job is
+        let back: Queue = serde_json::from_str(&serde_json::to_string(&q).unwrap()).unwrap();
+        assert_eq!(back.iter().collect::<Vec<_>>(), q.iter().collect::<Vec<_>>());
+        positions_agree(&back).unwrap();
         assert_eq!(q.len(), live.len());
         assert_eq!(q.head().map(|h| h.1), expect.first().map(|&j| JobIdx(j)));
     }
@@ -651,17 +732,12 @@ mod tests {
         q.set(pos[1], Queue::HELD, 1);
         let mut order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
         order.reverse();
-        let mut new = std::collections::BTreeMap::new();
-        q.permute(&order, false, |j, p| {
-            new.insert(j.0, p);
-        });
+        q.permute(&order, false);
         let jobs: Vec<u32> = q.iter().map(|(_, j)| j.0).collect();
         let want: Vec<u32> = order.iter().map(|&p| p - pos[0]).collect();
         assert_eq!(jobs, want);
-        assert!(new.values().all(|&p| p > pos[99]), "positions are never reused");
-        for (&j, &p) in &new {
-            assert_eq!(q.job_at(p), JobIdx(j));
-        }
+        assert!(q.iter().all(|(p, _)| p > pos[99]), "positions are never reused");
+        positions_agree(&q).unwrap();
         // the last (held) job is skipped; the head is the highest unheld
         assert_eq!(q.head().map(|h| h.1), Some(JobIdx(98)));
         let small = q.find_first(0, |n, _| n <= 1).map(|p| q.job_at(p).0);
@@ -676,42 +752,38 @@ mod tests {
             let mut q = Queue::new();
             let mut key: Vec<u64> = Vec::new();
             let mut needs: Vec<u64> = Vec::new();
-            let mut pos: std::collections::BTreeMap<u32, u32> = Default::default();
+            let mut queued: std::collections::BTreeSet<u32> = Default::default();
             // keys 0, 10, 20, ... then everything in between, in a scrambled order
             for i in 0..50u32 {
                 key.push(10 * i as u64);
                 needs.push(1 + i as u64 % 3);
-                pos.insert(i, q.push(JobIdx(i), 1 + i as u64 % 3, 0));
+                q.push(JobIdx(i), 1 + i as u64 % 3, 0);
+                queued.insert(i);
             }
             let order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
-            q.permute(&order, spread, |j, p| {
-                pos.insert(j.0, p);
-            });
+            q.permute(&order, spread);
             for k in 0..400u32 {
                 let i = key.len() as u32;
                 let kv = (k as u64 * 37) % 500;
                 key.push(kv);
                 needs.push(1 + kv % 4);
                 let keys = key.clone();
-                let p = q.insert_sorted(JobIdx(i), 1 + kv % 4, kv as Time, |j| keys[j.index()] <= kv, |j, p| {
-                    pos.insert(j.0, p);
-                });
-                pos.insert(i, p);
+                let p = q.insert_sorted(JobIdx(i), 1 + kv % 4, kv as Time, |j| keys[j.index()] <= kv);
+                assert_eq!(q.pos_of(JobIdx(i)), p);
+                queued.insert(i);
                 if k % 7 == 0 {
                     // jobs leave from anywhere
-                    let (&j, &p) = pos.iter().nth(k as usize % pos.len()).unwrap();
-                    q.remove(p);
-                    pos.remove(&j);
+                    let j = *queued.iter().nth(k as usize % queued.len()).unwrap();
+                    q.remove(q.pos_of(JobIdx(j)));
+                    queued.remove(&j);
                 }
             }
             let got: Vec<u64> = q.iter().map(|(_, j)| key[j.index()]).collect();
             let mut want = got.clone();
             want.sort_unstable();
             assert_eq!(got, want, "spread {spread}");
-            assert_eq!(q.len(), pos.len());
-            for (&j, &p) in &pos {
-                assert_eq!(q.job_at(p), JobIdx(j), "spread {spread}");
-            }
+            assert_eq!(q.iter().map(|(_, j)| j.0).collect::<std::collections::BTreeSet<u32>>(), queued);
+            positions_agree(&q).unwrap();
             let small = q.find_first(0, |n, _| n <= 1).map(|p| key[q.job_at(p).index()]);
             assert_eq!(small, q.iter().map(|(_, j)| j).find(|j| needs[j.index()] <= 1).map(|j| key[j.index()]));
         }
@@ -727,7 +799,6 @@ mod tests {
         ) {
             let mut q = Queue::new();
             let mut class: Vec<u32> = Vec::new();
-            let mut pos: BTreeMap<JobIdx, u32> = BTreeMap::new();
             let mut runs = Vec::new();
             let stays = |c: &[u32], a: JobIdx, b: JobIdx| c[a.index()] == c[b.index()] && a.0 < b.0;
             let need = |j: JobIdx| 1 + j.0 as u64 % 5;
@@ -737,12 +808,11 @@ mod tests {
                     0 | 1 => {
                         class.push(c);
                         let j = JobIdx(class.len() as u32 - 1);
-                        pos.insert(j, q.push(j, need(j), 0));
+                        q.push(j, need(j), 0);
                     }
                     2 if n > 0 => {
-                        let (p, j) = q.iter().nth(k % n).unwrap();
+                        let (p, _) = q.iter().nth(k % n).unwrap();
                         q.remove(p);
-                        pos.remove(&j);
                     }
                     3 | 4 => {
                         // anywhere, or again and again near the front
@@ -750,17 +820,12 @@ mod tests {
                         let j = JobIdx(class.len() as u32 - 1);
                         let at = if op == 3 { k % (n + 1) } else { (k % 3).min(n) };
                         let rank: BTreeMap<JobIdx, usize> = q.iter().enumerate().map(|(i, (_, j))| (j, i)).collect();
-                        let p = q.insert_sorted(j, need(j), 0, |o| rank[&o] < at, |m, p| {
-                            pos.insert(m, p);
-                        });
-                        pos.insert(j, p);
+                        q.insert_sorted(j, need(j), 0, |o| rank[&o] < at);
                     }
                     5 if n > 0 => {
                         let mut order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
                         order.rotate_left(k % n);
-                        q.permute(&order, c > 0, |m, p| {
-                            pos.insert(m, p);
-                        });
+                        q.permute(&order, c > 0);
                     }
                     _ => {
                         q.runs(|a, b| stays(&class, a, b), &mut runs);
@@ -773,11 +838,8 @@ mod tests {
                             want.last_mut().unwrap().1 = p;
                         }
                         proptest::prop_assert_eq!(&runs, &want);
-                        // every job where it was told it is, and found by its need
-                        proptest::prop_assert_eq!(all.len(), pos.len());
-                        for (&j, &p) in &pos {
-                            proptest::prop_assert_eq!(q.job_at(p), j);
-                        }
+                        // every job where the queue says it is, and found by its need
+                        proptest::prop_assert_eq!(positions_agree(&q), Ok(()));
                         let small = q.find_first(0, |n, _| n <= 2).map(|p| q.job_at(p));
                         proptest::prop_assert_eq!(small, all.iter().map(|&(_, j)| j).find(|&j| need(j) <= 2));
                         proptest::prop_assert_eq!(q.head().map(|h| h.1), all.first().map(|&(_, j)| j));
@@ -812,3 +874,4 @@ mod tests {
         assert_eq!(q.head(), Some((pos[1], JobIdx(1))), "released, it is first again");
     }
 }
+

@@ -16,8 +16,6 @@ pub(crate) struct JobEntry {
     pub spec: JobSpec,
     pub state: JobState,
     pub submit: Time,
-    /// Queue position while queued.
-    pub queue_pos: u32,
     /// What the job needs of the machine, in the queue index's unit (cores).
     pub need: u64,
     /// Real seconds it may run on its nodes (set at start; None: no limit).
@@ -116,12 +114,11 @@ impl JobTable {
             }
         };
         let state = if spec.hold { JobState::Held } else { JobState::Pending };
-        let queue_pos = self.queue.push(idx, if spec.hold { Queue::HELD } else { need }, spec.estimate);
+        self.queue.push(idx, if spec.hold { Queue::HELD } else { need }, spec.estimate);
         self.slots[idx.index()] = Some(JobEntry {
             spec,
             state,
             submit: now,
-            queue_pos,
             need,
             limit: None,
             ran: 0,
@@ -142,7 +139,7 @@ impl JobTable {
         e.limit = None;
         e.ran = 0;
         e.expected_end = Time::MAX;
-        e.queue_pos = self.queue.push(job, e.need, e.spec.estimate);
+        self.queue.push(job, e.need, e.spec.estimate);
         if let Some(l) = &mut self.limits {
             l.stopped(job);
         }
@@ -154,7 +151,7 @@ impl JobTable {
         let held = held || self.limits.as_ref().is_some_and(|l| l.held(job).is_some());
         let e = self.slots[job.index()].as_mut().unwrap();
         e.state = if held { JobState::Held } else { JobState::Pending };
-        self.queue.set(e.queue_pos, if held { Queue::HELD } else { e.need }, e.spec.estimate);
+        self.queue.set(self.queue.pos_of(job), if held { Queue::HELD } else { e.need }, e.spec.estimate);
     }
 
     /// Take a pending job out of the queue to run it now.
@@ -165,7 +162,7 @@ impl JobTable {
         e.limit = limit;
         e.ran = 0;
         e.period = now;
-        self.queue.remove(e.queue_pos);
+        self.queue.remove(self.queue.pos_of(job));
         if let Some(l) = &mut self.limits {
             l.started(job);
         }
@@ -206,7 +203,7 @@ impl JobTable {
     pub fn remove(&mut self, job: JobIdx) -> JobEntry {
         let e = self.slots[job.index()].take().expect("a live job");
         if e.state.queued() {
-            self.queue.remove(e.queue_pos);
+            self.queue.remove(self.queue.pos_of(job));
         }
         if let Some(l) = &mut self.limits {
             l.left(job);
@@ -230,8 +227,7 @@ impl JobTable {
         if !items.windows(2).all(|w| w[0].0 <= w[1].0) {
             items.sort_by(|a, b| a.0.cmp(&b.0));
             let order: Vec<u32> = items.iter().map(|x| x.1).collect();
-            let slots = &mut self.slots;
-            self.queue.permute(&order, true, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
+            self.queue.permute(&order, true);
         }
         items.last().map(|x| x.0)
     }
@@ -275,7 +271,7 @@ impl JobTable {
     /// Move a queued job to its place in an ordered queue: after the jobs
     /// `before` holds for (a prefix of the queue, the job itself aside).
     pub fn place_in_order(&mut self, job: JobIdx, before: impl Fn(JobIdx) -> bool) {
-        self.queue.remove(self.get(job).queue_pos);
+        self.queue.remove(self.queue.pos_of(job));
         self.insert_in_order(job, before);
     }
 
@@ -284,10 +280,7 @@ impl JobTable {
     fn insert_in_order(&mut self, job: JobIdx, before: impl Fn(JobIdx) -> bool) {
         let e = self.get(job);
         let (filed, est) = (if e.state == JobState::Held { Queue::HELD } else { e.need }, e.spec.estimate);
-        let slots = &mut self.slots;
-        // the queue holds live jobs only (a job leaves it before its slot)
-        let p = self.queue.insert_sorted(job, filed, est, before, |j, p| slots[j.index()].as_mut().expect("a queued job").queue_pos = p);
-        self.get_mut(job).queue_pos = p;
+        self.queue.insert_sorted(job, filed, est, before);
     }
 
     pub fn is_head(&self, job: JobIdx) -> bool {
@@ -300,7 +293,7 @@ impl JobTable {
         for (pos, j) in self.queue.iter() {
             let e = self.get(j);
             assert!(e.state.queued(), "queued job {} is {}", e.spec.id, e.state.name());
-            assert_eq!(e.queue_pos, pos);
+            assert_eq!(self.queue.pos_of(j), pos);
             queued += 1;
         }
         assert_eq!(queued, self.queue.len());

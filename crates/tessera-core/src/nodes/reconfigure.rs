@@ -72,8 +72,8 @@ impl NodeEngine {
             e.need = need;
             if e.state.queued() {
                 let q = if e.state == JobState::Held { Queue::HELD } else { need };
-                let (pos, est) = (e.queue_pos, e.spec.estimate);
-                t.queue.set(pos, q, est);
+                let est = e.spec.estimate;
+                t.queue.set(t.queue.pos_of(j), q, est);
             }
             let d_shaped = d.shaped();
             m.demand[i] = d;

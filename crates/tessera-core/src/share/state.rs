@@ -527,13 +527,12 @@ mod tests {
             share(&mut s, &after);
             (s.tree_at, s.epoch) = (Some(at0 + dt), 2);
             let mut q = Queue::new();
-            let mut pos: Vec<u32> = vec![0; jobs.len()];
             for &j in &queue {
-                pos[j.index()] = q.push(j, 1, 0);
+                q.push(j, 1, 0);
             }
             if spread {
                 let order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
-                q.permute(&order, true, |j, p| pos[j.index()] = p);
+                q.permute(&order, true);
             }
             // every key worked out, in queue order
             let every = |s: &Sharing, q: &Queue| {
@@ -553,7 +552,7 @@ mod tests {
                 q.remove(p);
             }
             for (k, j) in moving {
-                pos[j.index()] = q.insert_sorted(j, 1, 0, |o| key(&s, o) < k, |m, p| pos[m.index()] = p);
+                q.insert_sorted(j, 1, 0, |o| key(&s, o) < k);
             }
             let mut left = Vec::new();
             for &l in &leave {
@@ -566,7 +565,7 @@ mod tests {
             }
             // half of them come back at the tail
             for &j in left.iter().step_by(2) {
-                pos[j.index()] = q.push(j, 1, 0);
+                q.push(j, 1, 0);
             }
             share(&mut s, &later);
             (s.tree_at, s.epoch) = (Some(at0 + dt + dt2), 3);
