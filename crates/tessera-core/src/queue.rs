@@ -87,10 +87,9 @@ struct QueueState {
 impl From<QueueState> for Queue {
     fn from(s: QueueState) -> Queue {
         let mut q = Queue { size: s.size, tree: s.tree, jobs: s.jobs, base: s.base, head: s.head, tail: s.tail, len: s.len, edits: 0, marks: Marks::default(), at: Vec::new() };
-        for p in q.head..q.tail.min(q.jobs.len()) {
-            if q.tree.get(q.size + p).is_some_and(|m| *m != EMPTY) {
-                q.place(q.jobs[p], q.base + p as u32);
-            }
+        let queued: Vec<(u32, JobIdx)> = q.iter().collect();
+        for (pos, j) in queued {
+            q.place(j, pos);
         }
         q
     }
@@ -399,8 +398,10 @@ impl Queue {
     fn spread_around(&mut self, at: usize) {
         let occupied = |q: &Queue, lo: usize, hi: usize| (lo..hi.min(q.tail)).filter(|&p| q.tree[q.size + p] != EMPTY).count();
         let levels = (self.size / 64).max(1).ilog2().max(1) as usize;
+        // the aligned stretch of `w` positions around `at`
+        let stretch = |q: &Queue, w: usize| (at / w * w, (at / w * w + w).min(q.size));
         let (mut w, mut level) = (64, 0);
-        let (mut lo, mut hi) = (at / w * w, (at / w * w + w).min(self.size));
+        let (mut lo, mut hi) = stretch(self, w);
         let mut n = occupied(self, lo, hi);
         let (lo, hi, n) = loop {
             // at most w × (3/4 − level / levels / 4) jobs
@@ -416,7 +417,7 @@ impl Queue {
             // twice as wide: only the half added is counted
             w *= 2;
             level += 1;
-            let (lo2, hi2) = (at / w * w, (at / w * w + w).min(self.size));
+            let (lo2, hi2) = stretch(self, w);
             n += if lo2 < lo { occupied(self, lo2, lo) } else { occupied(self, hi, hi2) };
             (lo, hi) = (lo2, hi2);
         };

@@ -189,11 +189,7 @@ impl Engine {
         let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
         let secs = ran - s.slot(j).charged;
         if secs > 0 {
-            let mut rate = s.jobs[j.index()].rate;
-            if rate.is_nan() {
-                rate = s.rate(m.holdings(j), m.part_of(j));
-                s.jobs[j.index()].rate = rate;
-            }
+            let rate = rate_of(s, m, j);
             s.charge(j, self.t.spec(j).ticket, secs, rate, later);
         }
     }
@@ -204,11 +200,7 @@ impl Engine {
     fn charge_periods(&mut self, j: JobIdx, periods: Time, series: f64) {
         let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
         let period = s.cfg.calc_period;
-        let mut rate = s.jobs[j.index()].rate;
-        if rate.is_nan() {
-            rate = s.rate(m.holdings(j), m.part_of(j));
-            s.jobs[j.index()].rate = rate;
-        }
+        let rate = rate_of(s, m, j);
         s.charge(j, self.t.spec(j).ticket, period, rate, series);
         s.slot(j).charged += (periods - 1) * period;
     }
@@ -348,6 +340,17 @@ impl Engine {
     }
 }
 
+
+/// A running job's charge rate, worked out the first time it is needed (an
+/// allocation does not change while a job holds it).
+fn rate_of(s: &mut Sharing, m: &crate::nodes::NodeEngine, j: JobIdx) -> f64 {
+    let mut rate = s.jobs[j.index()].rate;
+    if rate.is_nan() {
+        rate = s.rate(m.holdings(j), m.part_of(j));
+        s.jobs[j.index()].rate = rate;
+    }
+    rate
+}
 
 /// What running over [start, end] charges per unit of rate, decayed to `at`,
 /// as the engine charges it: at each calculation boundary the seconds since
