@@ -185,7 +185,11 @@ pub(crate) struct Tree {
     /// Scratch: Level FS by association, for groups worked out exactly; the
     /// (group, child) whose standing changed.
     lf: Vec<f64>,
-    touched: Vec<(u32, u32)>,
+    touched: Vec<u32>,
+    /// Scratch: per group, the first child whose standing changed, and per
+    /// child the next ([`NONE`]: no more).
+    first: Vec<u32>,
+    next: Vec<u32>,
     /// Whether `raw`, `q` and `tied` are worked out (else the next update
     /// works out all, from `usage`).
     fitted: bool,
@@ -244,6 +248,8 @@ impl Tree {
         self.tied = vec![false; n];
         self.lf = vec![0.0; n];
         self.exact = vec![true; n];
+        self.first = vec![NONE; n];
+        self.next = vec![NONE; n];
         self.at = vec![0; n];
         for kids in &shape.kids {
             for (i, k) in kids.iter().enumerate() {
@@ -327,21 +333,23 @@ impl Tree {
             self.q[a] = self.standing(a);
         }
         // a group's Level FS changes with its parent's usage
-        // the fair-share children whose standing changed, by group
-        let mut touched = std::mem::take(&mut self.touched);
-        touched.clear();
+        // the fair-share children whose standing changed, listed by group
         for &a in &list {
             if let (Some(p), true) = (self.shape.fs_parent[a as usize], self.shape.user[a as usize] || !self.shape.use_parent[a as usize]) {
-                touched.push((p.0, a));
+                self.next[a as usize] = std::mem::replace(&mut self.first[p.0 as usize], a);
             }
         }
-        touched.sort_unstable();
         let mut moved = !self.fitted;
+        let mut touched = std::mem::take(&mut self.touched);
         for &a in &list {
+            let mut k = std::mem::replace(&mut self.first[a as usize], NONE);
+            touched.clear();
+            while k != NONE {
+                touched.push(k);
+                k = self.next[k as usize];
+            }
             if !self.shape.kids[a as usize].is_empty() {
-                let from = touched.partition_point(|t| t.0 < a);
-                let to = from + touched[from..].partition_point(|t| t.0 == a);
-                moved |= self.level(a as usize, &touched[from..to]);
+                moved |= self.level(a as usize, &touched);
             }
         }
         self.touched = touched;
@@ -349,8 +357,8 @@ impl Tree {
         self.fitted = true;
         if moved && self.shape.users > 0 {
             let users = self.shape.users;
-            let mut walk = Walk { tree: self, rank: users, untied: users };
-            walk.visit(AssocId(0), false);
+            let mut walk = Walk { kids: &self.shape.kids, user: &self.shape.user, by_rank: &self.shape.by_rank, tied: &self.tied, fairshare: &mut self.fairshare, rank: users, untied: users };
+            walk.visit(0, false);
         }
     }
 
@@ -410,7 +418,7 @@ impl Tree {
     /// `p`'s usage, but their order and ties do not unless a standing
     /// changed or two are close: only then are they worked out
     /// ([`Tree::level_exactly`]).
-    fn level(&mut self, p: usize, changed: &[(u32, u32)]) -> bool {
+    fn level(&mut self, p: usize, changed: &[u32]) -> bool {
         let usage = self.raw[p];
         if usage != 0.0 && !tame(usage) {
             return self.level_exactly(p, false);
@@ -474,9 +482,9 @@ impl Tree {
     /// The pairs of `p`'s fair-share children that `changed` are in looked
     /// at: None if one is out of order or close; else their ties set, and
     /// whether one changed.
-    fn level_around(&mut self, p: usize, changed: &[(u32, u32)]) -> Option<bool> {
+    fn level_around(&mut self, p: usize, changed: &[u32]) -> Option<bool> {
         let kids = &self.shape.kids[p];
-        for &(_, k) in changed {
+        for &k in changed {
             let i = self.at[k as usize] as usize;
             let before = i.checked_sub(1).map(|h| self.pair(kids[h].0 as usize, k as usize));
             let after = kids.get(i + 1).map(|n| self.pair(k as usize, n.0 as usize));
@@ -485,7 +493,7 @@ impl Tree {
             }
         }
         let mut moved = false;
-        for &(_, k) in changed {
+        for &k in changed {
             let i = self.at[k as usize] as usize;
             for j in [i, i + 1] {
                 if j > 0 && j < kids.len() {
@@ -607,6 +615,9 @@ fn tame(x: f64) -> bool {
     (1e-100..=1e200).contains(&x)
 }
 
+/// No association.
+const NONE: u32 = u32::MAX;
+
 /// How two fair-share siblings stand ([`Tree::pair`]).
 enum Pair {
     /// The first's Level FS is above the second's.
@@ -620,7 +631,11 @@ enum Pair {
 }
 
 struct Walk<'a> {
-    tree: &'a mut Tree,
+    kids: &'a [Vec<AssocId>],
+    user: &'a [bool],
+    by_rank: &'a [f64],
+    tied: &'a [bool],
+    fairshare: &'a mut [f64],
     /// The rank the last user got (a user tied with it gets it too).
     rank: usize,
     /// The rank the next untied user gets: one less for every user ranked.
@@ -630,21 +645,20 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// Rank the users below `p` (its fair-share children are in order);
     /// `tied`: `p` has the Level FS of the sibling ranked before it.
-    fn visit(&mut self, p: AssocId, tied: bool) {
-        let kids = std::mem::take(&mut self.tree.shape.kids[p.0 as usize]);
-        for (i, &k) in kids.iter().enumerate() {
-            let tied = if i == 0 { tied } else { self.tree.tied[k.0 as usize] };
-            if self.tree.shape.user[k.0 as usize] {
+    fn visit(&mut self, p: usize, tied: bool) {
+        for (i, &k) in self.kids[p].iter().enumerate() {
+            let k = k.0 as usize;
+            let tied = if i == 0 { tied } else { self.tied[k] };
+            if self.user[k] {
                 if !tied {
                     self.rank = self.untied;
                 }
-                self.tree.fairshare[k.0 as usize] = self.tree.shape.by_rank[self.rank];
+                self.fairshare[k] = self.by_rank[self.rank];
                 self.untied -= 1;
             } else {
                 self.visit(k, tied);
             }
         }
-        self.tree.shape.kids[p.0 as usize] = kids;
     }
 }
 
