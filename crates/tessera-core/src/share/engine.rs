@@ -169,40 +169,39 @@ impl Engine {
         }
     }
 
-    /// Seconds a job has run by `at` (its current period counted to `at`).
-    fn ran_by(&self, j: JobIdx, at: Time) -> Time {
-        let e = self.t.get(j);
-        match e.state {
-            JobState::Running { .. } | JobState::Ending { .. } => e.ran + (at - e.period).max(0),
-            JobState::Suspended { .. } => e.ran,
-            JobState::Pending | JobState::Held => 0,
-        }
-    }
-
     /// Charge what a job ran by `at` and was not charged yet, decayed by
     /// `later` on top.
     fn charge_to(&mut self, at: Time, j: JobIdx, later: f64) {
-        if self.share.is_none() {
-            return;
-        }
-        let ran = self.ran_by(j, at);
         let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
-        let secs = ran - s.slot(j).charged;
+        let secs = ran_by(&self.t, j, at) - s.slot(j).charged;
         if secs > 0 {
             let rate = rate_of(s, m, j);
             s.charge(j, self.t.spec(j).ticket, secs, rate, later);
         }
     }
 
-    /// Charge `periods` whole calculation periods of a job's run (it ran
-    /// throughout them and was charged up to the first's start), each
-    /// `period × decay^period`, decayed to now as `series` sums it.
-    fn charge_periods(&mut self, j: JobIdx, periods: Time, series: f64) {
-        let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
-        let period = s.cfg.calc_period;
-        let rate = rate_of(s, m, j);
-        s.charge(j, self.t.spec(j).ticket, period, rate, series);
-        s.slot(j).charged += (periods - 1) * period;
+    /// Charge the running jobs at a calculation `n` periods after the last
+    /// one (they ran throughout, each charged up to the first period's start
+    /// or its own start): the first period's seconds, decayed by `later` on
+    /// top, then the `n - 1` later whole periods, each `period ×
+    /// decay^period`, decayed to now as `series` sums them.
+    fn charge_running(&mut self, first: Time, n: Time, later: f64, series: f64) {
+        let (Some(s), Machine::Nodes(m), t) = (&mut self.share, &self.m, &self.t) else { return };
+        for j in m.running_jobs() {
+            let secs = ran_by(t, j, first) - s.slot(j).charged;
+            if secs > 0 {
+                let rate = rate_of(s, m, j);
+                s.charge(j, t.spec(j).ticket, secs, rate, later);
+            }
+        }
+        if n > 1 {
+            let period = s.cfg.calc_period;
+            for j in m.running_jobs() {
+                let rate = rate_of(s, m, j);
+                s.charge(j, t.spec(j).ticket, period, rate, series);
+                s.slot(j).charged += (n - 2) * period;
+            }
+        }
     }
 
     /// A job ends or goes back to the queue: the rest of its run is charged.
@@ -233,26 +232,11 @@ impl Engine {
             let at = s.boundary(now);
             let (last, period) = (s.last_calc.unwrap_or(at), s.cfg.calc_period);
             s.decay_to(at);
-            let running: Vec<JobIdx> = match &self.m {
-                Machine::Nodes(m) => m.running_jobs().collect(),
-                Machine::Parm(_) => Vec::new(),
-            };
-            // the first period's seconds (since each job's start or last
-            // charge), then every later period's, all of it, as a series:
-            // `period × decay^period` at each, decayed to `at`
             let n = (at - last) / period;
-            if n > 0 && !running.is_empty() {
+            if n > 0 {
                 let first = last + period;
-                let cfg = &self.share.as_ref().expect("sharing").cfg;
-                let (later, series) = (cfg.decay(at - first), cfg.periods_decay(n - 1));
-                for &j in &running {
-                    self.charge_to(first, j, later);
-                }
-                if n > 1 {
-                    for &j in &running {
-                        self.charge_periods(j, n - 1, series);
-                    }
-                }
+                let (later, series) = (s.cfg.decay(at - first), s.cfg.periods_decay(n - 1));
+                self.charge_running(first, n, later, series);
             }
             let Some(s) = &mut self.share else { return };
             s.calculated();
@@ -340,6 +324,16 @@ impl Engine {
     }
 }
 
+
+/// Seconds a job has run by `at` (its current period counted to `at`).
+fn ran_by(t: &crate::table::JobTable, j: JobIdx, at: Time) -> Time {
+    let e = t.get(j);
+    match e.state {
+        JobState::Running { .. } | JobState::Ending { .. } => e.ran + (at - e.period).max(0),
+        JobState::Suspended { .. } => e.ran,
+        JobState::Pending | JobState::Held => 0,
+    }
+}
 
 /// A running job's charge rate, worked out the first time it is needed (an
 /// allocation does not change while a job holds it).

@@ -152,9 +152,13 @@ impl Shape {
 /// sibling groups under those are worked out again (each group's Level FS
 /// shares its parent's usage), kept sorted from one calculation to the next,
 /// and the users are ranked again only if one of those groups changed order
-/// or ties. What it holds is exactly what working out the whole tree on the
-/// same usage gives ([`fair_tree`]): the same sums in the same order, the
-/// same quotients (property test `an_updated_tree_is_the_tree_worked_out_afresh`).
+/// or ties. A group's Level FS are worked out only where the order could
+/// depend on them: most of the time it is that of `shares / usage`, which
+/// changes only for those charged ([`Tree::level`]). What it holds is
+/// exactly what working out every Level FS of the whole tree on the same
+/// usage gives: the same sums in the same order, the same quotients, the
+/// same ranks (property test `an_updated_tree_is_the_tree_worked_out_afresh`,
+/// against the plain algorithm).
 ///
 /// Its state is the usage it was given and the factors it gave; the rest is
 /// worked out again from them when read back (the same figures).
@@ -168,10 +172,26 @@ pub(crate) struct Tree {
     shape: Shape,
     /// Per association: the usage of it and everything below it.
     raw: Vec<f64>,
-    /// Per association: (Level FS, is a user), the sort key's values.
-    key: Vec<(f64, bool)>,
-    /// Whether `raw` and `key` are worked out (else the next update works
-    /// out all, from `usage`).
+    /// Per association: where its Level FS stands whatever its parent's
+    /// usage ([`Tree::standing`]), and whether its Level FS equals that of
+    /// the fair-share sibling before it in order (a tie).
+    q: Vec<f64>,
+    tied: Vec<bool>,
+    /// Per association: its place among its fair-share siblings.
+    at: Vec<u32>,
+    /// Per association: its fair-share children were last put in order by
+    /// working out their Level FS (two were close), and are so again.
+    exact: Vec<bool>,
+    /// Scratch: Level FS by association, for groups worked out exactly; the
+    /// (group, child) whose standing changed.
+    lf: Vec<f64>,
+    touched: Vec<u32>,
+    /// Scratch: per group, the first child whose standing changed, and per
+    /// child the next ([`NONE`]: no more).
+    first: Vec<u32>,
+    next: Vec<u32>,
+    /// Whether `raw`, `q` and `tied` are worked out (else the next update
+    /// works out all, from `usage`).
     fitted: bool,
     /// Scratch: the associations whose usage changed, and a mark per association.
     changed: Vec<u32>,
@@ -224,7 +244,18 @@ impl Tree {
         if self.fairshare.len() != n {
             self.fairshare = vec![0.0; n];
         }
-        self.key = shape.user.iter().map(|&u| (0.0, u)).collect();
+        self.q = vec![0.0; n];
+        self.tied = vec![false; n];
+        self.lf = vec![0.0; n];
+        self.exact = vec![true; n];
+        self.first = vec![NONE; n];
+        self.next = vec![NONE; n];
+        self.at = vec![0; n];
+        for kids in &shape.kids {
+            for (i, k) in kids.iter().enumerate() {
+                self.at[k.0 as usize] = i as u32;
+            }
+        }
         self.shape = shape;
         self.raw = vec![0.0; n];
         self.mark = vec![false; n];
@@ -299,57 +330,229 @@ impl Tree {
                 sum += self.raw[c as usize];
             }
             self.raw[a] = sum;
+            self.q[a] = self.standing(a);
         }
         // a group's Level FS changes with its parent's usage
-        let mut moved = !self.fitted;
+        // the fair-share children whose standing changed, listed by group
         for &a in &list {
-            if !self.shape.kids[a as usize].is_empty() {
-                moved |= self.level(a as usize);
+            if let (Some(p), true) = (self.shape.fs_parent[a as usize], self.shape.user[a as usize] || !self.shape.use_parent[a as usize]) {
+                self.next[a as usize] = std::mem::replace(&mut self.first[p.0 as usize], a);
             }
         }
+        let mut moved = !self.fitted;
+        let mut touched = std::mem::take(&mut self.touched);
+        for &a in &list {
+            let mut k = std::mem::replace(&mut self.first[a as usize], NONE);
+            touched.clear();
+            while k != NONE {
+                touched.push(k);
+                k = self.next[k as usize];
+            }
+            if !self.shape.kids[a as usize].is_empty() {
+                moved |= self.level(a as usize, &touched);
+            }
+        }
+        self.touched = touched;
         self.changed = list;
         self.fitted = true;
         if moved && self.shape.users > 0 {
             let users = self.shape.users;
-            let mut walk = Walk { tree: self, rank: users, untied: users };
-            walk.visit(AssocId(0), false);
+            let mut walk = Walk { kids: &self.shape.kids, user: &self.shape.user, by_rank: &self.shape.by_rank, tied: &self.tied, fairshare: &mut self.fairshare, rank: users, untied: users };
+            walk.visit(0, false);
         }
     }
 
-    /// The Level FS of `p`'s fair-share children, in order again; whether
-    /// their order or their ties changed.
-    fn level(&mut self, p: usize) -> bool {
-        let kids = std::mem::take(&mut self.shape.kids[p]);
-        let usage = self.raw[p];
-        let order = |key: &[(f64, bool)], a: &AssocId, b: &AssocId| {
-            let (ka, kb) = (key[a.0 as usize], key[b.0 as usize]);
-            // highest first, users before accounts, then declaration order
-            kb.0.total_cmp(&ka.0).then(kb.1.cmp(&ka.1)).then(a.cmp(b))
-        };
-        let mut moved = false;
-        let mut before = 0.0;
-        for (i, &k) in kids.iter().enumerate() {
-            let k = k.0 as usize;
-            let effective = if usage > 0.0 { self.raw[k] / usage } else { 0.0 };
-            let ns = self.shape.norm_shares[k];
-            let lf = if self.shape.use_parent[k] {
-                f64::INFINITY
-            } else if ns == 0.0 {
-                0.0
-            } else {
-                ns / effective
-            };
-            let old = std::mem::replace(&mut self.key[k].0, lf);
-            if i > 0 {
-                let prev = kids[i - 1];
-                let prev_lf = self.key[prev.0 as usize].0;
-                moved |= (before == old) != (prev_lf == lf) || order(&self.key, &prev, &kids[i]).is_ge();
-            }
-            before = old;
+    /// Where `k`'s Level FS stands whatever its parent's usage `U`: its
+    /// Level FS is `ns / (raw / U)`, so its order among its siblings is that
+    /// of `ns / raw` (`U` is theirs too) but for rounding. Infinite for
+    /// `Fairshare=parent` or shares without usage, 0 without shares (those
+    /// are its Level FS for any `U`), `ns / raw` otherwise, and NaN where
+    /// the figures are so large or small that rounding bounds do not hold
+    /// (its group is then worked out exactly).
+    fn standing(&self, k: usize) -> f64 {
+        let (ns, raw) = (self.shape.norm_shares[k], self.raw[k]);
+        if self.shape.use_parent[k] || (ns != 0.0 && raw == 0.0) {
+            f64::INFINITY
+        } else if ns == 0.0 {
+            0.0
+        } else if tame(raw) && tame(ns) {
+            ns / raw
+        } else {
+            f64::NAN
         }
-        let mut kids = kids;
-        if moved {
-            kids.sort_by(|a, b| order(&self.key, a, b));
+    }
+
+    /// How two fair-share siblings `a` then `b` stand, from [`Tree::standing`]
+    /// alone: whether the Level FS of `a` is certainly above `b`'s, certainly
+    /// below, certainly equal (the same from the same figures), or too close
+    /// to tell without working them out. With `ns`, `raw` and `U` tame
+    /// (and `raw ≤ U`: a parent's usage sums its children's),
+    /// each Level FS is within 2^-51 of `ns × U / raw` and each standing
+    /// within 2^-52 of `ns / raw`, so standings 2^-40 apart order their
+    /// Level FS the same way.
+    #[inline]
+    fn pair(&self, a: usize, b: usize) -> Pair {
+        const APART: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
+        let (qa, qb) = (self.q[a], self.q[b]);
+        if qa > qb * APART {
+            return Pair::Apart;
+        }
+        if qb > qa * APART {
+            return Pair::Wrong;
+        }
+        let same = if qa == 0.0 || qa == f64::INFINITY || qb == 0.0 || qb == f64::INFINITY {
+            qa == qb
+        } else {
+            self.raw[a].to_bits() == self.raw[b].to_bits() && self.shape.norm_shares[a].to_bits() == self.shape.norm_shares[b].to_bits()
+        };
+        match same {
+            // equal Level FS: users first, then declaration order
+            true if (!self.shape.user[a], a) < (!self.shape.user[b], b) => Pair::Tied,
+            true => Pair::Wrong,
+            false => Pair::Close,
+        }
+    }
+
+    /// `p`'s fair-share children in order again, and their ties; whether
+    /// their order or their ties changed. Their Level FS all change with
+    /// `p`'s usage, but their order and ties do not unless a standing
+    /// changed or two are close: only then are they worked out
+    /// ([`Tree::level_exactly`]).
+    fn level(&mut self, p: usize, changed: &[u32]) -> bool {
+        let usage = self.raw[p];
+        if usage != 0.0 && !tame(usage) {
+            return self.level_exactly(p, false);
+        }
+        if !self.exact[p] && changed.len() * 8 < self.shape.kids[p].len() {
+            // few changed: only the pairs they are in can have (the others'
+            // standings are as they were, and none was close)
+            if let Some(moved) = self.level_around(p, changed) {
+                return moved;
+            }
+        }
+        self.exact[p] = false;
+        let mut kids = std::mem::take(&mut self.shape.kids[p]);
+        let mut sorted = false;
+        let mut moved = false;
+        loop {
+            // the ties, set as found (and undone by the exact working out if
+            // two are close)
+            let (mut wrong, mut close) = (false, false);
+            for i in 1..kids.len() {
+                let k = kids[i].0 as usize;
+                let tied = match self.pair(kids[i - 1].0 as usize, k) {
+                    Pair::Apart => false,
+                    Pair::Tied => true,
+                    Pair::Wrong => {
+                        wrong = true;
+                        false
+                    }
+                    Pair::Close => {
+                        close = true;
+                        break;
+                    }
+                };
+                moved |= std::mem::replace(&mut self.tied[k], tied) != tied;
+            }
+            if close || (wrong && sorted) {
+                self.shape.kids[p] = kids;
+                return self.level_exactly(p, moved || sorted);
+            }
+            if !wrong {
+                break;
+            }
+            // a standing changed: in order by standing (none is close)
+            let (q, user) = (&self.q, &self.shape.user);
+            kids.sort_by(|a, b| {
+                let (a, b) = (a.0 as usize, b.0 as usize);
+                q[b].total_cmp(&q[a]).then(user[b].cmp(&user[a])).then(a.cmp(&b))
+            });
+            sorted = true;
+        }
+        if let Some(first) = kids.first() {
+            self.tied[first.0 as usize] = false;
+        }
+        if sorted {
+            self.placed(&kids);
+        }
+        self.shape.kids[p] = kids;
+        moved | sorted
+    }
+
+    /// The pairs of `p`'s fair-share children that `changed` are in looked
+    /// at: None if one is out of order or close; else their ties set, and
+    /// whether one changed.
+    fn level_around(&mut self, p: usize, changed: &[u32]) -> Option<bool> {
+        let kids = &self.shape.kids[p];
+        for &k in changed {
+            let i = self.at[k as usize] as usize;
+            let before = i.checked_sub(1).map(|h| self.pair(kids[h].0 as usize, k as usize));
+            let after = kids.get(i + 1).map(|n| self.pair(k as usize, n.0 as usize));
+            if [before, after].iter().any(|x| matches!(x, Some(Pair::Wrong | Pair::Close))) {
+                return None;
+            }
+        }
+        let mut moved = false;
+        for &k in changed {
+            let i = self.at[k as usize] as usize;
+            for j in [i, i + 1] {
+                if j > 0 && j < kids.len() {
+                    let tied = matches!(self.pair(kids[j - 1].0 as usize, kids[j].0 as usize), Pair::Tied);
+                    moved |= std::mem::replace(&mut self.tied[kids[j].0 as usize], tied) != tied;
+                }
+            }
+        }
+        Some(moved)
+    }
+
+    /// Each of `kids` (a group, in its order) knows its place.
+    fn placed(&mut self, kids: &[AssocId]) {
+        for (i, k) in kids.iter().enumerate() {
+            self.at[k.0 as usize] = i as u32;
+        }
+    }
+
+    /// A fair-share child's Level FS under a parent of usage `usage`.
+    fn level_fs(&self, k: usize, usage: f64) -> f64 {
+        let effective = if usage > 0.0 { self.raw[k] / usage } else { 0.0 };
+        let ns = self.shape.norm_shares[k];
+        if self.shape.use_parent[k] {
+            f64::INFINITY
+        } else if ns == 0.0 {
+            0.0
+        } else {
+            ns / effective
+        }
+    }
+
+    /// The Level FS of `p`'s fair-share children worked out, the children
+    /// put in order by it and their ties set; whether their order or their
+    /// ties changed (`moved`: the order already did).
+    fn level_exactly(&mut self, p: usize, mut moved: bool) -> bool {
+        let mut kids = std::mem::take(&mut self.shape.kids[p]);
+        let usage = self.raw[p];
+        for &k in &kids {
+            self.lf[k.0 as usize] = self.level_fs(k.0 as usize, usage);
+        }
+        let (lf, user) = (&self.lf, &self.shape.user);
+        // highest first, users before accounts, then declaration order
+        let order = |a: &AssocId, b: &AssocId| {
+            let (a, b) = (a.0 as usize, b.0 as usize);
+            lf[b].total_cmp(&lf[a]).then(user[b].cmp(&user[a])).then(a.cmp(&b))
+        };
+        if kids.windows(2).any(|w| order(&w[0], &w[1]).is_ge()) {
+            kids.sort_by(order);
+            moved = true;
+        }
+        self.placed(&kids);
+        self.exact[p] = true;
+        for i in 1..kids.len() {
+            let k = kids[i].0 as usize;
+            let tied = self.lf[kids[i - 1].0 as usize] == self.lf[k];
+            moved |= std::mem::replace(&mut self.tied[k], tied) != tied;
+        }
+        if let Some(first) = kids.first() {
+            self.tied[first.0 as usize] = false;
         }
         self.shape.kids[p] = kids;
         moved
@@ -370,7 +573,7 @@ impl Tree {
                 r.effective_usage = if usage > 0.0 { r.raw_usage / usage } else { 0.0 };
                 // one with Fairshare=parent shows the shares it defers to
                 r.norm_shares = if s.use_parent[k] { parent_shares } else { s.norm_shares[k] };
-                r.level_fs = self.key[k].0;
+                r.level_fs = self.level_fs(k, usage);
             }
         }
         for &i in &s.parent_accounts {
@@ -405,8 +608,34 @@ pub(crate) fn with_norm_usage(rows: &mut [FsRow]) {
     }
 }
 
+/// Within these bounds a usage or norm shares, and their quotients, are far
+/// from overflow and from subnormal numbers (a usage is kept undecayed, over
+/// a scale down to 1e-150: see `Sharing::usage`).
+fn tame(x: f64) -> bool {
+    (1e-100..=1e200).contains(&x)
+}
+
+/// No association.
+const NONE: u32 = u32::MAX;
+
+/// How two fair-share siblings stand ([`Tree::pair`]).
+enum Pair {
+    /// The first's Level FS is above the second's.
+    Apart,
+    /// Equal, and in order.
+    Tied,
+    /// Out of order.
+    Wrong,
+    /// Too close to tell without working them out.
+    Close,
+}
+
 struct Walk<'a> {
-    tree: &'a mut Tree,
+    kids: &'a [Vec<AssocId>],
+    user: &'a [bool],
+    by_rank: &'a [f64],
+    tied: &'a [bool],
+    fairshare: &'a mut [f64],
     /// The rank the last user got (a user tied with it gets it too).
     rank: usize,
     /// The rank the next untied user gets: one less for every user ranked.
@@ -416,22 +645,20 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// Rank the users below `p` (its fair-share children are in order);
     /// `tied`: `p` has the Level FS of the sibling ranked before it.
-    fn visit(&mut self, p: AssocId, tied: bool) {
-        let kids = std::mem::take(&mut self.tree.shape.kids[p.0 as usize]);
-        for (i, &k) in kids.iter().enumerate() {
-            let (lf, user) = self.tree.key[k.0 as usize];
-            let tied = if i == 0 { tied } else { lf == self.tree.key[kids[i - 1].0 as usize].0 };
-            if user {
+    fn visit(&mut self, p: usize, tied: bool) {
+        for (i, &k) in self.kids[p].iter().enumerate() {
+            let k = k.0 as usize;
+            let tied = if i == 0 { tied } else { self.tied[k] };
+            if self.user[k] {
                 if !tied {
                     self.rank = self.untied;
                 }
-                self.tree.fairshare[k.0 as usize] = self.tree.shape.by_rank[self.rank];
+                self.fairshare[k] = self.by_rank[self.rank];
                 self.untied -= 1;
             } else {
                 self.visit(k, tied);
             }
         }
-        self.tree.shape.kids[p.0 as usize] = kids;
     }
 }
 
@@ -520,7 +747,7 @@ mod tests {
         fn an_updated_tree_is_the_tree_worked_out_afresh(
             accounts in proptest::collection::vec((0usize..8, 0u32..4, 0u32..6), 0..7),
             users in proptest::collection::vec((0usize..8, 0u32..4, 0u32..6), 1..14),
-            charges in proptest::collection::vec(proptest::collection::vec((0usize..14, 0usize..6), 0..5), 1..25),
+            charges in proptest::collection::vec(proptest::collection::vec((0usize..14, 0usize..10), 0..5), 1..25),
             told in proptest::collection::vec(proptest::bool::weighted(0.85), 25),
         ) {
             let mut acc = Accounts::new();
@@ -537,7 +764,10 @@ mod tests {
                 let parent = acc.account(&account).unwrap();
                 ids.push(acc.push(Assoc { account, user: Some(format!("u{i}")), parent: Some(parent), shares, use_parent: up == 0, limits: Limits::default(), qos: Vec::new(), default_qos: None }).0);
             }
-            const AMOUNTS: [f64; 6] = [1.0, 2.0, 0.5, 3.0, 1.0 / 3.0, 10.0];
+            // a few values, so that Level FS tie; sums a rounding apart
+            // (0.1 + 0.2 against 0.3), so that they are close but not tied;
+            // and figures too small or large for the bounds on rounding
+            const AMOUNTS: [f64; 10] = [1.0, 2.0, 0.5, 3.0, 1.0 / 3.0, 10.0, 0.1, 0.2, 0.3, 1e-160];
             let mut usage = vec![0.0; acc.assocs.len()];
             let mut tree = Tree::of(&acc);
             for (step, batch) in charges.iter().enumerate() {
@@ -551,6 +781,13 @@ mod tests {
                 let afresh = fair_tree(&acc, &usage);
                 let mut rows = tree.rows();
                 with_norm_usage(&mut rows);
+                let (plain_lf, plain_fs) = plain(&acc, &usage);
+                for (i, r) in rows.iter().enumerate() {
+                    proptest::prop_assert_eq!(r.fairshare.to_bits(), plain_fs[i].to_bits(), "step {} association {} fairshare: {} updated, {} by the plain algorithm", step, i, r.fairshare, plain_fs[i]);
+                    if !acc.assocs[i].use_parent || acc.assocs[i].is_user() {
+                        proptest::prop_assert_eq!(r.level_fs.to_bits(), plain_lf[i].to_bits(), "step {} association {} level FS", step, i);
+                    }
+                }
                 for (i, (a, b)) in rows.iter().zip(&afresh).enumerate() {
                     for (what, x, y) in [("fairshare", a.fairshare, b.fairshare), ("level FS", a.level_fs, b.level_fs), ("usage", a.raw_usage, b.raw_usage), ("norm shares", a.norm_shares, b.norm_shares), ("effective usage", a.effective_usage, b.effective_usage)] {
                         proptest::prop_assert_eq!(x.to_bits(), y.to_bits(), "step {} association {} {}: {} updated, {} afresh", step, i, what, x, y);
@@ -558,6 +795,51 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Fair Tree as plainly as it is stated: each subtree's usage, every
+    /// Level FS, each group sorted by it (users first, then declaration
+    /// order), the users ranked depth first with Slurm's ties. Each
+    /// association's Level FS and fair-share factor.
+    fn plain(acc: &Accounts, own: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let shape = Shape::of(acc);
+        let n = acc.assocs.len();
+        let mut raw = vec![0.0; n];
+        for a in (0..n).rev() {
+            raw[a] = own.get(a).copied().unwrap_or(0.0) + shape.children[a].iter().rev().fold(0.0, |s, &c| s + raw[c as usize]);
+        }
+        let mut lf = vec![0.0; n];
+        let mut kids = shape.kids.clone();
+        for p in 0..n {
+            for k in &kids[p] {
+                let k = k.0 as usize;
+                let effective = if raw[p] > 0.0 { raw[k] / raw[p] } else { 0.0 };
+                let ns = shape.norm_shares[k];
+                lf[k] = if shape.use_parent[k] { f64::INFINITY } else if ns == 0.0 { 0.0 } else { ns / effective };
+            }
+            kids[p].sort_by(|a, b| lf[b.0 as usize].total_cmp(&lf[a.0 as usize]).then(shape.user[b.0 as usize].cmp(&shape.user[a.0 as usize])).then(a.cmp(b)));
+        }
+        let mut fs = vec![0.0; n];
+        fn visit(p: usize, tied: bool, kids: &[Vec<AssocId>], lf: &[f64], user: &[bool], users: usize, rank: &mut usize, untied: &mut usize, fs: &mut [f64]) {
+            for (i, k) in kids[p].iter().enumerate() {
+                let k = k.0 as usize;
+                let tied = if i == 0 { tied } else { lf[k] == lf[kids[p][i - 1].0 as usize] };
+                if user[k] {
+                    if !tied {
+                        *rank = *untied;
+                    }
+                    fs[k] = *rank as f64 / users as f64;
+                    *untied -= 1;
+                } else {
+                    visit(k, tied, kids, lf, user, users, rank, untied, fs);
+                }
+            }
+        }
+        let (mut rank, mut untied) = (shape.users, shape.users);
+        if n > 0 {
+            visit(0, false, &kids, &lf, &shape.user, shape.users, &mut rank, &mut untied, &mut fs);
+        }
+        (lf, fs)
     }
 
     #[test]

@@ -257,7 +257,9 @@ impl Sharing {
         let add = secs as f64 * self.pow_cache.1 * rate * factor * later;
         if add != 0.0 {
             self.usage[t.assoc.0 as usize] += add / self.scale;
-            self.since_calc.push(t.assoc.0);
+            if self.since_calc.last() != Some(&t.assoc.0) {
+                self.since_calc.push(t.assoc.0);
+            }
         }
     }
 
