@@ -255,6 +255,9 @@ pub struct Outcome {
     pub late_p50_ms: f64,
     pub late_p99_ms: f64,
     pub late_max_ms: f64,
+    /// Each submission's lateness (ms), in submission order.
+    #[serde(skip)]
+    pub late_ms: Vec<f64>,
     /// Seconds from the start until the last job ended.
     pub seconds: f64,
     /// Jobs by their final state at the controller.
@@ -510,7 +513,7 @@ pub fn run(
     let times: Vec<JobTimes> = log.iter().map(SleepRecord::times).collect();
     let metrics = Classic::compute(&times, Some(info.cores as f64));
     let metrics_json = files.dir.join("metrics.json");
-    let (p50, p99, max) = tessera_bench::measure::quantiles(late);
+    let (p50, p99, max) = tessera_bench::measure::quantiles(late.clone());
     let o = Outcome {
         trace: trace.to_string(),
         shrink_pct,
@@ -525,6 +528,7 @@ pub fn run(
         late_p50_ms: p50,
         late_p99_ms: p99,
         late_max_ms: max,
+        late_ms: late,
         seconds,
         states,
         missing_from_log: missing,

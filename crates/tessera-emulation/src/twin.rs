@@ -46,6 +46,8 @@ pub struct Options {
     pub reservations: Option<PathBuf>,
     /// Default: a fresh directory under the system's temporary directory, kept.
     pub dir: Option<PathBuf>,
+    /// The controller's gathering window (`tessera controller --coalesce-ms`).
+    pub coalesce_ms: u64,
 }
 
 /// The comparison.
@@ -64,6 +66,13 @@ pub struct Twin {
     /// Mean of live start − simulated start (a systematic lag is positive).
     pub start_signed_mean: f64,
     pub within_1s: usize,
+    /// The controller's gathering window at the start of each second (ms),
+    /// and the submissions sent after the window of their second: the
+    /// simulator takes a second's submissions together, the controller those
+    /// of the window, so a job sent later may be decided in a pass of its own
+    /// (a busy machine: a wider window with `--coalesce-ms`).
+    pub coalesce_ms: u64,
+    pub outside_window: usize,
     /// Jobs suspended at least once, simulated and live.
     pub suspended_sim: usize,
     pub suspended_live: usize,
@@ -142,7 +151,9 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
     let dir = dir.canonicalize()?;
     let state = dir.join("state");
     std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
-    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &flags.args())?;
+    let mut extra = flags.args();
+    extra.extend(["--coalesce-ms".to_string(), a.coalesce_ms.to_string()]);
+    let local = Guard::start(bin, &state, &a.cluster, a.agents, "127.0.0.1:0".parse()?, &a.policy, &extra)?;
     let rt = runtime()?;
     let mut client = Client::new(Target::Unix(local.ep.socket.clone()), None);
     let info: ClusterInfo = rt.block_on(client.call::<(), _>(Method::GET, "/v1/cluster", None)).map_err(|e| anyhow!("asking the controller for its cluster: {e}"))?;
@@ -283,6 +294,8 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         start_abs_max: abs.last().copied().unwrap_or(0.0),
         start_signed_mean: diffs.iter().sum::<f64>() / diffs.len().max(1) as f64,
         within_1s: abs.iter().filter(|&&d| d <= 1.0).count(),
+        coalesce_ms: a.coalesce_ms,
+        outside_window: o.late_ms.iter().filter(|&&l| l >= a.coalesce_ms as f64).count(),
         suspended_sim: susp.iter().filter(|x| x.0).count(),
         suspended_live: susp.iter().filter(|x| x.1).count(),
         suspended_abs_max: susp.iter().map(|x| x.2.abs()).fold(0.0, f64::max),
@@ -310,6 +323,7 @@ impl std::fmt::Display for Twin {
             "  |live start − simulated start|: median {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s; within 1 s: {} of {}; mean signed {:+.3} s",
             t.start_abs_median, t.start_abs_p90, t.start_abs_p99, t.start_abs_max, t.within_1s, t.jobs, t.start_signed_mean
         )?;
+        writeln!(f, "  submissions sent after the controller's {} ms gathering window of their second: {} of {}", t.coalesce_ms, t.outside_window, t.jobs)?;
         writeln!(f, 
             "  suspended: {} jobs simulated, {} live; |live − simulated suspended time|: max {:.3} s; within 1 s: {} of {}",
             t.suspended_sim, t.suspended_live, t.suspended_abs_max, t.suspended_within_1s, t.jobs

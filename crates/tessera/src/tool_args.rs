@@ -153,6 +153,12 @@ pub struct TwinArgs {
     /// Agents presenting the cluster's nodes.
     #[arg(long, default_value_t = 2)]
     pub agents: usize,
+    /// Milliseconds at the start of each second in which the controller gathers
+    /// messages before its pass (tessera controller --coalesce-ms): wider than
+    /// the controller's 20 so that a second's submissions, sent one after the
+    /// other, are one pass as in the simulator even on a busy machine.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=500), conflicts_with = "slurm")]
+    pub coalesce_ms: u64,
     /// Predict a real Slurm instead of Tessera's live system: Debian's Slurm
     /// 22.05 started on this machine (scripts/slurm-emulate --accounting; root,
     /// slurm-wlm, slurmdbd, munge, mariadb-server), the jobs replayed there,

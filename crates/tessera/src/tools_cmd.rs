@@ -51,7 +51,7 @@ pub fn twin(a: TwinArgs) -> Result<()> {
         return print(&slurm_twin::run(&o)?, a.format);
     }
     let policy = a.policy.unwrap_or_else(|| "easy".into());
-    let o = twin::Options { trace: a.trace, testbed: a.testbed, parm: a.parm, max_jobs: a.max_jobs, shrink: a.shrink, cluster: a.cluster, policy, agents: a.agents, reservations: a.reservations, dir: a.dir };
+    let o = twin::Options { trace: a.trace, testbed: a.testbed, parm: a.parm, max_jobs: a.max_jobs, shrink: a.shrink, cluster: a.cluster, policy, agents: a.agents, reservations: a.reservations, dir: a.dir, coalesce_ms: a.coalesce_ms };
     print(&twin::run(&o, &bin()?)?, a.format)
 }
 
