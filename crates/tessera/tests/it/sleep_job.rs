@@ -9,7 +9,9 @@ use tessera_sim::sleeplog::read_log;
 /// One `tessera twin` at a time: each runs a controller and agents whose
 /// passes must come within their second (preemption twins compare suspended
 /// times to the second), so two of them on this machine's two cores at once
-/// would be the test's load, not the code's.
+/// would be the test's load, not the code's. (Under `cargo nextest`, each
+/// test its own process, the group `live-timed` of .config/nextest.toml does
+/// the same.)
 static TWIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_twin() -> std::sync::MutexGuard<'static, ()> {

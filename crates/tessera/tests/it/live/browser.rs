@@ -41,10 +41,12 @@ fn trap() -> (u16, Arc<Mutex<Vec<String>>>) {
 }
 
 /// Requests a page made: all but Chromium's own services (time, updates,
-/// accounts), which it contacts whatever the page.
+/// accounts), which it contacts whatever the page, and connections that sent
+/// nothing (a connection opened ahead, or one of the control page's closing
+/// late on a busy machine, reads as an empty line: no request).
 fn page_requests(seen: &Mutex<Vec<String>>) -> Vec<String> {
     let own = ["google.com", "googleapis.com", "gvt1.com", "gstatic.com"];
-    seen.lock().unwrap().iter().filter(|r| {
+    seen.lock().unwrap().iter().filter(|r| !r.trim().is_empty()).filter(|r| {
         let target = r.split_whitespace().nth(1).unwrap_or("");
         let host = target.trim_start_matches("http://").trim_start_matches("https://").split(['/', ':']).next().unwrap_or("");
         !own.iter().any(|o| host == *o || host.ends_with(&format!(".{o}")))
