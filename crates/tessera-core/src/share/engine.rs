@@ -245,10 +245,11 @@ impl Engine {
         if !s.ordered() {
             return;
         }
-        // the order matters only to a pass that could start a job: Fair Tree
-        // and the priorities wait for one (as of the calculation's instant, so
-        // the schedule is the one an eager calculation gives)
-        if s.stale && m.could_start(&self.t) {
+        // the order matters only to a pass that could start a job, and only
+        // among two or more queued jobs: Fair Tree and the priorities wait for
+        // one (as of the calculation's instant, so the schedule is the one an
+        // eager calculation gives)
+        if s.stale && self.t.queue.len() > 1 && m.could_start(&self.t) {
             s.refresh_tree();
             // the jobs now out of place, found where runs of one association
             // meet (most calculations find none, and work out few keys)

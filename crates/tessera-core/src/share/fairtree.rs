@@ -21,6 +21,7 @@
 
 use super::accounts::{Accounts, AssocId};
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 
 /// One association's figures, as `sshare -l` shows them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -95,6 +96,9 @@ struct Shape {
     parent_accounts: Vec<u32>,
     /// By rank: the fair-share factor, `rank / users` (worked out once).
     by_rank: Vec<f64>,
+    /// Per association: the users in it and below it, as Fair Tree walks it
+    /// (its fair-share children's, recursively; 1 for a user).
+    count: Vec<u32>,
 }
 
 impl Shape {
@@ -124,6 +128,12 @@ impl Shape {
             }
         }
         let users = acc.assocs.iter().filter(|a| a.is_user()).count();
+        // children come after their parents in the table
+        let mut count: Vec<u32> = acc.assocs.iter().map(|a| u32::from(a.is_user())).collect();
+        for p in (0..n).rev() {
+            let below: u32 = kids[p].iter().map(|k| count[k.0 as usize]).sum();
+            count[p] += below;
+        }
         let mut norm_shares = vec![0.0; n];
         for group in &kids {
             let sum: f64 = group.iter().filter(|k| !acc.get(**k).use_parent).map(|k| acc.get(*k).shares as f64).sum();
@@ -143,6 +153,7 @@ impl Shape {
             norm_shares,
             parent_accounts: (0..n as u32).filter(|&i| acc.assocs[i as usize].use_parent && !acc.assocs[i as usize].is_user()).collect(),
             by_rank: (0..=users).map(|r| r as f64 / users as f64).collect(),
+            count,
         }
     }
 }
@@ -151,8 +162,9 @@ impl Shape {
 /// usage of one user association and of its ancestors only, so only the
 /// sibling groups under those are worked out again (each group's Level FS
 /// shares its parent's usage), kept sorted from one calculation to the next,
-/// and the users are ranked again only if one of those groups changed order
-/// or ties. A group's Level FS are worked out only where the order could
+/// and only those groups that changed order or ties are read again for the
+/// ranking ([`Tree::regroup`]); a user's rank is worked out when its factor
+/// is first read ([`Tree::rank`]). A group's Level FS are worked out only where the order could
 /// depend on them: most of the time it is that of `shares / usage`, which
 /// changes only for those charged ([`Tree::level`]). What it holds is
 /// exactly what working out every Level FS of the whole tree on the same
@@ -167,9 +179,21 @@ impl Shape {
 pub(crate) struct Tree {
     /// Per association: its own usage, as last given.
     usage: Vec<f64>,
-    /// Per association: the fair-share factor (users only; 0 for accounts).
+    /// Per association: the fair-share factor as read back from a state
+    /// (users only; 0 for accounts), until the tree is worked out again.
     fairshare: Vec<f64>,
     shape: Shape,
+    /// Per association, of its group as ranked: the users of the siblings
+    /// before it, and where the rank given last before it comes from.
+    before: Vec<u32>,
+    from: Vec<Source>,
+    /// Per association: where the rank given last in it comes from.
+    end: Vec<Source>,
+    /// Per association: its fair-share factor as last worked out, and the
+    /// ranking it was worked out in (`ranking`, bumped whenever an order or a
+    /// tie changes).
+    known: Vec<Cell<(u64, f64)>>,
+    ranking: u64,
     /// Per association: the usage of it and everything below it.
     raw: Vec<f64>,
     /// Per association: where its Level FS stands whatever its parent's
@@ -212,7 +236,7 @@ impl From<TreeState> for Tree {
 
 impl From<Tree> for TreeState {
     fn from(t: Tree) -> TreeState {
-        TreeState { usage: t.usage, fairshare: t.fairshare }
+        TreeState { fairshare: t.factors(), usage: t.usage }
     }
 }
 
@@ -220,7 +244,7 @@ impl From<Tree> for TreeState {
 /// factors (the rest is worked out from these).
 impl PartialEq for Tree {
     fn eq(&self, o: &Tree) -> bool {
-        self.usage == o.usage && self.fairshare == o.fairshare
+        self.usage == o.usage && self.factors() == o.factors()
     }
 }
 
@@ -238,6 +262,10 @@ impl Tree {
     pub fn reshape(&mut self, acc: &Accounts) {
         let n = acc.assocs.len();
         let shape = Shape::of(acc);
+        if self.fitted {
+            // kept as they are until the next update
+            self.fairshare = self.factors();
+        }
         if self.usage.len() != n {
             self.usage = vec![0.0; n];
         }
@@ -257,6 +285,11 @@ impl Tree {
             }
         }
         self.shape = shape;
+        self.before = vec![0; n];
+        self.from = vec![Source::Entering; n];
+        self.end = vec![Source::Entering; n];
+        self.known = vec![Cell::new((0, 0.0)); n];
+        self.ranking = 1;
         self.raw = vec![0.0; n];
         self.mark = vec![false; n];
         self.fitted = false;
@@ -269,7 +302,22 @@ impl Tree {
 
     /// A user association's fair-share factor (0 for an account).
     pub fn fairshare(&self, a: usize) -> f64 {
-        self.fairshare.get(a).copied().unwrap_or(0.0)
+        if !self.fitted {
+            return self.fairshare.get(a).copied().unwrap_or(0.0);
+        }
+        let Some(known) = self.known.get(a) else { return 0.0 };
+        let (ranking, fs) = known.get();
+        if ranking == self.ranking {
+            return fs;
+        }
+        let fs = if self.shape.user[a] { self.shape.by_rank[self.rank(a)] } else { 0.0 };
+        known.set((self.ranking, fs));
+        fs
+    }
+
+    /// Every association's fair-share factor.
+    fn factors(&self) -> Vec<f64> {
+        (0..self.usage.len()).map(|a| self.fairshare(a)).collect()
     }
 
     /// The usage it was last given.
@@ -277,8 +325,13 @@ impl Tree {
         &self.usage
     }
 
+    /// Set as if read back from a state (worked out again at the next update).
     #[cfg(test)]
     pub fn set_fairshare(&mut self, a: usize, v: f64) {
+        if self.fitted {
+            self.fairshare = self.factors();
+            self.fitted = false;
+        }
         self.fairshare[a] = v;
     }
 
@@ -339,7 +392,8 @@ impl Tree {
                 self.next[a as usize] = std::mem::replace(&mut self.first[p.0 as usize], a);
             }
         }
-        let mut moved = !self.fitted;
+        let all = !self.fitted;
+        let mut moved = all;
         let mut touched = std::mem::take(&mut self.touched);
         for &a in &list {
             let mut k = std::mem::replace(&mut self.first[a as usize], NONE);
@@ -348,17 +402,95 @@ impl Tree {
                 touched.push(k);
                 k = self.next[k as usize];
             }
-            if !self.shape.kids[a as usize].is_empty() {
-                moved |= self.level(a as usize, &touched);
+            if !self.shape.kids[a as usize].is_empty() && (self.level(a as usize, &touched) || all) {
+                self.regroup(a as usize);
+                moved = true;
             }
         }
         self.touched = touched;
         self.changed = list;
         self.fitted = true;
-        if moved && self.shape.users > 0 {
-            let users = self.shape.users;
-            let mut walk = Walk { kids: &self.shape.kids, user: &self.shape.user, by_rank: &self.shape.by_rank, tied: &self.tied, fairshare: &mut self.fairshare, rank: users, untied: users };
-            walk.visit(0, false);
+        if moved {
+            self.ranking += 1;
+        }
+    }
+
+    /// Group `g` read for the ranking (its order or ties changed): each
+    /// child's users before it, and where the rank given last before it
+    /// comes from, as Fair Tree's depth-first walk gives ranks: a user not
+    /// tied with the sibling before it gets the next rank down, one tied
+    /// gets the rank last given, and the first child is tied as its group is
+    /// (the root is not).
+    fn regroup(&mut self, g: usize) {
+        let (mut users, mut last) = (0, Source::Entering);
+        for (i, k) in self.shape.kids[g].iter().enumerate() {
+            let k = k.0 as usize;
+            self.before[k] = users;
+            self.from[k] = last;
+            let n = self.shape.count[k];
+            if n > 0 {
+                last = match (self.shape.user[k], i) {
+                    (false, _) => Source::Last(k as u32),
+                    (true, 0) => Source::First,
+                    (true, _) if self.tied[k] => last,
+                    (true, _) => Source::At(users),
+                };
+            }
+            users += n;
+        }
+        self.end[g] = last;
+    }
+
+    /// A user's rank in the walk: the number of users from it to the last
+    /// (the first ranked is `users`), or, tied, the rank last given before it.
+    fn rank(&self, u: usize) -> usize {
+        let g = self.shape.fs_parent[u].map_or(0, |p| p.0 as usize);
+        let tied = if self.at[u] == 0 { self.group_tied(g) } else { self.tied[u] };
+        if tied {
+            self.resolve(g, self.from[u])
+        } else {
+            self.shape.users - (self.start(g) + self.before[u]) as usize
+        }
+    }
+
+    /// The users before group `g`'s first in the walk.
+    fn start(&self, mut g: usize) -> u32 {
+        let mut at = 0;
+        while g != 0 {
+            at += self.before[g];
+            g = self.shape.fs_parent[g].map_or(0, |p| p.0 as usize);
+        }
+        at
+    }
+
+    /// Whether group `g`'s first child is tied: `g` is tied with the sibling
+    /// before it, or is a first child of a group so tied (the root is not).
+    fn group_tied(&self, mut g: usize) -> bool {
+        while g != 0 {
+            if self.at[g] != 0 {
+                return self.tied[g];
+            }
+            g = self.shape.fs_parent[g].map_or(0, |p| p.0 as usize);
+        }
+        false
+    }
+
+    /// The rank `s` names in group `g`.
+    fn resolve(&self, mut g: usize, mut s: Source) -> usize {
+        loop {
+            match s {
+                Source::At(users) => return self.shape.users - (self.start(g) + users) as usize,
+                Source::First if !self.group_tied(g) => return self.shape.users - self.start(g) as usize,
+                Source::First | Source::Entering if g == 0 => return self.shape.users,
+                Source::First | Source::Entering => {
+                    s = self.from[g];
+                    g = self.shape.fs_parent[g].map_or(0, |p| p.0 as usize);
+                }
+                Source::Last(a) => {
+                    g = a as usize;
+                    s = self.end[g];
+                }
+            }
         }
     }
 
@@ -562,7 +694,7 @@ impl Tree {
     /// norm usage, [`with_norm_usage`]).
     pub fn rows(&self) -> Vec<FsRow> {
         let s = &self.shape;
-        let mut rows: Vec<FsRow> = self.raw.iter().zip(&self.fairshare).map(|(&raw_usage, &fairshare)| FsRow { raw_usage, fairshare, ..FsRow::default() }).collect();
+        let mut rows: Vec<FsRow> = self.raw.iter().enumerate().map(|(a, &raw_usage)| FsRow { raw_usage, fairshare: self.fairshare(a), ..FsRow::default() }).collect();
         // ancestors come first, so a parent's own figures are known before its children's
         for p in 0..rows.len() {
             let usage = rows[p].raw_usage;
@@ -630,36 +762,19 @@ enum Pair {
     Close,
 }
 
-struct Walk<'a> {
-    kids: &'a [Vec<AssocId>],
-    user: &'a [bool],
-    by_rank: &'a [f64],
-    tied: &'a [bool],
-    fairshare: &'a mut [f64],
-    /// The rank the last user got (a user tied with it gets it too).
-    rank: usize,
-    /// The rank the next untied user gets: one less for every user ranked.
-    untied: usize,
-}
-
-impl Walk<'_> {
-    /// Rank the users below `p` (its fair-share children are in order);
-    /// `tied`: `p` has the Level FS of the sibling ranked before it.
-    fn visit(&mut self, p: usize, tied: bool) {
-        for (i, &k) in self.kids[p].iter().enumerate() {
-            let k = k.0 as usize;
-            let tied = if i == 0 { tied } else { self.tied[k] };
-            if self.user[k] {
-                if !tied {
-                    self.rank = self.untied;
-                }
-                self.fairshare[k] = self.by_rank[self.rank];
-                self.untied -= 1;
-            } else {
-                self.visit(k, tied);
-            }
-        }
-    }
+/// Where the rank given last before a point of a group comes from
+/// ([`Tree::regroup`]).
+#[derive(Clone, Copy, Debug, Default)]
+enum Source {
+    /// From before the group: the rank given last before it.
+    #[default]
+    Entering,
+    /// Its first child, a user: ranked as the group is tied.
+    First,
+    /// An untied user with this many of the group's users before it.
+    At(u32),
+    /// The rank given last in this child, an account.
+    Last(u32),
 }
 
 #[cfg(test)]
