@@ -262,10 +262,7 @@ impl Tree {
     pub fn reshape(&mut self, acc: &Accounts) {
         let n = acc.assocs.len();
         let shape = Shape::of(acc);
-        if self.fitted {
-            // kept as they are until the next update
-            self.fairshare = self.factors();
-        }
+        self.freeze();
         if self.usage.len() != n {
             self.usage = vec![0.0; n];
         }
@@ -292,7 +289,6 @@ impl Tree {
         self.ranking = 1;
         self.raw = vec![0.0; n];
         self.mark = vec![false; n];
-        self.fitted = false;
     }
 
     /// Whether it was made for a table of this size.
@@ -301,23 +297,38 @@ impl Tree {
     }
 
     /// A user association's fair-share factor (0 for an account).
+    #[inline]
     pub fn fairshare(&self, a: usize) -> f64 {
         if !self.fitted {
             return self.fairshare.get(a).copied().unwrap_or(0.0);
         }
         let Some(known) = self.known.get(a) else { return 0.0 };
-        let (ranking, fs) = known.get();
-        if ranking == self.ranking {
-            return fs;
+        match known.get() {
+            (ranking, fs) if ranking == self.ranking => fs,
+            _ => self.fairshare_anew(a),
         }
+    }
+
+    /// A factor not worked out since the last change of order or tie.
+    #[inline(never)]
+    fn fairshare_anew(&self, a: usize) -> f64 {
         let fs = if self.shape.user[a] { self.shape.by_rank[self.rank(a)] } else { 0.0 };
-        known.set((self.ranking, fs));
+        self.known[a].set((self.ranking, fs));
         fs
     }
 
     /// Every association's fair-share factor.
     fn factors(&self) -> Vec<f64> {
         (0..self.usage.len()).map(|a| self.fairshare(a)).collect()
+    }
+
+    /// The factors kept as they are (to be worked out again at the next
+    /// update, from the usage).
+    fn freeze(&mut self) {
+        if self.fitted {
+            self.fairshare = self.factors();
+            self.fitted = false;
+        }
     }
 
     /// The usage it was last given.
@@ -328,10 +339,7 @@ impl Tree {
     /// Set as if read back from a state (worked out again at the next update).
     #[cfg(test)]
     pub fn set_fairshare(&mut self, a: usize, v: f64) {
-        if self.fitted {
-            self.fairshare = self.factors();
-            self.fitted = false;
-        }
+        self.freeze();
         self.fairshare[a] = v;
     }
 
@@ -444,23 +452,30 @@ impl Tree {
     /// A user's rank in the walk: the number of users from it to the last
     /// (the first ranked is `users`), or, tied, the rank last given before it.
     fn rank(&self, u: usize) -> usize {
-        let g = self.shape.fs_parent[u].map_or(0, |p| p.0 as usize);
+        let g = self.group_of(u);
         let tied = if self.at[u] == 0 { self.group_tied(g) } else { self.tied[u] };
         if tied {
             self.resolve(g, self.from[u])
         } else {
-            self.shape.users - (self.start(g) + self.before[u]) as usize
+            self.untied_rank(g, self.before[u])
         }
     }
 
-    /// The users before group `g`'s first in the walk.
-    fn start(&self, mut g: usize) -> u32 {
-        let mut at = 0;
+    /// The group an association is ranked in: its fair-share parent's (the
+    /// root's for the root).
+    fn group_of(&self, a: usize) -> usize {
+        self.shape.fs_parent[a].map_or(0, |p| p.0 as usize)
+    }
+
+    /// The rank of an untied user with `before` of group `g`'s users before
+    /// it: one less for every user before it in the walk.
+    fn untied_rank(&self, mut g: usize, before: u32) -> usize {
+        let mut at = before;
         while g != 0 {
             at += self.before[g];
-            g = self.shape.fs_parent[g].map_or(0, |p| p.0 as usize);
+            g = self.group_of(g);
         }
-        at
+        self.shape.users - at as usize
     }
 
     /// Whether group `g`'s first child is tied: `g` is tied with the sibling
@@ -470,7 +485,7 @@ impl Tree {
             if self.at[g] != 0 {
                 return self.tied[g];
             }
-            g = self.shape.fs_parent[g].map_or(0, |p| p.0 as usize);
+            g = self.group_of(g);
         }
         false
     }
@@ -479,12 +494,12 @@ impl Tree {
     fn resolve(&self, mut g: usize, mut s: Source) -> usize {
         loop {
             match s {
-                Source::At(users) => return self.shape.users - (self.start(g) + users) as usize,
-                Source::First if !self.group_tied(g) => return self.shape.users - self.start(g) as usize,
+                Source::At(users) => return self.untied_rank(g, users),
+                Source::First if !self.group_tied(g) => return self.untied_rank(g, 0),
                 Source::First | Source::Entering if g == 0 => return self.shape.users,
                 Source::First | Source::Entering => {
                     s = self.from[g];
-                    g = self.shape.fs_parent[g].map_or(0, |p| p.0 as usize);
+                    g = self.group_of(g);
                 }
                 Source::Last(a) => {
                     g = a as usize;
@@ -710,7 +725,7 @@ impl Tree {
         }
         for &i in &s.parent_accounts {
             let i = i as usize;
-            let p = s.fs_parent[i].map_or(0, |q| q.0 as usize);
+            let p = self.group_of(i);
             let parent_usage = if s.parent[i] == u32::MAX { 0.0 } else { rows[s.parent[i] as usize].raw_usage };
             rows[i].norm_shares = rows[p].norm_shares;
             rows[i].effective_usage = if parent_usage > 0.0 { rows[i].raw_usage / parent_usage } else { 0.0 };
