@@ -926,6 +926,7 @@ impl Engine {
             Machine::Nodes(e) => e.sanity_check(&self.t),
             Machine::Parm(e) => e.sanity_check(&self.t),
         }
+        self.share_sanity_check();
     }
 }
 

@@ -22,6 +22,13 @@ pub(crate) struct RunningJob {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Running {
     by_end: Vec<RunningJob>,
+    /// With `logging` (fair share charges usage): the jobs that joined or
+    /// left the list since the sharing state last took them
+    /// ([`Running::take_log`]); the others ran throughout.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    logging: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    log: Vec<JobIdx>,
 }
 
 impl Running {
@@ -30,6 +37,28 @@ impl Running {
             .by_end
             .partition_point(|x| (x.expected_end, x.job) < (r.expected_end, r.job));
         self.by_end.insert(at, r);
+        if self.logging {
+            self.log.push(r.job);
+        }
+    }
+
+    /// Log the jobs that join or leave from now on.
+    pub fn log_changes(&mut self) {
+        self.logging = true;
+    }
+
+    /// The jobs that joined or left since the last call (in that order,
+    /// repeats kept); `into` is cleared and left empty for the next.
+    pub fn take_log(&mut self, into: &mut Vec<JobIdx>) {
+        into.clear();
+        std::mem::swap(into, &mut self.log);
+    }
+
+    /// The log of `old`, whose jobs this list holds again (the machine was
+    /// reconfigured: they ran on throughout).
+    pub fn carry_log(&mut self, old: &Running) {
+        self.logging = old.logging;
+        self.log.clone_from(&old.log);
     }
 
     pub fn remove(&mut self, expected_end: Time, job: JobIdx) -> RunningJob {
@@ -40,6 +69,9 @@ impl Running {
             self.by_end.get(at).is_some_and(|x| x.job == job),
             "job {job:?} is not running"
         );
+        if self.logging {
+            self.log.push(job);
+        }
         self.by_end.remove(at)
     }
 

@@ -80,6 +80,12 @@ impl JobTable {
         self.slots[job.index()].as_ref().expect("a live job")
     }
 
+    /// A job's entry, if the slot holds a live job.
+    #[inline]
+    pub fn entry(&self, job: JobIdx) -> Option<&JobEntry> {
+        self.slots.get(job.index())?.as_ref()
+    }
+
     #[inline]
     pub fn get_mut(&mut self, job: JobIdx) -> &mut JobEntry {
         self.slots[job.index()].as_mut().expect("a live job")

@@ -373,6 +373,12 @@ impl NodeEngine {
         self.running.as_slice().iter().map(|r| r.job)
     }
 
+    /// The running list, which logs the jobs that join or leave it once
+    /// fair share charges usage ([`Running::log_changes`]).
+    pub(crate) fn running_mut(&mut self) -> &mut Running {
+        &mut self.running
+    }
+
     /// The partition a job runs in.
     pub(crate) fn part_of(&self, job: JobIdx) -> usize {
         self.demand[job.index()].part as usize

@@ -130,6 +130,7 @@ impl NodeEngine {
             let procs = m.usable_cores(a).min(u32::MAX as u64) as u32;
             running.insert(RunningJob { procs, ..*rj });
         }
+        running.carry_log(&self.running);
         m.running = running;
         // reservations keep their nodes, by their new indices
         for resv in &self.resvs {

@@ -52,6 +52,11 @@ impl Engine {
         s.scale = old.scale;
         s.last_calc = old.last_calc;
         s.jobs = old.jobs.clone();
+        // charged on their own until the next calculation (the flows are by
+        // association)
+        for js in &mut s.jobs {
+            js.quit(old.flows.upto);
+        }
         s.calculated();
         s.refresh_tree();
         for &(j, t) in &tickets {

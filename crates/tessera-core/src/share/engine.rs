@@ -154,7 +154,7 @@ impl Engine {
         let f = s.factors_of(e.spec.ticket, now, since, e.spec.procs, e.spec.shape.nodes, part);
         let key = s.key_of(f.priority, part, e.submit, e.spec.id.0);
         let (fixed, assoc) = s.fixed_of(e.spec.ticket, e.spec.procs, e.spec.shape.nodes, part);
-        *s.slot(j) = super::state::JobShare { key, charged: 0, fixed, assoc, since, rate: f64::NAN, epoch: s.epoch };
+        *s.slot(j) = super::state::JobShare { key, charged: 0, fixed, assoc, since, rate: f64::NAN, epoch: s.epoch, joined: None };
         let (ticket, first, procs, mem, est) = (e.spec.ticket, e.requeues == 0, e.spec.procs, e.spec.mem_per_proc_mb, e.spec.estimate);
         if let (Some(l), Some(t), true) = (&mut self.t.limits, ticket, first) {
             l.queued(j, &t, procs, mem, est);
@@ -170,9 +170,10 @@ impl Engine {
     }
 
     /// Charge what a job ran by `at` and was not charged yet, decayed by
-    /// `later` on top.
+    /// `later` on top (it leaves its flow first).
     fn charge_to(&mut self, at: Time, j: JobIdx, later: f64) {
         let (Some(s), Machine::Nodes(m)) = (&mut self.share, &self.m) else { return };
+        s.leave(j);
         let secs = ran_by(&self.t, j, at) - s.slot(j).charged;
         if secs > 0 {
             let rate = rate_of(s, m, j);
@@ -181,25 +182,65 @@ impl Engine {
     }
 
     /// Charge the running jobs at a calculation `n` periods after the last
-    /// one (they ran throughout, each charged up to the first period's start
-    /// or its own start): the first period's seconds, decayed by `later` on
-    /// top, then the `n - 1` later whole periods, each `period ×
-    /// decay^period`, decayed to now as `series` sums them.
+    /// one: the first period's seconds, decayed by `later` on top, then the
+    /// `n - 1` later whole periods (throughout which every job ran), each
+    /// `period × decay^period`, decayed to now as `series` sums them. The
+    /// jobs that ran throughout the first period are charged as their
+    /// associations' flows; those the running list logged (that started,
+    /// stopped or ended since) leave their flow, and the ones running are
+    /// charged on their own up to its end (from their start, or the last
+    /// time they were charged) and join their flow.
     fn charge_running(&mut self, first: Time, n: Time, later: f64, series: f64) {
-        let (Some(s), Machine::Nodes(m), t) = (&mut self.share, &self.m, &self.t) else { return };
-        for j in m.running_jobs() {
-            let secs = ran_by(t, j, first) - s.slot(j).charged;
-            if secs > 0 {
-                let rate = rate_of(s, m, j);
-                s.charge(j, t.spec(j).ticket, secs, rate, later);
+        let (Some(s), Machine::Nodes(m), t) = (&mut self.share, &mut self.m, &self.t) else { return };
+        let period = s.cfg.calc_period;
+        let mut log = std::mem::take(&mut s.log);
+        m.running_mut().take_log(&mut log);
+        if !s.flows.on {
+            s.start_flows(first - period);
+            log.extend(m.running_jobs());
+            m.running_mut().log_changes();
+        }
+        for &j in &log {
+            s.leave(j);
+        }
+        s.charge_flows(period, later, first);
+        for &j in &log {
+            if s.jobs.get(j.index()).is_some_and(|js| js.joined.is_some()) || !t.entry(j).is_some_and(|e| matches!(e.state, JobState::Running { .. } | JobState::Ending { .. })) {
+                continue;
             }
+            let secs = ran_by(t, j, first) - s.slot(j).charged;
+            let rate = rate_of(s, &*m, j);
+            let ticket = t.spec(j).ticket;
+            if secs > 0 {
+                s.charge(j, ticket, secs, rate, later);
+            }
+            s.join(j, ticket, rate, first);
         }
         if n > 1 {
-            let period = s.cfg.calc_period;
-            for j in m.running_jobs() {
-                let rate = rate_of(s, m, j);
-                s.charge(j, t.spec(j).ticket, period, rate, series);
-                s.slot(j).charged += (n - 2) * period;
+            s.charge_flows(period, series, first + (n - 1) * period);
+        }
+        log.clear();
+        s.log = log;
+    }
+
+    /// Fair share's flows agree with the running jobs (debug builds check it
+    /// after every call): a job that has run since the last calculation
+    /// without a break is in its flow, charged up to it; one not in a flow
+    /// started (or ran again) since, and the running list logged it.
+    pub(crate) fn share_sanity_check(&self) {
+        let (Some(s), Machine::Nodes(m)) = (&self.share, &self.m) else { return };
+        if !s.flows.on {
+            return;
+        }
+        let upto = s.flows.upto;
+        for j in m.running_jobs() {
+            let e = self.t.get(j);
+            match s.jobs.get(j.index()).and_then(|js| js.joined.map(|jn| (js.charged, jn.at))) {
+                Some((charged, at)) if e.period <= upto => {
+                    assert_eq!(ran_by(&self.t, j, upto), charged + upto - at, "job {} in its flow is charged up to {upto}", e.spec.id)
+                }
+                Some(_) => {}
+                None => assert!(e.period >= upto, "job {} runs since {} out of any flow (charged up to {upto})", e.spec.id, e.period),
             }
         }
     }

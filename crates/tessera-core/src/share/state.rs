@@ -85,6 +85,45 @@ pub(crate) struct JobShare {
     /// under an earlier one is as [`Sharing::key_now`] works it out.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub epoch: u32,
+    /// While it runs, charged with its association's flow ([`Flows`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined: Option<Joined>,
+}
+
+/// A running job charged with its association's flow: since the
+/// calculation at `at` (its `charged` is as of then, and it has run
+/// throughout since), into association and flow `to` (None: it charges no
+/// association).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Joined {
+    pub at: Time,
+    pub to: Option<(u32, f64)>,
+}
+
+/// Usage charged by association rather than by job: each calculation
+/// charges the jobs that ran throughout the period since the last one as
+/// one flow per association (the sum of their rates × QOS usage factors), so
+/// its cost follows the associations with running jobs, not the jobs. A job
+/// joins its flow at the first calculation it runs through, charged on its
+/// own up to it, and leaves it when it ends, stops or its running changes
+/// (the running list logs those), charged on its own from then. The sum is
+/// the jobs' charges added in another order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Flows {
+    /// By association: the flow of its members (units per second), and how
+    /// many they are (none: a flow of exactly 0).
+    pub rate: Vec<f64>,
+    pub count: Vec<u32>,
+    /// The associations with members, in the order they got a first one
+    /// (some may have none since).
+    pub active: Vec<u32>,
+    /// The calculation members are charged up to.
+    pub upto: Time,
+    /// Whether the flows are kept: false until the first calculation, in a
+    /// state written without them and once the accounts changed; the next
+    /// calculation then looks at every running job, and has the running list
+    /// log its changes.
+    pub on: bool,
 }
 
 fn is_zero(x: &u32) -> bool {
@@ -111,6 +150,14 @@ impl JobShare {
     /// priority is monotone in it, rounding and truncation included; ties go
     /// to the earlier submission. Only where two such runs meet can a
     /// calculation change the order.
+    /// Out of its flow, if in one, whose members are charged up to `upto`:
+    /// its `charged` brought up to theirs; what it added to which flow.
+    pub fn quit(&mut self, upto: Time) -> Option<Option<(u32, f64)>> {
+        let jn = self.joined.take()?;
+        self.charged += upto - jn.at;
+        Some(jn.to)
+    }
+
     pub fn stays_before(&self, next: &JobShare) -> bool {
         self.key.0 == next.key.0
             && self.assoc == next.assoc
@@ -177,13 +224,18 @@ pub(crate) struct Sharing {
     /// the keys set before are not kept up to date, but worked out when read.
     #[serde(default)]
     pub epoch: u32,
+    #[serde(default)]
+    pub flows: Flows,
+    /// Reused by each calculation: the running list's log.
+    #[serde(skip)]
+    pub log: Vec<JobIdx>,
 }
 
 impl Sharing {
     pub fn new(accounts: Accounts, cfg: PriorityConfig, facts: MachineFacts) -> Sharing {
         let usage = vec![0.0; accounts.assocs.len()];
         let tree = Tree::of(&accounts);
-        let s = Sharing { accounts, cfg, facts, usage, scale: 1.0, tree, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), since_calc: Vec::new(), for_tree: Vec::new(), tracked: false, tree_at: None, pow_cache: (-1, 1.0), scratch: Vec::new(), runs: Vec::new(), max_qos: 0, epoch: 0 };
+        let s = Sharing { accounts, cfg, facts, usage, scale: 1.0, tree, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), since_calc: Vec::new(), for_tree: Vec::new(), tracked: false, tree_at: None, pow_cache: (-1, 1.0), scratch: Vec::new(), runs: Vec::new(), max_qos: 0, epoch: 0, flows: Flows::default(), log: Vec::new() };
         s.with_max_qos()
     }
 
@@ -261,6 +313,64 @@ impl Sharing {
                 self.since_calc.push(t.assoc.0);
             }
         }
+    }
+
+    /// Job `j`, running and charged up to the calculation at `at` (the last),
+    /// is charged with its association's flow from now on, at `rate` (units
+    /// per second) × its QOS's usage factor.
+    pub fn join(&mut self, j: JobIdx, ticket: Option<Ticket>, rate: f64, at: Time) {
+        let to = ticket.filter(|t| self.accounts.valid(t)).map(|t| (t.assoc.0, rate * self.accounts.qos(t.qos).usage_factor));
+        if let Some((a, part)) = to {
+            let f = &mut self.flows;
+            let i = a as usize;
+            if f.count[i] == 0 {
+                f.rate[i] = part;
+                f.active.push(a);
+            } else {
+                f.rate[i] += part;
+            }
+            f.count[i] += 1;
+        }
+        self.slot(j).joined = Some(Joined { at, to });
+    }
+
+    /// Job `j` leaves its association's flow, if in one.
+    pub fn leave(&mut self, j: JobIdx) {
+        let Some(to) = self.jobs.get_mut(j.index()).and_then(|s| s.quit(self.flows.upto)) else { return };
+        if let Some((a, part)) = to {
+            let f = &mut self.flows;
+            let i = a as usize;
+            f.count[i] -= 1;
+            f.rate[i] = if f.count[i] == 0 { 0.0 } else { f.rate[i] - part };
+        }
+    }
+
+    /// The flows are kept from now on, with no member yet.
+    pub fn start_flows(&mut self, upto: Time) {
+        let n = self.usage.len();
+        self.flows = Flows { rate: vec![0.0; n], count: vec![0; n], active: Vec::new(), upto, on: true };
+    }
+
+    /// Charge each flow `secs` seconds, decayed over them and by `later` (as
+    /// [`Sharing::charge`] charges a job); its members are then charged up
+    /// to `upto`.
+    pub fn charge_flows(&mut self, secs: Time, later: f64, upto: Time) {
+        if self.pow_cache.0 != secs {
+            self.pow_cache = (secs, self.cfg.decay_per_second().powf(secs as f64));
+        }
+        let f = &mut self.flows;
+        let count = &f.count;
+        f.active.retain(|&a| count[a as usize] > 0);
+        for &a in &f.active {
+            let add = secs as f64 * self.pow_cache.1 * f.rate[a as usize] * later;
+            if add != 0.0 {
+                self.usage[a as usize] += add / self.scale;
+                if self.since_calc.last() != Some(&a) {
+                    self.since_calc.push(a);
+                }
+            }
+        }
+        f.upto = upto;
     }
 
     /// Add usage an earlier history charged to association `a` (decayed to now).
@@ -518,7 +628,7 @@ mod tests {
                 let assoc = users.get(user as usize).map(|a| a.0);
                 // one in six has its own key, set since the calculation
                 let j = s.slot(JobIdx(i as u32));
-                *j = JobShare { key: (std::cmp::Reverse(tier), std::cmp::Reverse(prio), submit, i as u64 + 1), fixed: fixed as f64 * 2.5, assoc, since: submit + wait * 7, rate: f64::NAN, charged: 0, epoch: u32::from(own == 0) * 2 };
+                *j = JobShare { key: (std::cmp::Reverse(tier), std::cmp::Reverse(prio), submit, i as u64 + 1), fixed: fixed as f64 * 2.5, assoc, since: submit + wait * 7, rate: f64::NAN, charged: 0, epoch: u32::from(own == 0) * 2, joined: None };
             }
             let mut queue: Vec<JobIdx> = (0..jobs.len() as u32).map(JobIdx).collect();
             queue.sort_by_key(|j| s.key_now(&s.jobs[j.index()]));

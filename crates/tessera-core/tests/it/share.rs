@@ -664,3 +664,61 @@ fn a_history_seeds_the_usage_the_engine_would_have_charged() {
     // only an engine with accounts, before any job, takes a history
     assert!(matches!(Engine::new(PolicyKind::Easy, 4).unwrap().with_history(&[], 0), Err(tessera_core::share::SharingError::NoAccounts)));
 }
+
+mod charged {
+    use super::*;
+    use proptest::prelude::*;
+    use tessera_core::share::PastJob;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+        /// Usage charged association by association (the jobs that ran
+        /// through a period as one flow) is what charging each job on its own
+        /// gives: jobs of both users, overlapping, starting and ending on and
+        /// off the calculations, leave the usage a history of the same jobs
+        /// seeds.
+        #[test]
+        fn usage_charged_by_association_is_what_each_job_charges(
+            jobs in prop::collection::vec((0i64..600, 1i64..900, 1i64..=2, 1u32..=4), 1..10),
+            extra in 0i64..300,
+        ) {
+            let acc = two_groups();
+            let cfg = PriorityConfig { half_life: 3600, calc_period: 60, ..fairshare_only() };
+            // a calculation's instant, as of which both usages are
+            let at = (jobs.iter().map(|&(s, d, _, _)| s + d).max().unwrap() + extra + 59) / 60 * 60;
+            let mut live = Engine::new(PolicyKind::Easy, 64).unwrap().with_sharing(acc.clone(), cfg, &pool(64)).unwrap();
+            let mut instants: Vec<Time> = (0..=at / 60).map(|k| k * 60).chain(jobs.iter().flat_map(|&(s, d, _, _)| [s, s + d])).chain([at]).collect();
+            instants.sort_unstable();
+            instants.dedup();
+            let mut out = Vec::new();
+            for &t in &instants {
+                for (i, &(s, d, _, _)) in jobs.iter().enumerate() {
+                    if s + d == t {
+                        live.handle(t, Input::Complete { job: JobId(i as u64 + 1), outcome: Outcome::Exited(0) }, &mut out);
+                    }
+                }
+                for (i, &(s, _, user, procs)) in jobs.iter().enumerate() {
+                    if s == t {
+                        live.handle(t, Input::submit(job(&acc, i as u64 + 1, user, procs, 100_000)), &mut out);
+                    }
+                }
+                live.handle(t, Input::Pass, &mut out);
+            }
+            let started = out.iter().filter(|x| matches!(x, Effect::Start { .. })).count();
+            prop_assert_eq!(started, jobs.len(), "every job starts at its submission");
+            let past: Vec<PastJob> = jobs
+                .iter()
+                .map(|&(start, d, user, procs)| PastJob { ticket: job(&acc, 1, user, 1, 1).ticket.unwrap(), start, end: start + d, partition: 0, parts: vec![(procs, 0, 0, 1.0)] })
+                .collect();
+            let mut seeded = Engine::new(PolicyKind::Easy, 64).unwrap().with_sharing(acc.clone(), cfg, &pool(64)).unwrap().with_history(&past, at).unwrap();
+            seeded.handle(at, Input::Pass, &mut out);
+            for user in ["u1", "u2"] {
+                let a = acc.user_assoc(user, if user == "u1" { "g1" } else { "g2" }).unwrap().0 as usize;
+                let want = seeded.shares().unwrap().rows[a].raw_usage;
+                let got = live.shares().unwrap().rows[a].raw_usage;
+                prop_assert!((got - want).abs() <= 1e-9 * want.max(1e-300), "{}: charged live {}, each job's charge {}", user, got, want);
+            }
+        }
+    }
+}
