@@ -314,7 +314,7 @@ impl Queue {
     /// free position between its neighbours, or the jobs after it move up one
     /// to the next free position. Returns its
     /// position. Counts as an edit (unless it lands at the tail).
-    pub fn insert_sorted(&mut self, job: JobIdx, need: u64, est: Time, before: impl Fn(JobIdx) -> bool) -> u32 {
+    pub fn insert_sorted(&mut self, job: JobIdx, need: u64, est: Time, mut before: impl FnMut(JobIdx) -> bool) -> u32 {
         // the first occupied position whose job does not come before the new one
         let (mut lo, mut hi) = (self.head, self.tail);
         while lo < hi {

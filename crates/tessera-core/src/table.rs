@@ -243,7 +243,7 @@ impl JobTable {
     /// move, each to its place among the others, instead of the whole queue
     /// being laid out again. The order is the same either way.
     #[cfg(test)]
-    pub fn reorder_items_by<K: Ord + Copy>(&mut self, items: &mut [(K, u32)], key_of: impl Fn(JobIdx) -> K) -> Option<K> {
+    pub fn reorder_items_by<K: Ord + Copy>(&mut self, items: &mut [(K, u32)], key_of: impl FnMut(JobIdx) -> K) -> Option<K> {
         let (out, top) = out_of_place(items);
         if out.is_empty() {
             return top;
@@ -264,7 +264,7 @@ impl JobTable {
     /// Move the queued jobs at `out`'s positions (the rest in order by
     /// `key_of`) to their places: taken out, then each put among the rest,
     /// in order.
-    pub fn move_in_order<K: Ord + Copy>(&mut self, out: &[(K, u32)], key_of: impl Fn(JobIdx) -> K) {
+    pub fn move_in_order<K: Ord + Copy>(&mut self, out: &[(K, u32)], mut key_of: impl FnMut(JobIdx) -> K) {
         let jobs: Vec<(K, JobIdx)> = out.iter().map(|&(k, pos)| (k, self.queue.job_at(pos))).collect();
         for &(_, pos) in out {
             self.queue.remove(pos);
@@ -276,14 +276,14 @@ impl JobTable {
 
     /// Move a queued job to its place in an ordered queue: after the jobs
     /// `before` holds for (a prefix of the queue, the job itself aside).
-    pub fn place_in_order(&mut self, job: JobIdx, before: impl Fn(JobIdx) -> bool) {
+    pub fn place_in_order(&mut self, job: JobIdx, before: impl FnMut(JobIdx) -> bool) {
         self.queue.remove(self.queue.pos_of(job));
         self.insert_in_order(job, before);
     }
 
     /// Put a queued job taken out of the queue back in, after the jobs
     /// `before` holds for (a prefix of the queue), filed as its state says.
-    fn insert_in_order(&mut self, job: JobIdx, before: impl Fn(JobIdx) -> bool) {
+    fn insert_in_order(&mut self, job: JobIdx, before: impl FnMut(JobIdx) -> bool) {
         let e = self.get(job);
         let (filed, est) = (if e.state == JobState::Held { Queue::HELD } else { e.need }, e.spec.estimate);
         self.queue.insert_sorted(job, filed, est, before);

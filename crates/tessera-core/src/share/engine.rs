@@ -164,8 +164,7 @@ impl Engine {
         if s.ordered() && s.stale {
             s.unsorted = true;
         } else if s.ordered() && !s.unsorted && !s.at_tail(key) {
-            let s: &super::state::Sharing = s;
-            self.t.place_in_order(j, |o| s.key_now(&s.jobs[o.index()]) < key);
+            self.t.place_in_order(j, |o| s.key_fresh(o) < key);
         }
     }
 
@@ -310,8 +309,7 @@ impl Engine {
                 s.tail = self.t.reorder_items(&mut out);
             } else {
                 // few: each moved to its place among the others
-                let s2: &super::state::Sharing = s;
-                self.t.move_in_order(&out, |j| s2.key_now(&s2.jobs[j.index()]));
+                self.t.move_in_order(&out, |j| s.key_fresh(j));
                 s.tail = top;
             }
             s.scratch = out;

@@ -431,6 +431,19 @@ impl Sharing {
         }
     }
 
+    /// [`Sharing::key_now`], kept as the job's key under this tree (a search
+    /// of the queue reads the same jobs' keys again and again).
+    pub fn key_fresh(&mut self, j: JobIdx) -> Key {
+        let js = &self.jobs[j.index()];
+        if js.epoch == self.epoch || self.tree_at.is_none() {
+            return js.key;
+        }
+        let key = self.key_now(js);
+        let js = &mut self.jobs[j.index()];
+        (js.key, js.epoch) = (key, self.epoch);
+        key
+    }
+
     /// The queued jobs to move so that the queue is in order by key as of
     /// the tree's calculation, into `out` with their keys and positions in
     /// queue order; returns the highest key. They are the fewer of the jobs
