@@ -314,9 +314,22 @@ impl Queue {
     /// free position between its neighbours, or the jobs after it move up one
     /// to the next free position. Returns its
     /// position. Counts as an edit (unless it lands at the tail).
-    pub fn insert_sorted(&mut self, job: JobIdx, need: u64, est: Time, mut before: impl FnMut(JobIdx) -> bool) -> u32 {
-        // the first occupied position whose job does not come before the new one
-        let (mut lo, mut hi) = (self.head, self.tail);
+    #[cfg(test)]
+    pub fn insert_sorted(&mut self, job: JobIdx, need: u64, est: Time, before: impl FnMut(JobIdx) -> bool) -> u32 {
+        self.insert_near(job, need, est, None, before)
+    }
+
+    /// [`Queue::insert_sorted`], its place looked for first around queued
+    /// job `hint` (if queued), in steps that double, so that a place near it
+    /// costs the logarithm of the distance rather than of the queue (the
+    /// place is the same wherever the hint).
+    pub fn insert_near(&mut self, job: JobIdx, need: u64, est: Time, hint: Option<JobIdx>, mut before: impl FnMut(JobIdx) -> bool) -> u32 {
+        // the first occupied position whose job does not come before the new
+        // one: at or after `lo`, and at `hi` if not after it
+        let (mut lo, mut hi) = match hint.map(|h| self.pos_of(h)).filter(|&p| p != NOT_QUEUED) {
+            Some(p) => self.bracket(self.phys(p), &mut before),
+            None => (self.head, self.tail),
+        };
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.first_occupied(mid).filter(|&q| q < hi) {
@@ -342,13 +355,13 @@ impl Queue {
                 e += 1;
                 if e - next > SHIFT_MAX {
                     self.spread_around(next);
-                    return self.insert_sorted(job, need, est, before);
+                    return self.insert_near(job, need, est, hint, before);
                 }
             }
             if e == self.tail {
                 if self.tail == self.size {
                     self.make_room();
-                    return self.insert_sorted(job, need, est, before);
+                    return self.insert_near(job, need, est, hint, before);
                 }
                 self.tail += 1;
                 self.jobs.push(NO_JOB);
@@ -384,6 +397,33 @@ impl Queue {
         self.head = self.head.min(p);
         self.place(job, self.base + p as u32);
         self.base + p as u32
+    }
+
+    /// Around occupied physical position `p`: `(lo, hi)` such that every job
+    /// before `lo` comes before the new one, and `hi` is the tail or holds a
+    /// job that does not (found in steps that double away from `p`).
+    fn bracket(&self, p: usize, before: &mut impl FnMut(JobIdx) -> bool) -> (usize, usize) {
+        let mut step = 1;
+        if before(self.jobs[p]) {
+            let mut lo = p + 1;
+            loop {
+                match self.first_occupied(lo + step - 1).filter(|&q| q < self.tail) {
+                    None => return (lo, self.tail),
+                    Some(q) if before(self.jobs[q]) => lo = q + 1,
+                    Some(q) => return (lo, q),
+                }
+                step *= 2;
+            }
+        }
+        let mut hi = p;
+        loop {
+            match self.last_occupied_before((hi + 1).saturating_sub(step)).filter(|&q| q >= self.head) {
+                None => return (self.head, hi),
+                Some(q) if before(self.jobs[q]) => return (q + 1, hi),
+                Some(q) => hi = q,
+            }
+            step *= 2;
+        }
     }
 
     /// Lay the jobs around physical position `at` out again, evenly, over the
@@ -787,6 +827,47 @@ mod tests {
             positions_agree(&q).unwrap();
             let small = q.find_first(0, |n, _| n <= 1).map(|p| key[q.job_at(p).index()]);
             assert_eq!(small, q.iter().map(|(_, j)| j).find(|j| needs[j.index()] <= 1).map(|j| key[j.index()]));
+        }
+    }
+
+    proptest::proptest! {
+        /// An insertion looked for around any hint (a queued job near its
+        /// place or far from it, one that left, none) puts the job where a
+        /// search of the whole queue does, in a queue with gaps and without.
+        #[test]
+        fn a_hint_changes_no_place(
+            ops in proptest::collection::vec((0u64..300, 0u32..500, proptest::bool::ANY), 1..300),
+            spread in proptest::bool::ANY,
+        ) {
+            let mut q = Queue::new();
+            let mut key: Vec<(u64, u32)> = Vec::new();
+            let mut queued: Vec<u32> = Vec::new();
+            for (n, &(kv, hint, leave)) in ops.iter().enumerate() {
+                let i = key.len() as u32;
+                key.push((kv, i));
+                let k = key[i as usize];
+                let keys = key.clone();
+                let mut plain = q.clone();
+                let hint = (hint < i).then_some(JobIdx(hint));
+                q.insert_near(JobIdx(i), 1 + kv % 4, 0, hint, |j| keys[j.index()] < k);
+                plain.insert_near(JobIdx(i), 1 + kv % 4, 0, None, |j| keys[j.index()] < k);
+                let order = |q: &Queue| q.iter().map(|(_, j)| j.0).collect::<Vec<u32>>();
+                proptest::prop_assert_eq!(order(&q), order(&plain));
+                queued.push(i);
+                if leave && !queued.is_empty() {
+                    let j = queued.swap_remove((kv as usize * 7 + n) % queued.len());
+                    q.remove(q.pos_of(JobIdx(j)));
+                }
+                if n == ops.len() / 2 {
+                    let order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
+                    q.permute(&order, spread);
+                }
+            }
+            let got: Vec<(u64, u32)> = q.iter().map(|(_, j)| key[j.index()]).collect();
+            let mut want = got.clone();
+            want.sort_unstable();
+            proptest::prop_assert_eq!(got, want);
+            positions_agree(&q).unwrap();
         }
     }
 

@@ -264,29 +264,34 @@ impl JobTable {
     /// Move the queued jobs at `out`'s positions (the rest in order by
     /// `key_of`) to their places: taken out, then each put among the rest,
     /// in order.
+    /// (Lowest key first, each looked for from the place of the one before.)
     pub fn move_in_order<K: Ord + Copy>(&mut self, out: &[(K, u32)], mut key_of: impl FnMut(JobIdx) -> K) {
-        let jobs: Vec<(K, JobIdx)> = out.iter().map(|&(k, pos)| (k, self.queue.job_at(pos))).collect();
+        let mut jobs: Vec<(K, JobIdx)> = out.iter().map(|&(k, pos)| (k, self.queue.job_at(pos))).collect();
         for &(_, pos) in out {
             self.queue.remove(pos);
         }
+        jobs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut hint = None;
         for (k, job) in jobs {
-            self.insert_in_order(job, |j| key_of(j) < k);
+            self.insert_in_order(job, hint, |j| key_of(j) < k);
+            hint = Some(job);
         }
     }
 
     /// Move a queued job to its place in an ordered queue: after the jobs
-    /// `before` holds for (a prefix of the queue, the job itself aside).
-    pub fn place_in_order(&mut self, job: JobIdx, before: impl FnMut(JobIdx) -> bool) {
+    /// `before` holds for (a prefix of the queue, the job itself aside),
+    /// looked for first around queued job `hint` ([`Queue::insert_near`]).
+    pub fn place_in_order(&mut self, job: JobIdx, hint: Option<JobIdx>, before: impl FnMut(JobIdx) -> bool) {
         self.queue.remove(self.queue.pos_of(job));
-        self.insert_in_order(job, before);
+        self.insert_in_order(job, hint, before);
     }
 
     /// Put a queued job taken out of the queue back in, after the jobs
     /// `before` holds for (a prefix of the queue), filed as its state says.
-    fn insert_in_order(&mut self, job: JobIdx, before: impl FnMut(JobIdx) -> bool) {
+    fn insert_in_order(&mut self, job: JobIdx, hint: Option<JobIdx>, before: impl FnMut(JobIdx) -> bool) {
         let e = self.get(job);
         let (filed, est) = (if e.state == JobState::Held { Queue::HELD } else { e.need }, e.spec.estimate);
-        self.queue.insert_sorted(job, filed, est, before);
+        self.queue.insert_near(job, filed, est, hint, before);
     }
 
     pub fn is_head(&self, job: JobIdx) -> bool {

@@ -164,7 +164,16 @@ impl Engine {
         if s.ordered() && s.stale {
             s.unsorted = true;
         } else if s.ordered() && !s.unsorted && !s.at_tail(key) {
-            self.t.place_in_order(j, |o| s.key_fresh(o) < key);
+            // looked for from the last job of its association put in order
+            let hint = assoc.and_then(|a| s.last_in.get(a as usize).copied().flatten());
+            self.t.place_in_order(j, hint, |o| s.key_fresh(o) < key);
+            if let Some(a) = assoc {
+                let a = a as usize;
+                if s.last_in.len() <= a {
+                    s.last_in.resize(a + 1, None);
+                }
+                s.last_in[a] = Some(j);
+            }
         }
     }
 

@@ -229,13 +229,18 @@ pub(crate) struct Sharing {
     /// Reused by each calculation: the running list's log.
     #[serde(skip)]
     pub log: Vec<JobIdx>,
+    /// By association: the last job put in order at its submission, where
+    /// the next one's place is looked for first (a hint: it may have left
+    /// the queue, or its slot hold another job).
+    #[serde(skip)]
+    pub last_in: Vec<Option<JobIdx>>,
 }
 
 impl Sharing {
     pub fn new(accounts: Accounts, cfg: PriorityConfig, facts: MachineFacts) -> Sharing {
         let usage = vec![0.0; accounts.assocs.len()];
         let tree = Tree::of(&accounts);
-        let s = Sharing { accounts, cfg, facts, usage, scale: 1.0, tree, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), since_calc: Vec::new(), for_tree: Vec::new(), tracked: false, tree_at: None, pow_cache: (-1, 1.0), scratch: Vec::new(), runs: Vec::new(), max_qos: 0, epoch: 0, flows: Flows::default(), log: Vec::new() };
+        let s = Sharing { accounts, cfg, facts, usage, scale: 1.0, tree, last_calc: None, jobs: Vec::new(), tail: None, unsorted: false, stale: false, calc_usage: Vec::new(), since_calc: Vec::new(), for_tree: Vec::new(), tracked: false, tree_at: None, pow_cache: (-1, 1.0), scratch: Vec::new(), runs: Vec::new(), max_qos: 0, epoch: 0, flows: Flows::default(), log: Vec::new(), last_in: Vec::new() };
         s.with_max_qos()
     }
 
