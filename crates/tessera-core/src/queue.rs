@@ -867,7 +867,7 @@ mod tests {
             let mut want = got.clone();
             want.sort_unstable();
             proptest::prop_assert_eq!(got, want);
-            positions_agree(&q).unwrap();
+            positions_agree(&q).map_err(proptest::test_runner::TestCaseError::fail)?;
         }
     }
 

@@ -142,14 +142,6 @@ fn is_one(x: &f64) -> bool {
 const SMALLEST_SCALE: f64 = 1e-150;
 
 impl JobShare {
-    /// Whether `next`, right after this job in the queue, stays after it
-    /// whatever the calculation: same tier, association and fixed factors,
-    /// eligible no earlier and submitted after it. Its age factor is then
-    /// never above this job's (both eligible no earlier than submitted, as
-    /// of the later of the calculation and their submission), and the
-    /// priority is monotone in it, rounding and truncation included; ties go
-    /// to the earlier submission. Only where two such runs meet can a
-    /// calculation change the order.
     /// Out of its flow, if in one, whose members are charged up to `upto`:
     /// its `charged` brought up to theirs; what it added to which flow.
     pub fn quit(&mut self, upto: Time) -> Option<Option<(u32, f64)>> {
@@ -158,6 +150,14 @@ impl JobShare {
         Some(jn.to)
     }
 
+    /// Whether `next`, right after this job in the queue, stays after it
+    /// whatever the calculation: same tier, association and fixed factors,
+    /// eligible no earlier and submitted after it. Its age factor is then
+    /// never above this job's (both eligible no earlier than submitted, as
+    /// of the later of the calculation and their submission), and the
+    /// priority is monotone in it, rounding and truncation included; ties go
+    /// to the earlier submission. Only where two such runs meet can a
+    /// calculation change the order.
     pub fn stays_before(&self, next: &JobShare) -> bool {
         self.key.0 == next.key.0
             && self.assoc == next.assoc
@@ -308,14 +308,25 @@ impl Sharing {
             return;
         }
         let factor = self.accounts.qos(t.qos).usage_factor;
+        let add = self.decayed_secs(secs) * rate * factor * later;
+        self.add_usage(t.assoc.0, add);
+    }
+
+    /// `secs × decay^secs`: seconds decayed over them (the power last worked
+    /// out is kept; most charges are a whole period).
+    fn decayed_secs(&mut self, secs: Time) -> f64 {
         if self.pow_cache.0 != secs {
             self.pow_cache = (secs, self.cfg.decay_per_second().powf(secs as f64));
         }
-        let add = secs as f64 * self.pow_cache.1 * rate * factor * later;
+        secs as f64 * self.pow_cache.1
+    }
+
+    /// Add a charge, decayed to now, to association `a`'s usage.
+    fn add_usage(&mut self, a: u32, add: f64) {
         if add != 0.0 {
-            self.usage[t.assoc.0 as usize] += add / self.scale;
-            if self.since_calc.last() != Some(&t.assoc.0) {
-                self.since_calc.push(t.assoc.0);
+            self.usage[a as usize] += add / self.scale;
+            if self.since_calc.last() != Some(&a) {
+                self.since_calc.push(a);
             }
         }
     }
@@ -360,22 +371,14 @@ impl Sharing {
     /// [`Sharing::charge`] charges a job); its members are then charged up
     /// to `upto`.
     pub fn charge_flows(&mut self, secs: Time, later: f64, upto: Time) {
-        if self.pow_cache.0 != secs {
-            self.pow_cache = (secs, self.cfg.decay_per_second().powf(secs as f64));
+        let over = self.decayed_secs(secs);
+        let mut active = std::mem::take(&mut self.flows.active);
+        active.retain(|&a| self.flows.count[a as usize] > 0);
+        for &a in &active {
+            self.add_usage(a, over * self.flows.rate[a as usize] * later);
         }
-        let f = &mut self.flows;
-        let count = &f.count;
-        f.active.retain(|&a| count[a as usize] > 0);
-        for &a in &f.active {
-            let add = secs as f64 * self.pow_cache.1 * f.rate[a as usize] * later;
-            if add != 0.0 {
-                self.usage[a as usize] += add / self.scale;
-                if self.since_calc.last() != Some(&a) {
-                    self.since_calc.push(a);
-                }
-            }
-        }
-        f.upto = upto;
+        self.flows.active = active;
+        self.flows.upto = upto;
     }
 
     /// Add usage an earlier history charged to association `a` (decayed to now).
