@@ -8,17 +8,19 @@ impl NodeEngine {
     pub fn sanity_check(&self, t: &JobTable) {
         // set lists and own node-set requests belong to live jobs only
         let mut users = vec![0u32; self.board.sets.len()];
-        let mut own = 0;
+        let (mut own, mut binding) = (0, 0);
         for j in t.live() {
             if let Some(si) = self.demand[j.index()].sets {
                 users[si as usize] += 1;
             }
             own += self.own[j.index()].is_some() as usize;
+            binding += self.binds(&self.demand[j.index()]) as usize;
         }
         for (l, &u) in self.board.sets.iter().zip(&users) {
             assert_eq!(l.users, u, "set list {:?} counts {} users, live jobs {u}", l.spec, l.users);
         }
         assert_eq!(self.own_sets, own, "live jobs with their own node set");
+        assert_eq!(self.mem_binding, binding, "live jobs whose memory can bind");
         let mut used = self.board.full();
         let mut in_running = 0;
         for (i, a) in self.alloc.iter().enumerate() {

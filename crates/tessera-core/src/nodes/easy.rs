@@ -7,13 +7,16 @@ use super::*;
 impl NodeEngine {
     /// The head's shadow time and reservation: release running jobs in order of
     /// expected end until the head can be placed on what is free by then. Leaves
-    /// the free view at the shadow time in `scratch`.
+    /// the free view at the shadow time in `scratch` (the nodes that differ
+    /// from the free view now are its own) and, where the head was placed by
+    /// first fit, the nodes that may have a free core then in `bits`.
     pub(super) fn shadow(
         &self,
         now: Time,
         head: JobIdx,
         head_need: u64,
-        scratch: &mut Free,
+        scratch: &mut Mirror,
+        bits: &mut Vec<u64>,
     ) -> (Time, Allocation) {
         let d = &self.demand[head.index()];
         let member = &self.board.parts[d.part as usize].member;
@@ -29,17 +32,26 @@ impl NodeEngine {
                 0
             }
         };
-        scratch.copy_from(&self.free);
-        let mut avail: u64 = board.parts[d.part as usize]
-            .nodes
-            .iter()
-            .map(|&n| units(scratch, n))
-            .sum();
-        let place = |free: &Free, t: Time| {
-            if self.reserving() {
-                self.place_windowed(d, free, t, &|n| usable[n as usize])
+        scratch.sync(&self.free, &self.index);
+        let mut avail: u64 = if self.index.built() {
+            self.index.ones().map(|n| units(&scratch.v, n)).sum()
+        } else {
+            board.parts[d.part as usize].nodes.iter().map(|&n| units(&scratch.v, n)).sum()
+        };
+        let indexed = self.indexed(d);
+        let place = |scratch: &Mirror, bits: &mut Vec<u64>, t: Time| {
+            if indexed {
+                // the nodes with a free core now, and those given back
+                bits.clear();
+                bits.extend_from_slice(self.index.bits());
+                for &n in scratch.own() {
+                    bits[n as usize / 64] |= 1 << (n % 64);
+                }
+                self.pick_indexed(d, &scratch.v, bits)
+            } else if self.reserving() {
+                self.place_windowed(d, &scratch.v, t, &|n| usable[n as usize])
             } else {
-                board.place(d, free, t, &|n| usable[n as usize])
+                board.place(d, &scratch.v, t, &|n| usable[n as usize])
             }
         };
         // reservations' windows begin and end: the head may fit then
@@ -52,7 +64,7 @@ impl NodeEngine {
             let t = rs[i].expected_end.max(now);
             while bi < bounds.len() && bounds[bi] < t {
                 if avail >= head_need {
-                    if let Ok(a) = place(scratch, bounds[bi]) {
+                    if let Ok(a) = place(scratch, bits, bounds[bi]) {
                         return (bounds[bi], a);
                     }
                 }
@@ -62,17 +74,18 @@ impl NodeEngine {
                 let a = self.alloc[rs[i].job.index()].as_ref().unwrap();
                 for p in &a.parts {
                     let n = p.node as usize;
-                    avail -= units(scratch, p.node);
-                    scratch.cores[n] += p.cores;
-                    scratch.mem[n] += p.mem;
-                    scratch.gpus[n] += p.gpus;
-                    avail += units(scratch, p.node);
+                    avail -= units(&scratch.v, p.node);
+                    scratch.v.cores[n] += p.cores;
+                    scratch.v.mem[n] += p.mem;
+                    scratch.v.gpus[n] += p.gpus;
+                    scratch.set(p.node);
+                    avail += units(&scratch.v, p.node);
                 }
                 i += 1;
             }
             last = t;
             if avail >= head_need {
-                if let Ok(a) = place(scratch, t) {
+                if let Ok(a) = place(scratch, bits, t) {
                     return (t, a);
                 }
             }
@@ -82,7 +95,7 @@ impl NodeEngine {
         let t = last.max(d.submit.saturating_add(self.board.delay));
         let later = bounds[bi..].iter().copied().filter(|&b| b > t);
         for t in std::iter::once(t).chain(later) {
-            if let Ok(a) = place(scratch, t) {
+            if let Ok(a) = place(scratch, bits, t) {
                 return (t, a);
             }
         }
@@ -113,16 +126,36 @@ impl NodeEngine {
         let (shadow, mut extra_now) = match self.shadow_cache {
             Some((v, h, shadow, extra_now)) if v == self.version && h == head && !overdue => (shadow, extra_now),
             _ => {
-                let mut scratch = std::mem::take(&mut self.scratch);
-                let (shadow, reserved) = self.shadow(now, head, head_need, &mut scratch);
-                self.scratch = scratch;
-                self.extra.copy_from(&self.scratch);
-                self.extra.take(&reserved);
-                // the extra cores usable now: free now and not needed by the head then
-                let mut extra_now: u64 = 0;
-                for n in (0..self.free.cores.len()).filter(|&n| self.usable[n]) {
-                    extra_now += self.free.cores[n].min(self.extra.cores[n]) as u64;
+                let (mut scratch, mut bits) = (std::mem::take(&mut self.scratch), std::mem::take(&mut self.scratch_bits));
+                let (shadow, reserved) = self.shadow(now, head, head_need, &mut scratch, &mut bits);
+                // the extra resources: free at the shadow time, less the head's
+                // reservation; they differ from what is free now on the nodes
+                // given back by then and those reserved
+                let mut extra = std::mem::take(&mut self.extra);
+                extra.sync(&self.free, &self.index);
+                for &n in scratch.own() {
+                    extra.copy_node(&scratch.v, n);
+                    extra.set(n);
                 }
+                extra.v.take(&reserved);
+                for p in &reserved.parts {
+                    extra.set(p.node);
+                }
+                (self.scratch, self.scratch_bits, self.extra) = (scratch, bits, extra);
+                // the extra cores usable now, Σ min(free, extra) over the nodes
+                // that take jobs: all free cores but where the extra are fewer
+                let (free, x) = (&self.free, &self.extra.v);
+                let mut extra_now = self.free_cores;
+                for &n in self.extra.own() {
+                    let n = n as usize;
+                    if self.usable[n] {
+                        extra_now -= (free.cores[n] - free.cores[n].min(x.cores[n])) as u64;
+                    }
+                }
+                debug_assert_eq!(
+                    extra_now,
+                    (0..free.cores.len()).filter(|&n| self.usable[n]).map(|n| free.cores[n].min(x.cores[n]) as u64).sum::<u64>()
+                );
                 self.shadow_cache = Some((self.version, head, shadow, extra_now));
                 (shadow, extra_now)
             }
@@ -176,16 +209,19 @@ impl NodeEngine {
                     }
                     // place on the extra resources: free now and not needed by the head
                     if !view_built {
-                        self.view.copy_from(&self.free);
-                        self.view.clamp_to(&self.extra);
+                        self.build_view();
                         view_built = true;
                     }
-                    let Ok(b) = self.place_now(d, &self.view, now) else {
+                    let d = &self.demand[job.index()];
+                    let Ok(b) = self.place_now(d, &self.view.v, now) else {
                         miss_extra.record(&self.board, d, 0);
                         continue;
                     };
                     extra_now -= self.extra_now_taken(&b, true);
-                    self.extra.take(&b);
+                    self.extra.v.take(&b);
+                    for p in &b.parts {
+                        self.extra.set(p.node);
+                    }
                     b
                 }
             };
@@ -193,14 +229,43 @@ impl NodeEngine {
             if view_built {
                 let a = self.alloc[job.index()].as_ref().expect("it just started");
                 for p in &a.parts {
-                    self.view
-                        .clamp_node(&self.free, &self.extra, p.node as usize);
+                    self.view.v.clamp_node(&self.free, &self.extra.v, p.node as usize);
+                    self.view.set(p.node);
                 }
             }
             if self.free_cores == 0 {
                 break;
             }
         }
+    }
+
+    /// What is both free now and extra, node by node: the free view but where
+    /// the extra resources may be fewer.
+    fn build_view(&mut self) {
+        let mut view = std::mem::take(&mut self.view);
+        view.sync(&self.free, &self.index);
+        match self.extra.differs(&self.index) {
+            Some(nodes) => {
+                for n in nodes {
+                    view.v.clamp_node(&self.free, &self.extra.v, n as usize);
+                    view.set(n);
+                }
+            }
+            // the free view changed on more nodes than it has since the
+            // extra resources were worked out: every node
+            None => {
+                for n in 0..self.free.cores.len() as u32 {
+                    view.v.clamp_node(&self.free, &self.extra.v, n as usize);
+                    view.set(n);
+                }
+            }
+        }
+        debug_assert!(self.free.cores.len() > 4096 || {
+            let mut w = self.free.clone();
+            w.clamp_to(&self.extra.v);
+            w == view.v
+        });
+        self.view = view;
     }
 
     /// EASY's backfilling when cores are interchangeable: the shadow is the first
@@ -286,7 +351,7 @@ impl NodeEngine {
             .map(|p| {
                 let (f, x) = (
                     self.free.cores[p.node as usize],
-                    self.extra.cores[p.node as usize],
+                    self.extra.v.cores[p.node as usize],
                 );
                 let x_after = if from_extra { x - p.cores } else { x };
                 (f.min(x) - (f - p.cores).min(x_after)) as u64
@@ -302,7 +367,7 @@ impl NodeEngine {
         {
             return None;
         }
-        let mut scratch = Free::default();
-        Some((head, self.shadow(now, head, t.get(head).need, &mut scratch).0))
+        let (mut scratch, mut bits) = (Mirror::default(), Vec::new());
+        Some((head, self.shadow(now, head, t.get(head).need, &mut scratch, &mut bits).0))
     }
 }

@@ -21,6 +21,7 @@ mod budget;
 mod check;
 mod conservative;
 mod easy;
+mod index;
 mod preempt;
 mod reconfigure;
 mod resv;
@@ -43,6 +44,7 @@ use crate::Time;
 use serde::{Deserialize, Serialize};
 use conservative::Plan;
 use timeline::Timeline;
+use index::{FreeIndex, Mirror};
 
 /// Whether a node takes jobs, and why not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,25 +128,30 @@ pub struct NodeEngine {
     /// the machine: conservative backfilling needs no per-node check.
     exact_aggregate: bool,
     /// Cores are interchangeable: every partition spans every node and shares
-    /// cores, no memory or GPUs are tracked, nodes run at one pace, no node sets
-    /// and no preemption. While every node is usable and no job has its own node
-    /// set, EASY and conservative then count cores over the nodes that take jobs
-    /// (exact, as in a pool).
+    /// cores, no GPUs are tracked, nodes run at one pace, no node sets and no
+    /// preemption. While every node is usable, no job has its own node set and
+    /// no live job's memory can bind, EASY and conservative then count cores
+    /// over the nodes that take jobs (exact, as in a pool).
     fungible: bool,
+    /// The least memory per core of any node with memory tracked (MB): a job
+    /// asking no more per processor finds memory for every free core on every
+    /// node while no live job asks more, since each job then holds no more
+    /// memory than that per core. Live jobs asking more (their memory can
+    /// bind: cores are not interchangeable while they live).
+    #[serde(default = "no_ratio")]
+    mem_ratio: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    mem_binding: usize,
     /// Remember placement misses within a pass (off only in tests, to check
     /// they change nothing).
     #[serde(default = "yes")]
     pub(crate) shortcuts: bool,
     #[serde(skip)]
     cores_cache: Option<(u64, JobIdx, Time, u64)>,
-    /// Clusters of one partition: no node before this position in the
-    /// partition has a free core and takes jobs (first-fit placement of a job
-    /// without node sets or layout starts there). Lowered wherever cores are
-    /// freed or a node starts taking jobs.
+    /// The nodes with a free core and the changes of the free view
+    /// (`nodes/index.rs`), built again at the first pass after a read-back.
     #[serde(skip)]
-    first_free: std::cell::Cell<u32>,
-    /// Each node's position in the first partition.
-    pos_in_part: Vec<u32>,
+    index: FreeIndex,
     /// Bumped by every change of what is free or running: EASY's shadow, its
     /// reservation and the extra resources (kept in `extra`) are reused while
     /// neither this nor the head changes (passes after arrivals alone).
@@ -156,12 +163,17 @@ pub struct NodeEngine {
     /// edits and the position of the next arrival then.
     #[serde(skip)]
     quiet_cache: Option<(u64, u64, u32)>,
+    /// EASY's views, each equal to the free view but on a few nodes: the free
+    /// view at the shadow time (and the nodes it may have a free core on), the
+    /// extra resources, and what is both free now and extra.
     #[serde(skip)]
-    view: Free,
+    scratch: Mirror,
     #[serde(skip)]
-    scratch: Free,
+    scratch_bits: Vec<u64>,
     #[serde(skip)]
-    extra: Free,
+    extra: Mirror,
+    #[serde(skip)]
+    view: Mirror,
     #[serde(skip)]
     profile: Profile,
     #[serde(skip)]
@@ -193,6 +205,11 @@ fn is_zero32(x: &u32) -> bool {
 
 fn yes() -> bool {
     true
+}
+
+fn no_ratio() -> u64 {
+    // a state saved before: memory clusters were never fungible then
+    u64::MAX
 }
 
 /// The estimate limit `lim` seconds allows on the fastest nodes (factor `fmax`):
@@ -248,17 +265,12 @@ impl NodeEngine {
             && board
                 .nodes
                 .iter()
-                .all(|m| m.mem == 0 && m.gpus == 0 && m.factor == board.nodes[0].factor)
+                .all(|m| m.gpus == 0 && m.factor == board.nodes[0].factor)
             && board
                 .parts
                 .iter()
                 .all(|p| !p.exclusive && p.nodeset.is_none() && p.nodes.len() == n);
-        let mut pos_in_part = vec![0u32; n];
-        if let Some(p) = board.parts.first() {
-            for (k, &m) in p.nodes.iter().enumerate() {
-                pos_in_part[m as usize] = k as u32;
-            }
-        }
+        let mem_ratio = board.nodes.iter().filter(|m| m.mem > 0).map(|m| m.mem / m.cores.max(1) as u64).min().unwrap_or(u64::MAX);
         let exact_aggregate = n == 1
             && board.nodes[0].mem == 0
             && board.nodes[0].gpus == 0
@@ -303,16 +315,18 @@ impl NodeEngine {
             min_node_cores,
             exact_aggregate,
             fungible,
+            mem_ratio,
+            mem_binding: 0,
             shortcuts: true,
             cores_cache: None,
-            first_free: std::cell::Cell::new(0),
-            pos_in_part,
+            index: FreeIndex::default(),
             version: 0,
             shadow_cache: None,
             quiet_cache: None,
-            view: Free::default(),
-            scratch: Free::default(),
-            extra: Free::default(),
+            scratch: Mirror::default(),
+            scratch_bits: Vec::new(),
+            extra: Mirror::default(),
+            view: Mirror::default(),
             profile: Profile::default(),
             doomed: Doomed::default(),
             resvs: Vec::new(),
@@ -322,6 +336,7 @@ impl NodeEngine {
             requeueing: Vec::new(),
         };
         e.repower();
+        e.index = FreeIndex::build(&e.board, &e.free, &e.index);
         e
     }
 
@@ -360,6 +375,12 @@ impl NodeEngine {
             .collect();
         self.preemptive = true;
         self.fungible = false;
+    }
+
+    /// Whether a job's memory could leave some free core of a node without
+    /// memory enough for it ([`NodeEngine::mem_ratio`]).
+    fn binds(&self, d: &Demand) -> bool {
+        d.mem_per_proc > self.mem_ratio
     }
 
     /// Whether a pass could start a queued job now: some pending job needs no
@@ -457,6 +478,7 @@ impl NodeEngine {
         self.dropped_nodesets += dropped as u64;
         self.own_sets += own.is_some() as usize;
         self.shaped += d.shaped() as usize;
+        self.mem_binding += self.binds(&d) as usize;
         let i = job.index();
         if i == self.demand.len() {
             self.demand.push(d);
@@ -483,6 +505,9 @@ impl NodeEngine {
         if self.demand[i].shaped() {
             self.shaped -= 1;
         }
+        if self.binds(&self.demand[i]) {
+            self.mem_binding -= 1;
+        }
     }
 
     /// A job gives back its resources (it ended, or is going back to the queue).
@@ -494,12 +519,7 @@ impl NodeEngine {
         }
         let a = self.alloc[job.index()].take()?;
         self.free.give(&a);
-        for p in &a.parts {
-            if p.cores > 0 {
-                self.first_free
-                    .set(self.first_free.get().min(self.pos_in_part[p.node as usize]));
-            }
-        }
+        self.touched(&a);
         self.free_cores += self.usable_cores(&a);
         let whole = self.home[job.index()].take().unwrap_or(a);
         for p in &whole.parts {
@@ -633,8 +653,6 @@ impl NodeEngine {
         let idle = self.free.cores[n] as u64;
         if usable {
             self.free_cores += idle;
-            self.first_free
-                .set(self.first_free.get().min(self.pos_in_part[n]));
         } else {
             self.free_cores -= idle;
         }
@@ -745,6 +763,9 @@ impl NodeEngine {
     }
 
     pub fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
+        if !self.index.built() {
+            self.index = FreeIndex::build(&self.board, &self.free, &self.index);
+        }
         if self.kill_expired(now, t, out) {
             // their resources come back when their completions are reported; the
             // next pass schedules with them
@@ -804,7 +825,7 @@ impl NodeEngine {
     /// in a pool (so counting cores over them is exact): a fungible cluster and
     /// no job with its own node set.
     fn cores_interchangeable(&self) -> bool {
-        self.fungible && self.own_sets == 0 && self.shaped == 0 && self.usable_nodes > 0 && !self.reserving()
+        self.fungible && self.own_sets == 0 && self.shaped == 0 && self.mem_binding == 0 && self.usable_nodes > 0 && !self.reserving()
     }
 
     /// Whether a job's placement (and so its pace and end) can depend on which
@@ -857,6 +878,7 @@ impl NodeEngine {
         let limit = scaled(est, a.factor);
         t.begin(now, job, Some(limit));
         self.free.take(&a);
+        self.touched(&a);
         // placed on nodes that take jobs
         let cores = cores_of(&a);
         self.free_cores -= cores;
@@ -881,32 +903,38 @@ impl NodeEngine {
 
     fn place_now(&self, d: &Demand, free: &Free, now: Time) -> Result<Allocation, Blocked> {
         let usable = &self.usable;
-        // one partition, the engine's own free view: first fit starts at the
-        // first node with a free core (the board skips those before it anyway)
-        if self.shortcuts
-            && self.board.parts.len() == 1
-            && d.sets.is_none()
-            && !d.shaped()
-            && !self.reserving()
-            && std::ptr::eq(free, &self.free)
-        {
-            let nodes = &self.board.parts[0].nodes;
-            let mut k = self.first_free.get() as usize;
-            while k < nodes.len()
-                && (free.cores[nodes[k] as usize] == 0 || !usable[nodes[k] as usize])
-            {
-                k += 1;
-            }
-            self.first_free.set(k as u32);
-            return self
-                .board
-                .pick_in(d, free, nodes[k..].iter().copied(), &|n| usable[n as usize])
-                .ok_or(Blocked::Resources);
+        // the engine's free view (or one within it): first fit visits the
+        // nodes with a free core only
+        if self.indexed(d) && (std::ptr::eq(free, &self.free) || std::ptr::eq(free, &self.view.v)) {
+            return self.pick_indexed(d, free, self.index.bits());
         }
         if self.reserving() {
             return self.place_windowed(d, free, now, &|n| usable[n as usize]);
         }
         self.board.place(d, free, now, &|n| usable[n as usize])
+    }
+
+    /// Whether `d` may be placed by first fit over the index's nodes: no node
+    /// sets, no layout of its own, no reservation windows, and its
+    /// partition's nodes in ascending order.
+    fn indexed(&self, d: &Demand) -> bool {
+        self.shortcuts && d.sets.is_none() && !d.shaped() && !self.reserving() && self.index.ordered(d.part)
+    }
+
+    /// First fit of `d` on view `free` over the nodes of `bits` (which hold
+    /// every node with a free core in that view).
+    fn pick_indexed(&self, d: &Demand, free: &Free, bits: &[u64]) -> Result<Allocation, Blocked> {
+        let (usable, member) = (&self.usable, &self.board.parts[d.part as usize].member);
+        self.board
+            .pick_in(d, free, index::ones(bits).filter(|&n| member[n as usize]), &|n| usable[n as usize])
+            .ok_or(Blocked::Resources)
+    }
+
+    /// The free view changed on the nodes of `a`.
+    fn touched(&mut self, a: &Allocation) {
+        for p in &a.parts {
+            self.index.touch(&self.free, p.node);
+        }
     }
 
     /// Start jobs from the head while the board can place them; returns the

@@ -149,6 +149,7 @@ impl NodeEngine {
                 if take > 0 {
                     a.cores += take;
                     self.free.cores[n] -= take;
+                    self.index.touch(&self.free, n as u32);
                     if self.usable[n] {
                         self.free_cores -= take as u64;
                     }
@@ -199,11 +200,9 @@ impl NodeEngine {
         let held = self.alloc[j.index()].as_mut().expect("parked");
         for p in &mut held.parts {
             self.free.cores[p.node as usize] += p.cores;
+            self.index.touch(&self.free, p.node);
             if self.usable[p.node as usize] {
                 self.free_cores += p.cores as u64;
-            }
-            if p.cores > 0 {
-                self.first_free.set(self.first_free.get().min(self.pos_in_part[p.node as usize]));
             }
             p.cores = 0;
         }
@@ -215,6 +214,7 @@ impl NodeEngine {
         self.version += 1;
         for (n, c) in self.lacking(j).collect::<Vec<_>>() {
             self.free.cores[n as usize] -= c;
+            self.index.touch(&self.free, n);
             if self.usable[n as usize] {
                 self.free_cores -= c as u64;
             }
@@ -459,6 +459,7 @@ impl NodeEngine {
             p.cores = 0;
         }
         self.free.take(&held);
+        self.touched(&held);
         out.push(Effect::Start {
             job: t.spec(j).id,
             alloc: a.clone(),

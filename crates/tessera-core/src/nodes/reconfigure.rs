@@ -76,6 +76,7 @@ impl NodeEngine {
                 t.queue.set(t.queue.pos_of(j), q, est);
             }
             let d_shaped = d.shaped();
+            m.mem_binding += m.binds(&d) as usize;
             m.demand[i] = d;
             m.own[i] = own.cloned();
             m.own_sets += own.is_some() as usize;
@@ -111,6 +112,7 @@ impl NodeEngine {
         for a in m.alloc.iter().flatten() {
             m.free.take(a);
         }
+        m.index = super::index::FreeIndex::build(&m.board, &m.free, &m.index);
         m.booked = booked;
         // nodes keep their state; an added node takes jobs (its driver says otherwise)
         for (n, o) in r.old_index().into_iter().enumerate() {

@@ -76,3 +76,78 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    /// Memory no job can be refused on changes no schedule: on the random
+    /// clusters with memory tracked, jobs asking at most the least memory per
+    /// core of any node start as they do on the same cluster without memory
+    /// (where cores are otherwise interchangeable, both engines count cores;
+    /// elsewhere both place node by node).
+    #[test]
+    fn memory_that_cannot_bind_changes_no_schedule((toml, jobs) in arb_case()) {
+        let c = Cluster::from_toml(&toml, "mem.toml").unwrap();
+        let per_core = c.nodes.iter().filter(|n| n.memory_mb > 0).map(|n| n.memory_mb / n.cores as u64).min();
+        prop_assume!(per_core.is_some());
+        let per_core = per_core.unwrap();
+        let plain: String = toml.lines().filter(|l| !l.starts_with("memory =")).map(|l| format!("{l}\n")).collect();
+        let plain = Cluster::from_toml(&plain, "plain.toml").unwrap();
+        prop_assert!(plain.nodes.iter().all(|n| n.memory_mb == 0));
+        let jobs: Vec<_> = jobs.into_iter().map(|(s, j, r)| (s, JobSpec { mem_per_proc_mb: j.mem_per_proc_mb.min(per_core), ..j }, r)).collect();
+        for policy in [PolicyKind::Fcfs, PolicyKind::Easy, PolicyKind::Conservative] {
+            let with = replay(Engine::with_cluster(policy, &c).unwrap(), &jobs);
+            let without = replay(Engine::with_cluster(policy, &plain).unwrap(), &jobs);
+            prop_assert_eq!(with, without, "{}", policy);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    /// The same on clusters whose cores are interchangeable but for memory:
+    /// one node type, a shared partition, no node sets. There the engine
+    /// with memory must count cores as the one without does, whose EASY
+    /// lets a job past the head on any extra cores rather than node by node.
+    #[test]
+    fn memory_that_cannot_bind_keeps_cores_interchangeable(
+        count in 2u32..=6, cores in 2u32..=8, per_core in 256u64..=1024,
+        jobs in prop::collection::vec((0i64..80, 1u32..=12, 1i64..60, 0u64..=1024, 1i64..=100), 5..60),
+    ) {
+        let toml = |mem: bool| format!(
+            "[[nodetype]]\nname = \"t\"\ncount = {count}\ncores = {cores}\n{}\n[[partition]]\nname = \"p\"\nnodetypes = [\"t\"]\n",
+            if mem { format!("memory = \"{}M\"\n", per_core * cores as u64) } else { String::new() }
+        );
+        let (c, plain) = (Cluster::from_toml(&toml(true), "mem.toml").unwrap(), Cluster::from_toml(&toml(false), "plain.toml").unwrap());
+        let jobs: Vec<_> = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, (s, p, e, m, r))| (s, JobSpec { mem_per_proc_mb: m.min(per_core), ..JobSpec::new(JobId(i as u64), p.min(count * cores), e) }, r.min(e)))
+            .collect();
+        for policy in [PolicyKind::Easy, PolicyKind::Conservative] {
+            let with = replay(Engine::with_cluster(policy, &c).unwrap(), &jobs);
+            let without = replay(Engine::with_cluster(policy, &plain).unwrap(), &jobs);
+            prop_assert_eq!(with, without, "{}", policy);
+        }
+    }
+}
+
+/// Two nodes of two cores with memory no job's request can bind on: a job
+/// runs past the blocked head on one extra core that is free now on the
+/// node the head's reservation takes whole (cores are interchangeable, so
+/// the head can take the other node's core instead), as without memory.
+/// Node by node, the extra resources would have no core free now.
+#[test]
+fn a_job_takes_extra_cores_anywhere_while_memory_cannot_bind() {
+    let toml = |mem: &str| format!("[[nodetype]]\nname = \"t\"\ncount = 2\ncores = 2\n{mem}\n[[partition]]\nname = \"p\"\nnodetypes = [\"t\"]\n");
+    let job = |id: u64, procs: u32, est: Time| JobSpec { mem_per_proc_mb: 512, ..JobSpec::new(JobId(id), procs, est) };
+    // (submit, spec, run): J1 and J2 fill the nodes; the head H waits for J2;
+    // J3 ends by then; C runs long
+    let jobs = [(0, job(1, 2, 10), 10), (0, job(2, 2, 100), 100), (5, job(3, 3, 100), 10), (6, job(4, 1, 50), 50), (7, job(5, 1, 1000), 10)];
+    for mem in ["memory = \"2048M\"", ""] {
+        let c = Cluster::from_toml(&toml(mem), "two.toml").unwrap();
+        let starts = replay(Engine::with_cluster(PolicyKind::Easy, &c).unwrap(), &jobs);
+        assert_eq!((starts[&3], starts[&4], starts[&5]), (100, 10, 10), "{mem:?}");
+    }
+}

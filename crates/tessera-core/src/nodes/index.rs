@@ -1,0 +1,187 @@
+//! The free view indexed: which nodes have a free core (so that a first fit
+//! or a sum visits those nodes only), and views that differ from the free view
+//! on a few nodes, brought up to date node by node instead of copied whole.
+//!
+//! On a busy machine most nodes have no free core, and a pass changes a few
+//! nodes: EASY's shadow (the free view plus what the jobs ending by then give
+//! back) and its extra resources (that view less the head's reservation) touch
+//! the nodes of those jobs only.
+
+use super::board::{Board, Free};
+
+/// The nodes with a free core, and a log of the nodes whose free resources
+/// changed. Not saved: an engine read back (or reconfigured) builds it again
+/// at its next pass, and places without it until then.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FreeIndex {
+    /// Bit n: node n may have a free core. Set whenever a node has a free core
+    /// after a change, cleared when it has none: every node with a free core
+    /// is set.
+    bits: Vec<u64>,
+    /// Per partition: its nodes are in ascending order, so that the set bits
+    /// visit them in partition order (first fit on them is first fit on the
+    /// partition).
+    ordered: Vec<bool>,
+    /// Nodes changed since position `base` (an absolute count), and whether
+    /// the index is built.
+    log: Vec<u32>,
+    base: u64,
+    built: bool,
+}
+
+impl FreeIndex {
+    pub fn build(board: &Board, free: &Free, after: &FreeIndex) -> FreeIndex {
+        let n = free.cores.len();
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        for (i, &c) in free.cores.iter().enumerate() {
+            if c > 0 {
+                bits[i / 64] |= 1 << (i % 64);
+            }
+        }
+        FreeIndex {
+            bits,
+            ordered: board.parts.iter().map(|p| p.nodes.windows(2).all(|w| w[0] < w[1])).collect(),
+            log: Vec::new(),
+            // past every position a view has seen: views copy whole once
+            base: after.base + after.log.len() as u64 + 1,
+            built: true,
+        }
+    }
+
+    pub fn built(&self) -> bool {
+        self.built
+    }
+
+    /// Whether first fit on partition `part` may visit the set bits only.
+    pub fn ordered(&self, part: u32) -> bool {
+        self.built && self.ordered[part as usize]
+    }
+
+    /// Node `n`'s free resources changed (`free` is the view after).
+    pub fn touch(&mut self, free: &Free, n: u32) {
+        if !self.built {
+            return;
+        }
+        let (w, b) = (n as usize / 64, n % 64);
+        if free.cores[n as usize] > 0 {
+            self.bits[w] |= 1 << b;
+        } else {
+            self.bits[w] &= !(1 << b);
+        }
+        self.log.push(n);
+        // a view this far behind copies whole
+        if self.log.len() > free.cores.len() {
+            self.base += self.log.len() as u64;
+            self.log.clear();
+        }
+    }
+
+    /// Nodes that may have a free core, ascending.
+    pub fn ones(&self) -> Ones<'_> {
+        ones(&self.bits)
+    }
+
+    pub fn bits(&self) -> &[u64] {
+        &self.bits
+    }
+
+    fn now(&self) -> u64 {
+        self.base + self.log.len() as u64
+    }
+
+    /// Nodes changed since position `seen`; None if the log no longer reaches
+    /// back there.
+    fn since(&self, seen: u64) -> Option<&[u32]> {
+        (self.built && seen >= self.base).then(|| &self.log[(seen - self.base) as usize..])
+    }
+}
+
+/// The set bits of a bitset, ascending.
+pub(crate) fn ones(bits: &[u64]) -> Ones<'_> {
+    Ones { bits, w: 0, cur: bits.first().copied().unwrap_or(0) }
+}
+
+pub(crate) struct Ones<'a> {
+    bits: &'a [u64],
+    w: usize,
+    cur: u64,
+}
+
+impl Iterator for Ones<'_> {
+    type Item = u32;
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        while self.cur == 0 {
+            self.w += 1;
+            self.cur = *self.bits.get(self.w)?;
+        }
+        let b = self.cur.trailing_zeros();
+        self.cur &= self.cur - 1;
+        Some(self.w as u32 * 64 + b)
+    }
+}
+
+/// A view equal to the free view except on the nodes it changed itself
+/// (`own`) and those the free view changed since it was brought up to date.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Mirror {
+    pub v: Free,
+    seen: u64,
+    own: Vec<u32>,
+    mark: Vec<bool>,
+}
+
+impl Mirror {
+    /// Make it the free view again, copying only the nodes that differ.
+    pub fn sync(&mut self, free: &Free, ix: &FreeIndex) {
+        let n = free.cores.len();
+        match ix.since(self.seen).filter(|_| self.v.cores.len() == n && self.mark.len() == n) {
+            Some(changed) => {
+                for &m in changed.iter().chain(&self.own) {
+                    copy_node(&mut self.v, free, m);
+                }
+                for &m in &self.own {
+                    self.mark[m as usize] = false;
+                }
+            }
+            None => {
+                self.v.copy_from(free);
+                self.mark.clear();
+                self.mark.resize(n, false);
+            }
+        }
+        self.own.clear();
+        self.seen = ix.now();
+        debug_assert!(n > 4096 || self.v == *free, "a mirror out of step with the free view");
+    }
+
+    /// Node `n` of this view takes `o`'s values there.
+    pub fn copy_node(&mut self, o: &Free, n: u32) {
+        copy_node(&mut self.v, o, n);
+    }
+
+    /// This view changed node `n`.
+    pub fn set(&mut self, n: u32) {
+        if !std::mem::replace(&mut self.mark[n as usize], true) {
+            self.own.push(n);
+        }
+    }
+
+    /// Nodes it changed itself since it was brought up to date, once each.
+    pub fn own(&self) -> &[u32] {
+        &self.own
+    }
+
+    /// Every node where it may differ from the free view now, or None if the
+    /// free view's log no longer reaches back to its last update.
+    pub fn differs<'a>(&'a self, ix: &'a FreeIndex) -> Option<impl Iterator<Item = u32> + 'a> {
+        ix.since(self.seen).map(|c| self.own.iter().chain(c).copied())
+    }
+}
+
+fn copy_node(v: &mut Free, o: &Free, n: u32) {
+    let n = n as usize;
+    v.cores[n] = o.cores[n];
+    v.mem[n] = o.mem[n];
+    v.gpus[n] = o.gpus[n];
+}
