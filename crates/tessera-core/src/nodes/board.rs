@@ -293,6 +293,11 @@ pub(crate) struct Board {
     pub sets: Vec<SetList>,
     /// Everything every node has (an empty machine).
     pub(crate) empty: Free,
+    /// Processors a shared partition gives on an empty machine to a job
+    /// without a layout of its own, by (partition, memory per processor, GPUs
+    /// per node): worked out once for each.
+    #[serde(skip)]
+    room: std::cell::RefCell<std::collections::BTreeMap<(u32, u64, u32), u64>>,
 }
 
 impl Board {
@@ -346,6 +351,7 @@ impl Board {
         };
         Board {
             empty,
+            room: Default::default(),
             nodes,
             parts,
             default_part: c.default_partition_index(),
@@ -353,6 +359,22 @@ impl Board {
             delay: c.nodeset_delay,
             sets: Vec::new(),
         }
+    }
+
+    /// Whether `d` (its node sets aside) can be placed on the empty machine.
+    fn fits_alone(&self, d: &Demand) -> bool {
+        if d.shaped() || self.parts[d.part as usize].exclusive {
+            return self.place(d, &self.empty, d.submit, &|_| true).is_ok();
+        }
+        // first fit takes what each node can give until it has them all
+        let key = (d.part, d.mem_per_proc, d.gpus_per_node);
+        let room = *self.room.borrow_mut().entry(key).or_insert_with(|| {
+            let bare = Demand { sets: None, ..d.clone() };
+            self.parts[d.part as usize].nodes.iter().map(|&n| self.usable(&bare, &self.empty, n) as u64).sum()
+        });
+        let fits = room >= d.procs as u64;
+        debug_assert_eq!(fits, self.place(d, &self.empty, d.submit, &|_| true).is_ok());
+        fits
     }
 
     pub fn full(&self) -> Free {
@@ -408,7 +430,7 @@ impl Board {
         };
         let full = &self.empty;
         // the machine alone, without node sets
-        if self.place(&d, full, submit, &|_| true).is_err() {
+        if !self.fits_alone(&d) {
             let plain = Demand { count: 0, per_node: 0, cpt: 0, whole: false, include: Vec::new(), exclude: Vec::new(), ..d.clone() };
             return Err(if d.shaped() && self.place(&plain, full, submit, &|_| true).is_ok() { NeverFits::Shape } else { NeverFits::TooLarge });
         }
@@ -589,24 +611,24 @@ impl Board {
     /// Place a job without node sets on `nodes`, a subsequence of its partition's
     /// nodes in partition order that holds every node with a free core (the
     /// nodes left out are known to have none).
-    pub fn pick_in(
+    pub fn pick_in<E: Fn(u32) -> bool + ?Sized>(
         &self,
         d: &Demand,
         free: &Free,
         nodes: impl Iterator<Item = u32>,
-        eligible: &dyn Fn(u32) -> bool,
+        eligible: &E,
     ) -> Option<Allocation> {
         debug_assert!(d.sets.is_none());
         self.pick(d, free, nodes, eligible)
     }
 
     /// Place the job on `nodes` (in that order), taking what `free` allows.
-    fn pick(
+    fn pick<E: Fn(u32) -> bool + ?Sized>(
         &self,
         d: &Demand,
         free: &Free,
         nodes: impl Iterator<Item = u32>,
-        eligible: &dyn Fn(u32) -> bool,
+        eligible: &E,
     ) -> Option<Allocation> {
         if d.shaped() {
             return self.pick_shaped(d, free, nodes, eligible);
@@ -668,7 +690,7 @@ impl Board {
     /// count, as evenly as possible (the first `tasks % count` nodes one task
     /// more), else packed; at most `per_node` tasks on a node; whole nodes
     /// (an exclusive partition's, or `--exclusive`) all of the node.
-    fn pick_shaped(&self, d: &Demand, free: &Free, nodes: impl Iterator<Item = u32>, eligible: &dyn Fn(u32) -> bool) -> Option<Allocation> {
+    fn pick_shaped<E: Fn(u32) -> bool + ?Sized>(&self, d: &Demand, free: &Free, nodes: impl Iterator<Item = u32>, eligible: &E) -> Option<Allocation> {
         let ps = &self.parts[d.part as usize];
         let cpt = d.cpt.max(1);
         let tasks = d.procs / cpt;

@@ -113,8 +113,11 @@ impl NodeEngine {
             return;
         }
         if self.cores_interchangeable() {
+            self.index.log(false);
             return self.backfill_cores(now, t, out, head_pos, head);
         }
+        // the views below are brought up to date from the log of changes
+        self.index.log(true);
         let head_need = t.get(head).need;
         // nothing changed since the last pass (arrivals only): same shadow and
         // extra resources, unless a running job is overdue (its end is clamped)

@@ -27,6 +27,9 @@ pub(crate) struct FreeIndex {
     log: Vec<u32>,
     base: u64,
     built: bool,
+    /// Whether the changes are logged (only while EASY places node by node:
+    /// a view brought up to date after the log was off copies whole).
+    logging: bool,
 }
 
 impl FreeIndex {
@@ -45,6 +48,7 @@ impl FreeIndex {
             // past every position a view has seen: views copy whole once
             base: after.base + after.log.len() as u64 + 1,
             built: true,
+            logging: false,
         }
     }
 
@@ -68,10 +72,22 @@ impl FreeIndex {
         } else {
             self.bits[w] &= !(1 << b);
         }
+        if !self.logging {
+            return;
+        }
         self.log.push(n);
         // a view this far behind copies whole
         if self.log.len() > free.cores.len() {
             self.base += self.log.len() as u64;
+            self.log.clear();
+        }
+    }
+
+    /// Log the changes from now on, or stop (a view then copies whole once).
+    pub fn log(&mut self, on: bool) {
+        if on != self.logging {
+            self.logging = on;
+            self.base += self.log.len() as u64 + 1;
             self.log.clear();
         }
     }
@@ -92,7 +108,7 @@ impl FreeIndex {
     /// Nodes changed since position `seen`; None if the log no longer reaches
     /// back there.
     fn since(&self, seen: u64) -> Option<&[u32]> {
-        (self.built && seen >= self.base).then(|| &self.log[(seen - self.base) as usize..])
+        (self.built && self.logging && seen >= self.base).then(|| &self.log[(seen - self.base) as usize..])
     }
 }
 
