@@ -135,11 +135,21 @@ pub fn prepare(records: &[SwfRecord], capacity: u32) -> Workload {
 
 /// Apply the job semantics to every record for `machine`.
 pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
+    if let Machine::Power(setup) = &machine {
+        return prepare_power(records, setup.clone());
+    }
+    prepare_stream(records.iter().cloned(), machine)
+}
+
+/// [`prepare_on`] from records as they are read, none of them kept (a pool or
+/// a cluster; a power machine needs [`prepare_on`]). The record index of a job
+/// is its record's position in the stream.
+pub fn prepare_stream(records: impl Iterator<Item = SwfRecord>, machine: Machine) -> Workload {
     let mut skipped = BTreeMap::new();
-    let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.len());
+    let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.size_hint().0);
     let (capacity, probe, partition_cores) = match &machine {
         Machine::Pool(c) => (*c, None, vec![*c as u64]),
-        Machine::Power(setup) => return prepare_power(records, setup.clone()),
+        Machine::Power(_) => panic!("a power machine's jobs are prepared by prepare_on"),
         Machine::Cluster { cluster, .. } => {
             // processors a job may ask for in each partition: whole nodes x cores
             // per node, or all cores
@@ -155,8 +165,8 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
         Machine::Cluster { cluster, .. } => cluster.default_partition_index(),
         _ => 0,
     };
-    for (i, r) in records.iter().enumerate() {
-        let reason = match job_from_record(r) {
+    for (i, r) in records.enumerate() {
+        let reason = match job_from_record(&r) {
             Err(reason) => Some(reason),
             Ok(j) => {
                 let partition = machine.partition_of(&j);
@@ -182,7 +192,10 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
         }
     }
     keyed.sort_by_key(|(j, i)| (j.submit, j.id, *i));
-    let (jobs, record_index) = keyed.into_iter().unzip();
+    // the jobs take the keyed list's place (collected in place), not a copy beside it
+    let record_index = keyed.iter().map(|k| k.1).collect();
+    let mut jobs: Vec<TraceJob> = keyed.into_iter().map(|k| k.0).collect();
+    jobs.shrink_to_fit();
     Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new(), sharing: None, reservations: Vec::new() }
 }
 

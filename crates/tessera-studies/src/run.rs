@@ -14,7 +14,7 @@ use tessera_core::share::{PriorityKind, SharingConfig};
 use tessera_core::{Cluster, NodeSetSpec, PolicyKind};
 use tessera_report::run::RunData;
 use tessera_sim::output::{write_jobs_csv, write_swf};
-use tessera_sim::workload::{default_capacity, prepare, prepare_on, Machine};
+use tessera_sim::workload::{default_capacity, prepare_on, Machine};
 use tessera_sim::{simulate, Summary};
 use tessera_workload::lublin::{generate, LublinParams};
 use tessera_workload::swf::{SwfHeader, SwfReader, SwfRecord};
@@ -186,7 +186,10 @@ pub struct Executed {
     pub label: String,
     pub policy: PolicyKind,
     pub header: SwfHeader,
+    /// The trace's records, or none if it was read as it streamed (from the
+    /// file `streamed`).
     pub records: Vec<SwfRecord>,
+    pub streamed: Option<PathBuf>,
     pub w: tessera_sim::Workload,
     pub outcome: tessera_sim::SimOutcome,
     pub summary: Summary,
@@ -212,7 +215,15 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
         Some(c) => Some(u32::try_from(c.total_cores()).context("the cluster has more than 2^32 cores")?),
         None => None,
     };
-    let (label, header, mut records) = match &a.trace {
+    // a trace replayed as it is read (on a cluster, or a pool of a given
+    // size, its arrivals as they are) is not kept whole: the outputs that
+    // write its records read it again
+    let streamed = match &a.trace {
+        Some(path) if a.arrival_scale.is_none() && (cluster.is_some() || a.capacity.is_some()) => Some(tessera_workload::traces::resolve(path)?),
+        _ => None,
+    };
+    let (label, mut header, mut records) = match &a.trace {
+        Some(_) if streamed.is_some() => (streamed.as_ref().expect("streamed").display().to_string(), SwfHeader::default(), Vec::new()),
         Some(path) => {
             let path = &tessera_workload::traces::resolve(path)?;
             let (h, r) = read_trace(path, a.lenient)?;
@@ -224,7 +235,6 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
             (format!("default (Lublin-Feitelson 2003 model, {DEFAULT_JOBS} jobs, seed {DEFAULT_SEED}, {procs} processors)"), h, r)
         }
     };
-    let parse_time = t0.elapsed().as_secs_f64();
     if let Some(n) = a.max_jobs {
         tessera_workload::transform::first_jobs(&mut records, n);
     }
@@ -246,9 +256,9 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
                     if partition.is_some() || nodeset.is_some() {
                         bail!("--partition and --nodeset do not apply to a power-budgeted cluster (its default partition is one machine)");
                     }
-                    prepare_on(&records, Machine::Power(Arc::new(setup)))
+                    load(Machine::Power(Arc::new(setup)), streamed.as_deref(), a, &mut header, &mut records)?
                 }
-                None => prepare_on(&records, Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset }),
+                None => load(Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset }, streamed.as_deref(), a, &mut header, &mut records)?,
             }
         }
         None if policy == PolicyKind::Parm => bail!("policy parm needs --cluster with a power budget (e.g. examples/clusters/theta-overprovisioned.toml)"),
@@ -260,9 +270,11 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
                 Some(c) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
                 None => default_capacity(&header, &label)?,
             };
-            prepare(&records, capacity)
+            load(Machine::Pool(capacity), streamed.as_deref(), a, &mut header, &mut records)?
         }
     };
+    // reading (and, for a trace read as it streams, preparing its jobs)
+    let parse_time = t0.elapsed().as_secs_f64();
     let mut w = w;
     if let Some(mut s) = sharing_of(a, &w, &header)? {
         s.drop_never_met(&mut w);
@@ -284,7 +296,69 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
     summary.parse_wall_time_s = parse_time;
     summary.sim_wall_time_s = sim_time;
     summary.wall_time_s = t0.elapsed().as_secs_f64();
-    Ok(Executed { label, policy, header, records, w, outcome, summary })
+    Ok(Executed { label, policy, header, records, streamed, w, outcome, summary })
+}
+
+/// The workload of `machine`: from the records read, or from the trace
+/// `streamed` as it is read (a power machine's jobs need the records: they
+/// are read whole then).
+fn load(machine: Machine, streamed: Option<&Path>, a: &RunSpec, header: &mut SwfHeader, records: &mut Vec<SwfRecord>) -> Result<tessera_sim::Workload> {
+    match streamed {
+        Some(path) if !matches!(machine, Machine::Power(_)) => {
+            let (h, w) = stream_trace(path, a, machine)?;
+            *header = h;
+            Ok(w)
+        }
+        Some(path) => {
+            (*header, *records) = read_trace(path, a.lenient)?;
+            if let Some(n) = a.max_jobs {
+                tessera_workload::transform::first_jobs(records, n);
+            }
+            Ok(prepare_on(records, machine))
+        }
+        None => Ok(prepare_on(records, machine)),
+    }
+}
+
+/// The workload of `machine` from the trace at `path`, its jobs prepared as
+/// its records are read (none kept; the first `--max-jobs`, the rest read
+/// and checked all the same), and its header.
+fn stream_trace(path: &Path, a: &RunSpec, machine: Machine) -> Result<(SwfHeader, tessera_sim::Workload)> {
+    let mut reader = SwfReader::open(path)?.lenient(a.lenient);
+    reader.header()?;
+    let (mut failed, mut kept, most) = (None, 0usize, a.max_jobs.unwrap_or(usize::MAX));
+    let records = std::iter::from_fn(|| loop {
+        match reader.next()? {
+            Ok(r) if kept < most => {
+                kept += 1;
+                return Some(r);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                failed = Some(e);
+                return None;
+            }
+        }
+    });
+    let w = tessera_sim::workload::prepare_stream(records, machine);
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    let report = reader.lenient_report();
+    if report.skipped > 0 {
+        eprintln!("{}: {report}", path.display());
+    }
+    Ok((reader.into_header(), w))
+}
+
+/// The trace's records as [`execute`] read them: kept, or read again.
+fn records_of(records: Vec<SwfRecord>, streamed: Option<&Path>, spec: &RunSpec) -> Result<Vec<SwfRecord>> {
+    let Some(path) = streamed.filter(|_| records.is_empty()) else { return Ok(records) };
+    let (_, mut records) = read_trace(path, spec.lenient)?;
+    if let Some(n) = spec.max_jobs {
+        tessera_workload::transform::first_jobs(&mut records, n);
+    }
+    Ok(records)
 }
 
 /// The files `sim run` writes beside its summary on standard output (the power
@@ -318,8 +392,9 @@ impl Outputs {
 /// Write the outputs of a simulation of `spec` (`t0`: when the command began,
 /// for the summary's wall time); the summary and its JSON.
 pub fn write_outputs(e: Executed, spec: &RunSpec, o: &Outputs, t0: Instant) -> Result<(Summary, String)> {
-    let Executed { label, policy, header, records, w, outcome, mut summary } = e;
+    let Executed { label, policy, header, records, streamed, w, outcome, mut summary } = e;
     let capacity = w.capacity;
+    let records = if o.swf_out.is_some() || o.db.is_some() || o.report.is_some() { records_of(records, streamed.as_deref(), spec)? } else { records };
     if let (Some(p), Some(po)) = (&spec.power.power_out, &outcome.power) {
         crate::power::write_power_csv(p, po)?;
     }
