@@ -101,6 +101,20 @@ pub const UPGRADES: &[Upgrade] = &[
         }
         Ok(v)
     },
+    // 7 → 8: the node engine indexes its free nodes (no position per node in
+    // the first partition any more) and counts the jobs whose memory can
+    // bind; a state written before counted none, and its memory clusters
+    // were never fungible, so the least memory per core that no job may
+    // exceed is unbounded (u64::MAX)
+    |what, mut v| {
+        if what == Stored::Snapshot {
+            if let Some(m) = v["engine"]["m"].get_mut("Nodes").and_then(Value::as_object_mut) {
+                m.remove("pos_in_part");
+                m.insert("mem_ratio".into(), Value::from(u64::MAX));
+            }
+        }
+        Ok(v)
+    },
 ];
 
 /// Format 5 → 6 (see [`UPGRADES`]).
