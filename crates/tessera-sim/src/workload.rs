@@ -135,21 +135,18 @@ pub fn prepare(records: &[SwfRecord], capacity: u32) -> Workload {
 
 /// Apply the job semantics to every record for `machine`.
 pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
-    if let Machine::Power(setup) = &machine {
-        return prepare_power(records, setup.clone());
-    }
     prepare_stream(records.iter().cloned(), machine)
 }
 
-/// [`prepare_on`] from records as they are read, none of them kept (a pool or
-/// a cluster; a power machine needs [`prepare_on`]). The record index of a job
-/// is its record's position in the stream.
+/// [`prepare_on`] from records as they are read, none of them kept on a pool
+/// or a cluster (a power machine's preparation reads them all first). The
+/// record index of a job is its record's position in the stream.
 pub fn prepare_stream(records: impl Iterator<Item = SwfRecord>, machine: Machine) -> Workload {
     let mut skipped = BTreeMap::new();
     let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.size_hint().0);
     let (capacity, probe, partition_cores) = match &machine {
         Machine::Pool(c) => (*c, None, vec![*c as u64]),
-        Machine::Power(_) => panic!("a power machine's jobs are prepared by prepare_on"),
+        Machine::Power(setup) => return prepare_power(&records.collect::<Vec<_>>(), setup.clone()),
         Machine::Cluster { cluster, .. } => {
             // processors a job may ask for in each partition: whole nodes x cores
             // per node, or all cores

@@ -222,14 +222,14 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
         Some(path) if a.arrival_scale.is_none() && (cluster.is_some() || a.capacity.is_some()) => Some(tessera_workload::traces::resolve(path)?),
         _ => None,
     };
-    let (label, mut header, mut records) = match &a.trace {
-        Some(_) if streamed.is_some() => (streamed.as_ref().expect("streamed").display().to_string(), SwfHeader::default(), Vec::new()),
-        Some(path) => {
+    let (label, mut header, mut records) = match (&a.trace, &streamed) {
+        (_, Some(path)) => (path.display().to_string(), SwfHeader::default(), Vec::new()),
+        (Some(path), None) => {
             let path = &tessera_workload::traces::resolve(path)?;
             let (h, r) = read_trace(path, a.lenient)?;
             (path.display().to_string(), h, r)
         }
-        None => {
+        (None, None) => {
             let procs = cluster_cores.expect("default cluster");
             let (h, r) = generate(&LublinParams::new(procs, DEFAULT_JOBS, DEFAULT_SEED)).context("generating the default workload")?;
             (format!("default (Lublin-Feitelson 2003 model, {DEFAULT_JOBS} jobs, seed {DEFAULT_SEED}, {procs} processors)"), h, r)
@@ -256,9 +256,9 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
                     if partition.is_some() || nodeset.is_some() {
                         bail!("--partition and --nodeset do not apply to a power-budgeted cluster (its default partition is one machine)");
                     }
-                    load(Machine::Power(Arc::new(setup)), streamed.as_deref(), a, &mut header, &mut records)?
+                    load(Machine::Power(Arc::new(setup)), streamed.as_deref(), a, &mut header, &records)?
                 }
-                None => load(Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset }, streamed.as_deref(), a, &mut header, &mut records)?,
+                None => load(Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset }, streamed.as_deref(), a, &mut header, &records)?,
             }
         }
         None if policy == PolicyKind::Parm => bail!("policy parm needs --cluster with a power budget (e.g. examples/clusters/theta-overprovisioned.toml)"),
@@ -270,7 +270,7 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
                 Some(c) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
                 None => default_capacity(&header, &label)?,
             };
-            load(Machine::Pool(capacity), streamed.as_deref(), a, &mut header, &mut records)?
+            load(Machine::Pool(capacity), streamed.as_deref(), a, &mut header, &records)?
         }
     };
     // reading (and, for a trace read as it streams, preparing its jobs)
@@ -300,21 +300,13 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
 }
 
 /// The workload of `machine`: from the records read, or from the trace
-/// `streamed` as it is read (a power machine's jobs need the records: they
-/// are read whole then).
-fn load(machine: Machine, streamed: Option<&Path>, a: &RunSpec, header: &mut SwfHeader, records: &mut Vec<SwfRecord>) -> Result<tessera_sim::Workload> {
+/// `streamed` as it is read.
+fn load(machine: Machine, streamed: Option<&Path>, a: &RunSpec, header: &mut SwfHeader, records: &[SwfRecord]) -> Result<tessera_sim::Workload> {
     match streamed {
-        Some(path) if !matches!(machine, Machine::Power(_)) => {
+        Some(path) => {
             let (h, w) = stream_trace(path, a, machine)?;
             *header = h;
             Ok(w)
-        }
-        Some(path) => {
-            (*header, *records) = read_trace(path, a.lenient)?;
-            if let Some(n) = a.max_jobs {
-                tessera_workload::transform::first_jobs(records, n);
-            }
-            Ok(prepare_on(records, machine))
         }
         None => Ok(prepare_on(records, machine)),
     }
@@ -353,7 +345,7 @@ fn stream_trace(path: &Path, a: &RunSpec, machine: Machine) -> Result<(SwfHeader
 
 /// The trace's records as [`execute`] read them: kept, or read again.
 fn records_of(records: Vec<SwfRecord>, streamed: Option<&Path>, spec: &RunSpec) -> Result<Vec<SwfRecord>> {
-    let Some(path) = streamed.filter(|_| records.is_empty()) else { return Ok(records) };
+    let Some(path) = streamed else { return Ok(records) };
     let (_, mut records) = read_trace(path, spec.lenient)?;
     if let Some(n) = spec.max_jobs {
         tessera_workload::transform::first_jobs(&mut records, n);

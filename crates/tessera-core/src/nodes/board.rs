@@ -368,10 +368,7 @@ impl Board {
         }
         // first fit takes what each node can give until it has them all
         let key = (d.part, d.mem_per_proc, d.gpus_per_node);
-        let room = *self.room.borrow_mut().entry(key).or_insert_with(|| {
-            let bare = Demand { sets: None, ..d.clone() };
-            self.parts[d.part as usize].nodes.iter().map(|&n| self.usable(&bare, &self.empty, n) as u64).sum()
-        });
+        let room = *self.room.borrow_mut().entry(key).or_insert_with(|| self.parts[d.part as usize].nodes.iter().map(|&n| self.usable(d, &self.empty, n) as u64).sum());
         let fits = room >= d.procs as u64;
         debug_assert_eq!(fits, self.place(d, &self.empty, d.submit, &|_| true).is_ok());
         fits
