@@ -19,7 +19,7 @@ pub mod workload;
 
 pub use metrics::Summary;
 pub use power::{stretch, PowerMode, PowerNodes, PowerRule, PowerSetup};
-pub use run::{simulate, simulate_observed, PowerOutcome, PowerSample, SimOutcome};
+pub use run::{simulate, simulate_observed, Parts, Placements, PowerOutcome, PowerSample, SimOutcome};
 pub use workload::{prepare, prepare_on, prepare_power, spec_of, Machine, Workload, WorkloadError};
 
 // The workload crate bounds times without depending on the engine: the two bounds

@@ -387,7 +387,7 @@ pub fn job_times(w: &Workload, o: &SimOutcome) -> Vec<JobTimes> {
         .map(|(i, j)| {
             let (s, e, susp) = (o.start[i], o.end[i], o.suspended[i]);
             let run = (e - s - susp) as f64;
-            let cores = o.alloc.get(i).and_then(|a| a.as_ref()).map_or(j.procs as f64, |al| al.parts.iter().map(|p| p.cores as f64).sum());
+            let cores = o.alloc.get(i).map_or(j.procs as f64, |parts| parts.map(|p| p.cores as f64).sum());
             let held = o.power.as_ref().map_or(cores * run, |p| p.job_node_s[i]);
             JobTimes { submit: j.submit as f64, start: s as f64, end: e as f64, suspended: susp as f64, procs: j.procs as f64, held }
         })
@@ -401,10 +401,11 @@ impl Summary {
         let mut killed = 0u64;
         let (mut raw_cs, mut norm_cs, mut lost_cs) = (0f64, 0f64, 0f64);
         for (i, (j, t)) in w.jobs.iter().zip(&times).enumerate() {
-            if let Some(al) = o.alloc.get(i).and_then(|a| a.as_ref()) {
-                for p in &al.parts {
+            if let Some(parts) = o.alloc.get(i) {
+                let f = o.factor.get(i).copied().unwrap_or(1.0);
+                for p in parts {
                     let f_node = node_factor(w, p.node as usize);
-                    lost_cs += p.cores as f64 * t.run() * (1.0 - al.factor / f_node);
+                    lost_cs += p.cores as f64 * t.run() * (1.0 - f / f_node);
                 }
             }
             raw_cs += t.held;

@@ -26,9 +26,9 @@ pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Res
     for (i, j) in w.jobs.iter().enumerate() {
         let raw = o.end[i] - o.start[i];
         let f = o.factor.get(i).copied().unwrap_or(1.0);
-        let nodes = match (&w.machine, o.alloc.get(i).and_then(|a| a.as_ref())) {
-            (Machine::Cluster { cluster, .. }, Some(a)) => {
-                let names: Vec<&str> = a.parts.iter().map(|p| cluster.nodes[p.node as usize].name.as_str()).collect();
+        let nodes = match (&w.machine, o.alloc.get(i)) {
+            (Machine::Cluster { cluster, .. }, Some(parts)) => {
+                let names: Vec<&str> = parts.map(|p| cluster.nodes[p.node as usize].name.as_str()).collect();
                 quote::csv_quoted(&hostlist::compress(&names))
             }
             _ => String::new(),

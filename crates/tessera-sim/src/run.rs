@@ -5,7 +5,7 @@ use crate::workload::{Machine, Workload};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tessera_core::power::ParmStats;
-use tessera_core::{scaled, step, After, AfterKind, Allocation, Driver, Effect, Engine, Input, JobId, Outcome, PolicyKind, Time};
+use tessera_core::{scaled, step, After, AfterKind, AllocPart, Driver, Effect, Engine, Input, JobId, Outcome, PolicyKind, Time};
 
 /// Start and end of every job of a [`Workload`], by index, plus loop statistics.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,7 +22,7 @@ pub struct SimOutcome {
     /// The pace of each job: the scaling factor of its slowest node (1 in a pool).
     pub factor: Vec<f64>,
     /// Where each job ran (cluster runs only).
-    pub alloc: Vec<Option<Allocation>>,
+    pub alloc: Placements,
     /// Jobs whose node set no set could ever satisfy, which ran without it.
     pub dropped_nodesets: u64,
     /// Scheduling passes run.
@@ -33,6 +33,93 @@ pub struct SimOutcome {
     pub power: Option<PowerOutcome>,
     /// Inputs the engine rejected (0 unless the simulator has a bug).
     pub rejected: u64,
+}
+
+/// Where each job ran, for millions of jobs in a few vectors. A part is
+/// kept as its node and cores when its memory and GPUs follow the job's rule
+/// (memory per core and GPUs per node, taken from its first part), as nearly
+/// every part does; a job with a part that does not keeps all its parts whole.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placements {
+    at: Vec<Slot>,
+    /// (node, cores) of the parts that follow their job's rule.
+    short: Vec<(u32, u32)>,
+    /// The parts of the jobs with one that does not.
+    whole: Vec<AllocPart>,
+}
+
+/// A job's parts: `len` of them from `from` in `short` (memory `mem_per_core`
+/// per core, `gpus` on each), or in `whole` where `mem_per_core` is [`WHOLE`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Slot {
+    from: u64,
+    mem_per_core: u64,
+    len: u32,
+    gpus: u32,
+}
+
+const WHOLE: u64 = u64::MAX;
+
+impl Placements {
+    fn sized(n: usize) -> Self {
+        Placements { at: vec![Slot::default(); n], ..Default::default() }
+    }
+
+    /// Where job `i` ran last (a requeued job's earlier parts stay behind,
+    /// unreferenced).
+    fn set(&mut self, i: usize, parts: &[AllocPart]) {
+        let Some(first) = parts.first() else {
+            self.at[i] = Slot::default();
+            return;
+        };
+        let (mpc, gpus) = (if first.cores > 0 { first.mem / first.cores as u64 } else { 0 }, first.gpus);
+        let follows = |p: &AllocPart| p.gpus == gpus && (p.cores as u64).checked_mul(mpc) == Some(p.mem);
+        let len = parts.len() as u32;
+        self.at[i] = if mpc != WHOLE && parts.iter().all(follows) {
+            let from = self.short.len() as u64;
+            self.short.extend(parts.iter().map(|p| (p.node, p.cores)));
+            Slot { from, mem_per_core: mpc, len, gpus }
+        } else {
+            let from = self.whole.len() as u64;
+            self.whole.extend_from_slice(parts);
+            Slot { from, mem_per_core: WHOLE, len, gpus: 0 }
+        };
+    }
+
+    /// Where job `i` ran: None for a job not placed on nodes.
+    pub fn get(&self, i: usize) -> Option<Parts<'_>> {
+        let s = *self.at.get(i)?;
+        let range = s.from as usize..s.from as usize + s.len as usize;
+        (s.len > 0).then(|| {
+            if s.mem_per_core == WHOLE {
+                Parts::Whole(self.whole[range].iter())
+            } else {
+                Parts::Short { parts: self.short[range].iter(), mem_per_core: s.mem_per_core, gpus: s.gpus }
+            }
+        })
+    }
+
+    /// Jobs in index order, as [`Placements::get`].
+    pub fn iter(&self) -> impl Iterator<Item = Option<Parts<'_>>> + '_ {
+        (0..self.at.len()).map(|i| self.get(i))
+    }
+}
+
+/// The parts of one job's placement ([`Placements::get`]).
+#[derive(Clone, Debug)]
+pub enum Parts<'a> {
+    Short { parts: std::slice::Iter<'a, (u32, u32)>, mem_per_core: u64, gpus: u32 },
+    Whole(std::slice::Iter<'a, AllocPart>),
+}
+
+impl Iterator for Parts<'_> {
+    type Item = AllocPart;
+    fn next(&mut self) -> Option<AllocPart> {
+        match self {
+            Parts::Short { parts, mem_per_core, gpus } => parts.next().map(|&(node, cores)| AllocPart { node, cores, mem: cores as u64 * *mem_per_core, gpus: *gpus }),
+            Parts::Whole(parts) => parts.next().copied(),
+        }
+    }
 }
 
 /// Replay `w` under `policy`.
@@ -135,7 +222,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         since: Default::default(),
         due: vec![0; n],
         factor: vec![1.0; n],
-        alloc: if clustered { vec![None; n] } else { Vec::new() },
+        alloc: if clustered { Placements::sized(n) } else { Placements::default() },
         completions: BinaryHeap::with_capacity(1024),
         version: vec![0u32; n],
         killed: Vec::new(),
@@ -217,7 +304,7 @@ struct Book<'w, F> {
     /// When each running job's processes end (its run time left, while suspended).
     due: Vec<Time>,
     factor: Vec<f64>,
-    alloc: Vec<Option<Allocation>>,
+    alloc: Placements,
     /// (end, job, version): natural ends of running jobs; a PARM reconfiguration
     /// or a kill moves a job's end, so earlier entries of that job go stale.
     completions: BinaryHeap<Reverse<(Time, u32, u32)>>,
@@ -256,7 +343,7 @@ impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
                     self.completions.push(Reverse((self.due[i], i as u32, self.version[i])));
                 }
                 if self.clustered {
-                    self.alloc[i] = Some(a);
+                    self.alloc.set(i, &a.parts);
                 }
             }
             Effect::Configure { job, end: at, .. } => {
@@ -463,5 +550,48 @@ impl Meter {
             decision_wall_s: self.decision_wall_s,
             max_decision_wall_s: self.max_decision_wall_s,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(node: u32, cores: u32, mem: u64, gpus: u32) -> AllocPart {
+        AllocPart { node, cores, mem, gpus }
+    }
+
+    #[test]
+    fn placements_give_back_every_part_as_it_was_set() {
+        let jobs: Vec<Vec<AllocPart>> = vec![
+            // memory per core and GPUs per node throughout: kept short
+            vec![part(3, 4, 8192, 1), part(9, 2, 4096, 1)],
+            // no memory at all
+            vec![part(0, 8, 0, 0)],
+            // a whole node's memory on one part: kept whole
+            vec![part(1, 2, 4096, 0), part(2, 2, 65_536, 0)],
+            // GPUs that differ between parts
+            vec![part(5, 1, 0, 2), part(6, 1, 0, 0)],
+            // memory that is no multiple of the cores
+            vec![part(7, 3, 1000, 0)],
+            // no part
+            vec![],
+        ];
+        let mut p = Placements::sized(jobs.len() + 1);
+        for (i, parts) in jobs.iter().enumerate() {
+            p.set(i, parts);
+        }
+        // a requeued job placed again: its last placement counts
+        p.set(1, &[part(4, 8, 0, 0)]);
+        for (i, parts) in jobs.iter().enumerate() {
+            let want = if i == 1 { vec![part(4, 8, 0, 0)] } else { parts.clone() };
+            let got: Vec<AllocPart> = p.get(i).into_iter().flatten().collect();
+            assert_eq!(got, want, "job {i}");
+            assert_eq!(p.get(i).is_some(), !want.is_empty(), "job {i}");
+        }
+        assert!(p.get(jobs.len()).is_none(), "a job never placed");
+        assert!(p.get(jobs.len() + 5).is_none(), "a job out of range");
+        assert_eq!(p.iter().count(), jobs.len() + 1);
+        assert_eq!(p.whole.len(), 5, "only the jobs with an odd part are kept whole");
     }
 }

@@ -111,8 +111,8 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
                 _ => (JobStateTag::Completed, 0, 0),
             }
         };
-        let allocations = match o.alloc.get(i).and_then(|a| a.as_ref()) {
-            Some(a) => a.parts.iter().map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: p.gpus }).collect(),
+        let allocations = match o.alloc.get(i) {
+            Some(parts) => parts.map(|p| AllocationRecord { node: p.node, cores: p.cores, memory_mb: p.mem, gpus: p.gpus }).collect(),
             // a power machine's jobs hold whole nodes of its pool: their records
             // keep the size they started at (PARM resizes them later)
             None => {

@@ -150,6 +150,7 @@ pub(crate) enum Blocked {
 
 /// A job's demand on the board, fixed at submission.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(from = "DemandForm", into = "DemandForm")]
 pub(crate) struct Demand {
     pub part: u32,
     pub procs: u32,
@@ -163,26 +164,48 @@ pub(crate) struct Demand {
     pub submit: Time,
     /// Its layout, as Slurm asks it ([`crate::Shape`]): exact nodes (0: any),
     /// at most tasks per node (0: no cap), cores per task (0 or 1: one),
-    /// whole nodes; and nodes it must use and may not (`-w`, `-x`).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// whole nodes; and nodes it must use and may not (`-w`, `-x`: None for
+    /// the many jobs that name none, so that a demand stays small).
     pub count: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub per_node: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub cpt: u32,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub include: Vec<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exclude: Vec<u32>,
+    pub pins: Option<Box<crate::NodeChoice>>,
     /// Its estimate (reference seconds) and the reservation it runs in: what
     /// placement around reservations' windows needs (`nodes/resv.rs`; copies
-    /// of its spec's, filled again after the engine is read back).
-    #[serde(skip)]
+    /// of its spec's, not saved: filled again after the engine is read back).
     pub est: Time,
-    #[serde(skip)]
     pub resv: Option<u32>,
+}
+
+/// [`Demand`] as it is saved: the nodes it names as two lists of their own.
+#[derive(Serialize, Deserialize)]
+struct DemandForm {
+    part: u32,
+    procs: u32,
+    /// Exclusive partitions: nodes needed and tasks per node.
+    nodes: u32,
+    mem_per_proc: u64,
+    /// GPUs on every node used.
+    gpus_per_node: u32,
+    /// Index into [`Board::sets`]: the node sets the job must (or prefers to) use.
+    sets: Option<u32>,
+    submit: Time,
+    /// Its layout, as Slurm asks it ([`crate::Shape`]): exact nodes (0: any),
+    /// at most tasks per node (0: no cap), cores per task (0 or 1: one),
+    /// whole nodes; and nodes it must use and may not (`-w`, `-x`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    count: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    per_node: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    cpt: u32,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    whole: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    include: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    exclude: Vec<u32>,
 }
 
 fn is_zero(x: &u32) -> bool {
@@ -193,7 +216,34 @@ impl Demand {
     /// It asks a layout of its own: the engine's packing and its shortcuts
     /// (cores counted as a pool, misses remembered) do not apply to it.
     pub fn shaped(&self) -> bool {
-        self.count > 0 || self.per_node > 0 || self.cpt > 1 || self.whole || !self.include.is_empty() || !self.exclude.is_empty()
+        self.count > 0 || self.per_node > 0 || self.cpt > 1 || self.whole || self.pins.is_some()
+    }
+
+    /// The nodes it must use (`-w`).
+    pub fn include(&self) -> &[u32] {
+        self.pins.as_ref().map_or(&[], |c| &c.include)
+    }
+
+    /// The nodes it may not use (`-x`).
+    pub fn exclude(&self) -> &[u32] {
+        self.pins.as_ref().map_or(&[], |c| &c.exclude)
+    }
+}
+
+impl From<DemandForm> for Demand {
+    fn from(f: DemandForm) -> Self {
+        let DemandForm { part, procs, nodes, mem_per_proc, gpus_per_node, sets, submit, count, per_node, cpt, whole, include, exclude } = f;
+        let choice = crate::NodeChoice { include, exclude };
+        let pins = (!choice.is_empty()).then(|| Box::new(choice));
+        Demand { part, procs, nodes, mem_per_proc, gpus_per_node, sets, submit, count, per_node, cpt, whole, pins, est: 0, resv: None }
+    }
+}
+
+impl From<Demand> for DemandForm {
+    fn from(d: Demand) -> Self {
+        let Demand { part, procs, nodes, mem_per_proc, gpus_per_node, sets, submit, count, per_node, cpt, whole, pins, .. } = d;
+        let crate::NodeChoice { include, exclude } = pins.map(|b| *b).unwrap_or_default();
+        DemandForm { part, procs, nodes, mem_per_proc, gpus_per_node, sets, submit, count, per_node, cpt, whole, include, exclude }
     }
 }
 
@@ -420,15 +470,14 @@ impl Board {
             per_node: spec.shape.tasks_per_node,
             cpt: if spec.shape.cpus_per_task > 1 { spec.shape.cpus_per_task } else { 0 },
             whole: spec.shape.exclusive,
-            include: choice.include.clone(),
-            exclude: choice.exclude.clone(),
+            pins: (!choice.is_empty()).then(|| Box::new(choice.clone())),
             est: spec.estimate,
             resv: spec.reservation,
         };
         let full = &self.empty;
         // the machine alone, without node sets
         if !self.fits_alone(&d) {
-            let plain = Demand { count: 0, per_node: 0, cpt: 0, whole: false, include: Vec::new(), exclude: Vec::new(), ..d.clone() };
+            let plain = Demand { count: 0, per_node: 0, cpt: 0, whole: false, pins: None, ..d.clone() };
             return Err(if d.shaped() && self.place(&plain, full, submit, &|_| true).is_ok() { NeverFits::Shape } else { NeverFits::TooLarge });
         }
         let Some(request) = request else {
@@ -694,15 +743,15 @@ impl Board {
         let whole = d.whole || ps.exclusive;
         let mut a = Allocation { parts: Vec::new(), factor: f64::INFINITY, procs: 0 };
         let mut left = tasks;
-        let order = d.include.iter().copied().chain(nodes.filter(|n| !d.include.contains(n)));
+        let order = d.include().iter().copied().chain(nodes.filter(|n| !d.include().contains(n)));
         for n in order {
             let pos = a.parts.len() as u32;
             if left == 0 || (d.count > 0 && pos == d.count) {
                 break;
             }
-            let must = d.include.contains(&n);
+            let must = d.include().contains(&n);
             let ns = &self.nodes[n as usize];
-            let ok = ps.member[n as usize] && eligible(n) && !d.exclude.contains(&n) && d.gpus_per_node <= free.gpus[n as usize];
+            let ok = ps.member[n as usize] && eligible(n) && !d.exclude().contains(&n) && d.gpus_per_node <= free.gpus[n as usize];
             // tasks the node has room for
             let room = if !ok {
                 0
@@ -732,7 +781,7 @@ impl Board {
             a.procs += want * cpt;
             left -= want;
         }
-        let used_all = d.include.iter().all(|n| a.parts.iter().any(|p| p.node == *n));
+        let used_all = d.include().iter().all(|n| a.parts.iter().any(|p| p.node == *n));
         (left == 0 && (d.count == 0 || a.parts.len() as u32 == d.count) && used_all).then(|| {
             a.parts.sort_by_key(|p| p.node);
             a
@@ -939,5 +988,32 @@ fn fmt_num(x: f64) -> String {
         format!("{}", x as i64)
     } else {
         format!("{x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_demand_is_saved_with_the_nodes_it_names_as_before() {
+        let plain = Demand { part: 1, procs: 4, mem_per_proc: 2048, submit: 7, est: 60, ..Demand::default() };
+        let text = serde_json::to_string(&plain).unwrap();
+        assert!(!text.contains("include") && !text.contains("exclude") && !text.contains("pins"), "{text}");
+        let back: Demand = serde_json::from_str(&text).unwrap();
+        assert!(back.pins.is_none() && !back.shaped());
+        assert_eq!((back.part, back.procs, back.mem_per_proc, back.submit), (1, 4, 2048, 7));
+        assert_eq!(back.est, 0, "the estimate is filled again after reading, not saved");
+
+        let choice = crate::NodeChoice { include: vec![3, 5], exclude: vec![9] };
+        let pinned = Demand { pins: Some(Box::new(choice)), ..plain };
+        let text = serde_json::to_string(&pinned).unwrap();
+        assert!(text.contains(r#""include":[3,5]"#) && text.contains(r#""exclude":[9]"#), "{text}");
+        let back: Demand = serde_json::from_str(&text).unwrap();
+        assert_eq!((back.include(), back.exclude()), (&[3, 5][..], &[9][..]));
+        assert!(back.shaped());
+        // a state written before names an empty list: no pins
+        let back: Demand = serde_json::from_str(r#"{"part":0,"procs":1,"nodes":0,"mem_per_proc":0,"gpus_per_node":0,"sets":null,"submit":0,"include":[]}"#).unwrap();
+        assert!(back.pins.is_none());
     }
 }

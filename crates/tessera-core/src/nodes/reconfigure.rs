@@ -58,11 +58,11 @@ impl NodeEngine {
             // the nodes it names, by their new indices (one the new cluster
             // lacks: it can no longer run as asked)
             let old = &self.demand[i];
-            let include: Option<Vec<u32>> = old.include.iter().map(|&n| r.nodes[n as usize]).collect();
+            let include: Option<Vec<u32>> = old.include().iter().map(|&n| r.nodes[n as usize]).collect();
             let Some(include) = include else {
                 return Err(format!("job {id} asks for a node (-w) the new cluster does not have"));
             };
-            let choice = crate::NodeChoice { include, exclude: old.exclude.iter().filter_map(|&n| r.nodes[n as usize]).collect() };
+            let choice = crate::NodeChoice { include, exclude: old.exclude().iter().filter_map(|&n| r.nodes[n as usize]).collect() };
             let (d, need, _) = m.admit(&e.spec, own, &choice, self.demand[i].submit).map_err(|w| {
                 format!(
                     "job {id} could never run on the new cluster: {}",

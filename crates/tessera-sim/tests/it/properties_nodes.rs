@@ -84,13 +84,13 @@ proptest! {
             let o = simulate(&w, p);
             let mut per_node: BTreeMap<(u32, i64), i64> = BTreeMap::new();
             for (i, j) in w.jobs.iter().enumerate() {
-                let a = o.alloc[i].as_ref().unwrap();
+                let parts: Vec<_> = o.alloc.get(i).unwrap().collect();
                 prop_assert!(o.start[i] >= j.submit);
-                let slowest = a.parts.iter().map(|q| cluster.type_of(q.node as usize).factor).fold(f64::INFINITY, f64::min);
-                prop_assert_eq!(a.factor, slowest);
+                let slowest = parts.iter().map(|q| cluster.type_of(q.node as usize).factor).fold(f64::INFINITY, f64::min);
+                prop_assert_eq!(o.factor[i], slowest);
                 prop_assert_eq!(o.end[i] - o.start[i], scaled(j.runtime.min(j.estimate), slowest), "{} job {}", p, j.id);
                 if o.end[i] > o.start[i] {
-                    for q in &a.parts {
+                    for q in &parts {
                         *per_node.entry((q.node, o.start[i])).or_default() += q.cores as i64;
                         *per_node.entry((q.node, o.end[i])).or_default() -= q.cores as i64;
                     }
@@ -120,13 +120,14 @@ proptest! {
             if o.dropped_nodesets > 0 {
                 continue;
             }
-            for a in o.alloc.iter().flatten() {
+            for parts in o.alloc.iter().flatten() {
+                let parts: Vec<_> = parts.collect();
                 let key = |n: u32| {
                     let t = cluster.type_of(n as usize);
                     if by_speed { t.speed.to_string() } else { t.features[0].clone() }
                 };
-                let first = key(a.parts[0].node);
-                prop_assert!(a.parts.iter().all(|q| key(q.node) == first), "{} spans sets: {:?}", p, a);
+                let first = key(parts[0].node);
+                prop_assert!(parts.iter().all(|q| key(q.node) == first), "{} spans sets: {:?}", p, parts);
             }
         }
     }

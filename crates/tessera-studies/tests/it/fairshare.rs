@@ -121,9 +121,9 @@ fn a_weekly_maintenance_keeps_its_nodes_empty_in_a_replay() {
         assert_eq!(run.w.reservations.len(), 2);
         let (mut inside, mut between) = (0, 0);
         for (i, a) in run.outcome.alloc.iter().enumerate() {
-            let a = a.as_ref().expect("every job ran");
+            let parts: Vec<_> = a.expect("every job ran").collect();
             let (s, e) = (run.outcome.start[i], run.outcome.end[i]);
-            for p in &a.parts {
+            for p in &parts {
                 let week = 7 * 86_400;
                 // the windows of the weeks the job spans
                 for k in (s - 2 * 86_400 - 6 * 3600).div_euclid(week)..=(e - 2 * 86_400).div_euclid(week) + 1 {
