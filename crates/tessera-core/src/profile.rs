@@ -143,6 +143,11 @@ impl Profile {
         self.blocks[b].times[i]
     }
 
+    /// Free processors at the profile's first instant (now).
+    pub fn free_now(&self) -> i64 {
+        self.blocks[0].get(0)
+    }
+
     /// The most processors free at any instant before `limit`, among the segments
     /// built so far (every segment before `limit` once the profile is truncated).
     pub fn max_free_before(&self, limit: Time) -> i64 {
@@ -159,34 +164,6 @@ impl Profile {
             }
         }
         most
-    }
-
-    /// The least free count of every window that starts now, as a staircase
-    /// into `out`: pairs `(t, m)` with `t` increasing and `m` decreasing, where a
-    /// window `[now, end)` has `m` of the last pair with `t < end` (see
-    /// [`floor_of`]). Stops at the first `m` below `enough`: no window reaching
-    /// further has room for a job needing `enough`.
-    ///
-    /// Only segments built so far are looked at: past them lie the running jobs'
-    /// ends alone, where free counts only grow.
-    pub fn floors(&self, enough: i64, out: &mut Vec<(Time, i64)>) {
-        out.clear();
-        let mut least = i64::MAX;
-        for blk in &self.blocks {
-            if blk.min + blk.lazy >= least {
-                continue;
-            }
-            for i in 0..blk.times.len() {
-                let f = blk.get(i);
-                if f < least {
-                    least = f;
-                    out.push((blk.times[i], f));
-                    if f < enough {
-                        return;
-                    }
-                }
-            }
-        }
     }
 
     /// The earliest start at which `procs` are free for `dur` seconds, with the
@@ -408,14 +385,6 @@ impl Profile {
     }
 }
 
-/// The least free count over `[now, end)`, from a staircase of [`Profile::floors`]
-/// built at `now` (`end > now`).
-#[inline]
-pub(crate) fn floor_of(stairs: &[(Time, i64)], end: Time) -> i64 {
-    let k = stairs.partition_point(|&(t, _)| t < end);
-    stairs[..k].last().map_or(i64::MAX, |s| s.1)
-}
-
 /// Job shapes known not to fit anywhere before a limit during one pass: since a pass
 /// only ever takes processors away, a job at least as wide and as long as a job
 /// that did not fit will not fit either. Kept as a staircase of minimal failures:
@@ -561,19 +530,6 @@ mod tests {
                             limit = b;
                             p.truncate_after(b, &run);
                         }
-                    }
-                }
-                // the least free count of every window from now: exact while
-                // it leaves room for a job of 3, below 3 once the flat one is
-                let mut stairs = Vec::new();
-                p.floors(3, &mut stairs);
-                for d in [1, 2, 7, 40, 300, 1000, 4000, 20_000] {
-                    let least = *flat[now as usize..(now + d) as usize].iter().min().unwrap();
-                    let got = floor_of(&stairs, now + d);
-                    if got >= 3 {
-                        assert_eq!(got, least, "round {round}: least free over {d} s from now");
-                    } else {
-                        assert!(least < 3, "round {round}: {d} s from now: {got} but {least} free");
                     }
                 }
             }

@@ -132,7 +132,6 @@ impl NodeEngine {
         let mut full_at = Time::MAX;
         let mut most = self.capacity().min(i64::MAX as u64) as i64;
         let mut could_start: Option<u32> = None;
-        let mut stairs = std::mem::take(&mut self.stairs);
         let mut pos = t.queue.head().map_or(0, |h| h.0);
         let mut answer = None;
         let mut tl_miss = Misses::new(self.shortcuts);
@@ -140,17 +139,11 @@ impl NodeEngine {
             let lim = full_at.saturating_sub(now);
             let p = if bounded {
                 let dur_of = |e: Time| footprint(scaled(e, fmax));
-                // a job starts now only where its whole window from now has
-                // room: the least free count of each window (free counts only
-                // fall during a pass, so an answer found earlier in the pass
-                // is never later than the first job that can still start)
                 if could_start.is_none_or(|c| c < pos) {
-                    profile.floors(p_min, &mut stairs);
-                    let stairs = &stairs;
-                    could_start = t.queue.find_first(pos, |n, e| {
-                        let dur = dur_of(e);
-                        dur <= lim && (n as i64) <= floor_of(stairs, now.saturating_add(dur))
-                    });
+                    let free_now = profile.free_now();
+                    could_start = t
+                        .queue
+                        .find_first(pos, |n, e| (n as i64) <= free_now && dur_of(e) <= lim);
                     if could_start.is_none() {
                         break;
                     }
@@ -227,10 +220,10 @@ impl NodeEngine {
             if ts == now && bounded {
                 starts.push((job, a));
             }
+            could_start = None;
         }
         self.profile = profile;
         self.doomed = doomed;
-        self.stairs = stairs;
         if let Some(w) = tl.and_then(|tl| tl.windows) {
             self.blocks = w;
         }

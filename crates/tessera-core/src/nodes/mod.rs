@@ -37,7 +37,7 @@ use crate::job::{scaled, JobIdx, JobSpec, JobState, KillReason, SuspendedBy};
 use crate::nodeset::NodeSetSpec;
 use crate::pending::PendingReason;
 use crate::policy::PolicyKind;
-use crate::profile::{floor_of, footprint, Doomed, Profile};
+use crate::profile::{footprint, Doomed, Profile};
 use crate::running::{Running, RunningJob};
 use crate::table::JobTable;
 use crate::Time;
@@ -178,8 +178,6 @@ pub struct NodeEngine {
     profile: Profile,
     #[serde(skip)]
     doomed: Doomed,
-    #[serde(skip)]
-    stairs: Vec<(Time, i64)>,
     /// Advance reservations (`nodes/resv.rs`), the id of the next, and their
     /// windows node by node from the last pass on (built again when read
     /// back, with every demand's estimate and reservation).
@@ -331,7 +329,6 @@ impl NodeEngine {
             view: Mirror::default(),
             profile: Profile::default(),
             doomed: Doomed::default(),
-            stairs: Vec::new(),
             resvs: Vec::new(),
             next_resv: 0,
             blocks: Default::default(),
