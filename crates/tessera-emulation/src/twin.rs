@@ -255,8 +255,8 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
         let d = rel(l.start) - sim_start as f64;
         diffs.push(d);
         let live_susp = l.times().suspended;
-        let ds = live_susp - out.suspended[i] as f64;
-        susp.push((out.suspended[i] > 0, live_susp > 0.0, ds));
+        let ds = live_susp - out.suspended_of(i) as f64;
+        susp.push((out.suspended_of(i) > 0, live_susp > 0.0, ds));
         writeln!(
             csv,
             "{id},{},{},{},{},{:.3},{:.3},{:.3},{d:.3},{},{live_susp:.3},{ds:.3}",
@@ -267,12 +267,12 @@ pub fn run(a: &Options, bin: &Path) -> Result<Twin> {
             rel(l.submit),
             rel(l.start),
             rel(l.end),
-            out.suspended[i]
+            out.suspended_of(i)
         )?;
         // (a power-aware job is sized in nodes: its cores on n_max nodes)
         let procs = if sw.power_jobs.is_empty() { j.procs as f64 } else { l.cores as f64 };
-        let run = (out.end[i] - out.start[i] - out.suspended[i]) as f64;
-        sim_t.push(JobTimes { submit: sim_submit as f64, start: sim_start as f64, end: sim_end as f64, suspended: out.suspended[i] as f64, procs, held: procs * run });
+        let run = (out.end[i] - out.start[i] - out.suspended_of(i)) as f64;
+        sim_t.push(JobTimes { submit: sim_submit as f64, start: sim_start as f64, end: sim_end as f64, suspended: out.suspended_of(i) as f64, procs, held: procs * run });
         live_t.push(JobTimes { submit: rel(l.submit), start: rel(l.start), end: rel(l.end), ..l.times() });
     }
     csv.flush()?;

@@ -385,7 +385,7 @@ pub fn job_times(w: &Workload, o: &SimOutcome) -> Vec<JobTimes> {
         .iter()
         .enumerate()
         .map(|(i, j)| {
-            let (s, e, susp) = (o.start[i], o.end[i], o.suspended[i]);
+            let (s, e, susp) = (o.start[i], o.end[i], o.suspended_of(i));
             let run = (e - s - susp) as f64;
             let cores = o.alloc.get(i).map_or(j.procs as f64, |parts| parts.map(|p| p.cores as f64).sum());
             let held = o.power.as_ref().map_or(cores * run, |p| p.job_node_s[i]);
@@ -402,14 +402,14 @@ impl Summary {
         let (mut raw_cs, mut norm_cs, mut lost_cs) = (0f64, 0f64, 0f64);
         for (i, (j, t)) in w.jobs.iter().zip(&times).enumerate() {
             if let Some(parts) = o.alloc.get(i) {
-                let f = o.factor.get(i).copied().unwrap_or(1.0);
+                let f = o.factor_of(i);
                 for p in parts {
                     let f_node = node_factor(w, p.node as usize);
                     lost_cs += p.cores as f64 * t.run() * (1.0 - f / f_node);
                 }
             }
             raw_cs += t.held;
-            norm_cs += t.held * o.factor.get(i).copied().unwrap_or(1.0);
+            norm_cs += t.held * o.factor_of(i);
             if j.runtime > j.estimate {
                 killed += 1;
             }

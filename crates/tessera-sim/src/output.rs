@@ -25,7 +25,7 @@ pub fn write_jobs_csv<W: Write>(out: W, w: &Workload, o: &SimOutcome) -> io::Res
     writeln!(out, "{}", if power.is_some() { ",app,n_min,start_nodes,node_s,energy_j" } else { "" })?;
     for (i, j) in w.jobs.iter().enumerate() {
         let raw = o.end[i] - o.start[i];
-        let f = o.factor.get(i).copied().unwrap_or(1.0);
+        let f = o.factor_of(i);
         let nodes = match (&w.machine, o.alloc.get(i)) {
             (Machine::Cluster { cluster, .. }, Some(parts)) => {
                 let names: Vec<&str> = parts.map(|p| cluster.nodes[p.node as usize].name.as_str()).collect();

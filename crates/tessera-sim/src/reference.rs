@@ -69,7 +69,7 @@ pub fn simulate_reference(w: &Workload, policy: PolicyKind) -> SimOutcome {
             }
         }
     }
-    SimOutcome { start, end, suspended: vec![0; n], released: Default::default(), factor: vec![1.0; n], alloc: Default::default(), dropped_nodesets: 0, passes, max_queue, power: None, rejected: 0 }
+    SimOutcome { start, end, suspended: Vec::new(), released: Default::default(), factor: Vec::new(), alloc: Default::default(), dropped_nodesets: 0, passes, max_queue, power: None, rejected: 0 }
 }
 
 fn complete(now: Time, running: &mut Vec<Run>, free: &mut u32, end: &mut [Time]) -> bool {

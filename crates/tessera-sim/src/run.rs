@@ -13,13 +13,16 @@ pub struct SimOutcome {
     pub start: Vec<Time>,
     pub end: Vec<Time>,
     /// Seconds each job spent suspended between its start and its end (preempted
-    /// by a higher tier, or waiting for its gang time slice).
+    /// by a higher tier, or waiting for its gang time slice); empty when no job
+    /// was ever suspended (read it with [`SimOutcome::suspended_of`]).
     pub suspended: Vec<Time>,
     /// By job index, the intervals [from, to) in which a suspended job had
     /// given its cores back (every suspension in a simulation is a preemption
     /// or a gang slice; only jobs ever suspended are listed).
     pub released: std::collections::BTreeMap<u32, Vec<(Time, Time)>>,
-    /// The pace of each job: the scaling factor of its slowest node (1 in a pool).
+    /// The pace of each job: the scaling factor of its slowest node (1 in a
+    /// pool); empty when every job ran at pace 1 (read it with
+    /// [`SimOutcome::factor_of`]).
     pub factor: Vec<f64>,
     /// Where each job ran (cluster runs only).
     pub alloc: Placements,
@@ -33,6 +36,18 @@ pub struct SimOutcome {
     pub power: Option<PowerOutcome>,
     /// Inputs the engine rejected (0 unless the simulator has a bug).
     pub rejected: u64,
+}
+
+impl SimOutcome {
+    /// The pace job `i` ran at.
+    pub fn factor_of(&self, i: usize) -> f64 {
+        self.factor.get(i).copied().unwrap_or(1.0)
+    }
+
+    /// Seconds job `i` spent suspended.
+    pub fn suspended_of(&self, i: usize) -> Time {
+        self.suspended.get(i).copied().unwrap_or(0)
+    }
 }
 
 /// Where each job ran, for millions of jobs in a few vectors. A part is
@@ -217,11 +232,11 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         parm,
         start: vec![Time::MIN; n],
         end: vec![Time::MIN; n],
-        suspended: vec![0; n],
+        suspended: Vec::new(),
         released: Default::default(),
         since: Default::default(),
         due: vec![0; n],
-        factor: vec![1.0; n],
+        factor: Vec::new(),
         alloc: if clustered { Placements::sized(n) } else { Placements::default() },
         completions: BinaryHeap::with_capacity(1024),
         version: vec![0u32; n],
@@ -332,7 +347,13 @@ impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
                 let i = job.0 as usize;
                 self.start[i] = now;
                 let f = a.factor;
-                self.factor[i] = f;
+                // kept per job only once one runs at another pace
+                if f != 1.0 && self.factor.is_empty() {
+                    self.factor = vec![1.0; self.start.len()];
+                }
+                if let Some(slot) = self.factor.get_mut(i) {
+                    *slot = f;
+                }
                 let j = &self.w.jobs[i];
                 if let Some(m) = self.meter.as_mut() {
                     m.started(i, a.procs, scaled(j.effective_runtime(), f));
@@ -356,7 +377,12 @@ impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
             Effect::Finished(r) => {
                 let i = r.spec.id.0 as usize;
                 self.end[i] = r.end;
-                self.suspended[i] = r.suspended_s;
+                if r.suspended_s != 0 && self.suspended.is_empty() {
+                    self.suspended = vec![0; self.start.len()];
+                }
+                if let Some(slot) = self.suspended.get_mut(i) {
+                    *slot = r.suspended_s;
+                }
                 if let Some(s) = self.since.remove(&(i as u32)) {
                     self.released.entry(i as u32).or_default().push((s, r.end));
                 }

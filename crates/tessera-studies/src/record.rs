@@ -100,7 +100,7 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
     };
     w.jobs.iter().enumerate().map(move |(i, j)| {
         let r = &records[w.record_index[i] as usize];
-        let factor = o.factor.get(i).copied().unwrap_or(1.0);
+        let factor = o.factor_of(i);
         // a job killed at its limit ends by SIGTERM (Slurm's ExitCode 0:15)
         let (state, exit_code, signal) = if j.runtime > j.estimate {
             (JobStateTag::Timeout, 0, 15)
@@ -132,7 +132,7 @@ pub fn job_records<'a>(w: &'a Workload, o: &'a SimOutcome, records: &'a [SwfReco
             submit: j.submit,
             start: o.start[i],
             end: o.end[i],
-            suspended_s: o.suspended[i],
+            suspended_s: o.suspended_of(i),
             state,
             exit_code,
             signal,

@@ -87,7 +87,7 @@ proptest! {
                 let parts: Vec<_> = o.alloc.get(i).unwrap().collect();
                 prop_assert!(o.start[i] >= j.submit);
                 let slowest = parts.iter().map(|q| cluster.type_of(q.node as usize).factor).fold(f64::INFINITY, f64::min);
-                prop_assert_eq!(o.factor[i], slowest);
+                prop_assert_eq!(o.factor_of(i), slowest);
                 prop_assert_eq!(o.end[i] - o.start[i], scaled(j.runtime.min(j.estimate), slowest), "{} job {}", p, j.id);
                 if o.end[i] > o.start[i] {
                     for q in &parts {

@@ -139,7 +139,7 @@ fn mixed_speeds_in_the_simulator() {
     ];
     let w = tessera_sim::prepare_on(&recs, tessera_sim::Machine::Cluster { cluster, partition: None, nodeset: None });
     let o = tessera_sim::simulate(&w, Fcfs);
-    let got: Vec<(i64, i64, f64)> = (0..4).map(|i| (o.start[i], o.end[i], o.factor[i])).collect();
+    let got: Vec<(i64, i64, f64)> = (0..4).map(|i| (o.start[i], o.end[i], o.factor_of(i))).collect();
     assert_eq!(got, vec![(0, 100, 1.0), (100, 200, 1.0), (100, 150, 2.0), (150, 180, 2.0)]);
     let mut csv = Vec::new();
     tessera_sim::output::write_jobs_csv(&mut csv, &w, &o).unwrap();
