@@ -112,7 +112,7 @@ pub struct SwfReader<R> {
     report: LenientReport,
     /// The line of each job number seen (a job's whole-run records; partial
     /// executions, status 2-4, may share their job's number).
-    seen: std::collections::HashMap<i64, u64>,
+    seen: JobLines,
     /// The current line was refused as too long and its rest is still unread.
     in_long_line: bool,
     /// A line went on beyond [`MAX_SKIPPED_LINE_BYTES`]: nothing more is read.
@@ -155,7 +155,7 @@ impl<R: BufRead> SwfReader<R> {
             header_done: false,
             lenient: false,
             report: LenientReport::default(),
-            seen: std::collections::HashMap::new(),
+            seen: JobLines::default(),
             in_long_line: false,
             ended: false,
         }
@@ -276,9 +276,8 @@ impl<R: BufRead> SwfReader<R> {
             match parse_line(line) {
                 Ok(rec) if rec.job_number >= 0 && !(2..=4).contains(&rec.status) => match self.seen.insert(rec.job_number, self.line) {
                     None => return Some(Ok(rec)),
+                    // the first record keeps the number
                     Some(first) => {
-                        // the first record keeps the number
-                        self.seen.insert(rec.job_number, first);
                         if !self.lenient {
                             return Some(Err(SwfError::DuplicateJob { file: self.name.clone(), line: self.line, job: rec.job_number, first }));
                         }
@@ -450,9 +449,86 @@ fn parse_decimal(tok: &[u8]) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
+/// The line of each job number seen, as runs of consecutive numbers on
+/// consecutive lines: a trace numbered 1, 2, 3... line after line is one run,
+/// so millions of jobs cost a few entries and no hashing.
+#[derive(Debug, Default)]
+struct JobLines {
+    /// Runs by first number: (its line, how many numbers).
+    runs: std::collections::BTreeMap<i64, (u64, i64)>,
+    /// The run being extended: (first number, its line, how many numbers).
+    last: Option<(i64, u64, i64)>,
+    /// Past every number seen.
+    end: i128,
+}
+
+impl JobLines {
+    /// Record `job` (>= 0) at `line`, unless it was seen: then the line it was
+    /// first seen on.
+    fn insert(&mut self, job: i64, line: u64) -> Option<u64> {
+        if (job as i128) < self.end {
+            if let Some(first) = self.find(job) {
+                return Some(first);
+            }
+        }
+        self.end = self.end.max(job as i128 + 1);
+        match self.last {
+            Some((s, l, n)) if s.checked_add(n) == Some(job) && l.checked_add(n as u64) == Some(line) => self.last = Some((s, l, n + 1)),
+            _ => {
+                if let Some((s, l, n)) = self.last.take() {
+                    self.runs.insert(s, (l, n));
+                }
+                self.last = Some((job, line, 1));
+            }
+        }
+        None
+    }
+
+    fn find(&self, job: i64) -> Option<u64> {
+        let last = self.last.iter().map(|&(s, l, n)| (s, (l, n)));
+        let before = self.runs.range(..=job).next_back().map(|(&s, &r)| (s, r));
+        before.into_iter().chain(last).find(|&(s, (_, n))| s <= job && job - s < n).map(|(s, (l, _))| l + (job - s) as u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_lines_find_every_repeat_and_its_first_line() {
+        // numbers in order with gaps, skipped lines, numbers going back, and
+        // repeats inside, at the edges of and between runs, against a map
+        let mut seed = 0x2545f4914f6cdd1du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..50 {
+            let mut runs = JobLines::default();
+            let mut map = std::collections::BTreeMap::new();
+            let (mut job, mut line) = (rnd(5) as i64, 1u64);
+            for _ in 0..400 {
+                match rnd(10) {
+                    0 => job = rnd(300) as i64,
+                    1 => job += 1 + rnd(3) as i64,
+                    2 => line += 1 + rnd(2),
+                    _ => {}
+                }
+                let want = map.get(&job).copied();
+                assert_eq!(runs.insert(job, line), want, "round {round}: job {job} at line {line}");
+                map.entry(job).or_insert(line);
+                job += 1;
+                line += 1;
+            }
+        }
+        let mut runs = JobLines::default();
+        assert_eq!(runs.insert(i64::MAX, 1), None);
+        assert_eq!(runs.insert(i64::MAX, 2), Some(1));
+        assert_eq!(runs.insert(0, 3), None);
+    }
 
     #[test]
     fn integers() {
