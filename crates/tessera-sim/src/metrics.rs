@@ -401,15 +401,15 @@ impl Summary {
         let mut killed = 0u64;
         let (mut raw_cs, mut norm_cs, mut lost_cs) = (0f64, 0f64, 0f64);
         for (i, (j, t)) in w.jobs.iter().zip(&times).enumerate() {
+            let f = o.factor_of(i);
             if let Some(parts) = o.alloc.get(i) {
-                let f = o.factor_of(i);
                 for p in parts {
                     let f_node = node_factor(w, p.node as usize);
                     lost_cs += p.cores as f64 * t.run() * (1.0 - f / f_node);
                 }
             }
             raw_cs += t.held;
-            norm_cs += t.held * o.factor_of(i);
+            norm_cs += t.held * f;
             if j.runtime > j.estimate {
                 killed += 1;
             }

@@ -50,6 +50,17 @@ impl SimOutcome {
     }
 }
 
+/// `v[i] = x` in a vector of `n` jobs' values kept empty while every one is
+/// `usual` (a pace of 1, no second suspended).
+fn set_sparse<T: Copy + PartialEq>(v: &mut Vec<T>, n: usize, i: usize, x: T, usual: T) {
+    if x != usual && v.is_empty() {
+        *v = vec![usual; n];
+    }
+    if let Some(slot) = v.get_mut(i) {
+        *slot = x;
+    }
+}
+
 /// Where each job ran, for millions of jobs in a few vectors. A part is
 /// kept as its node and cores when its memory and GPUs follow the job's rule
 /// (memory per core and GPUs per node, taken from its first part), as nearly
@@ -347,13 +358,7 @@ impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
                 let i = job.0 as usize;
                 self.start[i] = now;
                 let f = a.factor;
-                // kept per job only once one runs at another pace
-                if f != 1.0 && self.factor.is_empty() {
-                    self.factor = vec![1.0; self.start.len()];
-                }
-                if let Some(slot) = self.factor.get_mut(i) {
-                    *slot = f;
-                }
+                set_sparse(&mut self.factor, self.start.len(), i, f, 1.0);
                 let j = &self.w.jobs[i];
                 if let Some(m) = self.meter.as_mut() {
                     m.started(i, a.procs, scaled(j.effective_runtime(), f));
@@ -377,12 +382,7 @@ impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
             Effect::Finished(r) => {
                 let i = r.spec.id.0 as usize;
                 self.end[i] = r.end;
-                if r.suspended_s != 0 && self.suspended.is_empty() {
-                    self.suspended = vec![0; self.start.len()];
-                }
-                if let Some(slot) = self.suspended.get_mut(i) {
-                    *slot = r.suspended_s;
-                }
+                set_sparse(&mut self.suspended, self.start.len(), i, r.suspended_s, 0);
                 if let Some(s) = self.since.remove(&(i as u32)) {
                     self.released.entry(i as u32).or_default().push((s, r.end));
                 }
