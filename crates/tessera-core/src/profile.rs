@@ -51,6 +51,9 @@ pub(crate) struct Profile {
     cursor: usize,
     /// Free processors once every running job up to `cursor` has ended.
     base_free: i64,
+    /// After [`Profile::earliest_fit_before`]: the fewest processors any start
+    /// it passed over lacked (i64::MAX if it passed over none).
+    pub shortfall: i64,
 }
 
 /// A job occupies its processors at least for the instant it starts: a job with a
@@ -177,11 +180,16 @@ impl Profile {
     ) -> Option<(Time, Pos)> {
         let p = procs.min(i64::MAX as u64) as i64;
         let (mut b, mut i) = (0usize, 0usize);
-        'search: loop {
+        // every start passed over lies in a segment with fewer than p free, in a
+        // block whose (upper bound on the) maximum is below p, or before a
+        // segment with fewer than p free inside its window: it lacks at least
+        // p minus that many
+        let mut short = i64::MAX;
+        let found = 'search: loop {
             // the next segment at or after (b, i) with at least p free
             loop {
                 if b == self.blocks.len() && !self.grow(running) {
-                    return None;
+                    break 'search None;
                 }
                 if b == self.blocks.len() {
                     // the new segment was merged into the last one: look at it again
@@ -191,20 +199,26 @@ impl Profile {
                 let blk = &self.blocks[b];
                 if blk.max + blk.lazy >= p {
                     while i < blk.times.len() && blk.get(i) < p {
+                        if blk.times[i].saturating_add(dur) > limit {
+                            break 'search None;
+                        }
+                        short = short.min(p - blk.get(i));
                         i += 1;
                     }
                     if i < blk.times.len() {
                         break;
                     }
                 } else if blk.times[0].saturating_add(dur) > limit {
-                    return None;
+                    break 'search None;
+                } else {
+                    short = short.min(p - (blk.max + blk.lazy));
                 }
                 b += 1;
                 i = 0;
             }
             let start = self.blocks[b].times[i];
             if start.saturating_add(dur) > limit {
-                return None;
+                break 'search None;
             }
             let end = start + dur;
             self.grow_until(end, running);
@@ -215,12 +229,12 @@ impl Profile {
                     cb += 1;
                     ci = 0;
                     if cb == self.blocks.len() {
-                        return Some((start, (b, i)));
+                        break 'search Some((start, (b, i)));
                     }
                 }
                 let blk = &self.blocks[cb];
                 if blk.times[ci] >= end {
-                    return Some((start, (b, i)));
+                    break 'search Some((start, (b, i)));
                 }
                 if ci == 0 && blk.min + blk.lazy >= p {
                     ci = blk.times.len(); // the whole block is wide enough
@@ -229,6 +243,7 @@ impl Profile {
                 while ci < blk.times.len() && blk.times[ci] < end {
                     if blk.get(ci) < p {
                         // blocked: look for a start after the blocking segment
+                        short = short.min(p - blk.get(ci));
                         b = cb;
                         i = ci + 1;
                         continue 'search;
@@ -236,10 +251,12 @@ impl Profile {
                     ci += 1;
                 }
                 if ci < blk.times.len() {
-                    return Some((start, (b, i)));
+                    break 'search Some((start, (b, i)));
                 }
             }
-        }
+        };
+        self.shortfall = short;
+        found
     }
 
     /// The earliest start at which `procs` are free for `dur` seconds.

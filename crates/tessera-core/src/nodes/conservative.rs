@@ -80,7 +80,17 @@ impl NodeEngine {
                     Err(_) => continue,
                 },
             };
+            let cores = cores_of(&a);
             self.start(now, t, job, a, out);
+            // a job that started now holds what the plan reserved for it, or the
+            // plan is not kept
+            let end = t.get(job).expected_end;
+            if self.kept.as_mut().is_some_and(|k| !k.started(job, now, end, cores)) {
+                self.kept = None;
+            }
+        }
+        if let Some(k) = &mut self.kept {
+            k.version = self.version;
         }
     }
 
@@ -98,6 +108,14 @@ impl NodeEngine {
         // the windows go to the timeline for the plan (and come back after it)
         let reserving = self.reserving();
         let timeline = !self.exact_aggregate && !self.cores_interchangeable() || reserving;
+        // the last pass's plan, where it may guide this one (`Kept`); this pass's
+        // own is kept where the profile alone places (a pass's, not an answer's)
+        let keeping = bounded && !timeline && self.shortcuts;
+        let mut last = match keeping {
+            true => self.kept.take().and_then(|k| k.usable(now, self.version, self.max_factor, self.running.as_slice())),
+            false => None,
+        };
+        let mut kept = keeping.then(|| Kept::new(now, self.max_factor));
         let windows = reserving.then(|| std::mem::take(&mut self.blocks));
         let running = self.running.as_slice();
         let mut profile = std::mem::take(&mut self.profile);
@@ -169,11 +187,33 @@ impl NodeEngine {
             let (need, est) = (e.need.min(i64::MAX as u64), e.spec.estimate);
             let dur_min = footprint(scaled(est, fmax));
             let d = &self.demand[job.index()];
-            let fit = if bounded {
-                profile.earliest_fit_before(need, dur_min, full_at, running)
-            } else {
-                Some(profile.earliest_fit(need, dur_min, running))
+            // the last plan's step for this job, if the repair has not ended
+            let step = match last.as_mut().map(|l| l.at(p)) {
+                Some(Err(())) => {
+                    last = None;
+                    None
+                }
+                Some(Ok(s)) => s,
+                None => None,
             };
+            let hint = step.as_ref().and_then(|(s, more)| s.holds(job, need, dur_min, now, full_at, *more));
+            let old = step.as_ref().and_then(|(s, _)| s.at.map(|t| (t, s.need, s.dur)));
+            let fit = match hint {
+                Some((at, short)) => {
+                    profile.shortfall = short;
+                    at.map(|t0| (t0, profile.segment_at(t0, running)))
+                }
+                None if bounded => profile.earliest_fit_before(need, dur_min, full_at, running),
+                None => Some(profile.earliest_fit(need, dur_min, running)),
+            };
+            // a reservation other than the last plan's for this job ends the repair
+            let at = fit.map(|f| f.0);
+            if at.map(|t| (t, need, dur_min)) != old {
+                last = None;
+            }
+            if let Some(k) = &mut kept {
+                k.steps.push(Step { pos: p, job, need, dur: dur_min, at, short: profile.shortfall, full_at });
+            }
             let Some((t0, seg)) = fit else {
                 // free cores only go down during a pass, so no job at least as
                 // large and as long will fit either
@@ -227,7 +267,132 @@ impl NodeEngine {
         if let Some(w) = tl.and_then(|tl| tl.windows) {
             self.blocks = w;
         }
+        if keeping {
+            self.kept = kept;
+        }
         answer
+    }
+}
+
+/// One job the plan looked at: where it reserved (`at`), or that it found no
+/// window ending by `full_at`; and `short`, the fewest processors any earlier
+/// start lacked (from [`Profile::earliest_fit_before`]).
+#[derive(Debug, Clone)]
+pub(super) struct Step {
+    pos: u32,
+    job: JobIdx,
+    need: u64,
+    dur: Time,
+    at: Option<Time>,
+    short: i64,
+    full_at: Time,
+}
+
+/// Conservative's plan kept from one pass to the next, which repairs it from
+/// the first job a change affects instead of searching every window again.
+///
+/// Between the passes, running jobs end: those that end early give their
+/// cores back before the plan expected (`freed`, at most `C` cores more free at
+/// any instant), and those it started hold what it reserved for them. So at any
+/// job of the new pass, as long as it has reserved what the last pass did
+/// before that job, the profile has at most `C` more processors free than the
+/// last pass's had there (the started jobs after it only take some away). A
+/// job whose every earlier start lacked more than `C` then finds no earlier
+/// window; its own window still fits (the jobs after it were placed around
+/// it); so it keeps its reservation if that still ends by `full_at`. A job
+/// that found none keeps finding none if it lacked more than `C` and
+/// `full_at` is no later. Anything else the last plan reserved for and this
+/// one does not (a job that left, was held, or now starts earlier), or a
+/// reservation this one makes that the last did not, ends the repair: from
+/// there on the plan is built as from scratch. Any other change (a job that
+/// started elsewhere, a node that changed, a running job past its expected
+/// end) discards the kept plan. The property test
+/// `a_kept_conservative_plan_schedules_as_a_fresh_one` checks the schedules.
+#[derive(Debug, Clone)]
+pub(super) struct Kept {
+    now: Time,
+    fmax: f64,
+    /// The engine's version once the plan's jobs started.
+    pub(super) version: u64,
+    steps: Vec<Step>,
+    /// Running jobs that ended since (each bumped the version): their expected
+    /// end and processors.
+    freed: Vec<(Time, u32)>,
+    /// After [`Kept::usable`]: the most processors more free at any instant,
+    /// and the next step to look at.
+    more: i64,
+    next: usize,
+}
+
+impl Kept {
+    fn new(now: Time, fmax: f64) -> Kept {
+        Kept { now, fmax, version: 0, steps: Vec::new(), freed: Vec::new(), more: 0, next: 0 }
+    }
+
+    /// A running job ended (or left) with `r`'s end and processors.
+    pub(super) fn released(&mut self, r: RunningJob) {
+        self.freed.push((r.expected_end, r.procs));
+    }
+
+    /// A job the plan started now is expected to end at `end` on `cores`: true
+    /// if that is what it reserved (its step then goes: it no longer waits).
+    fn started(&mut self, job: JobIdx, now: Time, end: Time, cores: u64) -> bool {
+        let Some(i) = self.steps.iter().position(|s| s.job == job) else { return false };
+        let s = self.steps.remove(i);
+        s.at == Some(now) && end == now.saturating_add(s.dur) && cores == s.need
+    }
+
+    /// The plan, if the engine changed only by running jobs that ended since
+    /// and none still running is past its expected end.
+    fn usable(mut self, now: Time, version: u64, fmax: f64, running: &[RunningJob]) -> Option<Kept> {
+        let overdue = running.first().is_some_and(|r| r.expected_end <= now);
+        if overdue || version != self.version + self.freed.len() as u64 || fmax.to_bits() != self.fmax.to_bits() {
+            return None;
+        }
+        // a job that ended had its processors until its expected end (at least
+        // the instant after the plan's) in the plan's profile
+        let plan_now = self.now;
+        self.more = self
+            .freed
+            .iter()
+            .filter(|&&(end, _)| end.max(plan_now + 1) > now)
+            .map(|&(_, procs)| procs as i64)
+            .sum();
+        self.next = 0;
+        Some(self)
+    }
+
+    /// The kept plan's step at queue position `p`, which the pass reaches now,
+    /// with the most processors more free than then. The steps of jobs the
+    /// pass went by are dropped: an error if one had reserved (what it
+    /// reserved is no longer taken, so the repair ends).
+    fn at(&mut self, p: u32) -> Result<Option<(Step, i64)>, ()> {
+        while let Some(s) = self.steps.get(self.next).filter(|s| s.pos < p) {
+            if s.at.is_some() {
+                return Err(());
+            }
+            self.next += 1;
+        }
+        let Some(s) = self.steps.get(self.next).filter(|s| s.pos == p) else { return Ok(None) };
+        self.next += 1;
+        Ok(Some((s.clone(), self.more)))
+    }
+}
+
+impl Step {
+    /// If this step of the last plan still holds for `job` (needing `need`
+    /// for `dur`) with at most `more` processors more free: its window's
+    /// start (or none) and a bound on what any earlier start lacks now.
+    fn holds(&self, job: JobIdx, need: u64, dur: Time, now: Time, full_at: Time, more: i64) -> Option<(Option<Time>, i64)> {
+        let holds = self.job == job
+            && self.need == need
+            && self.dur == dur
+            && self.short > more
+            && match self.at {
+                Some(t0) => t0 >= now && t0.saturating_add(dur) <= full_at,
+                None => full_at <= self.full_at,
+            };
+        holds.then(|| (self.at, self.short - more))
     }
 }
 

@@ -163,6 +163,10 @@ pub struct NodeEngine {
     /// edits and the position of the next arrival then.
     #[serde(skip)]
     quiet_cache: Option<(u64, u64, u32)>,
+    /// Conservative's plan from its last pass, which the next pass repairs
+    /// rather than builds again (`nodes/conservative.rs`).
+    #[serde(skip)]
+    kept: Option<conservative::Kept>,
     /// EASY's views, each equal to the free view but on a few nodes: the free
     /// view at the shadow time (and the nodes it may have a free core on), the
     /// extra resources, and what is both free now and extra.
@@ -323,6 +327,7 @@ impl NodeEngine {
             version: 0,
             shadow_cache: None,
             quiet_cache: None,
+            kept: None,
             scratch: Mirror::default(),
             scratch_bits: Vec::new(),
             extra: Mirror::default(),
@@ -515,7 +520,12 @@ impl NodeEngine {
         self.version += 1;
         let e = t.get(job);
         if matches!(e.state, JobState::Running { .. } | JobState::Ending { .. }) {
-            self.running.remove(e.expected_end, job);
+            let r = self.running.remove(e.expected_end, job);
+            if let Some(k) = &mut self.kept {
+                k.released(r);
+            }
+        } else {
+            self.kept = None;
         }
         let a = self.alloc[job.index()].take()?;
         self.free.give(&a);
