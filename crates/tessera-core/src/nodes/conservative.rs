@@ -90,7 +90,7 @@ impl NodeEngine {
             }
         }
         if let Some(k) = &mut self.kept {
-            k.version = self.version;
+            k.close(self.version);
         }
     }
 
@@ -111,8 +111,9 @@ impl NodeEngine {
         // the last pass's plan, where it may guide this one (`Kept`); this pass's
         // own is kept where the profile alone places (a pass's, not an answer's)
         let keeping = bounded && !timeline && self.shortcuts;
-        let mut last = match keeping {
-            true => self.kept.take().and_then(|k| k.usable(now, self.version, self.max_factor, self.running.as_slice())),
+        // (a pass that does not keep its plan leaves none to repair)
+        let mut last = match bounded {
+            true => self.kept.take().filter(|_| keeping).and_then(|k| k.usable(now, self.version, self.max_factor, self.running.as_slice())),
             false => None,
         };
         let mut kept = keeping.then(|| Kept::new(now, self.max_factor));
@@ -212,7 +213,7 @@ impl NodeEngine {
                 last = None;
             }
             if let Some(k) = &mut kept {
-                k.steps.push(Step { pos: p, job, need, dur: dur_min, at, short: profile.shortfall, full_at });
+                k.steps.push(Step { pos: p, job, need, dur: dur_min, at, short: profile.shortfall, full_at, started: false });
             }
             let Some((t0, seg)) = fit else {
                 // free cores only go down during a pass, so no job at least as
@@ -277,7 +278,7 @@ impl NodeEngine {
 /// One job the plan looked at: where it reserved (`at`), or that it found no
 /// window ending by `full_at`; and `short`, the fewest processors any earlier
 /// start lacked (from [`Profile::earliest_fit_before`]).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Step {
     pos: u32,
     job: JobIdx,
@@ -286,6 +287,8 @@ pub(super) struct Step {
     at: Option<Time>,
     short: i64,
     full_at: Time,
+    /// The pass started it: it no longer waits (dropped by [`Kept::close`]).
+    started: bool,
 }
 
 /// Conservative's plan kept from one pass to the next, which repairs it from
@@ -313,14 +316,15 @@ pub(super) struct Kept {
     now: Time,
     fmax: f64,
     /// The engine's version once the plan's jobs started.
-    pub(super) version: u64,
+    version: u64,
     steps: Vec<Step>,
     /// Running jobs that ended since (each bumped the version): their expected
     /// end and processors.
     freed: Vec<(Time, u32)>,
-    /// After [`Kept::usable`]: the most processors more free at any instant,
-    /// and the next step to look at.
+    /// After [`Kept::usable`]: the most processors more free at any instant.
     more: i64,
+    /// The next step to look at: by the repair ([`Kept::at`]), or, on a plan
+    /// just made, by its starts ([`Kept::started`]).
     next: usize,
 }
 
@@ -335,11 +339,23 @@ impl Kept {
     }
 
     /// A job the plan started now is expected to end at `end` on `cores`: true
-    /// if that is what it reserved (its step then goes: it no longer waits).
+    /// if that is what it reserved. The plan's jobs start in its order, so the
+    /// steps are looked through once per pass.
     fn started(&mut self, job: JobIdx, now: Time, end: Time, cores: u64) -> bool {
-        let Some(i) = self.steps.iter().position(|s| s.job == job) else { return false };
-        let s = self.steps.remove(i);
+        let from = self.next;
+        let Some(i) = self.steps.get(from..).and_then(|rest| rest.iter().position(|s| s.job == job)).map(|i| i + from) else { return false };
+        self.next = i + 1;
+        let s = &mut self.steps[i];
+        s.started = true;
         s.at == Some(now) && end == now.saturating_add(s.dur) && cores == s.need
+    }
+
+    /// The pass's jobs have started, and the engine is at `version`: the steps
+    /// of those that started go.
+    fn close(&mut self, version: u64) {
+        self.steps.retain(|s| !s.started);
+        self.version = version;
+        self.next = 0;
     }
 
     /// The plan, if the engine changed only by running jobs that ended since
@@ -373,9 +389,9 @@ impl Kept {
             }
             self.next += 1;
         }
-        let Some(s) = self.steps.get(self.next).filter(|s| s.pos == p) else { return Ok(None) };
+        let Some(&s) = self.steps.get(self.next).filter(|s| s.pos == p) else { return Ok(None) };
         self.next += 1;
-        Ok(Some((s.clone(), self.more)))
+        Ok(Some((s, self.more)))
     }
 }
 
