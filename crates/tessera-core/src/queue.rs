@@ -654,6 +654,15 @@ impl Queue {
         self.jobs[self.phys(pos)]
     }
 
+    /// What the job at occupied position `pos` is filed under: its need (or
+    /// [`Queue::HELD`]) and estimate, read from the queue instead of the job
+    /// table (a pass looking through many jobs reads no job's entry).
+    #[inline]
+    pub fn filed_at(&self, pos: u32) -> (u64, Time) {
+        let m = self.tree[self.size + self.phys(pos)];
+        (m.need, m.est)
+    }
+
     /// Occupied positions in queue order, starting at the head.
     pub fn iter(&self) -> impl Iterator<Item = (u32, JobIdx)> + '_ {
         (self.head..self.tail)

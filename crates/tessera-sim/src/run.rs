@@ -61,21 +61,32 @@ fn set_sparse<T: Copy + PartialEq>(v: &mut Vec<T>, n: usize, i: usize, x: T, usu
     }
 }
 
-/// Where each job ran, for millions of jobs in a few vectors. A part is
-/// kept as its node and cores when its memory and GPUs follow the job's rule
-/// (memory per core and GPUs per node, taken from its first part), as nearly
-/// every part does; a job with a part that does not keeps all its parts whole.
+/// Where each job ran, for millions of jobs in a few vectors. Parts are kept
+/// as runs of consecutive nodes with the same cores when their memory and GPUs
+/// follow the job's rule (memory per core and GPUs per node, taken from its
+/// first part), as nearly every part does; a job with a part that does not
+/// keeps all its parts whole. First fit lays a job on consecutive nodes: on
+/// Curie's shape 14.9 million parts make 2.8 million runs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Placements {
     at: Vec<Slot>,
-    /// (node, cores) of the parts that follow their job's rule.
-    short: Vec<(u32, u32)>,
+    /// The runs of the parts that follow their job's rule.
+    short: Vec<Run>,
     /// The parts of the jobs with one that does not.
     whole: Vec<AllocPart>,
 }
 
-/// A job's parts: `len` of them from `from` in `short` (memory `mem_per_core`
-/// per core, `gpus` on each), or in `whole` where `mem_per_core` is [`WHOLE`].
+/// `count` parts on nodes `node`, `node + 1`, ... with `cores` each.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Run {
+    node: u32,
+    cores: u32,
+    count: u32,
+}
+
+/// A job's parts: `len` runs from `from` in `short` (memory `mem_per_core`
+/// per core, `gpus` on each), or `len` parts in `whole` where `mem_per_core`
+/// is [`WHOLE`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Slot {
     from: u64,
@@ -100,15 +111,19 @@ impl Placements {
         };
         let (mpc, gpus) = (if first.cores > 0 { first.mem / first.cores as u64 } else { 0 }, first.gpus);
         let follows = |p: &AllocPart| p.gpus == gpus && (p.cores as u64).checked_mul(mpc) == Some(p.mem);
-        let len = parts.len() as u32;
         self.at[i] = if mpc != WHOLE && parts.iter().all(follows) {
-            let from = self.short.len() as u64;
-            self.short.extend(parts.iter().map(|p| (p.node, p.cores)));
-            Slot { from, mem_per_core: mpc, len, gpus }
+            let from = self.short.len();
+            for p in parts {
+                match self.short[from..].last_mut() {
+                    Some(r) if r.cores == p.cores && r.node.checked_add(r.count) == Some(p.node) && r.count < u32::MAX => r.count += 1,
+                    _ => self.short.push(Run { node: p.node, cores: p.cores, count: 1 }),
+                }
+            }
+            Slot { from: from as u64, mem_per_core: mpc, len: (self.short.len() - from) as u32, gpus }
         } else {
             let from = self.whole.len() as u64;
             self.whole.extend_from_slice(parts);
-            Slot { from, mem_per_core: WHOLE, len, gpus: 0 }
+            Slot { from, mem_per_core: WHOLE, len: parts.len() as u32, gpus: 0 }
         };
     }
 
@@ -120,7 +135,7 @@ impl Placements {
             if s.mem_per_core == WHOLE {
                 Parts::Whole(self.whole[range].iter())
             } else {
-                Parts::Short { parts: self.short[range].iter(), mem_per_core: s.mem_per_core, gpus: s.gpus }
+                Parts::Short { runs: self.short[range].iter(), at: None, mem_per_core: s.mem_per_core, gpus: s.gpus }
             }
         })
     }
@@ -134,7 +149,9 @@ impl Placements {
 /// The parts of one job's placement ([`Placements::get`]).
 #[derive(Clone, Debug)]
 pub enum Parts<'a> {
-    Short { parts: std::slice::Iter<'a, (u32, u32)>, mem_per_core: u64, gpus: u32 },
+    /// Runs yet to give, and the run being given: its next node and the nodes
+    /// left in it.
+    Short { runs: std::slice::Iter<'a, Run>, at: Option<(u32, u32, u32)>, mem_per_core: u64, gpus: u32 },
     Whole(std::slice::Iter<'a, AllocPart>),
 }
 
@@ -142,7 +159,16 @@ impl Iterator for Parts<'_> {
     type Item = AllocPart;
     fn next(&mut self) -> Option<AllocPart> {
         match self {
-            Parts::Short { parts, mem_per_core, gpus } => parts.next().map(|&(node, cores)| AllocPart { node, cores, mem: cores as u64 * *mem_per_core, gpus: *gpus }),
+            Parts::Short { runs, at, mem_per_core, gpus } => {
+                let (node, cores, left) = match at.take() {
+                    Some(a) => a,
+                    None => runs.next().map(|r| (r.node, r.cores, r.count))?,
+                };
+                if left > 1 {
+                    *at = Some((node + 1, cores, left - 1));
+                }
+                Some(AllocPart { node, cores, mem: cores as u64 * *mem_per_core, gpus: *gpus })
+            }
             Parts::Whole(parts) => parts.next().copied(),
         }
     }
@@ -602,6 +628,9 @@ mod tests {
             vec![part(7, 3, 1000, 0)],
             // no part
             vec![],
+            // runs of consecutive nodes, broken by a gap, by other cores and
+            // by a node out of order
+            vec![part(10, 4, 0, 0), part(11, 4, 0, 0), part(12, 4, 0, 0), part(14, 4, 0, 0), part(15, 2, 0, 0), part(16, 2, 0, 0), part(13, 2, 0, 0)],
         ];
         let mut p = Placements::sized(jobs.len() + 1);
         for (i, parts) in jobs.iter().enumerate() {
@@ -619,5 +648,6 @@ mod tests {
         assert!(p.get(jobs.len() + 5).is_none(), "a job out of range");
         assert_eq!(p.iter().count(), jobs.len() + 1);
         assert_eq!(p.whole.len(), 5, "only the jobs with an odd part are kept whole");
+        assert_eq!(p.short.len(), 2 + 1 + 1 + 4, "consecutive nodes with the same cores make one run");
     }
 }

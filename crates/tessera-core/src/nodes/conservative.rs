@@ -184,8 +184,8 @@ impl NodeEngine {
             };
             pos = p + 1;
             let job = t.queue.job_at(p);
-            let e = t.get(job);
-            let (need, est) = (e.need.min(i64::MAX as u64), e.spec.estimate);
+            let (need, est) = t.queue.filed_at(p);
+            let need = need.min(i64::MAX as u64);
             let dur_min = footprint(scaled(est, fmax));
             let d = &self.demand[job.index()];
             // the last plan's step for this job, if the repair has not ended

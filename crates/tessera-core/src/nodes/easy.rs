@@ -127,7 +127,7 @@ impl NodeEngine {
             .first()
             .is_some_and(|r| r.expected_end < now);
         let (shadow, mut extra_now) = match self.shadow_cache {
-            Some((v, h, shadow, extra_now)) if v == self.version && h == head && !overdue => (shadow, extra_now),
+            Some((v, h, shadow, extra_now)) if self.shortcuts && v == self.version && h == head && !overdue => (shadow, extra_now),
             _ => {
                 let (mut scratch, mut bits) = (std::mem::take(&mut self.scratch), std::mem::take(&mut self.scratch_bits));
                 let (shadow, reserved) = self.shadow(now, head, head_need, &mut scratch, &mut bits);
@@ -183,7 +183,7 @@ impl NodeEngine {
             if t.over_limit(job) {
                 continue;
             }
-            let est = t.spec(job).estimate;
+            let (need, est) = t.queue.filed_at(p);
             let d = &self.demand[job.index()];
             // a job that cannot end by the shadow even on the fastest nodes can
             // only have the extra resources; others try what is free first
@@ -207,7 +207,7 @@ impl NodeEngine {
             let b = match on_free {
                 Some(a) => a,
                 None => {
-                    if t.get(job).need > xc || miss_extra.known(&self.board, d, 0) {
+                    if need > xc || miss_extra.known(&self.board, d, 0) {
                         continue;
                     }
                     // place on the extra resources: free now and not needed by the head
@@ -239,6 +239,15 @@ impl NodeEngine {
             if self.free_cores == 0 {
                 break;
             }
+        }
+        // where the head is placed by first fit, the pass's own starts leave
+        // the shadow, the head's reservation and the extra resources as a
+        // fresh pass would find them (a job started on what is free gives it
+        // back by the shadow, one on the extra resources took them from what
+        // the head does not need, and first fit takes the same there): kept
+        // until something else changes, as for interchangeable cores
+        if self.indexed(&self.demand[head.index()]) && !self.placement_varies() {
+            self.shadow_cache = Some((self.version, head, shadow, extra_now));
         }
     }
 
@@ -334,7 +343,7 @@ impl NodeEngine {
             let Ok(a) = self.place_now(&self.demand[job.index()], &self.free, now) else {
                 continue;
             };
-            let by_shadow = now.saturating_add(scaled(t.spec(job).estimate, a.factor)) <= shadow;
+            let by_shadow = now.saturating_add(scaled(t.queue.filed_at(p).1, a.factor)) <= shadow;
             let cores = cores_of(&a);
             if by_shadow || cores <= xc {
                 if !by_shadow {
