@@ -61,6 +61,10 @@ pub struct Engine {
     /// order, nobody charged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) share: Option<Box<crate::share::Sharing>>,
+    /// [`crate::step::step`]'s lists of effects and inputs, empty between
+    /// steps: kept so that a step allocates none.
+    #[serde(skip)]
+    pub(crate) step_bufs: (Vec<Effect>, Vec<Input>, Vec<Input>),
 }
 
 /// A saved engine state.
@@ -110,6 +114,7 @@ impl Engine {
             gates: Gates::default(),
             delays: Default::default(),
             share: None,
+            step_bufs: Default::default(),
         }
     }
 

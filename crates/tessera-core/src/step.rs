@@ -56,9 +56,7 @@ pub fn step(
     pass: bool,
     driver: &mut impl Driver,
 ) -> u64 {
-    let mut fx = Vec::new();
-    let mut due = Vec::new();
-    let mut rest = Vec::new();
+    let (mut fx, mut due, mut rest) = std::mem::take(&mut engine.step_bufs);
     // the latest wake-up asked for is at `now` (a pass consumes it)
     let mut wake_now = false;
     for input in inputs {
@@ -68,7 +66,7 @@ pub fn step(
             rest.push(input);
         }
     }
-    for input in rest {
+    for input in rest.drain(..) {
         feed(engine, now, input, driver, &mut fx, &mut due, &mut wake_now);
     }
     let mut passes = 0;
@@ -87,6 +85,8 @@ pub fn step(
             break;
         }
     }
+    // all three are empty again: effects are carried out and inputs handled
+    engine.step_bufs = (fx, due, rest);
     passes
 }
 
