@@ -149,9 +149,8 @@ impl Placements {
 /// The parts of one job's placement ([`Placements::get`]).
 #[derive(Clone, Debug)]
 pub enum Parts<'a> {
-    /// Runs yet to give, and the run being given: its next node and the nodes
-    /// left in it.
-    Short { runs: std::slice::Iter<'a, Run>, at: Option<(u32, u32, u32)>, mem_per_core: u64, gpus: u32 },
+    /// Runs yet to give, and what is left of the run being given.
+    Short { runs: std::slice::Iter<'a, Run>, at: Option<Run>, mem_per_core: u64, gpus: u32 },
     Whole(std::slice::Iter<'a, AllocPart>),
 }
 
@@ -160,14 +159,14 @@ impl Iterator for Parts<'_> {
     fn next(&mut self) -> Option<AllocPart> {
         match self {
             Parts::Short { runs, at, mem_per_core, gpus } => {
-                let (node, cores, left) = match at.take() {
-                    Some(a) => a,
-                    None => runs.next().map(|r| (r.node, r.cores, r.count))?,
+                let r = match at.take() {
+                    Some(r) => r,
+                    None => *runs.next()?,
                 };
-                if left > 1 {
-                    *at = Some((node + 1, cores, left - 1));
+                if r.count > 1 {
+                    *at = Some(Run { node: r.node + 1, count: r.count - 1, ..r });
                 }
-                Some(AllocPart { node, cores, mem: cores as u64 * *mem_per_core, gpus: *gpus })
+                Some(AllocPart { node: r.node, cores: r.cores, mem: r.cores as u64 * *mem_per_core, gpus: *gpus })
             }
             Parts::Whole(parts) => parts.next().copied(),
         }
