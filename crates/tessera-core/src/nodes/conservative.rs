@@ -149,6 +149,14 @@ impl NodeEngine {
         };
         let fmax = self.max_factor;
         let mut full_at = Time::MAX;
+        // on the timeline a long pass also bounds `full_at` by what the most
+        // frugal queued job could use (`Frugal`): building that looks at every
+        // queued job, so only once the pass has looked at a share of them
+        let mut frugal: Option<Frugal> = None;
+        let mut frugal_in = match bounded && tl.is_some() && self.shortcuts {
+            true => (t.queue.len() / FRUGAL_SHARE).max(FRUGAL_AFTER),
+            false => usize::MAX,
+        };
         let mut most = self.capacity().min(i64::MAX as u64) as i64;
         let mut could_start: Option<u32> = None;
         let mut pos = t.queue.head().map_or(0, |h| h.0);
@@ -159,7 +167,7 @@ impl NodeEngine {
             let p = if bounded {
                 let dur_of = |e: Time| footprint(scaled(e, fmax));
                 if could_start.is_none_or(|c| c < pos) {
-                    let free_now = profile.free_now();
+                    let free_now = profile.free_now().min(frugal.as_ref().map_or(i64::MAX, |f| f.profile.free_now()));
                     could_start = t
                         .queue
                         .find_first(pos, |n, e| (n as i64) <= free_now && dur_of(e) <= lim);
@@ -183,11 +191,31 @@ impl NodeEngine {
                 p
             };
             pos = p + 1;
+            frugal_in -= 1;
+            if frugal_in == 0 {
+                frugal_in = usize::MAX;
+                let per_core = self.least_mem_per_core(t);
+                if let Some(tl) = tl.as_mut().filter(|_| per_core > 0) {
+                    let (f, below) = tl.frugal(per_core, p_min, std::mem::take(&mut self.frugal));
+                    most = most.min(f.profile.max_free_before(full_at));
+                    frugal = Some(f);
+                    if let Some(b) = below.filter(|&b| b < full_at) {
+                        full_at = b;
+                        most = bound_by(full_at, &mut profile, &mut frugal, running);
+                    }
+                }
+            }
             let job = t.queue.job_at(p);
             let (need, est) = t.queue.filed_at(p);
             let need = need.min(i64::MAX as u64);
             let dur_min = footprint(scaled(est, fmax));
             let d = &self.demand[job.index()];
+            // the timeline only fills during the pass and `full_at` only moves
+            // earlier: a job at least as large and as long as one with no window
+            // has none either
+            if bounded && tl.is_some() && tl_miss.known(&self.board, d, est) {
+                continue;
+            }
             // the last plan's step for this job, if the repair has not ended
             let step = match last.as_mut().map(|l| l.at(p)) {
                 Some(Err(())) => {
@@ -223,10 +251,6 @@ impl NodeEngine {
             };
             let placed = match tl.as_mut() {
                 None => Some((t0, seg, dur_min, None)),
-                // the timeline only fills during the pass and `full_at` only
-                // moves earlier: a job at least as large and as long as one with
-                // no window has none either
-                Some(_) if bounded && tl_miss.known(&self.board, d, est) => None,
                 Some(tl) => {
                     let found = if bounded {
                         tl.earliest_between(&self.board, d, est, t0, full_at)
@@ -247,12 +271,13 @@ impl NodeEngine {
                 continue;
             };
             let cores = a.as_ref().map_or(need, cores_of);
-            if let Some(below) = profile.reserve(seg, dur, cores, p_min, running) {
-                if bounded && below < full_at {
-                    full_at = below;
-                    profile.truncate_after(full_at, running);
-                    most = profile.max_free_before(full_at);
-                }
+            let mut below = profile.reserve(seg, dur, cores, p_min, running);
+            if let (Some(tl), Some(a), Some(f)) = (tl.as_ref(), a.as_ref(), frugal.as_mut()) {
+                below = below.into_iter().chain(tl.frugal_take(f, a, ts, ts + dur, p_min)).min();
+            }
+            if let Some(below) = below.filter(|&b| bounded && b < full_at) {
+                full_at = below;
+                most = bound_by(full_at, &mut profile, &mut frugal, running);
             }
             if mode == Plan::Explain(job) {
                 answer = Some(ts);
@@ -265,6 +290,9 @@ impl NodeEngine {
         }
         self.profile = profile;
         self.doomed = doomed;
+        if let Some(f) = frugal {
+            self.frugal = f.profile;
+        }
         if let Some(w) = tl.and_then(|tl| tl.windows) {
             self.blocks = w;
         }
@@ -272,6 +300,41 @@ impl NodeEngine {
             self.kept = kept;
         }
         answer
+    }
+}
+
+/// A pass on the timeline builds [`Frugal`] once it has looked at one in
+/// `FRUGAL_SHARE` of the queued jobs, and at least `FRUGAL_AFTER`: most passes
+/// end sooner.
+const FRUGAL_SHARE: usize = 32;
+const FRUGAL_AFTER: usize = 8;
+
+/// `full_at` moved earlier: nothing after it matters to either profile. The
+/// most processors free before it.
+fn bound_by(full_at: Time, profile: &mut Profile, frugal: &mut Option<Frugal>, running: &[RunningJob]) -> i64 {
+    profile.truncate_after(full_at, running);
+    let most = profile.max_free_before(full_at);
+    match frugal {
+        Some(f) => {
+            f.profile.truncate_after(full_at, &[]);
+            most.min(f.profile.max_free_before(full_at))
+        }
+        None => most,
+    }
+}
+
+impl NodeEngine {
+    /// The least memory per core any queued job asks (MiB; 0 if one asks none,
+    /// or takes whole nodes, whatever their memory).
+    fn least_mem_per_core(&self, t: &JobTable) -> u64 {
+        t.queue
+            .iter()
+            .map(|(_, j)| {
+                let d = &self.demand[j.index()];
+                if d.whole || self.board.parts[d.part as usize].exclusive { 0 } else { d.mem_per_proc }
+            })
+            .min()
+            .unwrap_or(0)
     }
 }
 

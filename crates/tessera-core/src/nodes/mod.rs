@@ -43,7 +43,7 @@ use crate::table::JobTable;
 use crate::Time;
 use serde::{Deserialize, Serialize};
 use conservative::Plan;
-use timeline::Timeline;
+use timeline::{Frugal, Timeline};
 use index::{FreeIndex, Mirror};
 
 /// Whether a node takes jobs, and why not.
@@ -182,6 +182,9 @@ pub struct NodeEngine {
     profile: Profile,
     #[serde(skip)]
     doomed: Doomed,
+    /// The frugal profile's segments, kept for reuse between passes.
+    #[serde(skip)]
+    frugal: Profile,
     /// Advance reservations (`nodes/resv.rs`), the id of the next, and their
     /// windows node by node from the last pass on (built again when read
     /// back, with every demand's estimate and reservation).
@@ -334,6 +337,7 @@ impl NodeEngine {
             view: Mirror::default(),
             profile: Profile::default(),
             doomed: Doomed::default(),
+            frugal: Profile::default(),
             resvs: Vec::new(),
             next_resv: 0,
             blocks: Default::default(),

@@ -17,7 +17,7 @@
 use super::board::{Allocation, Board, Demand, Free, Misses};
 use crate::resv::Blocks;
 use crate::job::scaled;
-use crate::profile::footprint;
+use crate::profile::{footprint, Profile};
 use crate::Time;
 use std::collections::BTreeMap;
 
@@ -65,8 +65,14 @@ pub(super) struct Timeline {
     at: Free,
     /// Free cores at the cursor over every node.
     total: u64,
-    /// The nodes with a free core at the cursor, one bit each.
+    /// The nodes with a free core at the cursor, one bit each (and, once
+    /// `lean` is set, memory for a core of `lean` MiB).
     nonzero: Vec<u64>,
+    /// The bits set in `nonzero`.
+    live: usize,
+    /// The least memory per core of any queued job (MiB), once the pass has
+    /// worked it out for [`Frugal`]; 0 before.
+    lean: u64,
     /// Per partition, whether its nodes are in index order (for a partition of
     /// every node, the nodes with a free core can then be visited in partition
     /// order from `nonzero`).
@@ -114,7 +120,9 @@ impl Timeline {
             .map(|p| p.nodes.windows(2).all(|w| w[0] < w[1]))
             .collect();
         Timeline {
+            live: nonzero.iter().map(|w| w.count_ones() as usize).sum(),
             nonzero,
+            lean: 0,
             in_order,
             now,
             occ: vec![Vec::new(); n],
@@ -229,11 +237,21 @@ impl Timeline {
         self.at.gpus[n] = g;
         self.total += c as u64;
         let bit = 1u64 << (n % 64);
-        if c > 0 {
+        let was = self.nonzero[n / 64] & bit != 0;
+        if self.holds_some(n) {
             self.nonzero[n / 64] |= bit;
+            self.live += usize::from(!was);
         } else {
             self.nonzero[n / 64] &= !bit;
+            self.live -= usize::from(was);
         }
+    }
+
+    /// Whether node `n` may give a queued job something at the cursor: a free
+    /// core, and memory for it where the least any job asks is known.
+    #[inline]
+    fn holds_some(&self, n: usize) -> bool {
+        self.at.cores[n] > 0 && (self.lean == 0 || self.cap.mem[n] == 0 || self.at.mem[n] >= self.lean)
     }
 
     fn unapply(&mut self, e: &Edge) {
@@ -418,10 +436,24 @@ impl Timeline {
                 let hi = self.starts.partition_point(|s| s.0 < end);
                 patched.clear();
                 let mut total = self.total;
-                for i in lo..hi {
-                    let n = self.starts[i].1 as usize;
-                    // a node with nothing free at t has nothing over the window
-                    if self.seen[n] || self.at.cores[n] == 0 {
+                // a node with nothing free at t (for any queued job) has nothing
+                // over the window: where the window holds more starts than
+                // nodes have something, look for starts on those nodes instead
+                let few = self.live < hi - lo;
+                let mut by_start = self.starts[lo..hi].iter().map(|s| s.1);
+                let mut by_node = ones(&self.nonzero);
+                loop {
+                    let n = if few {
+                        let Some(n) = by_node.next() else { break };
+                        if !self.occ[n as usize].iter().any(|o| o.from > t && o.from < end) {
+                            continue;
+                        }
+                        n as usize
+                    } else {
+                        let Some(n) = by_start.next() else { break };
+                        n as usize
+                    };
+                    if self.seen[n] || !self.holds_some(n) {
                         continue;
                     }
                     self.seen[n] = true;
@@ -502,6 +534,101 @@ impl Timeline {
             .or_else(|_| board.place(d, &full, t, &|_| true))
             .expect("every job fits once everything has ended");
         (t, a)
+    }
+}
+
+/// What the most frugal pending job could use, over time: on each node the
+/// cores it could take with `per_core` MiB each (the least any pending job asks
+/// per core), summed over the machine, as the timeline stands (`docs/semantics.md`:
+/// where this falls below the smallest need, no job fits).
+pub(super) struct Frugal {
+    per_core: u64,
+    pub profile: Profile,
+}
+
+impl Timeline {
+    /// What node `n` could give a job of `per_core` MiB a core, with `held` taken.
+    fn frugal_of(&self, n: usize, held: (u32, u64), per_core: u64) -> i64 {
+        if !self.usable[n] || held.0 >= self.cap.cores[n] {
+            return 0;
+        }
+        let c = (self.cap.cores[n] - held.0) as u64;
+        let m = self.cap.mem[n];
+        (if m == 0 { c } else { c.min(m.saturating_sub(held.1) / per_core) }) as i64
+    }
+
+    /// The frugal profile of what the timeline holds now, and the first instant
+    /// at which it is below `p_min`: one sweep over the boundaries after now,
+    /// in time order.
+    pub fn frugal(&mut self, per_core: u64, p_min: i64, mut profile: Profile) -> (Frugal, Option<Time>) {
+        self.settle();
+        self.seek(self.now);
+        let mut held = self.held.clone();
+        let free_now = (0..held.len()).map(|n| self.frugal_of(n, (held[n].0, held[n].1), per_core)).sum();
+        let mut steps: Vec<(Time, i64)> = Vec::new();
+        let mut later = self.edges.values().peekable();
+        let mut base = self.base.iter().peekable();
+        loop {
+            let e = match (base.peek(), later.peek()) {
+                (Some(a), Some(b)) if a.t <= b.t => base.next(),
+                (Some(_), None) => base.next(),
+                (_, Some(_)) => later.next(),
+                (None, None) => break,
+            }
+            .unwrap();
+            let n = e.node as usize;
+            let h = &mut held[n];
+            let before = self.frugal_of(n, (h.0, h.1), per_core);
+            *h = if e.add { (h.0 + e.cores, h.1 + e.mem, h.2) } else { (h.0 - e.cores, h.1 - e.mem, h.2) };
+            let d = self.frugal_of(n, (h.0, h.1), per_core) - before;
+            match steps.last_mut() {
+                Some(s) if s.0 == e.t => s.1 += d,
+                _ if d != 0 => steps.push((e.t, d)),
+                _ => {}
+            }
+        }
+        let below = profile.from_steps(self.now, free_now, &steps, p_min);
+        // from now on the nodes a search visits are those with memory for a
+        // core of the most frugal job (the others give every job nothing)
+        self.lean = per_core;
+        for n in 0..self.at.cores.len() {
+            if !self.holds_some(n) {
+                self.nonzero[n / 64] &= !(1u64 << (n % 64));
+            }
+        }
+        self.live = self.nonzero.iter().map(|w| w.count_ones() as usize).sum();
+        (Frugal { per_core, profile }, below)
+    }
+
+    /// `a`, just occupied over [from, to), takes from the frugal profile what it
+    /// takes on each of its nodes; the first instant it leaves below `p_min`.
+    pub fn frugal_take(&self, f: &mut Frugal, a: &Allocation, from: Time, to: Time, p_min: i64) -> Option<Time> {
+        let mut below: Option<Time> = None;
+        let mut points = Vec::new();
+        for p in &a.parts {
+            let n = p.node as usize;
+            // the occupation itself is the node's last
+            let others = &self.occ[n][..self.occ[n].len() - 1];
+            points.clear();
+            points.push(from);
+            for o in others {
+                points.extend([o.from, o.to].into_iter().filter(|&x| x > from && x < to));
+            }
+            points.sort_unstable();
+            points.dedup();
+            for (k, &x) in points.iter().enumerate() {
+                let y = points.get(k + 1).copied().unwrap_or(to);
+                let held = others.iter().filter(|o| o.from <= x && x < o.to).fold((0u32, 0u64), |h, o| (h.0 + o.cores, h.1 + o.mem));
+                let take = self.frugal_of(n, held, f.per_core) - self.frugal_of(n, (held.0 + p.cores, held.1 + p.mem), f.per_core);
+                if take > 0 {
+                    let pos = f.profile.segment_at(x, &[]);
+                    if let Some(b) = f.profile.reserve(pos, y - x, take as u64, p_min, &[]) {
+                        below = Some(below.map_or(b, |c| c.min(b)));
+                    }
+                }
+            }
+        }
+        below
     }
 }
 

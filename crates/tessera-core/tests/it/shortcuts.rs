@@ -78,6 +78,35 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+
+    /// Conservative's bound from what the most frugal queued job could use
+    /// (`Frugal` in `nodes/timeline.rs`) changes no schedule: on the random
+    /// clusters, with a shared partition and every job asking memory (so
+    /// that cores are often left beside too little memory, and memory per core
+    /// ranges over the queue), conservative starts every job as the engine
+    /// without shortcuts does.
+    #[test]
+    fn the_frugal_bound_changes_no_conservative_schedule((toml, jobs) in arb_case(), least in 128u64..=512) {
+        let toml = toml.replace("\"exclusive\"", "\"shared\"");
+        let c = Cluster::from_toml(&toml, "frugal.toml").unwrap();
+        // the most processors a job of `m` MiB each can ever get
+        let most = |m: u64| -> u32 { c.nodes.iter().map(|n| if n.memory_mb == 0 { n.cores } else { n.cores.min((n.memory_mb / m) as u32) }).sum() };
+        let jobs: Vec<_> = jobs
+            .into_iter()
+            .map(|(s, j, r)| {
+                let m = j.mem_per_proc_mb.max(least);
+                (s, JobSpec { mem_per_proc_mb: m, procs: j.procs.min(most(m)), ..j }, r)
+            })
+            .filter(|(_, j, _)| j.procs > 0)
+            .collect();
+        let fast = replay(Engine::with_cluster(PolicyKind::Conservative, &c).unwrap(), &jobs);
+        let every = replay(Engine::with_cluster(PolicyKind::Conservative, &c).unwrap().without_shortcuts(), &jobs);
+        prop_assert_eq!(fast, every);
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
 
     /// Memory no job can be refused on changes no schedule: on the random
