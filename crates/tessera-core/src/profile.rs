@@ -109,26 +109,21 @@ impl Profile {
     }
 
     /// Start a profile at `now` with `free_now` free, changing by each of `steps`
-    /// (instant after now, change; sorted by instant) and by nothing else: the
-    /// calls that follow pass no running jobs. Returns the first instant at which
-    /// fewer than `threshold` are free, if there is one.
+    /// (instants strictly increasing after now, and the change there) and by
+    /// nothing else: the calls that follow pass no running jobs. Returns the
+    /// first instant at which fewer than `threshold` are free, if there is one.
     pub fn from_steps(&mut self, now: Time, free_now: i64, steps: &[(Time, i64)], threshold: i64) -> Option<Time> {
-        self.rebuild(now, 0);
+        self.rebuild(now, free_now.max(0) as u64);
+        let mut below = (free_now < threshold).then_some(now);
         let mut free = free_now;
-        self.blocks[0].free[0] = free;
-        self.blocks[0].refresh();
         for &(t, d) in steps {
             free += d;
-            let b = self.blocks.last_mut().unwrap();
-            if *b.times.last().unwrap() == t {
-                let i = b.times.len() - 1;
-                b.free[i] = free - b.lazy;
-                b.refresh();
-            } else {
-                self.push_back(t, free);
+            self.push_back(t, free);
+            if free < threshold && below.is_none() {
+                below = Some(t);
             }
         }
-        self.blocks.iter().flat_map(|b| (0..b.times.len()).map(move |i| (b.times[i], b.get(i)))).find(|&(_, f)| f < threshold).map(|x| x.0)
+        below
     }
 
     /// Add the next running-job end as a segment; false when there is none left.

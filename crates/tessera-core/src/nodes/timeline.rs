@@ -324,14 +324,7 @@ impl Timeline {
         let points =
             std::iter::once(from).chain(occ.iter().map(|o| o.from).filter(|&t| t > from && t < to));
         for (k, t) in points.enumerate() {
-            let (mut c, mut m, mut g) = (0u32, 0u64, 0u32);
-            for o in occ {
-                if o.from <= t && t < o.to {
-                    c += o.cores;
-                    m += o.mem;
-                    g += o.gpus;
-                }
-            }
+            let (c, m, g) = held_at(occ, t);
             most = (most.0.max(c), most.1.max(m), most.2.max(g));
             if k == 0 && most.0 >= self.cap.cores[n] {
                 // every core is taken at the start: the node gives nothing
@@ -544,6 +537,8 @@ impl Timeline {
 pub(super) struct Frugal {
     per_core: u64,
     pub profile: Profile,
+    /// Scratch: the instants a reservation's window is cut at on a node.
+    points: Vec<Time>,
 }
 
 impl Timeline {
@@ -569,13 +564,13 @@ impl Timeline {
         let mut later = self.edges.values().peekable();
         let mut base = self.base.iter().peekable();
         loop {
+            // the two sorted lists merged in time order
             let e = match (base.peek(), later.peek()) {
-                (Some(a), Some(b)) if a.t <= b.t => base.next(),
-                (Some(_), None) => base.next(),
-                (_, Some(_)) => later.next(),
-                (None, None) => break,
-            }
-            .unwrap();
+                (Some(a), Some(b)) if a.t > b.t => later.next(),
+                (Some(_), _) => base.next(),
+                (None, _) => later.next(),
+            };
+            let Some(e) = e else { break };
             let n = e.node as usize;
             let h = &mut held[n];
             let before = self.frugal_of(n, (h.0, h.1), per_core);
@@ -597,14 +592,14 @@ impl Timeline {
             }
         }
         self.live = self.nonzero.iter().map(|w| w.count_ones() as usize).sum();
-        (Frugal { per_core, profile }, below)
+        (Frugal { per_core, profile, points: Vec::new() }, below)
     }
 
     /// `a`, just occupied over [from, to), takes from the frugal profile what it
     /// takes on each of its nodes; the first instant it leaves below `p_min`.
     pub fn frugal_take(&self, f: &mut Frugal, a: &Allocation, from: Time, to: Time, p_min: i64) -> Option<Time> {
         let mut below: Option<Time> = None;
-        let mut points = Vec::new();
+        let mut points = std::mem::take(&mut f.points);
         for p in &a.parts {
             let n = p.node as usize;
             // the occupation itself is the node's last
@@ -618,7 +613,8 @@ impl Timeline {
             points.dedup();
             for (k, &x) in points.iter().enumerate() {
                 let y = points.get(k + 1).copied().unwrap_or(to);
-                let held = others.iter().filter(|o| o.from <= x && x < o.to).fold((0u32, 0u64), |h, o| (h.0 + o.cores, h.1 + o.mem));
+                let held = held_at(others, x);
+                let held = (held.0, held.1);
                 let take = self.frugal_of(n, held, f.per_core) - self.frugal_of(n, (held.0 + p.cores, held.1 + p.mem), f.per_core);
                 if take > 0 {
                     let pos = f.profile.segment_at(x, &[]);
@@ -628,8 +624,14 @@ impl Timeline {
                 }
             }
         }
+        f.points = points;
         below
     }
+}
+
+/// What `occ` holds at instant `t`: cores, memory, GPUs.
+fn held_at(occ: &[Occ], t: Time) -> (u32, u64, u32) {
+    occ.iter().filter(|o| o.from <= t && t < o.to).fold((0, 0, 0), |h, o| (h.0 + o.cores, h.1 + o.mem, h.2 + o.gpus))
 }
 
 /// The positions of the set bits, in increasing order.
