@@ -252,8 +252,13 @@ impl NodeEngine {
             let placed = match tl.as_mut() {
                 None => Some((t0, seg, dur_min, None)),
                 Some(tl) => {
+                    // what the most frugal job could use bounds the start too
+                    let t0 = match frugal.as_mut() {
+                        Some(f) => f.profile.earliest_fit_before(need, dur_min, full_at, &[]).map(|x| x.0.max(t0)),
+                        None => Some(t0),
+                    };
                     let found = if bounded {
-                        tl.earliest_between(&self.board, d, est, t0, full_at)
+                        t0.and_then(|t0| tl.earliest_between(&self.board, d, est, t0, full_at))
                     } else {
                         Some(tl.earliest(&self.board, d, est))
                     };
