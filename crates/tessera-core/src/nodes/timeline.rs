@@ -20,6 +20,7 @@ use crate::job::scaled;
 use crate::profile::{footprint, Profile};
 use crate::Time;
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Included};
 
 #[derive(Debug, Clone, Copy)]
 struct Occ {
@@ -50,11 +51,11 @@ pub(super) struct Timeline {
     ends: Vec<Time>,
     /// Boundaries after now of what was there before the first search, in time
     /// order (`base[..base_applied]` are at or before the cursor), and of what
-    /// was added since (a sequence number keeps equal instants apart). The
+    /// was added since (per instant, in the order added). The
     /// boundaries at or before the cursor are counted in `held`.
     base: Vec<Edge>,
     base_applied: usize,
-    edges: BTreeMap<(Time, u32), Edge>,
+    edges: BTreeMap<Time, Vec<Edge>>,
     cursor: Time,
     /// Starts of occupations after now, in time order.
     starts: Vec<(Time, u32)>,
@@ -206,8 +207,8 @@ impl Timeline {
             self.base.push(e);
             return;
         }
-        let seq = self.edges.len() as u32;
-        self.edges.insert((e.t, seq), e);
+        // a reservation's nodes share its two boundaries: one entry each
+        self.edges.entry(e.t).or_default().push(e);
         if e.t <= self.cursor {
             self.apply(&e);
         }
@@ -272,11 +273,11 @@ impl Timeline {
         }
         let (c, mut edges) = (self.cursor, std::mem::take(&mut self.edges));
         if t > c {
-            for e in edges.range((c, u32::MAX)..=(t, u32::MAX)).map(|x| x.1) {
+            for e in edges.range((Excluded(c), Included(t))).flat_map(|x| x.1) {
                 self.apply(e);
             }
         } else if t < c {
-            for e in edges.range((t, u32::MAX)..=(c, u32::MAX)).rev().map(|x| x.1) {
+            for e in edges.range((Excluded(t), Included(c))).rev().flat_map(|x| x.1.iter().rev()) {
                 self.unapply(e);
             }
         }
@@ -561,7 +562,7 @@ impl Timeline {
         let mut held = self.held.clone();
         let free_now = (0..held.len()).map(|n| self.frugal_of(n, (held[n].0, held[n].1), per_core)).sum();
         let mut steps: Vec<(Time, i64)> = Vec::new();
-        let mut later = self.edges.values().peekable();
+        let mut later = self.edges.values().flatten().peekable();
         let mut base = self.base.iter().peekable();
         loop {
             // the two sorted lists merged in time order
