@@ -118,6 +118,7 @@ impl NodeEngine {
         };
         let mut kept = keeping.then(|| Kept::new(now, self.max_factor));
         let windows = reserving.then(|| std::mem::take(&mut self.blocks));
+        let spare_tl = if timeline { std::mem::take(&mut self.timeline) } else { Timeline::default() };
         let running = self.running.as_slice();
         let mut profile = std::mem::take(&mut self.profile);
         let mut doomed = std::mem::take(&mut self.doomed);
@@ -126,7 +127,8 @@ impl NodeEngine {
         let usable = &self.usable;
         let is_usable = |n: u32| usable[n as usize];
         let mut tl = timeline.then(|| {
-            let mut tl = Timeline::new(&self.board, now, &is_usable, self.shortcuts, windows);
+            let mut tl = spare_tl;
+            tl.reset(&self.board, now, &is_usable, self.shortcuts, windows);
             for r in running {
                 if let Some(a) = &self.alloc[r.job.index()] {
                     tl.occupy(a, now, r.expected_end.max(now + 1));
@@ -298,8 +300,11 @@ impl NodeEngine {
         if let Some(f) = frugal {
             self.frugal = f.profile;
         }
-        if let Some(w) = tl.and_then(|tl| tl.windows) {
-            self.blocks = w;
+        if let Some(mut tl) = tl {
+            if let Some(w) = tl.windows.take() {
+                self.blocks = w;
+            }
+            self.timeline = tl;
         }
         if keeping {
             self.kept = kept;

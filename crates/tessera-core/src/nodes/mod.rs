@@ -185,6 +185,9 @@ pub struct NodeEngine {
     /// The frugal profile's segments, kept for reuse between passes.
     #[serde(skip)]
     frugal: Profile,
+    /// The last pass's timeline, whose buffers the next one reuses.
+    #[serde(skip)]
+    timeline: Timeline,
     /// Advance reservations (`nodes/resv.rs`), the id of the next, and their
     /// windows node by node from the last pass on (built again when read
     /// back, with every demand's estimate and reservation).
@@ -338,6 +341,7 @@ impl NodeEngine {
             profile: Profile::default(),
             doomed: Doomed::default(),
             frugal: Profile::default(),
+            timeline: Timeline::default(),
             resvs: Vec::new(),
             next_resv: 0,
             blocks: Default::default(),

@@ -42,6 +42,9 @@ struct Edge {
     gpus: u32,
 }
 
+/// Built again at every pass on the timeline, in the buffers of the last
+/// ([`Timeline::reset`]): a pass allocates only where it outgrows them.
+#[derive(Debug, Clone, Default)]
 pub(super) struct Timeline {
     now: Time,
     cap: Free,
@@ -92,59 +95,61 @@ pub(super) struct Timeline {
 }
 
 impl Timeline {
-    pub fn new(
+    /// Start the timeline of a pass at `now`: nothing held on any node, the
+    /// nodes `usable` says take jobs, and the windows of the reservations.
+    pub fn reset(
+        &mut self,
         board: &Board,
         now: Time,
         usable: &dyn Fn(u32) -> bool,
         shortcuts: bool,
         windows: Option<Blocks>,
-    ) -> Timeline {
-        let cap = board.full();
-        let n = cap.cores.len();
-        let usable: Vec<bool> = (0..n as u32).map(usable).collect();
-        let mut at = cap.clone();
-        let mut total = 0u64;
-        let mut nonzero = vec![0u64; n.div_ceil(64)];
-        for (i, &ok) in usable.iter().enumerate() {
-            if !ok || cap.cores[i] == 0 {
-                at.cores[i] = 0;
-                at.mem[i] = 0;
-                at.gpus[i] = 0;
+    ) {
+        self.cap.copy_from(&board.empty);
+        let n = self.cap.cores.len();
+        self.usable.clear();
+        self.usable.extend((0..n as u32).map(usable));
+        self.at.copy_from(&self.cap);
+        self.total = 0;
+        self.nonzero.clear();
+        self.nonzero.resize(n.div_ceil(64), 0);
+        for (i, &ok) in self.usable.iter().enumerate() {
+            if !ok || self.cap.cores[i] == 0 {
+                self.at.cores[i] = 0;
+                self.at.mem[i] = 0;
+                self.at.gpus[i] = 0;
             } else {
-                nonzero[i / 64] |= 1 << (i % 64);
+                self.nonzero[i / 64] |= 1 << (i % 64);
             }
-            total += at.cores[i] as u64;
+            self.total += self.at.cores[i] as u64;
         }
-        let in_order = board
-            .parts
-            .iter()
-            .map(|p| p.nodes.windows(2).all(|w| w[0] < w[1]))
-            .collect();
-        Timeline {
-            live: nonzero.iter().map(|w| w.count_ones() as usize).sum(),
-            nonzero,
-            lean: 0,
-            in_order,
-            now,
-            occ: vec![Vec::new(); n],
-            held: vec![(0, 0, 0); n],
-            usable,
-            at,
-            total,
-            cap,
-            // a reservation's window begins or ends: a job may start then
-            ends: windows.as_ref().map_or(Vec::new(), |w| w.bounds.iter().copied().filter(|&b| b > now).collect()),
-            windows,
-            base: Vec::new(),
-            base_applied: 0,
-            edges: BTreeMap::new(),
-            cursor: now,
-            starts: Vec::new(),
-            seen: vec![false; n],
-            settled: false,
-            misses: BTreeMap::new(),
-            shortcuts,
+        self.live = self.nonzero.iter().map(|w| w.count_ones() as usize).sum();
+        self.lean = 0;
+        self.in_order.clear();
+        self.in_order.extend(board.parts.iter().map(|p| p.nodes.windows(2).all(|w| w[0] < w[1])));
+        self.now = now;
+        self.occ.resize_with(n, Vec::new);
+        for o in &mut self.occ {
+            o.clear();
         }
+        self.held.clear();
+        self.held.resize(n, (0, 0, 0));
+        // a reservation's window begins or ends: a job may start then
+        self.ends.clear();
+        if let Some(w) = &windows {
+            self.ends.extend(w.bounds.iter().copied().filter(|&b| b > now));
+        }
+        self.windows = windows;
+        self.base.clear();
+        self.base_applied = 0;
+        self.edges.clear();
+        self.cursor = now;
+        self.starts.clear();
+        self.seen.clear();
+        self.seen.resize(n, false);
+        self.settled = false;
+        self.misses.clear();
+        self.shortcuts = shortcuts;
     }
 
     pub fn occupy(&mut self, a: &Allocation, from: Time, to: Time) {
