@@ -42,6 +42,16 @@ struct Edge {
     gpus: u32,
 }
 
+/// What every node holds and has free at now, as the cursor keeps it there.
+#[derive(Debug, Clone, Default)]
+struct AtNow {
+    held: Vec<(u32, u64, u32)>,
+    at: Free,
+    total: u64,
+    nonzero: Vec<u64>,
+    live: usize,
+}
+
 /// Built again at every pass on the timeline, in the buffers of the last
 /// ([`Timeline::reset`]): a pass allocates only where it outgrows them.
 #[derive(Debug, Clone, Default)]
@@ -83,6 +93,10 @@ pub(super) struct Timeline {
     in_order: Vec<bool>,
     /// Nodes already worked out for the window at hand.
     seen: Vec<bool>,
+    /// The cursor's state at now, from the first search on: a seek back to
+    /// near now starts from a copy of it rather than undoing every boundary
+    /// on the way.
+    at_now: Option<AtNow>,
     /// Whether `base`, `starts` and `ends` are sorted (from the first search on).
     settled: bool,
     /// Per candidate instant, the demands known to find no window starting
@@ -148,6 +162,7 @@ impl Timeline {
         self.seen.clear();
         self.seen.resize(n, false);
         self.settled = false;
+        self.at_now = None;
         self.misses.clear();
         self.shortcuts = shortcuts;
     }
@@ -172,6 +187,7 @@ impl Timeline {
             };
             if from <= self.now {
                 self.apply(&edge(from, true));
+                self.at_now(|tl| tl.apply(&edge(from, true)));
             } else {
                 self.insert(edge(from, true));
                 if self.settled {
@@ -203,7 +219,31 @@ impl Timeline {
             self.starts.sort_by_key(|s| s.0);
             self.ends.sort_unstable();
             self.ends.dedup();
+            // the cursor is at now: nothing after it is applied yet
+            let mut snap = self.at_now.take().unwrap_or_default();
+            snap.held.clone_from(&self.held);
+            snap.at.copy_from(&self.at);
+            snap.nonzero.clone_from(&self.nonzero);
+            (snap.total, snap.live) = (self.total, self.live);
+            self.at_now = Some(snap);
         }
+    }
+
+    /// Run `f` on the state at now in place of the cursor's (if taken).
+    fn at_now(&mut self, f: impl FnOnce(&mut Timeline)) {
+        let Some(mut s) = self.at_now.take() else { return };
+        self.swap_state(&mut s);
+        f(self);
+        self.swap_state(&mut s);
+        self.at_now = Some(s);
+    }
+
+    fn swap_state(&mut self, s: &mut AtNow) {
+        std::mem::swap(&mut self.held, &mut s.held);
+        std::mem::swap(&mut self.at, &mut s.at);
+        std::mem::swap(&mut self.nonzero, &mut s.nonzero);
+        std::mem::swap(&mut self.total, &mut s.total);
+        std::mem::swap(&mut self.live, &mut s.live);
     }
 
     fn insert(&mut self, e: Edge) {
@@ -266,6 +306,19 @@ impl Timeline {
 
     /// Move the cursor to `t` (forward or back).
     fn seek(&mut self, t: Time) {
+        // back to nearer now than the cursor (counting the running jobs'
+        // ends): start again from now
+        if let Some(snap) = self.at_now.as_ref().filter(|_| t < self.cursor) {
+            let behind = self.base.partition_point(|e| e.t <= t);
+            if behind < self.base_applied - behind {
+                self.held.clone_from(&snap.held);
+                self.at.copy_from(&snap.at);
+                self.nonzero.clone_from(&snap.nonzero);
+                (self.total, self.live) = (snap.total, snap.live);
+                self.base_applied = 0;
+                self.cursor = self.now;
+            }
+        }
         while self.base_applied < self.base.len() && self.base[self.base_applied].t <= t {
             let e = self.base[self.base_applied];
             self.apply(&e);
@@ -592,12 +645,16 @@ impl Timeline {
         // from now on the nodes a search visits are those with memory for a
         // core of the most frugal job (the others give every job nothing)
         self.lean = per_core;
-        for n in 0..self.at.cores.len() {
-            if !self.holds_some(n) {
-                self.nonzero[n / 64] &= !(1u64 << (n % 64));
+        let lean = |tl: &mut Timeline| {
+            for n in 0..tl.at.cores.len() {
+                if !tl.holds_some(n) {
+                    tl.nonzero[n / 64] &= !(1u64 << (n % 64));
+                }
             }
-        }
-        self.live = self.nonzero.iter().map(|w| w.count_ones() as usize).sum();
+            tl.live = tl.nonzero.iter().map(|w| w.count_ones() as usize).sum();
+        };
+        lean(self);
+        self.at_now(lean);
         (Frugal { per_core, profile, points: Vec::new() }, below)
     }
 
