@@ -221,10 +221,7 @@ impl Timeline {
             self.ends.dedup();
             // the cursor is at now: nothing after it is applied yet
             let mut snap = self.at_now.take().unwrap_or_default();
-            snap.held.clone_from(&self.held);
-            snap.at.copy_from(&self.at);
-            snap.nonzero.clone_from(&self.nonzero);
-            (snap.total, snap.live) = (self.total, self.live);
+            self.save_state(&mut snap);
             self.at_now = Some(snap);
         }
     }
@@ -236,6 +233,14 @@ impl Timeline {
         f(self);
         self.swap_state(&mut s);
         self.at_now = Some(s);
+    }
+
+    /// Copy the cursor's state into `s`.
+    fn save_state(&self, s: &mut AtNow) {
+        s.held.clone_from(&self.held);
+        s.at.copy_from(&self.at);
+        s.nonzero.clone_from(&self.nonzero);
+        (s.total, s.live) = (self.total, self.live);
     }
 
     fn swap_state(&mut self, s: &mut AtNow) {
@@ -308,13 +313,16 @@ impl Timeline {
     fn seek(&mut self, t: Time) {
         // back to nearer now than the cursor (counting the running jobs'
         // ends): start again from now
-        if let Some(snap) = self.at_now.as_ref().filter(|_| t < self.cursor) {
+        let nearer_now = t < self.cursor && {
             let behind = self.base.partition_point(|e| e.t <= t);
-            if behind < self.base_applied - behind {
-                self.held.clone_from(&snap.held);
-                self.at.copy_from(&snap.at);
-                self.nonzero.clone_from(&snap.nonzero);
-                (self.total, self.live) = (snap.total, snap.live);
+            behind < self.base_applied - behind
+        };
+        if nearer_now {
+            if let Some(mut snap) = self.at_now.take() {
+                // the cursor takes the state at now, which keeps a copy
+                self.swap_state(&mut snap);
+                self.save_state(&mut snap);
+                self.at_now = Some(snap);
                 self.base_applied = 0;
                 self.cursor = self.now;
             }
