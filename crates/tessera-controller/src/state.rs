@@ -624,7 +624,7 @@ impl State {
                     steps: Vec::new(),
                 },
             );
-            inputs.push_back(Input::Submit { spec, nodeset: nodeset.clone(), after: after.clone(), nodes: choice.clone() });
+            inputs.push_back(Input::submission(spec, nodeset.clone(), after.clone(), choice.clone()));
         }
         self.ledger.next_id = self.ledger.next_id.max(first + tasks.len() as u64);
     }

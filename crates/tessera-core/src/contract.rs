@@ -55,6 +55,16 @@ impl NodeChoice {
     }
 }
 
+/// A job entering the queue: [`Input::Submit`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Submission {
+    pub spec: JobSpec,
+    pub nodeset: Option<NodeSetSpec>,
+    pub after: Vec<After>,
+    /// Nodes it must use and nodes it may not (Slurm's `-w`, `-x`).
+    pub nodes: NodeChoice,
+}
+
 /// What a driver tells the engine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Input {
@@ -65,13 +75,9 @@ pub enum Input {
     /// `after`: its dependencies, on jobs in the engine or that ended at this
     /// instant (a driver resolves those that ended before: drops the met,
     /// refuses the impossible, turns a delay still to run into `spec.begin`).
-    Submit {
-        spec: JobSpec,
-        nodeset: Option<NodeSetSpec>,
-        after: Vec<After>,
-        /// Nodes it must use and nodes it may not (Slurm's `-w`, `-x`).
-        nodes: NodeChoice,
-    },
+    /// Boxed: the other inputs are small, and every input is moved several
+    /// times on its way in.
+    Submit(Box<Submission>),
     /// Cancel a queued job (it leaves at once) or a running one (it is killed).
     Cancel(JobId),
     /// Keep a pending job from starting; it keeps its place in the queue.
@@ -134,17 +140,17 @@ pub enum Input {
 impl Input {
     /// A submission without a node-set request of its own.
     pub fn submit(spec: JobSpec) -> Input {
-        Input::Submit {
-            spec,
-            nodeset: None,
-            after: Vec::new(),
-            nodes: NodeChoice::default(),
-        }
+        Input::submission(spec, None, Vec::new(), NodeChoice::default())
+    }
+
+    /// A submission with its node-set request, dependencies and node choice.
+    pub fn submission(spec: JobSpec, nodeset: Option<NodeSetSpec>, after: Vec<After>, nodes: NodeChoice) -> Input {
+        Input::Submit(Box::new(Submission { spec, nodeset, after, nodes }))
     }
 
     pub fn kind(&self) -> &'static str {
         match self {
-            Input::Submit { .. } => "submit",
+            Input::Submit(_) => "submit",
             Input::Cancel(_) => "cancel",
             Input::Hold(_) => "hold",
             Input::Release(_) => "release",
@@ -167,7 +173,7 @@ impl Input {
 
     pub(crate) fn job(&self) -> Option<JobId> {
         match self {
-            Input::Submit { spec, .. } => Some(spec.id),
+            Input::Submit(s) => Some(s.spec.id),
             Input::Cancel(j)
             | Input::Hold(j)
             | Input::Release(j)

@@ -15,7 +15,7 @@
 
 use crate::cluster::Cluster;
 use crate::contract::{
-    Effect, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, MAX_MEM_PER_PROC_MB,
+    Effect, Input, JobRecord, NeedsPowerMachine, NodeChange, Rejection, Submission, MAX_MEM_PER_PROC_MB,
     MAX_TIME,
 };
 use crate::gate::{Admission, Gates};
@@ -153,7 +153,10 @@ impl Engine {
             }
         }
         match input {
-            Input::Submit { spec, nodeset, after, nodes } => self.submit(now, spec, nodeset, after, nodes, out),
+            Input::Submit(s) => {
+                let Submission { spec, nodeset, after, nodes } = *s;
+                self.submit(now, spec, nodeset, after, nodes, out)
+            }
             Input::Cancel(id) => {
                 let j = self.lookup(id)?;
                 match self.t.state(j) {

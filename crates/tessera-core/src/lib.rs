@@ -35,7 +35,7 @@ mod table;
 
 pub use cluster::{BenchmarkKind, CanonicalUnit, Cluster, ClusterError, Node, NodePower, NodeType, Partition, PowerSetupInfo, PreemptMode, Reconfiguration, Reference};
 pub use nodeset::{NodeSetError, NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
-pub use contract::{Effect, Input, NodeChoice, JobRecord, NeedsPowerMachine, NodeChange, Rejection, MAX_TIME};
+pub use contract::{Effect, Input, NodeChoice, Submission, JobRecord, NeedsPowerMachine, NodeChange, Rejection, MAX_TIME};
 pub use engine::{Engine, Snapshot};
 pub use step::{step, Driver};
 pub use job::{scaled, After, AfterKind, FinalState, JobId, JobIdx, JobSpec, JobState, Shape, KillReason, Outcome, SuspendedBy, Throttle};

@@ -324,7 +324,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
                     end => spec.begin = Some(end.saturating_add(think)).filter(|&b| b > now),
                 }
             }
-            inputs.push(Input::Submit { spec, nodeset: nodeset.clone(), after, nodes: Default::default() });
+            inputs.push(Input::submission(spec, nodeset.clone(), after, Default::default()));
             next += 1;
         }
         passes += step(&mut engine, now, inputs.drain(..), true, &mut book);

@@ -149,7 +149,7 @@ impl TestEnv {
     pub fn submit_full(&mut self, t: Time, spec: JobSpec, nodeset: Option<NodeSetSpec>) -> &mut Self {
         let id = spec.id.0;
         assert_eq!(self.engine.can_run(&spec, nodeset.as_ref()), Ok(()), "job {id} can never run");
-        self.input(t, Input::Submit { spec, nodeset, after: Vec::new(), nodes: Default::default() });
+        self.input(t, Input::submission(spec, nodeset, Vec::new(), Default::default()));
         self
     }
 

@@ -96,8 +96,8 @@ fn drive(mut engine: Engine, steps: Vec<(Time, Input)>) {
             d if d >= MAX_TIME => d,
             d => now + d,
         };
-        let submitted = if let Input::Submit { spec, .. } = &input {
-            Some(spec.id)
+        let submitted = if let Input::Submit(s) = &input {
+            Some(s.spec.id)
         } else {
             None
         };

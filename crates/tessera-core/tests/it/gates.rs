@@ -10,7 +10,7 @@ fn after(kind: AfterKind, job: u64, delay: i64) -> After {
 }
 
 fn submit(env: &mut TestEnv, t: i64, spec: JobSpec, after: Vec<After>) -> Vec<Effect> {
-    env.take(t, Input::Submit { spec, nodeset: None, after, nodes: Default::default() })
+    env.take(t, Input::submission(spec, None, after, Default::default()))
 }
 
 fn finished(fx: &[Effect]) -> Vec<(u64, FinalState)> {

@@ -119,7 +119,7 @@ fn with_a_backfill_interval_jobs_backfill_only_at_its_instants() {
             env.submit(0, 1, 6, 100);
             assert_eq!(env.pass(0), vec![1], "{policy} {interval:?}");
             // job 2, the head: 4 free; job 3 fits now, ends by the head's start at 100
-            let submit = |id, procs, est| Input::Submit { spec: JobSpec::new(JobId(id), procs, est), nodeset: None, after: Vec::new(), nodes: Default::default() };
+            let submit = |id, procs, est| Input::submit(JobSpec::new(JobId(id), procs, est));
             let mut fx = env.take(5, submit(2, 6, 100));
             fx.extend(env.take(5, submit(3, 2, 50)));
             let wakes: Vec<_> = fx.iter().filter(|e| matches!(e, Effect::WakeAt(_))).collect();

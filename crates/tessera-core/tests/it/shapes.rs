@@ -14,7 +14,7 @@ fn engine() -> Engine {
 fn place(e: &mut Engine, id: u64, tasks: u32, shape: Shape, nodes: NodeChoice) -> Result<Option<Allocation>, Rejection> {
     let spec = JobSpec { shape, ..JobSpec::new(JobId(id), tasks * shape.cpt(), 100) };
     let mut fx = Vec::new();
-    e.handle(0, Input::Submit { spec, nodeset: None, after: Vec::new(), nodes }, &mut fx);
+    e.handle(0, Input::submission(spec, None, Vec::new(), nodes), &mut fx);
     if let Some(Effect::Rejected { reason, .. }) = fx.iter().find(|f| matches!(f, Effect::Rejected { .. })) {
         return Err(reason.clone());
     }
@@ -113,7 +113,7 @@ fn a_limit_above_the_partitions_max_time_is_refused_at_submission() {
     assert!(place(&mut e, 1, 1, Shape::default(), NodeChoice::default()).unwrap().is_some(), "100 s is MaxTime exactly");
     let spec = JobSpec::new(JobId(2), 1, 101);
     let mut fx = Vec::new();
-    e.handle(0, Input::Submit { spec, nodeset: None, after: Vec::new(), nodes: NodeChoice::default() }, &mut fx);
+    e.handle(0, Input::submission(spec, None, Vec::new(), NodeChoice::default()), &mut fx);
     let why = fx.iter().find_map(|f| match f {
         Effect::Rejected { reason: Rejection::NeverFits { why, .. }, .. } => Some(*why),
         _ => None,
