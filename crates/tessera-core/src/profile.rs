@@ -5,8 +5,11 @@ use crate::running::RunningJob;
 use crate::Time;
 
 /// Entries per block when a profile is built; blocks split at [`BLOCK_CAP`].
-const BLOCK_FILL: usize = 32;
-const BLOCK_CAP: usize = 64;
+/// Measured against 32/64 and 8/16: a reservation updates its end blocks
+/// segment by segment and whole blocks between at once, and on RICC and Curie
+/// with `--capacity` 16/32 took the least time (BENCHMARKS.md).
+const BLOCK_FILL: usize = 16;
+const BLOCK_CAP: usize = 32;
 
 /// A run of consecutive segments with the minimum and maximum of their free
 /// counts, and a pending amount added to all of them (a lazy range update).
@@ -37,9 +40,10 @@ pub(crate) type Pos = (usize, usize);
 /// Free processors over time as a step function: each segment covers
 /// `[time, next segment's time)` (the last one runs forever).
 ///
-/// Segments are kept in blocks of up to 64 with their minimum and maximum, so a
-/// search skips whole blocks that cannot hold a window start (`max < p`) or that
-/// cannot end one (`min >= p`), and a reservation updates whole blocks lazily:
+/// Segments are kept in blocks of up to [`BLOCK_CAP`] with their minimum and
+/// maximum, so a search skips whole blocks that cannot hold a window start
+/// (`max < p`) or that cannot end one (`min >= p`), and a reservation updates
+/// whole blocks lazily:
 /// O(S/B + B) per operation on S segments instead of O(S).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Profile {
