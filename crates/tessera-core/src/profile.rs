@@ -43,8 +43,7 @@ pub(crate) type Pos = (usize, usize);
 /// Segments are kept in blocks of up to [`BLOCK_CAP`] with their minimum and
 /// maximum, so a search skips whole blocks that cannot hold a window start
 /// (`max < p`) or that cannot end one (`min >= p`), and a reservation updates
-/// whole blocks lazily:
-/// O(S/B + B) per operation on S segments instead of O(S).
+/// whole blocks lazily: O(S/B + B) per operation on S segments instead of O(S).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Profile {
     blocks: Vec<Block>,

@@ -113,7 +113,7 @@ fn a_limit_above_the_partitions_max_time_is_refused_at_submission() {
     assert!(place(&mut e, 1, 1, Shape::default(), NodeChoice::default()).unwrap().is_some(), "100 s is MaxTime exactly");
     let spec = JobSpec::new(JobId(2), 1, 101);
     let mut fx = Vec::new();
-    e.handle(0, Input::submission(spec, None, Vec::new(), NodeChoice::default()), &mut fx);
+    e.handle(0, Input::submit(spec), &mut fx);
     let why = fx.iter().find_map(|f| match f {
         Effect::Rejected { reason: Rejection::NeverFits { why, .. }, .. } => Some(*why),
         _ => None,
