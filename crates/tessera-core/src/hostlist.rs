@@ -27,8 +27,15 @@ pub const MAX_NAME_BYTES: usize = 1 << 26;
 
 /// Expand a hostlist into node names, in order.
 pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
+    expand_at_most(list, MAX_HOSTS)
+}
+
+/// [`expand`], refusing a list of more than `max` names (at most
+/// [`MAX_HOSTS`]) before it is built.
+pub fn expand_at_most(list: &str, max: usize) -> Result<Vec<String>, HostlistError> {
+    let max = max.min(MAX_HOSTS);
     let err = |m: &str| HostlistError { hostlist: list.to_string(), message: m.to_string() };
-    let too_many = || err(&format!("expands to more than {MAX_HOSTS} names or {MAX_NAME_BYTES} bytes of names"));
+    let too_many = || err(&format!("expands to more than {max} names or {MAX_NAME_BYTES} bytes of names"));
     let mut out = Vec::new();
     let mut out_bytes = 0usize;
     for item in split_top_level(list).map_err(|m| err(&m))? {
@@ -47,14 +54,14 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
                 if prefix.contains(']') {
                     return Err(err("`]` without `[`"));
                 }
-                let values = expand_ranges(&rest[open + 1..close]).map_err(|m| err(&m))?;
+                let values = expand_ranges(&rest[open + 1..close], max).map_err(|m| err(&m))?;
                 let count = names.len().saturating_mul(values.len());
                 let value_bytes: usize = values.iter().map(String::len).sum();
                 let new_bytes = bytes
                     .saturating_mul(values.len())
                     .saturating_add(count.saturating_mul(prefix.len()))
                     .saturating_add(value_bytes.saturating_mul(names.len()));
-                if count > MAX_HOSTS || out_bytes.saturating_add(new_bytes) > MAX_NAME_BYTES {
+                if count > max || out_bytes.saturating_add(new_bytes) > MAX_NAME_BYTES {
                     return Err(too_many());
                 }
                 bytes = new_bytes;
@@ -79,7 +86,7 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
         }
         out.extend(names);
         out_bytes += bytes;
-        if out.len() > MAX_HOSTS {
+        if out.len() > max {
             return Err(too_many());
         }
     }
@@ -112,7 +119,7 @@ fn split_top_level(list: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
-fn expand_ranges(inner: &str) -> Result<Vec<String>, String> {
+fn expand_ranges(inner: &str, max: usize) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for part in inner.split(',') {
         let part = part.trim();
@@ -128,8 +135,11 @@ fn expand_ranges(inner: &str) -> Result<Vec<String>, String> {
         if a > b {
             return Err(format!("range `{part}` goes backwards"));
         }
-        if b - a >= MAX_HOSTS as u64 {
-            return Err(format!("range `{part}` is larger than {MAX_HOSTS}"));
+        if b - a >= max as u64 {
+            return Err(format!("range `{part}` is larger than {max}"));
+        }
+        if out.len() as u64 + (b - a) >= max as u64 {
+            return Err(format!("the ranges in `[{}]` give more than {max} values", crate::quote::clip(inner, 64)));
         }
         let width = lo.len();
         out.extend((a..=b).map(|v| format!("{v:0width$}")));
@@ -250,6 +260,17 @@ mod tests {
         assert!(expand(&many).unwrap_err().to_string().contains("more than"));
         // A big cluster's list of short names still expands.
         assert_eq!(expand("node[0000000-1048575]").unwrap().len(), 1 << 20);
+    }
+
+    #[test]
+    fn a_bound_below_max_hosts_is_kept_for_each_range_and_the_whole_list() {
+        assert_eq!(expand_at_most("n[1-5],m[1-5]", 10).unwrap().len(), 10);
+        let e = |list: &str, max: usize| expand_at_most(list, max).unwrap_err().message;
+        assert_eq!(e("n[1-11]", 10), "range `1-11` is larger than 10");
+        assert_eq!(e("n[1-6,1-6]", 10), "the ranges in `[1-6,1-6]` give more than 10 values");
+        assert_eq!(e("n[1-5],m[1-6]", 10), format!("expands to more than 10 names or {MAX_NAME_BYTES} bytes of names"));
+        assert_eq!(e("r[1-4]n[1-3]", 10), format!("expands to more than 10 names or {MAX_NAME_BYTES} bytes of names"));
+        assert!(expand_at_most("n1", 0).is_err(), "a bound of none refuses any name");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::fmt;
 
 /// Where a setting was written: a file and its line (the first line of a
 /// continued one).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Place {
     pub file: String,
     pub line: usize,

@@ -11,11 +11,21 @@
 
 use crate::conf::{q, ImportError, Line, Place};
 use crate::factors::Factors;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
+use std::rc::Rc;
 use tessera_core::cluster::Cluster;
 use tessera_core::duration::{format_duration, parse_duration, DURATION_FORMS};
 use tessera_core::hostlist;
+
+/// Most nodes an import defines: some six times the node count of the
+/// largest machines built, and a bound on the import's time and memory (it
+/// takes about 2 s a million nodes).
+pub const MAX_NODES: usize = 1 << 20;
+
+/// Most nodes a cluster's partitions name in all, for each node it may have
+/// (a node counts once for each partition that holds it).
+pub const MEMBERS_PER_NODE: usize = 8;
 
 /// Why a setting is not in the cluster file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -142,13 +152,52 @@ fn gres(v: &(String, Place)) -> Result<(u32, Vec<String>), ImportError> {
     Ok((gpus, other))
 }
 
-/// The settings of a line over its defaults (`NodeName=DEFAULT` lines before it).
-fn merged(defaults: &Settings, line: &Line) -> Settings {
-    let mut s = defaults.clone();
-    for p in &line.pairs {
-        s.insert(lower(&p.key), (p.value.clone(), line.at.clone()));
+/// A line's own settings (a key written twice: the last).
+fn own(line: &Line) -> Settings {
+    line.pairs.iter().map(|p| (lower(&p.key), (p.value.clone(), line.at.clone()))).collect()
+}
+
+/// A line's settings over the defaults in force where it was written
+/// (`NodeName=DEFAULT` lines before it), shared with the other lines that
+/// see the same defaults rather than copied into each.
+struct Merged {
+    own: Settings,
+    defaults: Rc<Settings>,
+}
+
+impl Merged {
+    fn get(&self, k: &str) -> Option<&(String, Place)> {
+        self.own.get(k).or_else(|| self.defaults.get(k))
     }
-    s
+}
+
+/// Why a NodeName setting is not in the cluster file (None: it is).
+fn node_key_left(k: &str) -> Option<(Left, &'static str)> {
+    const KNOWN: &[&str] = &["nodename", "cpus", "boards", "socketsperboard", "sockets", "corespersocket", "threadspercore", "realmemory", "gres", "features", "availablefeatures", "weight"];
+    Some(if KNOWN.contains(&k) {
+        return None;
+    } else if NODE_KEYS_DAEMON.contains(&k) {
+        (Left::Daemon, "how Slurm reaches the node")
+    } else if k == "state" {
+        (Left::NotModelled, "every node is imported up; set node states on the running controller (`tessera node drain|down`)")
+    } else if NODE_KEYS_NOT_MODELLED.contains(&k) {
+        (Left::NotModelled, "not modelled")
+    } else {
+        (Left::NotModelled, "not a setting Tessera knows")
+    })
+}
+
+/// Why a PartitionName setting is not in the cluster file (None: it is).
+fn partition_key_left(k: &str) -> Option<&'static str> {
+    const KNOWN: &[&str] = &["partitionname", "nodes", "default", "maxtime", "defaulttime", "prioritytier", "priorityjobfactor", "priority", "preemptmode", "oversubscribe", "shared", "defmempercpu"];
+    Some(match k {
+        _ if KNOWN.contains(&k) => return None,
+        "state" => "partition states are not part of a cluster file",
+        "allowaccounts" | "allowgroups" | "allowqos" | "denyaccounts" | "denyqos" | "allowalloc" => "who may use a partition is not modelled: every association may",
+        "hidden" => "every partition is shown",
+        "defmempernode" => "memory per node by default is not modelled (DefMemPerCPU is)",
+        _ => "not modelled",
+    })
 }
 
 fn note(notes: &mut Vec<Note>, at: &Place, key: &str, value: &str, left: Left, why: &str) {
@@ -168,29 +217,59 @@ fn stem(name: &str) -> String {
 /// The cluster file for `lines` (a slurm.conf read by [`crate::conf::read`]).
 /// `out_name` names the file in the errors of its own check.
 pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Result<Imported, ImportError> {
+    import_at_most(lines, factors, out_name, MAX_NODES)
+}
+
+/// [`import`] of a cluster of at most `max_nodes` nodes, whose partitions
+/// name at most [`MEMBERS_PER_NODE`] × `max_nodes` in all: an error, before
+/// the names are built, where the file asks for more.
+pub fn import_at_most(lines: &[Line], factors: Option<&Factors>, out_name: &str, max_nodes: usize) -> Result<Imported, ImportError> {
+    let max_members = max_nodes.saturating_mul(MEMBERS_PER_NODE);
     let mut notes = Vec::new();
     let mut globals: Settings = BTreeMap::new();
-    let (mut node_defaults, mut part_defaults): (Settings, Settings) = (BTreeMap::new(), BTreeMap::new());
-    let mut node_lines: Vec<(Settings, &Line)> = Vec::new();
-    let mut part_lines: Vec<(Settings, &Line)> = Vec::new();
+    let (mut node_defaults, mut part_defaults): (Rc<Settings>, Rc<Settings>) = Default::default();
+    let mut node_lines: Vec<(Merged, &Line)> = Vec::new();
+    let mut part_lines: Vec<(Merged, &Line)> = Vec::new();
     let mut nodesets: BTreeMap<String, (Settings, &Line)> = BTreeMap::new();
+    // each key as written, by where it was written and its lowercase form
+    let mut written_keys: HashMap<(&Place, String), &str> = HashMap::new();
+    for line in lines {
+        for p in &line.pairs {
+            written_keys.entry((&line.at, lower(&p.key))).or_insert(&p.key);
+        }
+    }
+    let original_key = |at: &Place, k: &str| written_keys.get(&(at, k.to_string())).map_or_else(|| k.to_string(), |w| w.to_string());
     for line in lines {
         let first = &line.pairs[0];
         match line.kind().as_str() {
+            // a default's setting that the cluster file does not hold is
+            // noted once, where written
             "nodename" if first.value.eq_ignore_ascii_case("default") => {
+                let d = Rc::make_mut(&mut node_defaults);
                 for p in &line.pairs[1..] {
-                    node_defaults.insert(lower(&p.key), (p.value.clone(), line.at.clone()));
+                    d.insert(lower(&p.key), (p.value.clone(), line.at.clone()));
+                }
+                for (k, (v, at)) in &own(line) {
+                    if let Some((left, why)) = node_key_left(k) {
+                        note(&mut notes, at, &original_key(at, k), v, left, why);
+                    }
                 }
             }
-            "nodename" => node_lines.push((merged(&node_defaults, line), line)),
+            "nodename" => node_lines.push((Merged { own: own(line), defaults: node_defaults.clone() }, line)),
             "partitionname" if first.value.eq_ignore_ascii_case("default") => {
+                let d = Rc::make_mut(&mut part_defaults);
                 for p in &line.pairs[1..] {
-                    part_defaults.insert(lower(&p.key), (p.value.clone(), line.at.clone()));
+                    d.insert(lower(&p.key), (p.value.clone(), line.at.clone()));
+                }
+                for (k, (v, at)) in &own(line) {
+                    if let Some(why) = partition_key_left(k) {
+                        note(&mut notes, at, &original_key(at, k), v, Left::NotModelled, why);
+                    }
                 }
             }
-            "partitionname" => part_lines.push((merged(&part_defaults, line), line)),
+            "partitionname" => part_lines.push((Merged { own: own(line), defaults: part_defaults.clone() }, line)),
             "nodeset" => {
-                nodesets.insert(first.value.clone(), (merged(&BTreeMap::new(), line), line));
+                nodesets.insert(first.value.clone(), (own(line), line));
             }
             "downnodes" | "frontendname" | "switchname" => note(&mut notes, &line.at, &first.key, &first.value, Left::NotModelled, "node states and front ends are not part of a cluster file"),
             _ => {
@@ -241,7 +320,7 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
             _ if left == Left::Policy => "a policy setting",
             _ => "a daemon setting",
         };
-        note(&mut notes, at, &original_key(lines, at, k), v, left, why);
+        note(&mut notes, at, &original_key(at, k), v, left, why);
     }
     if preempt_type == "preempt/qos" {
         if let Some((v, at)) = globals.get("preempttype") {
@@ -250,16 +329,20 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
     }
 
     // ---- nodes --------------------------------------------------------------
-    let mut seen: BTreeMap<String, Place> = BTreeMap::new();
+    let mut seen: HashMap<String, &Place> = HashMap::new();
+    // a default's setting noted once, where written
+    let mut noted: HashSet<(&str, &Place)> = HashSet::new();
     let mut nodes: Vec<NodeLine> = Vec::new();
-    let mut noted_default_keys: BTreeSet<(String, usize)> = BTreeSet::new();
     for (s, line) in &node_lines {
         let at = &line.at;
         let written = line.pairs[0].value.clone();
-        let names = hostlist::expand(&written).map_err(|e| ImportError::new(at, "NodeName", e.to_string()))?;
+        let names = hostlist::expand_at_most(&written, max_nodes - seen.len()).map_err(|e| match seen.len() {
+            0 => ImportError::new(at, "NodeName", e.to_string()),
+            _ => ImportError::new(at, "NodeName", format!("{e}: {} nodes are defined before it, and a cluster has at most {max_nodes}", seen.len())),
+        })?;
         for n in &names {
             hostlist::check_name(n).map_err(|m| ImportError::new(at, "NodeName", m))?;
-            if let Some(first) = seen.insert(n.clone(), at.clone()) {
+            if let Some(first) = seen.insert(n.clone(), at) {
                 return Err(ImportError::new(at, "NodeName", format!("node {} is already defined at {first}", q(n))));
             }
         }
@@ -292,14 +375,14 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         }
         if threads > 1 {
             let v = get("threadspercore").unwrap();
-            if noted_default_keys.insert(("threadspercore".into(), v.1.line)) {
+            if noted.insert(("threadspercore", &v.1)) {
                 note(&mut notes, &v.1, "ThreadsPerCore", &v.0, Left::NotModelled, "Tessera allocates whole cores: a job's processors are cores, not hardware threads");
             }
         }
         let memory_mb = match get("realmemory") {
             Some(v) if memory_tracked => Some(num::<u64>(&kilo(v), "RealMemory", 1, (1 << 63) - 1, "MiB, an integer >= 1 (a K suffix is × 1024)")?),
             Some(v) => {
-                if noted_default_keys.insert(("realmemory".into(), v.1.line)) {
+                if noted.insert(("realmemory", &v.1)) {
                     note(&mut notes, &v.1, "RealMemory", &v.0, Left::NotModelled, "memory is not a consumable resource (SelectTypeParameters has no _Memory): nodes are imported without memory, as Slurm schedules them");
                 }
                 None
@@ -316,22 +399,11 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         }
         let features: Vec<String> = get("features").or(get("availablefeatures")).map(|v| v.0.split(',').map(str::trim).filter(|f| !f.is_empty()).map(String::from).collect()).unwrap_or_default();
         let weight = get("weight").map(|v| if v.0.eq_ignore_ascii_case("infinite") { Ok(u32::MAX as u64 - 1) } else { num::<u64>(&kilo(v), "Weight", 0, u32::MAX as u64, "an integer 0..=4294967295 or INFINITE") }).transpose()?.unwrap_or(1);
-        // settings not carried over: noted once where written
-        for (k, (v, p)) in s.iter() {
-            let known = ["nodename", "cpus", "boards", "socketsperboard", "sockets", "corespersocket", "threadspercore", "realmemory", "gres", "features", "availablefeatures", "weight"];
-            if known.contains(&k.as_str()) || !noted_default_keys.insert((k.clone(), p.line)) {
-                continue;
+        // the line's own settings not carried over (its defaults' are noted where written)
+        for (k, (v, p)) in &s.own {
+            if let Some((left, why)) = node_key_left(k) {
+                note(&mut notes, p, &original_key(p, k), v, left, why);
             }
-            let (left, why) = if NODE_KEYS_DAEMON.contains(&k.as_str()) {
-                (Left::Daemon, "how Slurm reaches the node")
-            } else if k == "state" {
-                (Left::NotModelled, "every node is imported up; set node states on the running controller (`tessera node drain|down`)")
-            } else if NODE_KEYS_NOT_MODELLED.contains(&k.as_str()) {
-                (Left::NotModelled, "not modelled")
-            } else {
-                (Left::NotModelled, "not a setting Tessera knows")
-            };
-            note(&mut notes, p, &original_key(lines, p, k), v, left, why);
         }
         nodes.push(NodeLine { at: at.clone(), written, names, sockets, cores_per_socket: cps, memory_mb, gpus, features, weight });
     }
@@ -343,8 +415,10 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
     let mut used_keys: BTreeSet<&str> = BTreeSet::new();
     let mut types: Vec<(usize, TypeOut)> = Vec::new();
     let mut taken: BTreeSet<String> = BTreeSet::new();
+    let mut next_k: HashMap<String, usize> = HashMap::new();
     for (li, n) in nodes.iter().enumerate() {
         let mut groups: Vec<(Option<f64>, Vec<String>)> = Vec::new();
+        let mut group_of: HashMap<Option<u64>, usize> = HashMap::new();
         for name in &n.names {
             let b = match factors {
                 None => None,
@@ -368,18 +442,20 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
                     Some(b)
                 }
             };
-            match groups.iter_mut().find(|g| g.0.map(f64::to_bits) == b.map(f64::to_bits)) {
-                Some(g) => g.1.push(name.clone()),
-                None => groups.push((b, vec![name.clone()])),
-            }
+            let g = *group_of.entry(b.map(f64::to_bits)).or_insert_with(|| {
+                groups.push((b, Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].1.push(name.clone());
         }
         for (b, names) in groups {
             let base = stem(&names[0]);
             let mut name = base.clone();
-            let mut k = 2;
+            // the next number to try after a stem taken before
+            let k = next_k.entry(base.clone()).or_insert(2);
             while !taken.insert(name.clone()) {
                 name = format!("{base}-{k}");
-                k += 1;
+                *k += 1;
             }
             types.push((li, TypeOut { name, nodes: names, benchmark: b }));
         }
@@ -395,13 +471,17 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
     // partition's nodes in order, so node types go lightest first
     types.sort_by_key(|(li, _)| nodes[*li].weight);
     let cluster_nodes: Vec<&str> = types.iter().flat_map(|(_, t)| t.nodes.iter().map(String::as_str)).collect();
-    let node_set: BTreeSet<&str> = cluster_nodes.iter().copied().collect();
+    // a node's place in that order, looked up once per member
+    let place: HashMap<&str, usize> = cluster_nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
 
     // ---- partitions ---------------------------------------------------------
     struct PartOut {
         name: String,
         at: Place,
-        nodes: Vec<String>,
+        /// its place in `part_lines`
+        line: usize,
+        /// places in `cluster_nodes`, in order
+        nodes: Vec<usize>,
         default: bool,
         exclusive: bool,
         max_time: Option<i64>,
@@ -413,7 +493,10 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         def_mem: Option<u64>,
     }
     let mut parts: Vec<PartOut> = Vec::new();
-    for (s, line) in &part_lines {
+    // nodes named by the partitions so far, a node once for each that names it
+    let mut named = 0usize;
+    let too_many = |at: &Place| ImportError::new(at, "Nodes", format!("the partitions to here name more than {max_members} nodes in all ({MEMBERS_PER_NODE} for each of the {max_nodes} nodes a cluster may have; a node counts once for each partition that holds it)"));
+    for (li, (s, line)) in part_lines.iter().enumerate() {
         let at = &line.at;
         let name = line.pairs[0].value.clone();
         let get = |k: &str| s.get(k);
@@ -421,41 +504,42 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
             note(&mut notes, at, "PartitionName", &name, Left::NotModelled, "a partition without Nodes holds no node: left out");
             continue;
         };
-        let mut members: Vec<String> = Vec::new();
-        let mut member_set: BTreeSet<String> = BTreeSet::new();
-        let mut add = |n: String, members: &mut Vec<String>| {
-            if member_set.insert(n.clone()) {
-                members.push(n);
-            }
-        };
+        // members by their place in the cluster's order, duplicates dropped
+        let mut members: Vec<usize> = Vec::new();
         if list.0.eq_ignore_ascii_case("all") {
-            for n in &cluster_nodes {
-                add(n.to_string(), &mut members);
+            members.extend(0..cluster_nodes.len());
+            if named + members.len() > max_members {
+                return Err(too_many(&list.1));
             }
         } else {
-            for item in hostlist::expand(&list.0).map_err(|e| ImportError::new(&list.1, "Nodes", e.to_string()))? {
+            for item in hostlist::expand_at_most(&list.0, max_members - named).map_err(|e| ImportError::new(&list.1, "Nodes", e.to_string()))? {
                 if let Some((ns, _)) = nodesets.get(&item) {
                     let set_nodes: Vec<String> = match (ns.get("nodes"), ns.get("feature")) {
                         (Some(v), _) if v.0.eq_ignore_ascii_case("all") => cluster_nodes.iter().map(|n| n.to_string()).collect(),
-                        (Some(v), _) => hostlist::expand(&v.0).map_err(|e| ImportError::new(&v.1, "Nodes", e.to_string()))?,
+                        (Some(v), _) => hostlist::expand_at_most(&v.0, max_members - named).map_err(|e| ImportError::new(&v.1, "Nodes", e.to_string()))?,
                         (None, Some(f)) => nodes.iter().filter(|n| n.features.iter().any(|x| x == &f.0)).flat_map(|n| n.names.iter().cloned()).collect(),
                         (None, None) => Vec::new(),
                     };
                     for n in set_nodes {
-                        if !node_set.contains(n.as_str()) {
-                            return Err(ImportError::new(&list.1, "Nodes", format!("NodeSet {} names node {}, which no NodeName line defines", q(&item), q(&n))));
+                        match place.get(n.as_str()) {
+                            Some(&i) => members.push(i),
+                            None => return Err(ImportError::new(&list.1, "Nodes", format!("NodeSet {} names node {}, which no NodeName line defines", q(&item), q(&n)))),
                         }
-                        add(n, &mut members);
                     }
-                } else if node_set.contains(item.as_str()) {
-                    add(item, &mut members);
+                } else if let Some(&i) = place.get(item.as_str()) {
+                    members.push(i);
                 } else {
                     return Err(ImportError::new(&list.1, "Nodes", format!("node {} is defined by no NodeName line (nor is it a NodeSet)", q(&item))));
                 }
+                if named + members.len() > max_members {
+                    return Err(too_many(&list.1));
+                }
             }
         }
+        named += members.len();
         // Slurm allocates the lightest nodes first, whatever the order they are listed in
-        members.sort_by_key(|n| cluster_nodes.iter().position(|c| c == n));
+        members.sort_unstable();
+        members.dedup();
         if members.is_empty() {
             note(&mut notes, at, "PartitionName", &name, Left::NotModelled, "a partition without nodes: left out");
             continue;
@@ -547,36 +631,35 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
             }
             _ => None,
         };
-        let known = ["partitionname", "nodes", "default", "maxtime", "defaulttime", "prioritytier", "priorityjobfactor", "priority", "preemptmode", "oversubscribe", "shared", "defmempercpu"];
-        for (k, (v, p)) in s.iter() {
-            if known.contains(&k.as_str()) {
-                continue;
+        for (k, (v, p)) in &s.own {
+            if let Some(why) = partition_key_left(k) {
+                note(&mut notes, p, &original_key(p, k), v, Left::NotModelled, &format!("partition `{name}`: {why}"));
             }
-            let why = match k.as_str() {
-                "state" => "partition states are not part of a cluster file",
-                "allowaccounts" | "allowgroups" | "allowqos" | "denyaccounts" | "denyqos" | "allowalloc" => "who may use a partition is not modelled: every association may",
-                "hidden" => "every partition is shown",
-                "defmempernode" => "memory per node by default is not modelled (DefMemPerCPU is)",
-                _ => "not modelled",
-            };
-            // a setting of PartitionName=DEFAULT is noted once, where written
-            if p != at && !noted_default_keys.insert((k.clone(), p.line)) {
-                continue;
-            }
-            let why = if p == at { format!("partition `{name}`: {why}") } else { why.to_string() };
-            note(&mut notes, p, &original_key(lines, p, k), v, Left::NotModelled, &why);
         }
-        parts.push(PartOut { name, at: at.clone(), nodes: members, default: yes("default"), exclusive, max_time, default_time, tier, job_factor, preempt, oversubscribe: if gang { over_n.or(Some(4)) } else { None }, def_mem });
+        parts.push(PartOut { name, at: at.clone(), line: li, nodes: members, default: yes("default"), exclusive, max_time, default_time, tier, job_factor, preempt, oversubscribe: if gang { over_n.or(Some(4)) } else { None }, def_mem });
     }
     // Tessera's gang partitions own their nodes: one that shares them is
-    // imported without time slicing
+    // imported without time slicing. The first two partitions that hold
+    // each node tell which do.
+    let mut holders: Vec<[usize; 2]> = vec![[usize::MAX; 2]; cluster_nodes.len()];
+    for (k, p) in parts.iter().enumerate() {
+        for &n in &p.nodes {
+            let h = &mut holders[n];
+            if h[0] == usize::MAX {
+                h[0] = k;
+            } else if h[1] == usize::MAX {
+                h[1] = k;
+            }
+        }
+    }
     for g in 0..parts.len() {
         if parts[g].preempt != "gang" {
             continue;
         }
-        let mine: BTreeSet<&str> = parts[g].nodes.iter().map(String::as_str).collect();
-        if let Some(other) = parts.iter().enumerate().find(|(o, p)| *o != g && p.nodes.iter().any(|n| mine.contains(n.as_str()))).map(|(_, p)| p.name.clone()) {
-            let (at, v) = part_lines.iter().find(|(_, l)| l.at == parts[g].at).and_then(|(s, _)| s.get("preemptmode").or(globals.get("preemptmode"))).map_or((parts[g].at.clone(), "GANG".to_string()), |(v, p)| (p.clone(), v.clone()));
+        // the first other partition holding one of these nodes
+        let other = parts[g].nodes.iter().filter_map(|&n| holders[n].into_iter().find(|&k| k != g && k != usize::MAX)).min();
+        if let Some(other) = other.map(|k| parts[k].name.clone()) {
+            let (at, v) = part_lines[parts[g].line].0.get("preemptmode").or(globals.get("preemptmode")).map_or((parts[g].at.clone(), "GANG".to_string()), |(v, p)| (p.clone(), v.clone()));
             note(&mut notes, &at, "PreemptMode", &v, Left::NotModelled, &format!("partition `{}`: gang scheduling here needs nodes no other partition holds, and `{other}` holds some: imported without it", parts[g].name));
             parts[g].preempt = "off";
             parts[g].oversubscribe = None;
@@ -604,7 +687,13 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         let _ = writeln!(t, "# {} settings are not represented here; `tessera import slurm-conf` lists them.", notes.len());
     }
     let mut origin: Vec<(usize, Place)> = Vec::new();
-    let line_no = |t: &String| t.lines().count() + 1;
+    // the next line's number, counted on from where the last count stopped
+    let (mut counted, mut lines_before) = (0usize, 0usize);
+    let mut line_no = |t: &String| {
+        lines_before += t.as_bytes()[counted..].iter().filter(|&&b| b == b'\n').count();
+        counted = t.len();
+        lines_before + 1
+    };
     if let Some((v, _)) = globals.get("clustername") {
         let _ = writeln!(t, "name = {}", q(v));
     }
@@ -642,7 +731,8 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
         origin.push((line_no(&t) + 1, p.at.clone()));
         let _ = writeln!(t, "\n[[partition]]    # {}", p.at);
         let _ = writeln!(t, "name = {}", q(&p.name));
-        let _ = writeln!(t, "nodes = {}", q(&hostlist::compress(&p.nodes)));
+        let names: Vec<&str> = p.nodes.iter().map(|&n| cluster_nodes[n]).collect();
+        let _ = writeln!(t, "nodes = {}", q(&hostlist::compress(&names)));
         if p.default {
             let _ = writeln!(t, "default = true");
         }
@@ -678,15 +768,6 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
     })?;
     notes.sort_by(|a, b| (a.left, &a.at.file, a.at.line).cmp(&(b.left, &b.at.file, b.at.line)));
     Ok(Imported { toml: t, cluster, notes })
-}
-
-/// The key as written at `at` (keys are matched in any case, shown as written).
-fn original_key(lines: &[Line], at: &Place, lower_key: &str) -> String {
-    lines
-        .iter()
-        .find(|l| &l.at == at)
-        .and_then(|l| l.pairs.iter().find(|p| lower(&p.key) == lower_key))
-        .map_or_else(|| lower_key.to_string(), |p| p.key.clone())
 }
 
 /// The notes as a report, grouped by why they were left out.

@@ -5,7 +5,7 @@ mod sacct;
 
 use tessera_slurm::conf;
 use tessera_slurm::factors::Factors;
-use tessera_slurm::site::{import, Imported, Left};
+use tessera_slurm::site::{import, import_at_most, Imported, Left};
 
 fn read(text: &str) -> Vec<conf::Line> {
     let t = text.to_string();
@@ -128,4 +128,59 @@ fn a_nodeset_names_nodes_by_feature() {
     let i = imp(&format!("{BASE}NodeName=a[1-2] CPUs=4 Features=x\nNodeName=b[1-2] CPUs=4 Features=y\nNodeSet=xs Feature=x\nPartitionName=p Nodes=xs,b1\n"), None).unwrap();
     let names: Vec<&str> = i.cluster.partitions[0].nodes.iter().map(|&n| i.cluster.nodes[n].name.as_str()).collect();
     assert_eq!(names, vec!["a1", "a2", "b1"]);
+}
+
+#[test]
+fn a_defaults_setting_is_noted_once_where_written_as_written() {
+    let i = imp(&format!("{BASE}NodeName=DEFAULT tmpDisk=100 CPUs=4\nNodeName=a1\nNodeName=b1 TmpDisk=200\nNodeName=c1\nPartitionName=DEFAULT Hidden=YES\nPartitionName=p Nodes=a1\nPartitionName=q Nodes=b1 Hidden=NO\n"), None).unwrap();
+    let got: Vec<String> = i.notes.iter().filter(|n| n.setting.to_ascii_lowercase().starts_with("tmpdisk") || n.setting.starts_with("Hidden")).map(|n| format!("{}:{}", n.at.line, n.setting)).collect();
+    // the default's once, at its line, in its spelling; a line's own where written
+    assert_eq!(got, vec!["3:tmpDisk=100", "5:TmpDisk=200", "7:Hidden=YES", "9:Hidden=NO"]);
+    assert!(i.notes.iter().any(|n| n.at.line == 9 && n.why.starts_with("partition `q`")), "{:?}", i.notes);
+    assert_eq!(i.cluster.node_types.iter().map(|t| t.cores_per_socket * t.sockets).collect::<Vec<_>>(), vec![4, 4, 4], "the default's CPUs in every line");
+}
+
+#[test]
+fn a_cluster_beyond_the_bound_is_refused_where_it_grows_past_it() {
+    let lines = read("NodeName=n[1-60] CPUs=1\nNodeName=m[1-60] CPUs=1\nPartitionName=p Nodes=ALL\n");
+    let e = import_at_most(&lines, None, "out.toml", 100).unwrap_err().to_string();
+    assert!(e.starts_with("slurm.conf:2: `NodeName`: invalid hostlist `m[1-60]`: range `1-60` is larger than 40") && e.ends_with("60 nodes are defined before it, and a cluster has at most 100"), "{e}");
+    // partitions may name each node 8 times in all; the ninth ALL is too many
+    let parts: String = (1..=9).map(|k| format!("PartitionName=p{k} Nodes=ALL\n")).collect();
+    let lines = read(&format!("NodeName=n[1-100] CPUs=1\n{parts}"));
+    let e = import_at_most(&lines, None, "out.toml", 100).unwrap_err().to_string();
+    assert!(e.starts_with("slurm.conf:10: `Nodes`: the partitions to here name more than 800 nodes in all"), "{e}");
+    let e = import_at_most(&read("NodeName=n[1-100] CPUs=1\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=n[1-100],n[1-100],n[1-100],n[1-100],n[1-100],n[1-100],n[1-100],n[1-100]\n"), None, "out.toml", 100).unwrap_err().to_string();
+    assert!(e.starts_with("slurm.conf:3: `Nodes`: invalid hostlist") && e.contains("expands to more than 700 names"), "a list is refused before it is built: {e}");
+    let i = import_at_most(&read(&format!("NodeName=n[1-100] CPUs=1\n{}", &parts[..parts.len() - 28])), None, "out.toml", 100).unwrap();
+    assert_eq!((i.cluster.nodes.len(), i.cluster.partitions.len()), (100, 8));
+}
+
+#[test]
+fn a_site_of_many_lines_and_partitions_imports_in_order() {
+    // 2,000 NodeName lines of one stem, heaviest first, and 20 partitions
+    // over all 20,000 nodes listed backwards: a step quadratic in lines,
+    // nodes or partitions would take minutes here
+    let mut text = String::from(BASE);
+    for l in 0..2000 {
+        text += &format!("NodeName=n{l:04}-[01-10] CPUs=4 Weight={}\n", 2000 - l);
+    }
+    for p in 0..20 {
+        let list: Vec<String> = (0..2000).rev().map(|l| format!("n{l:04}-[01-10]")).collect();
+        text += &format!("PartitionName=p{p} Nodes={} PreemptMode=GANG OverSubscribe=FORCE:2\n", list.join(","));
+    }
+    let i = imp(&text, None).unwrap();
+    let c = &i.cluster;
+    assert_eq!(c.nodes.len(), 20_000);
+    assert_eq!(c.node_types.len(), 2000);
+    // node types lightest first, named in turn from their stem
+    assert_eq!((c.node_types[0].name.as_str(), c.node_types[1999].name.as_str()), ("n-2000", "n"));
+    for p in &c.partitions {
+        assert_eq!(p.nodes.len(), 20_000);
+        assert_eq!((c.nodes[p.nodes[0]].name.as_str(), c.nodes[p.nodes[19_999]].name.as_str()), ("n1999-01", "n0000-10"), "lightest first");
+    }
+    // every gang partition shares its nodes with the first other one
+    let gang: Vec<&str> = i.notes.iter().filter(|n| n.setting == "PreemptMode=GANG").map(|n| n.why.as_str()).collect();
+    assert_eq!(gang.len(), 20);
+    assert!(gang[0].contains("`p1` holds some") && gang[1].contains("`p0` holds some"), "{:?}", &gang[..2]);
 }
