@@ -268,8 +268,19 @@ fn exit(s: &str) -> Result<(i32, i32), ()> {
     Ok((c.parse().map_err(|_| ())?, g.parse().map_err(|_| ())?))
 }
 
+/// Most node names the jobs of one dump may list in all (16,777,216: a
+/// million jobs of 16 nodes each); a bound on the reader's time and memory.
+pub const MAX_NODE_NAMES: usize = 1 << 24;
+
 /// Read sacct's parsable output; `file` names it in errors.
 pub fn read(text: &str, file: &str) -> Result<History, ImportError> {
+    read_at_most(text, file, MAX_NODE_NAMES)
+}
+
+/// [`read`], where the jobs' NodeLists name at most `max_names` nodes in
+/// all: an error, before the names are built, where they name more.
+pub fn read_at_most(text: &str, file: &str, max_names: usize) -> Result<History, ImportError> {
+    let mut names_left = max_names;
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let Some((h0, header)) = lines.next() else {
         return Err(err(file, 0, "", "empty: expected sacct's header line (sacct -P prints it first)"));
@@ -379,7 +390,12 @@ pub fn read(text: &str, file: &str) -> Result<History, ImportError> {
         let nodes = if start.is_none() || node_list.is_empty() || node_list.eq_ignore_ascii_case("none assigned") {
             Vec::new()
         } else {
-            tessera_core::hostlist::expand(node_list).map_err(|e| err(file, line, "NodeList", e.to_string()))?
+            let nodes = tessera_core::hostlist::expand_at_most(node_list, names_left).map_err(|e| match max_names - names_left {
+                0 => err(file, line, "NodeList", e.to_string()),
+                before => err(file, line, "NodeList", format!("{e}: the jobs before it list {before} nodes, and a dump at most {max_names} in all (split it with sacct -S and -E)")),
+            })?;
+            names_left -= nodes.len();
+            nodes
         };
         let limit = match get("Timelimit") {
             "" | "Partition_Limit" => Limit::Partition,

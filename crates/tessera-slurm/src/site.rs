@@ -14,18 +14,9 @@ use crate::factors::Factors;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::rc::Rc;
-use tessera_core::cluster::Cluster;
+use tessera_core::cluster::{Cluster, MAX_NODES, MEMBERS_PER_NODE};
 use tessera_core::duration::{format_duration, parse_duration, DURATION_FORMS};
 use tessera_core::hostlist;
-
-/// Most nodes an import defines: some six times the node count of the
-/// largest machines built, and a bound on the import's time and memory (it
-/// takes about 2 s a million nodes).
-pub const MAX_NODES: usize = 1 << 20;
-
-/// Most nodes a cluster's partitions name in all, for each node it may have
-/// (a node counts once for each partition that holds it).
-pub const MEMBERS_PER_NODE: usize = 8;
 
 /// Why a setting is not in the cluster file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -220,10 +211,12 @@ pub fn import(lines: &[Line], factors: Option<&Factors>, out_name: &str) -> Resu
     import_at_most(lines, factors, out_name, MAX_NODES)
 }
 
-/// [`import`] of a cluster of at most `max_nodes` nodes, whose partitions
-/// name at most [`MEMBERS_PER_NODE`] × `max_nodes` in all: an error, before
-/// the names are built, where the file asks for more.
+/// [`import`] of a cluster of at most `max_nodes` nodes (at most
+/// [`MAX_NODES`], about 2 s of import), whose partitions name at most
+/// [`MEMBERS_PER_NODE`] × `max_nodes` in all: an error, before the names are
+/// built, where the file asks for more.
 pub fn import_at_most(lines: &[Line], factors: Option<&Factors>, out_name: &str, max_nodes: usize) -> Result<Imported, ImportError> {
+    let max_nodes = max_nodes.min(MAX_NODES);
     let max_members = max_nodes.saturating_mul(MEMBERS_PER_NODE);
     let mut notes = Vec::new();
     let mut globals: Settings = BTreeMap::new();
@@ -762,7 +755,7 @@ pub fn import_at_most(lines: &[Line], factors: Option<&Factors>, out_name: &str,
             let _ = writeln!(t, "def_mem_per_cpu = {m}    # MiB");
         }
     }
-    let cluster = Cluster::from_toml(&t, out_name).map_err(|e| {
+    let cluster = Cluster::from_toml_at_most(&t, out_name, max_nodes).map_err(|e| {
         let at = e.line.and_then(|l| origin.iter().rev().find(|(start, _)| *start <= l)).map(|(_, p)| p.clone()).unwrap_or_else(|| Place { file: first_file.to_string(), line: 0 });
         ImportError::new(&at, &e.key, format!("cannot be a Tessera cluster: {}", e.message))
     })?;

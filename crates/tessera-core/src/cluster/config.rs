@@ -10,7 +10,7 @@
 //! arithmetic.
 
 use super::{BenchmarkKind, CanonicalUnit, Cluster, Node, NodePower, NodeType, Partition, PreemptMode, Reference, DEFAULT_OVERSUBSCRIBE, DEFAULT_TIME_SLICE_S};
-use crate::hostlist::{self, MAX_HOSTS};
+use crate::hostlist;
 use crate::MAX_TIME;
 use crate::nodeset::{NodeSetSpec, SetAttribute, SetPlus, SetPolicy, SetPriority};
 use serde::Deserialize;
@@ -243,6 +243,15 @@ impl<'a> Source<'a> {
 impl Cluster {
     /// Parse and validate a cluster file's text. `source_name` labels errors.
     pub fn from_toml(text: &str, source_name: &str) -> Result<Cluster, ClusterError> {
+        Cluster::from_toml_at_most(text, source_name, super::MAX_NODES)
+    }
+
+    /// [`Cluster::from_toml`] for a cluster of at most `max_nodes` nodes
+    /// (at most [`super::MAX_NODES`]), whose partitions name at most
+    /// [`super::MEMBERS_PER_NODE`] × `max_nodes` in all: an error, before the
+    /// names are built, where the file asks for more.
+    pub fn from_toml_at_most(text: &str, source_name: &str, max_nodes: usize) -> Result<Cluster, ClusterError> {
+        let max_nodes = max_nodes.min(super::MAX_NODES);
         let src = Source::new(text, source_name);
         let raw: RawCluster = toml::from_str(text).map_err(|e| {
             let line = e.span().and_then(|s| src.line_of(s));
@@ -263,9 +272,9 @@ impl Cluster {
             None => None,
             Some(sp) => Some(site_nodeset(&src, sp)?),
         };
-        let mut types = read_node_types(&src, &raw)?;
+        let mut types = read_node_types(&src, &raw, max_nodes)?;
         let reference = scale(&src, &raw, &mut types)?;
-        let partitions = read_partitions(&src, &raw, &types, site_nodeset.as_ref())?;
+        let partitions = read_partitions(&src, &raw, &types, site_nodeset.as_ref(), max_nodes * super::MEMBERS_PER_NODE)?;
         let Types { node_types, nodes, .. } = types;
         let time_slice_s = match raw.time_slice {
             None => DEFAULT_TIME_SLICE_S,
@@ -573,6 +582,24 @@ default = true
         }
     }
 
+    /// Nodes beyond the bound, in a count, a hostlist or the partitions'
+    /// lists, are refused where the file passes it, before they are built.
+    #[test]
+    fn a_cluster_beyond_its_bound_is_refused_where_it_passes_it() {
+        let types = "[[nodetype]]\nname = \"a\"\ncount = 60\ncores = 1\n\n[[nodetype]]\nname = \"m\"\nnodes = \"m[1-40]\"\ncores = 1\n";
+        assert_eq!(Cluster::from_toml_at_most(types, "b.toml", 100).unwrap().nodes.len(), 100);
+        let e = |text: &str| Cluster::from_toml_at_most(text, "b.toml", 100).unwrap_err().to_string();
+        assert_eq!(e(&types.replace("m[1-40]", "m[1-41]")), "b.toml:8: `nodetype[1].nodes`: invalid hostlist `m[1-41]`: range `1-41` is larger than 40: the node types before it have 60 nodes, and a cluster at most 100");
+        assert_eq!(e(&types.replace("nodes = \"m[1-40]\"", "count = 41")), "b.toml:8: `nodetype[1].count`: expected at most 40 nodes (the node types before it have 60, and a cluster at most 100), found 41");
+        // 8 partitions of every node are allowed, a ninth is too many
+        let parts = |k: usize, last: &str| (1..k).map(|i| format!("\n[[partition]]\nname = \"p{i}\"\nnodetypes = [\"a\", \"m\"]\n")).collect::<String>() + last;
+        assert_eq!(Cluster::from_toml_at_most(&(types.to_string() + &parts(9, "")), "b.toml", 100).unwrap().partitions.len(), 8);
+        let msg = "the partitions to here name more than 800 nodes in all (8 for each node a cluster may have; a node counts once for each partition that holds it)";
+        assert!(e(&(types.to_string() + &parts(10, ""))).ends_with(&format!("`partition[8].nodetypes`: {msg}")), "{}", e(&(types.to_string() + &parts(10, ""))));
+        let listed = e(&(types.to_string() + &parts(9, "\n[[partition]]\nname = \"x\"\nnodes = \"m1\"\n")));
+        assert!(listed.contains("`partition[8].nodes`: invalid hostlist `m1`") && listed.ends_with(msg), "{listed}");
+    }
+
     /// A value that would overflow a count, a total, a time or a float sum is an
     /// error naming the file, line and key, with the range expected.
     #[test]
@@ -581,7 +608,7 @@ default = true
         assert!(Cluster::from_toml(power, "p.toml").is_ok());
         let cases = [
             (HETERO, "nodeset_delay = 600", "nodeset_delay = 4398046511105", "h.toml:2: `nodeset_delay`: expected seconds from 0 to 2^42 = 4398046511104, found 4398046511105"),
-            (HETERO, "count = 3", "count = 4194305", "h.toml:16: `nodetype[0].count`: expected at most 4194304 nodes, found 4194305"),
+            (HETERO, "count = 3", "count = 1048577", "h.toml:16: `nodetype[0].count`: expected at most 1048576 nodes (a cluster's most), found 1048577"),
             (EXAMPLE, "cores = 16", "cores = 4294967295", "mini.toml:13: `nodetype[1].nodes`: 2 nodes of 4294967295 cores take the cluster beyond 4294967295 cores: expected at most that in total"),
             (EXAMPLE, "memory = 65536", "memory = 9223372036854775807", "mini.toml:15: `nodetype[1].memory`: 2 nodes of 9223372036854775807 MiB take the cluster beyond 9223372036854775807 MiB"),
             (EXAMPLE, "memory = \"32G\"", "memory = \"1e30T\"", "mini.toml:9: `nodetype[0].memory`: expected a size such as \"512M\", \"32G\" or \"1T\", or MiB from 0 to 9223372036854775807, found \"1e30T\""),

@@ -107,6 +107,20 @@ fn bad_lines_name_their_line_and_field() {
     assert_eq!(h.jobs[0].req_mem_mb, 2000 * 56);
 }
 
+#[test]
+fn a_dump_listing_more_nodes_than_its_bound_is_refused_where_it_passes_it() {
+    let text = std::fs::read_to_string(example("sacct.txt")).unwrap();
+    let header = text.lines().next().unwrap();
+    let row = text.lines().nth(1).unwrap();
+    assert!(row.contains("|bdw[001-002]|"), "{row}");
+    let id = row.split('|').next().unwrap();
+    let other = row.replacen(&format!("{id}|{id}|"), "999999|999999|", 1);
+    let two = format!("{header}\n{row}\n{other}\n");
+    assert_eq!(tessera_slurm::sacct::read_at_most(&two, "s.txt", 4).unwrap().jobs.len(), 2);
+    let e = tessera_slurm::sacct::read_at_most(&two, "s.txt", 3).unwrap_err().to_string();
+    assert!(e.starts_with("s.txt:3: `NodeList`: invalid hostlist `bdw[001-002]`") && e.ends_with("the jobs before it list 2 nodes, and a dump at most 3 in all (split it with sacct -S and -E)"), "{e}");
+}
+
 /// A real dump: `examples/slurm/sacct-real.txt` is what `sacct -P -a -D`
 /// printed after Debian's Slurm 22.05.8 (scripts/slurm-emulate --accounting,
 /// slurmdbd on MariaDB, its slurm.conf `examples/slurm/emulated.conf`) ran an

@@ -17,7 +17,7 @@ pub(super) struct Types<'a> {
 }
 
 /// `[[nodetype]]`: the node types and their nodes.
-pub(super) fn read_node_types<'a>(src: &Source<'_>, raw: &'a RawCluster) -> Result<Types<'a>, ClusterError> {
+pub(super) fn read_node_types<'a>(src: &Source<'_>, raw: &'a RawCluster, max_nodes: usize) -> Result<Types<'a>, ClusterError> {
     let mut node_types = Vec::new();
     let mut nodes: Vec<Node> = Vec::new();
     let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
@@ -88,7 +88,10 @@ pub(super) fn read_node_types<'a>(src: &Source<'_>, raw: &'a RawCluster) -> Resu
         };
         let names = match (&t.nodes, t.count) {
             (Some(list), count) => {
-                let names = hostlist::expand(list).map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))?;
+                let names = hostlist::expand_at_most(list, max_nodes - nodes.len()).map_err(|e| match nodes.len() {
+                    0 => src.err(at("nodes"), key("nodes"), e.to_string()),
+                    before => src.err(at("nodes"), key("nodes"), format!("{e}: the node types before it have {before} nodes, and a cluster at most {max_nodes}")),
+                })?;
                 for name in &names {
                     hostlist::check_name(name).map_err(|m| src.err(at("nodes"), key("nodes"), m))?;
                 }
@@ -101,8 +104,12 @@ pub(super) fn read_node_types<'a>(src: &Source<'_>, raw: &'a RawCluster) -> Resu
             }
             (None, Some(c)) => {
                 let c = positive("count", c)?;
-                if c as usize > MAX_HOSTS {
-                    return Err(src.err(at("count"), key("count"), format!("expected at most {MAX_HOSTS} nodes, found {c}")));
+                if c as usize > max_nodes - nodes.len() {
+                    let why = match nodes.len() {
+                        0 => "a cluster's most".to_string(),
+                        before => format!("the node types before it have {before}, and a cluster at most {max_nodes}"),
+                    };
+                    return Err(src.err(at("count"), key("count"), format!("expected at most {} nodes ({why}), found {c}", max_nodes - nodes.len())));
                 }
                 let width = c.to_string().len().max(2);
                 (1..=c).map(|k| format!("{}{k:0width$}", t.name)).collect()

@@ -5,7 +5,9 @@ use crate::Time;
 
 /// `[[partition]]`: the partitions (one of every node, `all`, if the file has
 /// none), their default, and the rule that a gang partition's nodes are its own.
-pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<'_>, site_nodeset: Option<&NodeSetSpec>) -> Result<Vec<Partition>, ClusterError> {
+/// The partitions name at most `max_members` nodes in all (a node once for
+/// each partition that holds it).
+pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<'_>, site_nodeset: Option<&NodeSetSpec>, max_members: usize) -> Result<Vec<Partition>, ClusterError> {
     let Types { node_types, nodes, by_name, type_by_name, nodes_of_type, .. } = types;
     let mut partitions = Vec::new();
     let mut partition_names = BTreeSet::new();
@@ -14,6 +16,8 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
     // duplicates; and how many partitions hold each node
     let (mut node_seen, mut type_seen) = (vec![0usize; nodes.len()], vec![0usize; node_types.len()]);
     let mut holders = vec![0u32; nodes.len()];
+    let mut named = 0usize;
+    let too_many = || format!("the partitions to here name more than {max_members} nodes in all ({} for each node a cluster may have; a node counts once for each partition that holds it)", super::super::MEMBERS_PER_NODE);
     for (i, spanned) in raw.partition.iter().enumerate() {
         let p = spanned.get_ref();
         let key = |k: &str| format!("partition[{i}].{k}");
@@ -25,7 +29,11 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
         let members: Vec<usize> = match (&p.nodes, &p.nodetypes) {
             (Some(list), None) => {
                 let mut v = Vec::new();
-                for n in hostlist::expand(list).map_err(|e| src.err(at("nodes"), key("nodes"), e.to_string()))? {
+                let names = hostlist::expand_at_most(list, max_members - named).map_err(|e| match named {
+                    0 => src.err(at("nodes"), key("nodes"), e.to_string()),
+                    _ => src.err(at("nodes"), key("nodes"), format!("{e}: {}", too_many())),
+                })?;
+                for n in names {
                     let k = by_name.get(&n).copied().ok_or_else(|| src.err(at("nodes"), key("nodes"), format!("node `{n}` is not defined by any [[nodetype]]")))?;
                     if node_seen[k] == i + 1 {
                         return Err(src.err(at("nodes"), key("nodes"), format!("node `{n}` is listed twice")));
@@ -46,6 +54,9 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
                         return Err(src.err(at("nodetypes"), key("nodetypes"), format!("node type `{t}` is listed twice")));
                     }
                     type_seen[ti] = i + 1;
+                    if named + v.len() + nodes_of_type[ti].len() > max_members {
+                        return Err(src.err(at("nodetypes"), key("nodetypes"), too_many()));
+                    }
                     v.extend(nodes_of_type[ti].clone());
                 }
                 v
@@ -55,6 +66,7 @@ pub(super) fn read_partitions(src: &Source<'_>, raw: &RawCluster, types: &Types<
         if members.is_empty() {
             return Err(src.err(at("nodes"), key("nodes"), "a partition needs at least one node"));
         }
+        named += members.len();
         let exclusive = match p.allocation.as_deref() {
             None | Some("shared") => false,
             Some("exclusive") => true,
