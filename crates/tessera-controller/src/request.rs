@@ -162,7 +162,11 @@ impl JobRequest {
 
     /// The nodes it names (`-w`) and excludes (`-x`), by index in `cluster`.
     pub fn choice(&self, cluster: &Cluster) -> tessera_core::NodeChoice {
-        let index = |names: &[String]| -> Vec<u32> { names.iter().filter_map(|n| cluster.nodes.iter().position(|x| x.name == *n)).map(|i| i as u32).collect() };
+        if self.include.is_empty() && self.exclude.is_empty() {
+            return tessera_core::NodeChoice::default();
+        }
+        let by_name: std::collections::HashMap<&str, u32> = cluster.nodes.iter().enumerate().map(|(i, x)| (x.name.as_str(), i as u32)).collect();
+        let index = |names: &[String]| -> Vec<u32> { names.iter().filter_map(|n| by_name.get(n.as_str()).copied()).collect() };
         tessera_core::NodeChoice { include: index(&self.include), exclude: index(&self.exclude) }
     }
 }
@@ -273,8 +277,10 @@ pub fn validate(req: &SubmitRequest, cluster: &Cluster, default_limit_s: i64) ->
     // nodes named (-w) or excluded (-x): hostlists of the partition's nodes
     let names = |o: &str| -> Result<Vec<String>, OptionError> {
         let Some((v, l)) = get(o) else { return Ok(Vec::new()) };
-        let list = tessera_core::hostlist::expand(v.trim()).map_err(|e| at(err(o, v, &format!("a hostlist such as node[001-004] ({e})")), l))?;
-        if let Some(bad) = list.iter().find(|n| !part.nodes.iter().any(|&k| cluster.nodes[k].name == **n)) {
+        // no more names than the partition has nodes, each found by name
+        let list = tessera_core::hostlist::expand_at_most(v.trim(), part.nodes.len()).map_err(|e| at(err(o, v, &format!("a hostlist such as node[001-004] of partition {}'s nodes ({e})", part.name)), l))?;
+        let of_part: std::collections::HashSet<&str> = part.nodes.iter().map(|&k| cluster.nodes[k].name.as_str()).collect();
+        if let Some(bad) = list.iter().find(|n| !of_part.contains(n.as_str())) {
             return Err(at(err(o, v, &format!("nodes of partition {} ({} is not)", part.name, tessera_core::quote::bounded(bad))), l));
         }
         Ok(list)

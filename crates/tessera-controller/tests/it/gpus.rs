@@ -85,3 +85,17 @@ fn a_partitions_default_and_max_time_bound_a_jobs_limit() {
     assert_eq!(limit(&with("max_time = \"04:00:00\""), &[("-n", "1")]).unwrap(), 4 * 3600, "MaxTime without DefaultTime");
     assert_eq!(limit(&with(""), &[("-n", "1")]).unwrap(), 3600, "neither: the controller's default");
 }
+
+#[test]
+fn named_nodes_are_the_partitions_and_found_by_name() {
+    let c = Cluster::from_toml(CLUSTER, "gpu.toml").unwrap();
+    let r = validate(&request(&[("-w", "g2"), ("-n", "2")]), &c, 3600).unwrap();
+    assert_eq!(r.choice(&c).include, vec![1]);
+    let r = validate(&request(&[("-x", "g1"), ("-n", "2")]), &c, 3600).unwrap();
+    assert_eq!((r.choice(&c).include, r.choice(&c).exclude), (vec![], vec![0]));
+    // a list longer than the partition is refused before it is built
+    let e = validate(&request(&[("-w", "g[1-3]")]), &c, 3600).unwrap_err().to_string();
+    assert!(e.contains("of partition gpu's nodes") && e.contains("range `1-3` is larger than 2"), "{e}");
+    let e = validate(&request(&[("-w", "h1")]), &c, 3600).unwrap_err().to_string();
+    assert!(e.contains("nodes of partition gpu (`h1` is not)"), "{e}");
+}

@@ -314,6 +314,9 @@ fn requests_read_as_scontrol_writes_them_and_name_what_is_wrong() {
         assert_eq!(e.field, field, "{words:?}: {e}");
     }
     assert_eq!(ResvRequest::from_words(&["Colour=red"]).unwrap_err().field, "Colour");
+    // a list longer than the cluster is refused before it is built
+    let e = ResvRequest::from_words(&["StartTime=now", "Duration=1", "Nodes=x[1-5]", "Flags=MAINT"]).unwrap().resolve(&c, 0, "x").unwrap_err();
+    assert!(e.field == "Nodes" && e.to_string().contains("range `1-5` is larger than 4"), "{e}");
     // a file's tables, with lines
     let text = "[[reservation]]\nname = \"m\"\nstart = 3600\nduration = \"2:00:00\"\nnodes = \"ALL\"\nflags = [\"maint\", \"daily\"]\n\n[[reservation]]\nname = \"x\"\nstart = 0\ncolour = \"red\"\n";
     let e = tessera_core::resv::request::from_toml(text, "r.toml").unwrap_err().to_string();
