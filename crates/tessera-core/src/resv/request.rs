@@ -140,7 +140,7 @@ impl ResvRequest {
             (Some(n), None) => {
                 // no more names than the cluster has nodes, each found by name
                 let names = crate::hostlist::expand_at_most(n, cluster.nodes.len()).map_err(|e| bad("Nodes", n, format!("a hostlist of the cluster's nodes ({e})")))?;
-                let index: std::collections::HashMap<&str, u32> = cluster.nodes.iter().enumerate().map(|(i, x)| (x.name.as_str(), i as u32)).collect();
+                let index: std::collections::BTreeMap<&str, u32> = cluster.nodes.iter().enumerate().map(|(i, x)| (x.name.as_str(), i as u32)).collect();
                 let mut idx = Vec::new();
                 for m in &names {
                     let i = index.get(m.as_str()).copied().ok_or_else(|| bad("Nodes", m, "nodes of the cluster"))?;
