@@ -10,6 +10,10 @@ impl NodeEngine {
     /// the free view at the shadow time in `scratch` (the nodes that differ
     /// from the free view now are its own) and, where the head was placed by
     /// first fit, the nodes that may have a free core then in `bits`.
+    ///
+    /// Also returns a bound on what the head could take at any instant before
+    /// the shadow (what it could take just before then; u64::MAX where not
+    /// known): see [`ShadowKept`].
     pub(super) fn shadow(
         &self,
         now: Time,
@@ -17,7 +21,7 @@ impl NodeEngine {
         head_need: u64,
         scratch: &mut Mirror,
         bits: &mut Vec<u64>,
-    ) -> (Time, Allocation) {
+    ) -> (Time, Allocation, u64) {
         let d = &self.demand[head.index()];
         let member = &self.board.parts[d.part as usize].member;
         let usable = &self.usable;
@@ -65,11 +69,13 @@ impl NodeEngine {
             while bi < bounds.len() && bounds[bi] < t {
                 if avail >= head_need {
                     if let Ok(a) = place(scratch, bits, bounds[bi]) {
-                        return (bounds[bi], a);
+                        return (bounds[bi], a, u64::MAX);
                     }
                 }
                 bi += 1;
             }
+            // what the head could take at every instant before t
+            let before = avail;
             while i < rs.len() && rs[i].expected_end.max(now) == t {
                 let a = self.alloc[rs[i].job.index()].as_ref().unwrap();
                 for p in &a.parts {
@@ -86,7 +92,7 @@ impl NodeEngine {
             last = t;
             if avail >= head_need {
                 if let Ok(a) = place(scratch, bits, t) {
-                    return (t, a);
+                    return (t, a, before);
                 }
             }
         }
@@ -96,12 +102,12 @@ impl NodeEngine {
         let later = bounds[bi..].iter().copied().filter(|&b| b > t);
         for t in std::iter::once(t).chain(later) {
             if let Ok(a) = place(scratch, bits, t) {
-                return (t, a);
+                return (t, a, u64::MAX);
             }
         }
         // no usable node can ever hold it (down or drained nodes, windows):
         // nothing may start before it, as with a reservation at the end of time
-        (Time::MAX, Allocation::default())
+        (Time::MAX, Allocation::default(), u64::MAX)
     }
 
     pub(super) fn pass_easy(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
@@ -126,11 +132,22 @@ impl NodeEngine {
             .as_slice()
             .first()
             .is_some_and(|r| r.expected_end < now);
-        let (shadow, mut extra_now) = match self.shadow_cache {
-            Some((v, h, shadow, extra_now)) if self.shortcuts && v == self.version && h == head && !overdue => (shadow, extra_now),
-            _ => {
+        let kept = self.shadow_cache.as_ref().filter(|_| self.shortcuts && !overdue).and_then(|k| k.holds(self.version, head, head_need, now));
+        let (shadow, mut extra_now) = match kept {
+            Some(Kept::Same(shadow, extra_now)) => (shadow, extra_now),
+            Some(Kept::Freed(shadow)) => {
+                // jobs that ended since gave back nodes the walk to the shadow
+                // had freed: the extra resources are the same, only what is
+                // free now on those nodes grew
+                let extra_now = self.extra_now();
+                if let Some(k) = &mut self.shadow_cache {
+                    k.kept(self.version, extra_now);
+                }
+                (shadow, extra_now)
+            }
+            None => {
                 let (mut scratch, mut bits) = (std::mem::take(&mut self.scratch), std::mem::take(&mut self.scratch_bits));
-                let (shadow, reserved) = self.shadow(now, head, head_need, &mut scratch, &mut bits);
+                let (shadow, reserved, before) = self.shadow(now, head, head_need, &mut scratch, &mut bits);
                 // the extra resources: free at the shadow time, less the head's
                 // reservation; they differ from what is free now on the nodes
                 // given back by then and those reserved
@@ -141,25 +158,19 @@ impl NodeEngine {
                     extra.set(n);
                 }
                 extra.v.take(&reserved);
+                let reserved_last = reserved.parts.iter().map(|p| p.node).max().unwrap_or(0);
                 for p in &reserved.parts {
                     extra.set(p.node);
                 }
                 (self.scratch, self.scratch_bits, self.extra) = (scratch, bits, extra);
-                // the extra cores usable now, Σ min(free, extra) over the nodes
-                // that take jobs: all free cores but where the extra are fewer
-                let (free, x) = (&self.free, &self.extra.v);
-                let mut extra_now = self.free_cores;
-                for &n in self.extra.own() {
-                    let n = n as usize;
-                    if self.usable[n] {
-                        extra_now -= (free.cores[n] - free.cores[n].min(x.cores[n])) as u64;
-                    }
-                }
-                debug_assert_eq!(
-                    extra_now,
-                    (0..free.cores.len()).filter(|&n| self.usable[n]).map(|n| free.cores[n].min(x.cores[n]) as u64).sum::<u64>()
-                );
-                self.shadow_cache = Some((self.version, head, shadow, extra_now));
+                let extra_now = self.extra_now();
+                let keep = !self.placement_varies() && !self.reserving();
+                // first fit placed the head on nodes up to this one
+                let last = match keep && self.indexed(&self.demand[head.index()]) {
+                    true => reserved_last,
+                    false => u32::MAX,
+                };
+                self.shadow_cache = Some(ShadowKept::new(self.version, head, shadow, extra_now, if keep { before } else { u64::MAX }, last));
                 (shadow, extra_now)
             }
         };
@@ -225,6 +236,15 @@ impl NodeEngine {
                     for p in &b.parts {
                         self.extra.set(p.node);
                     }
+                    // one that still ends by the shadow (on faster nodes than
+                    // first fit found among all that is free) gives them back
+                    // before it: a fresh pass would count them extra
+                    if now.saturating_add(scaled(est, b.factor)) <= shadow {
+                        self.shadow_cache = None;
+                    }
+                    if let Some(k) = &mut self.shadow_cache {
+                        k.on_extra.push(job);
+                    }
                     b
                 }
             };
@@ -243,12 +263,57 @@ impl NodeEngine {
         // where the head is placed by first fit, the pass's own starts leave
         // the shadow, the head's reservation and the extra resources as a
         // fresh pass would find them (a job started on what is free gives it
-        // back by the shadow, one on the extra resources took them from what
-        // the head does not need, and first fit takes the same there): kept
-        // until something else changes, as for interchangeable cores
+        // back by the shadow, one on the extra resources that runs past it
+        // took them from what the head does not need, and first fit takes the
+        // same there): kept until something else changes, as for
+        // interchangeable cores (`ShadowKept`)
         if self.indexed(&self.demand[head.index()]) && !self.placement_varies() {
-            self.shadow_cache = Some((self.version, head, shadow, extra_now));
+            if let Some(k) = &mut self.shadow_cache {
+                k.kept(self.version, extra_now);
+            }
         }
+    }
+
+    /// At most how much more of the cores free on any view `d` could take
+    /// once `a` is added to it, node by node: the cores `a` gives back, or as
+    /// many as its memory lets `d` have of the cores already free there; a
+    /// whole node where its GPUs come back or `d` takes whole nodes.
+    pub(super) fn gain(&self, d: &Demand, a: &Allocation) -> u64 {
+        let whole = self.board.parts[d.part as usize].exclusive;
+        a.parts
+            .iter()
+            .map(|p| {
+                let ns = &self.board.nodes[p.node as usize];
+                let g = if whole || p.gpus > 0 {
+                    ns.cores as u64
+                } else if d.mem_per_proc == 0 || ns.mem == 0 {
+                    p.cores as u64
+                } else {
+                    (p.cores as u64).max(p.mem.div_ceil(d.mem_per_proc))
+                };
+                g.min(ns.cores as u64)
+            })
+            .sum()
+    }
+
+    /// The extra cores usable now, Σ min(free, extra) over the nodes that
+    /// take jobs: all free cores but where the extra are fewer (the extra
+    /// resources' own nodes; elsewhere they are what was free when worked
+    /// out, and no node gave any back since).
+    fn extra_now(&self) -> u64 {
+        let (free, x) = (&self.free, &self.extra.v);
+        let mut extra_now = self.free_cores;
+        for &n in self.extra.own() {
+            let n = n as usize;
+            if self.usable[n] {
+                extra_now -= (free.cores[n] - free.cores[n].min(x.cores[n])) as u64;
+            }
+        }
+        debug_assert_eq!(
+            extra_now,
+            (0..free.cores.len()).filter(|&n| self.usable[n]).map(|n| free.cores[n].min(x.cores[n]) as u64).sum::<u64>()
+        );
+        extra_now
     }
 
     /// What is both free now and extra, node by node: the free view but where
@@ -381,5 +446,106 @@ impl NodeEngine {
         }
         let (mut scratch, mut bits) = (Mirror::default(), Vec::new());
         Some((head, self.shadow(now, head, t.get(head).need, &mut scratch, &mut bits).0))
+    }
+}
+
+/// EASY's shadow on the nodes, its reservation and the extra resources (kept
+/// in the engine's `extra`), kept while they hold: from one pass to the next
+/// when only jobs arrived, and across running jobs that ended, when what they
+/// gave back could not let the head start sooner nor change where first fit
+/// places it at the shadow.
+///
+/// Why the second holds: the walk to the shadow gave back, in order of
+/// expected end, what each running job holds, and placed the head at the
+/// first instant it fit. A job that ends early gives back now what the walk
+/// gave back at its expected end; if that is by the shadow, the walk reaches
+/// the shadow with the same resources free, so the head gets the same
+/// reservation there and the extra resources stay the same. Before the
+/// shadow, what the head could take rose by at most what those jobs gave
+/// back could add to it (`freed`, [`NodeEngine::gain`]); while `before +
+/// freed` stays below its need it still fits nowhere sooner. (What the
+/// passes started in between only took resources before the shadow, or took
+/// extra ones.)
+///
+/// A job that was to end after the shadow gives back resources the walk did
+/// not: the head still fits nowhere sooner, by the same bound, and fits at
+/// the shadow. Where first fit placed it there, on nodes in order up to
+/// `last`, a job all of whose nodes come after `last` leaves that placement
+/// as it was, and what it gave back is extra: the engine adds it to the extra
+/// resources. Any other such job ends the keeping (`late`).
+///
+/// A job a pass started on the extra resources since (`on_extra`) took them
+/// from what the head did not need at the shadow: when it ends, whenever it
+/// was to, the walk finds again what it found before that job started, and
+/// what it gave back is extra again.
+#[derive(Debug, Clone)]
+pub(super) struct ShadowKept {
+    version: u64,
+    pub(super) head: JobIdx,
+    shadow: Time,
+    extra_now: u64,
+    /// What the head could take at any instant before the shadow, at most
+    /// (u64::MAX: nothing is kept across ends).
+    before: u64,
+    /// The last node of the head's reservation, where first fit placed it
+    /// (u32::MAX otherwise).
+    last: u32,
+    /// Running jobs that ended since (each bumped the version), at most what
+    /// they gave back adds to what the head could take, and whether one that
+    /// was to end after the shadow gave back nodes first fit could have taken.
+    ended: u64,
+    freed: u64,
+    late: bool,
+    /// Jobs started on the extra resources since the shadow was worked out.
+    pub(super) on_extra: Vec<JobIdx>,
+}
+
+pub(super) enum Kept {
+    /// Nothing changed but arrivals: the shadow and the extra cores usable now.
+    Same(Time, u64),
+    /// Running jobs ended, and the shadow holds: the extra cores usable now
+    /// are worked out again.
+    Freed(Time),
+}
+
+impl ShadowKept {
+    fn new(version: u64, head: JobIdx, shadow: Time, extra_now: u64, before: u64, last: u32) -> ShadowKept {
+        ShadowKept { version, head, shadow, extra_now, before, last, ended: 0, freed: 0, late: false, on_extra: Vec::new() }
+    }
+
+    /// The engine is at `version` after the pass that used it.
+    fn kept(&mut self, version: u64, extra_now: u64) {
+        self.before = self.before.saturating_add(self.freed);
+        (self.version, self.extra_now, self.ended, self.freed, self.late) = (version, extra_now, 0, 0, false);
+    }
+
+    /// Running job `job` ended, expected to end at `end`, giving back `a`,
+    /// which adds at most `gain` to what the head could take. True if what
+    /// it gave back is extra too: it was started on the extra resources, or
+    /// it was to end after the shadow, on nodes after the reservation's.
+    pub(super) fn ended(&mut self, job: JobIdx, end: Time, a: &Allocation, gain: u64) -> bool {
+        self.ended += 1;
+        self.freed = self.freed.saturating_add(gain);
+        if let Some(i) = self.on_extra.iter().position(|&j| j == job) {
+            self.on_extra.swap_remove(i);
+            return true;
+        }
+        if end <= self.shadow || self.late {
+            return false;
+        }
+        self.late = !a.parts.iter().all(|p| p.node > self.last);
+        !self.late
+    }
+
+    fn holds(&self, version: u64, head: JobIdx, need: u64, now: Time) -> Option<Kept> {
+        if head != self.head {
+            return None;
+        }
+        if version == self.version {
+            return Some(Kept::Same(self.shadow, self.extra_now));
+        }
+        let only_ends = version == self.version + self.ended;
+        let sooner = self.late || self.before.saturating_add(self.freed) >= need;
+        (only_ends && !sooner && self.shadow > now).then_some(Kept::Freed(self.shadow))
     }
 }

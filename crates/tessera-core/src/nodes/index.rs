@@ -176,6 +176,19 @@ impl Mirror {
         copy_node(&mut self.v, o, n);
     }
 
+    /// This view gains what `a` holds; false (and unchanged) if it was never
+    /// brought up to date.
+    pub fn give(&mut self, a: &super::Allocation) -> bool {
+        if a.parts.iter().any(|p| p.node as usize >= self.mark.len()) {
+            return false;
+        }
+        self.v.give(a);
+        for p in &a.parts {
+            self.set(p.node);
+        }
+        true
+    }
+
     /// This view changed node `n`.
     pub fn set(&mut self, n: u32) {
         if !std::mem::replace(&mut self.mark[n as usize], true) {

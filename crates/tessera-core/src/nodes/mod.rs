@@ -158,7 +158,7 @@ pub struct NodeEngine {
     #[serde(skip)]
     version: u64,
     #[serde(skip)]
-    shadow_cache: Option<(u64, JobIdx, Time, u64)>,
+    shadow_cache: Option<easy::ShadowKept>,
     /// After a conservative pass that started nothing: `version`, the queue's
     /// edits and the position of the next arrival then.
     #[serde(skip)]
@@ -531,6 +531,13 @@ impl NodeEngine {
             let r = self.running.remove(e.expected_end, job);
             if let Some(k) = &mut self.kept {
                 k.released(r);
+            }
+            if let (Some(head), Some(a)) = (self.shadow_cache.as_ref().map(|k| k.head), &self.alloc[job.index()]) {
+                let gain = self.gain(&self.demand[head.index()], a);
+                let k = self.shadow_cache.as_mut().expect("looked at above");
+                if k.ended(job, r.expected_end, a, gain) && !self.extra.give(a) {
+                    self.shadow_cache = None;
+                }
             }
         } else {
             self.kept = None;
