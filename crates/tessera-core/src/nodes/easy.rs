@@ -163,6 +163,7 @@ impl NodeEngine {
                     extra.set(p.node);
                 }
                 (self.scratch, self.scratch_bits, self.extra) = (scratch, bits, extra);
+                self.extra_epoch += 1;
                 let extra_now = self.extra_now();
                 let keep = !self.placement_varies() && !self.reserving();
                 // first fit placed the head on nodes up to this one
@@ -320,6 +321,17 @@ impl NodeEngine {
     /// the extra resources may be fewer.
     fn build_view(&mut self) {
         let mut view = std::mem::take(&mut self.view);
+        // the extra resources are those it was built from: only the nodes
+        // the free view changed on since need it again (those the extra
+        // resources changed on since changed the free view too, or were
+        // clamped when a job started on them)
+        let (free, x) = (&self.free, &self.extra.v);
+        if self.view_epoch == Some(self.extra_epoch) && view.refresh(free, &self.index, |v, n| v.clamp_node(free, x, n)) {
+            self.debug_check_view(&view);
+            self.view = view;
+            return;
+        }
+        self.view_epoch = Some(self.extra_epoch);
         view.sync(&self.free, &self.index);
         match self.extra.differs(&self.index) {
             Some(nodes) => {
@@ -337,12 +349,16 @@ impl NodeEngine {
                 }
             }
         }
+        self.debug_check_view(&view);
+        self.view = view;
+    }
+
+    fn debug_check_view(&self, view: &Mirror) {
         debug_assert!(self.free.cores.len() > 4096 || {
             let mut w = self.free.clone();
             w.clamp_to(&self.extra.v);
             w == view.v
         });
-        self.view = view;
     }
 
     /// EASY's backfilling when cores are interchangeable: the shadow is the first

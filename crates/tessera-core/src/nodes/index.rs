@@ -171,6 +171,25 @@ impl Mirror {
         debug_assert!(n > 4096 || self.v == *free, "a mirror out of step with the free view");
     }
 
+    /// Bring it up to date on the nodes the free view changed on since, with
+    /// `f` (which works a node out again), keeping what it set itself
+    /// elsewhere; false (and unchanged) if the free view's log no longer
+    /// reaches back to its last update.
+    pub fn refresh(&mut self, free: &Free, ix: &FreeIndex, mut f: impl FnMut(&mut Free, usize)) -> bool {
+        let n = free.cores.len();
+        let Some(changed) = ix.since(self.seen).filter(|_| self.v.cores.len() == n && self.mark.len() == n) else {
+            return false;
+        };
+        for &m in changed {
+            f(&mut self.v, m as usize);
+            if !std::mem::replace(&mut self.mark[m as usize], true) {
+                self.own.push(m);
+            }
+        }
+        self.seen = ix.now();
+        true
+    }
+
     /// Node `n` of this view takes `o`'s values there.
     pub fn copy_node(&mut self, o: &Free, n: u32) {
         copy_node(&mut self.v, o, n);

@@ -178,6 +178,13 @@ pub struct NodeEngine {
     extra: Mirror,
     #[serde(skip)]
     view: Mirror,
+    /// Bumped when the extra resources are worked out again, and the value
+    /// `view` was built from (so a pass brings it up to date on the nodes
+    /// that changed since instead of building it again).
+    #[serde(skip)]
+    extra_epoch: u64,
+    #[serde(skip)]
+    view_epoch: Option<u64>,
     #[serde(skip)]
     profile: Profile,
     #[serde(skip)]
@@ -338,6 +345,8 @@ impl NodeEngine {
             scratch_bits: Vec::new(),
             extra: Mirror::default(),
             view: Mirror::default(),
+            extra_epoch: 0,
+            view_epoch: None,
             profile: Profile::default(),
             doomed: Doomed::default(),
             frugal: Profile::default(),
