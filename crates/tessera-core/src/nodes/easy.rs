@@ -134,8 +134,8 @@ impl NodeEngine {
             .is_some_and(|r| r.expected_end < now);
         let kept = self.shadow_cache.as_ref().filter(|_| self.shortcuts && !overdue).and_then(|k| k.holds(self.version, head, head_need, now));
         let (shadow, mut extra_now) = match kept {
-            Some(Kept::Same(shadow, extra_now)) => (shadow, extra_now),
-            Some(Kept::Freed(shadow)) => {
+            Some(Reuse::Same(shadow, extra_now)) => (shadow, extra_now),
+            Some(Reuse::Freed(shadow)) => {
                 // jobs that ended since gave back nodes the walk to the shadow
                 // had freed: the extra resources are the same, only what is
                 // free now on those nodes grew
@@ -157,11 +157,8 @@ impl NodeEngine {
                     extra.copy_node(&scratch.v, n);
                     extra.set(n);
                 }
-                extra.v.take(&reserved);
+                extra.take(&reserved);
                 let reserved_last = reserved.parts.iter().map(|p| p.node).max().unwrap_or(0);
-                for p in &reserved.parts {
-                    extra.set(p.node);
-                }
                 (self.scratch, self.scratch_bits, self.extra) = (scratch, bits, extra);
                 self.extra_epoch += 1;
                 let extra_now = self.extra_now();
@@ -233,10 +230,7 @@ impl NodeEngine {
                         continue;
                     };
                     extra_now -= self.extra_now_taken(&b, true);
-                    self.extra.v.take(&b);
-                    for p in &b.parts {
-                        self.extra.set(p.node);
-                    }
+                    self.extra.take(&b);
                     // one that still ends by the shadow (on faster nodes than
                     // first fit found among all that is free) gives them back
                     // before it: a fresh pass would count them extra
@@ -516,7 +510,8 @@ pub(super) struct ShadowKept {
     pub(super) on_extra: Vec<JobIdx>,
 }
 
-pub(super) enum Kept {
+/// How a kept shadow serves a pass ([`ShadowKept::holds`]).
+pub(super) enum Reuse {
     /// Nothing changed but arrivals: the shadow and the extra cores usable now.
     Same(Time, u64),
     /// Running jobs ended, and the shadow holds: the extra cores usable now
@@ -553,15 +548,15 @@ impl ShadowKept {
         !self.late
     }
 
-    fn holds(&self, version: u64, head: JobIdx, need: u64, now: Time) -> Option<Kept> {
+    fn holds(&self, version: u64, head: JobIdx, need: u64, now: Time) -> Option<Reuse> {
         if head != self.head {
             return None;
         }
         if version == self.version {
-            return Some(Kept::Same(self.shadow, self.extra_now));
+            return Some(Reuse::Same(self.shadow, self.extra_now));
         }
         let only_ends = version == self.version + self.ended;
         let sooner = self.late || self.before.saturating_add(self.freed) >= need;
-        (only_ends && !sooner && self.shadow > now).then_some(Kept::Freed(self.shadow))
+        (only_ends && !sooner && self.shadow > now).then_some(Reuse::Freed(self.shadow))
     }
 }

@@ -151,7 +151,7 @@ impl Mirror {
     /// Make it the free view again, copying only the nodes that differ.
     pub fn sync(&mut self, free: &Free, ix: &FreeIndex) {
         let n = free.cores.len();
-        match ix.since(self.seen).filter(|_| self.v.cores.len() == n && self.mark.len() == n) {
+        match self.changed(free, ix) {
             Some(changed) => {
                 for &m in changed.iter().chain(&self.own) {
                     copy_node(&mut self.v, free, m);
@@ -176,18 +176,22 @@ impl Mirror {
     /// elsewhere; false (and unchanged) if the free view's log no longer
     /// reaches back to its last update.
     pub fn refresh(&mut self, free: &Free, ix: &FreeIndex, mut f: impl FnMut(&mut Free, usize)) -> bool {
-        let n = free.cores.len();
-        let Some(changed) = ix.since(self.seen).filter(|_| self.v.cores.len() == n && self.mark.len() == n) else {
+        let Some(changed) = self.changed(free, ix) else {
             return false;
         };
         for &m in changed {
             f(&mut self.v, m as usize);
-            if !std::mem::replace(&mut self.mark[m as usize], true) {
-                self.own.push(m);
-            }
+            self.set(m);
         }
         self.seen = ix.now();
         true
+    }
+
+    /// The nodes the free view changed on since this view's last update, if
+    /// its log reaches back there and this view is sized for it.
+    fn changed<'a>(&self, free: &Free, ix: &'a FreeIndex) -> Option<&'a [u32]> {
+        let n = free.cores.len();
+        ix.since(self.seen).filter(|_| self.v.cores.len() == n && self.mark.len() == n)
     }
 
     /// Node `n` of this view takes `o`'s values there.
@@ -202,10 +206,20 @@ impl Mirror {
             return false;
         }
         self.v.give(a);
+        self.set_all(a);
+        true
+    }
+
+    /// This view loses what `a` holds.
+    pub fn take(&mut self, a: &super::Allocation) {
+        self.v.take(a);
+        self.set_all(a);
+    }
+
+    fn set_all(&mut self, a: &super::Allocation) {
         for p in &a.parts {
             self.set(p.node);
         }
-        true
     }
 
     /// This view changed node `n`.

@@ -541,11 +541,14 @@ impl NodeEngine {
             if let Some(k) = &mut self.kept {
                 k.released(r);
             }
-            if let (Some(head), Some(a)) = (self.shadow_cache.as_ref().map(|k| k.head), &self.alloc[job.index()]) {
-                let gain = self.gain(&self.demand[head.index()], a);
-                let k = self.shadow_cache.as_mut().expect("looked at above");
-                if k.ended(job, r.expected_end, a, gain) && !self.extra.give(a) {
-                    self.shadow_cache = None;
+            if let Some(a) = &self.alloc[job.index()] {
+                // what it gives back adds at most `gain` to what a kept
+                // shadow's head could take
+                let gain = self.shadow_cache.as_ref().map(|k| self.gain(&self.demand[k.head.index()], a));
+                if let (Some(k), Some(gain)) = (&mut self.shadow_cache, gain) {
+                    if k.ended(job, r.expected_end, a, gain) && !self.extra.give(a) {
+                        self.shadow_cache = None;
+                    }
                 }
             }
         } else {
