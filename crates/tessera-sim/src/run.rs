@@ -111,16 +111,24 @@ impl Placements {
         };
         let (mpc, gpus) = (if first.cores > 0 { first.mem / first.cores as u64 } else { 0 }, first.gpus);
         let follows = |p: &AllocPart| p.gpus == gpus && (p.cores as u64).checked_mul(mpc) == Some(p.mem);
-        self.at[i] = if mpc != WHOLE && parts.iter().all(follows) {
-            let from = self.short.len();
-            for p in parts {
-                match self.short[from..].last_mut() {
-                    Some(r) if r.cores == p.cores && r.node.checked_add(r.count) == Some(p.node) && r.count < u32::MAX => r.count += 1,
-                    _ => self.short.push(Run { node: p.node, cores: p.cores, count: 1 }),
-                }
+        // the runs are laid down as the parts are checked, and taken back if
+        // one does not follow the rule
+        let from = self.short.len();
+        let mut short = mpc != WHOLE;
+        for p in parts {
+            short = short && follows(p);
+            if !short {
+                break;
             }
+            match self.short[from..].last_mut() {
+                Some(r) if r.cores == p.cores && r.node.checked_add(r.count) == Some(p.node) && r.count < u32::MAX => r.count += 1,
+                _ => self.short.push(Run { node: p.node, cores: p.cores, count: 1 }),
+            }
+        }
+        self.at[i] = if short {
             Slot { from: from as u64, mem_per_core: mpc, len: (self.short.len() - from) as u32, gpus }
         } else {
+            self.short.truncate(from);
             let from = self.whole.len() as u64;
             self.whole.extend_from_slice(parts);
             Slot { from, mem_per_core: WHOLE, len: parts.len() as u32, gpus: 0 }

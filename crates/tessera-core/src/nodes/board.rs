@@ -628,7 +628,8 @@ impl Board {
     /// Cores a node can give this job on view `free` (exclusive: all or nothing).
     #[inline]
     pub(crate) fn usable(&self, d: &Demand, free: &Free, n: u32) -> u32 {
-        let ns = &self.nodes[n as usize];
+        // what the node has, from the compact arrays of the empty machine
+        let (cores, mem, gpus) = (self.empty.cores[n as usize], self.empty.mem[n as usize], self.empty.gpus[n as usize]);
         let (fc, fm) = (free.cores[n as usize], free.mem[n as usize]);
         let ps = &self.parts[d.part as usize];
         if d.gpus_per_node > free.gpus[n as usize] {
@@ -638,14 +639,14 @@ impl Board {
             let tasks = ps.cpn.min(d.procs);
             // a whole node: every core, all its memory (a suspended job may hold
             // memory on a node whose cores are free) and every GPU
-            let mem_ok = fm == ns.mem
-                && (d.mem_per_proc == 0 || ns.mem == 0 || ns.mem >= tasks as u64 * d.mem_per_proc);
-            if fc == ns.cores && free.gpus[n as usize] == ns.gpus && mem_ok {
-                ns.cores
+            let mem_ok = fm == mem
+                && (d.mem_per_proc == 0 || mem == 0 || mem >= tasks as u64 * d.mem_per_proc);
+            if fc == cores && free.gpus[n as usize] == gpus && mem_ok {
+                cores
             } else {
                 0
             }
-        } else if d.mem_per_proc == 0 || ns.mem == 0 || fc as u64 * d.mem_per_proc <= fm {
+        } else if d.mem_per_proc == 0 || mem == 0 || fc as u64 * d.mem_per_proc <= fm {
             // memory for every free core (no division: most nodes of a busy
             // machine have no core free, or memory to spare)
             fc
@@ -680,12 +681,14 @@ impl Board {
             return self.pick_shaped(d, free, nodes, eligible);
         }
         let ps = &self.parts[d.part as usize];
+        let mut left = if ps.exclusive { d.nodes } else { d.procs };
+        // room for the parts on full nodes, so that a large job's list grows
+        // once at most
         let mut a = Allocation {
-            parts: Vec::new(),
+            parts: Vec::with_capacity((if ps.exclusive { left } else { left.div_ceil(ps.cpn.max(1)) } as usize).min(ps.nodes.len())),
             factor: f64::INFINITY,
             procs: 0,
         };
-        let mut left = if ps.exclusive { d.nodes } else { d.procs };
         let mut tasks_left = d.procs;
         for n in nodes {
             if left == 0 {
@@ -699,15 +702,15 @@ impl Board {
             if u == 0 {
                 continue;
             }
-            let ns = &self.nodes[n as usize];
+            let e = &self.empty;
             let (cores, mem, gpus, tasks) = if ps.exclusive {
                 let t = ps.cpn.min(tasks_left);
-                (ns.cores, ns.mem, ns.gpus, t)
+                (e.cores[n as usize], e.mem[n as usize], e.gpus[n as usize], t)
             } else {
                 let c = u.min(left);
                 (
                     c,
-                    if ns.mem == 0 {
+                    if e.mem[n as usize] == 0 {
                         0
                     } else {
                         c as u64 * d.mem_per_proc
@@ -722,7 +725,12 @@ impl Board {
                 mem,
                 gpus,
             });
-            a.factor = a.factor.min(ns.factor);
+            // one scaling factor for the whole partition spares the node's record
+            let factor = match ps.tiers.as_slice() {
+                [f] => *f,
+                _ => self.nodes[n as usize].factor,
+            };
+            a.factor = a.factor.min(factor);
             a.procs += tasks;
             tasks_left -= tasks;
             left -= if ps.exclusive { 1 } else { cores };

@@ -49,6 +49,16 @@ impl NodeEngine {
             self.free_cores, usable_free,
             "free cores of the nodes that take jobs"
         );
+        if self.index.built() {
+            for (n, &c) in self.free.cores.iter().enumerate() {
+                let set = |bits: &[u64]| bits[n / 64] >> (n % 64) & 1 == 1;
+                assert!(c == 0 || set(self.index.bits()), "node {n} has a free core but is not in the index");
+                for (p, ps) in self.board.parts.iter().enumerate() {
+                    let want = ps.member[n] && self.usable[n];
+                    assert_eq!(set(self.index.eligible(p as u32)), want, "node {n} in partition {p}'s eligible bits");
+                }
+            }
+        }
         let rs = self.running.as_slice();
         assert_eq!(
             rs.len(),

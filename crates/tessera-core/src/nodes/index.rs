@@ -22,6 +22,9 @@ pub(crate) struct FreeIndex {
     /// visit them in partition order (first fit on them is first fit on the
     /// partition).
     ordered: Vec<bool>,
+    /// Per partition: bit n set if node n is the partition's and takes jobs,
+    /// so that first fit skips the others a word at a time.
+    eligible: Vec<Vec<u64>>,
     /// Nodes changed since position `base` (an absolute count), and whether
     /// the index is built.
     log: Vec<u32>,
@@ -33,7 +36,8 @@ pub(crate) struct FreeIndex {
 }
 
 impl FreeIndex {
-    pub fn build(board: &Board, free: &Free, after: &FreeIndex) -> FreeIndex {
+    /// The index of `free`, where `usable[n]` tells whether node n takes jobs.
+    pub fn build(board: &Board, free: &Free, usable: &[bool], after: &FreeIndex) -> FreeIndex {
         let n = free.cores.len();
         let mut bits = vec![0u64; n.div_ceil(64)];
         for (i, &c) in free.cores.iter().enumerate() {
@@ -41,9 +45,21 @@ impl FreeIndex {
                 bits[i / 64] |= 1 << (i % 64);
             }
         }
+        let eligible = board
+            .parts
+            .iter()
+            .map(|p| {
+                let mut e = vec![0u64; n.div_ceil(64)];
+                for &m in p.nodes.iter().filter(|&&m| usable[m as usize]) {
+                    e[m as usize / 64] |= 1 << (m % 64);
+                }
+                e
+            })
+            .collect();
         FreeIndex {
             bits,
             ordered: board.parts.iter().map(|p| p.nodes.windows(2).all(|w| w[0] < w[1])).collect(),
+            eligible,
             log: Vec::new(),
             // past every position a view has seen: views copy whole once
             base: after.base + after.log.len() as u64 + 1,
@@ -61,26 +77,56 @@ impl FreeIndex {
         self.built && self.ordered[part as usize]
     }
 
-    /// Node `n`'s free resources changed (`free` is the view after).
-    pub fn touch(&mut self, free: &Free, n: u32) {
+    /// The free resources of `nodes` changed (`free` is the view after).
+    #[inline]
+    pub fn touch(&mut self, free: &Free, nodes: impl Iterator<Item = u32> + Clone) {
         if !self.built {
             return;
         }
-        let (w, b) = (n as usize / 64, n % 64);
-        if free.cores[n as usize] > 0 {
-            self.bits[w] |= 1 << b;
-        } else {
-            self.bits[w] &= !(1 << b);
+        // a job's nodes run in order: each word of bits is loaded and stored
+        // once for the nodes in it
+        let (mut w, mut word) = (usize::MAX, 0u64);
+        for n in nodes.clone() {
+            let (nw, b) = (n as usize / 64, n % 64);
+            if nw != w {
+                if w != usize::MAX {
+                    self.bits[w] = word;
+                }
+                (w, word) = (nw, self.bits[nw]);
+            }
+            word = (word & !(1 << b)) | (((free.cores[n as usize] > 0) as u64) << b);
+        }
+        if w != usize::MAX {
+            self.bits[w] = word;
         }
         if !self.logging {
             return;
         }
-        self.log.push(n);
+        self.log.extend(nodes);
         // a view this far behind copies whole
         if self.log.len() > free.cores.len() {
             self.base += self.log.len() as u64;
             self.log.clear();
         }
+    }
+
+    /// Node `n` (of the partitions `board` lists it in) starts or stops taking
+    /// jobs.
+    pub fn set_usable(&mut self, board: &Board, n: u32, usable: bool) {
+        if !self.built {
+            return;
+        }
+        let (w, b) = (n as usize / 64, n % 64);
+        for (e, p) in self.eligible.iter_mut().zip(&board.parts) {
+            if p.member[n as usize] {
+                e[w] = (e[w] & !(1 << b)) | ((usable as u64) << b);
+            }
+        }
+    }
+
+    /// Bits of the nodes of partition `part` that take jobs.
+    pub fn eligible(&self, part: u32) -> &[u64] {
+        &self.eligible[part as usize]
     }
 
     /// Log the changes from now on, or stop (a view then copies whole once).
@@ -115,6 +161,33 @@ impl FreeIndex {
 /// The set bits of a bitset, ascending.
 pub(crate) fn ones(bits: &[u64]) -> Ones<'_> {
     Ones { bits, w: 0, cur: bits.first().copied().unwrap_or(0) }
+}
+
+/// The bits set in both `bits` and `mask` (as long as `bits`), ascending.
+pub(crate) fn ones_in<'a>(bits: &'a [u64], mask: &'a [u64]) -> OnesIn<'a> {
+    debug_assert_eq!(bits.len(), mask.len());
+    OnesIn { bits, mask, w: 0, cur: bits.first().zip(mask.first()).map_or(0, |(b, m)| b & m) }
+}
+
+pub(crate) struct OnesIn<'a> {
+    bits: &'a [u64],
+    mask: &'a [u64],
+    w: usize,
+    cur: u64,
+}
+
+impl Iterator for OnesIn<'_> {
+    type Item = u32;
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        while self.cur == 0 {
+            self.w += 1;
+            self.cur = *self.bits.get(self.w)? & self.mask[self.w];
+        }
+        let b = self.cur.trailing_zeros();
+        self.cur &= self.cur - 1;
+        Some(self.w as u32 * 64 + b)
+    }
 }
 
 pub(crate) struct Ones<'a> {

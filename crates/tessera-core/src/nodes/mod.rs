@@ -358,7 +358,7 @@ impl NodeEngine {
             requeueing: Vec::new(),
         };
         e.repower();
-        e.index = FreeIndex::build(&e.board, &e.free, &e.index);
+        e.index = FreeIndex::build(&e.board, &e.free, &e.usable, &e.index);
         e
     }
 
@@ -686,6 +686,7 @@ impl NodeEngine {
         }
         self.version += 1;
         self.usable[n] = usable;
+        self.index.set_usable(&self.board, n as u32, usable);
         self.usable_nodes = self.usable.iter().filter(|&&u| u).count();
         let idle = self.free.cores[n] as u64;
         if usable {
@@ -801,7 +802,7 @@ impl NodeEngine {
 
     pub fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
         if !self.index.built() {
-            self.index = FreeIndex::build(&self.board, &self.free, &self.index);
+            self.index = FreeIndex::build(&self.board, &self.free, &self.usable, &self.index);
         }
         if self.kill_expired(now, t, out) {
             // their resources come back when their completions are reported; the
@@ -961,17 +962,14 @@ impl NodeEngine {
     /// First fit of `d` on view `free` over the nodes of `bits` (which hold
     /// every node with a free core in that view).
     fn pick_indexed(&self, d: &Demand, free: &Free, bits: &[u64]) -> Result<Allocation, Blocked> {
-        let (usable, member) = (&self.usable, &self.board.parts[d.part as usize].member);
         self.board
-            .pick_in(d, free, index::ones(bits).filter(|&n| member[n as usize]), &|n| usable[n as usize])
+            .pick_in(d, free, index::ones_in(bits, self.index.eligible(d.part)), &|_| true)
             .ok_or(Blocked::Resources)
     }
 
     /// The free view changed on the nodes of `a`.
     fn touched(&mut self, a: &Allocation) {
-        for p in &a.parts {
-            self.index.touch(&self.free, p.node);
-        }
+        self.index.touch(&self.free, a.parts.iter().map(|p| p.node));
     }
 
     /// Start jobs from the head while the board can place them; returns the

@@ -149,7 +149,7 @@ impl NodeEngine {
                 if take > 0 {
                     a.cores += take;
                     self.free.cores[n] -= take;
-                    self.index.touch(&self.free, n as u32);
+                    self.index.touch(&self.free, std::iter::once(n as u32));
                     if self.usable[n] {
                         self.free_cores -= take as u64;
                     }
@@ -200,7 +200,7 @@ impl NodeEngine {
         let held = self.alloc[j.index()].as_mut().expect("parked");
         for p in &mut held.parts {
             self.free.cores[p.node as usize] += p.cores;
-            self.index.touch(&self.free, p.node);
+            self.index.touch(&self.free, std::iter::once(p.node));
             if self.usable[p.node as usize] {
                 self.free_cores += p.cores as u64;
             }
@@ -214,7 +214,7 @@ impl NodeEngine {
         self.version += 1;
         for (n, c) in self.lacking(j).collect::<Vec<_>>() {
             self.free.cores[n as usize] -= c;
-            self.index.touch(&self.free, n);
+            self.index.touch(&self.free, std::iter::once(n));
             if self.usable[n as usize] {
                 self.free_cores -= c as u64;
             }

@@ -112,7 +112,6 @@ impl NodeEngine {
         for a in m.alloc.iter().flatten() {
             m.free.take(a);
         }
-        m.index = super::index::FreeIndex::build(&m.board, &m.free, &m.index);
         m.booked = booked;
         // nodes keep their state; an added node takes jobs (its driver says otherwise)
         for (n, o) in r.old_index().into_iter().enumerate() {
@@ -122,6 +121,7 @@ impl NodeEngine {
             m.usable[n] = m.status[n].up && !m.status[n].drain;
         }
         m.usable_nodes = m.usable.iter().filter(|&&u| u).count();
+        m.index = super::index::FreeIndex::build(&m.board, &m.free, &m.usable, &m.index);
         m.free_cores = m.free.cores.iter().zip(&m.usable).filter(|(_, &u)| u).map(|(&c, _)| c as u64).sum();
         m.parked = self.parked.clone();
         m.gang_next = if m.gang { self.gang_next } else { None };
