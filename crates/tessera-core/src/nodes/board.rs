@@ -628,25 +628,37 @@ impl Board {
     /// Cores a node can give this job on view `free` (exclusive: all or nothing).
     #[inline]
     pub(crate) fn usable(&self, d: &Demand, free: &Free, n: u32) -> u32 {
+        let i = n as usize;
+        if !self.parts[d.part as usize].exclusive {
+            return self.shared_units(d, free, i);
+        }
         // what the node has, from the compact arrays of the empty machine
-        let (cores, mem, gpus) = (self.empty.cores[n as usize], self.empty.mem[n as usize], self.empty.gpus[n as usize]);
-        let (fc, fm) = (free.cores[n as usize], free.mem[n as usize]);
-        let ps = &self.parts[d.part as usize];
-        if d.gpus_per_node > free.gpus[n as usize] {
+        let (cores, mem, gpus) = (self.empty.cores[i], self.empty.mem[i], self.empty.gpus[i]);
+        let (fc, fm) = (free.cores[i], free.mem[i]);
+        let tasks = self.parts[d.part as usize].cpn.min(d.procs);
+        // a whole node: every core, all its memory (a suspended job may hold
+        // memory on a node whose cores are free) and every GPU
+        let mem_ok = fm == mem && (d.mem_per_proc == 0 || mem == 0 || mem >= tasks as u64 * d.mem_per_proc);
+        if fc == cores && free.gpus[i] == gpus && d.gpus_per_node <= gpus && mem_ok {
+            cores
+        } else {
+            0
+        }
+    }
+
+    /// Cores node `i` of a shared partition can give this job on view `free`:
+    /// its free cores, as far as its free memory and GPUs allow.
+    #[inline(always)]
+    fn shared_units(&self, d: &Demand, free: &Free, i: usize) -> u32 {
+        let fc = free.cores[i];
+        if d.gpus_per_node > 0 && d.gpus_per_node > free.gpus[i] {
             return 0;
         }
-        if ps.exclusive {
-            let tasks = ps.cpn.min(d.procs);
-            // a whole node: every core, all its memory (a suspended job may hold
-            // memory on a node whose cores are free) and every GPU
-            let mem_ok = fm == mem
-                && (d.mem_per_proc == 0 || mem == 0 || mem >= tasks as u64 * d.mem_per_proc);
-            if fc == cores && free.gpus[n as usize] == gpus && mem_ok {
-                cores
-            } else {
-                0
-            }
-        } else if d.mem_per_proc == 0 || mem == 0 || fc as u64 * d.mem_per_proc <= fm {
+        if d.mem_per_proc == 0 || self.empty.mem[i] == 0 {
+            return fc;
+        }
+        let fm = free.mem[i];
+        if fc as u64 * d.mem_per_proc <= fm {
             // memory for every free core (no division: most nodes of a busy
             // machine have no core free, or memory to spare)
             fc
@@ -689,6 +701,38 @@ impl Board {
             factor: f64::INFINITY,
             procs: 0,
         };
+        // one scaling factor for the whole partition spares the nodes' records
+        let uniform = match ps.tiers.as_slice() {
+            [f] => Some(*f),
+            _ => None,
+        };
+        if !ps.exclusive {
+            // a shared partition: each node gives what it can, up to what is left
+            for n in nodes {
+                if left == 0 {
+                    break;
+                }
+                let i = n as usize;
+                if free.cores[i] == 0 || !eligible(n) {
+                    continue;
+                }
+                let c = self.shared_units(d, free, i).min(left);
+                if c == 0 {
+                    continue;
+                }
+                let mem = if self.empty.mem[i] == 0 { 0 } else { c as u64 * d.mem_per_proc };
+                a.parts.push(AllocPart { node: n, cores: c, mem, gpus: d.gpus_per_node });
+                if uniform.is_none() {
+                    a.factor = a.factor.min(self.nodes[i].factor);
+                }
+                left -= c;
+            }
+            if let (Some(f), false) = (uniform, a.parts.is_empty()) {
+                a.factor = f;
+            }
+            a.procs = d.procs - left;
+            return (left == 0).then_some(a);
+        }
         let mut tasks_left = d.procs;
         for n in nodes {
             if left == 0 {
@@ -702,38 +746,15 @@ impl Board {
             if u == 0 {
                 continue;
             }
-            let e = &self.empty;
-            let (cores, mem, gpus, tasks) = if ps.exclusive {
-                let t = ps.cpn.min(tasks_left);
-                (e.cores[n as usize], e.mem[n as usize], e.gpus[n as usize], t)
-            } else {
-                let c = u.min(left);
-                (
-                    c,
-                    if e.mem[n as usize] == 0 {
-                        0
-                    } else {
-                        c as u64 * d.mem_per_proc
-                    },
-                    d.gpus_per_node,
-                    c,
-                )
-            };
-            a.parts.push(AllocPart {
-                node: n,
-                cores,
-                mem,
-                gpus,
-            });
-            // one scaling factor for the whole partition spares the node's record
-            let factor = match ps.tiers.as_slice() {
-                [f] => *f,
-                _ => self.nodes[n as usize].factor,
-            };
-            a.factor = a.factor.min(factor);
+            // an exclusive partition: whole nodes, and tasks up to its cores
+            // per node on each
+            let (e, i) = (&self.empty, n as usize);
+            let tasks = ps.cpn.min(tasks_left);
+            a.parts.push(AllocPart { node: n, cores: e.cores[i], mem: e.mem[i], gpus: e.gpus[i] });
+            a.factor = a.factor.min(uniform.unwrap_or_else(|| self.nodes[i].factor));
             a.procs += tasks;
             tasks_left -= tasks;
-            left -= if ps.exclusive { 1 } else { cores };
+            left -= 1;
         }
         (left == 0).then_some(a)
     }
