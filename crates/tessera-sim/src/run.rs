@@ -115,15 +115,22 @@ impl Placements {
         // one does not follow the rule
         let from = self.short.len();
         let mut short = mpc != WHOLE;
+        // the run being laid down, pushed when the next part does not extend it
+        let mut run = Run { node: first.node, cores: first.cores, count: 0 };
         for p in parts {
             short = short && follows(p);
             if !short {
                 break;
             }
-            match self.short[from..].last_mut() {
-                Some(r) if r.cores == p.cores && r.node.checked_add(r.count) == Some(p.node) && r.count < u32::MAX => r.count += 1,
-                _ => self.short.push(Run { node: p.node, cores: p.cores, count: 1 }),
+            if run.cores == p.cores && run.node.checked_add(run.count) == Some(p.node) && run.count < u32::MAX {
+                run.count += 1;
+            } else {
+                self.short.push(run);
+                run = Run { node: p.node, cores: p.cores, count: 1 };
             }
+        }
+        if short {
+            self.short.push(run);
         }
         self.at[i] = if short {
             Slot { from: from as u64, mem_per_core: mpc, len: (self.short.len() - from) as u32, gpus }

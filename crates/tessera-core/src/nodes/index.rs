@@ -320,3 +320,38 @@ fn copy_node(v: &mut Free, o: &Free, n: u32) {
     v.mem[n] = o.mem[n];
     v.gpus[n] = o.gpus[n];
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bits set in both sets, against a filter over every bit, on words
+    /// empty, full and mixed.
+    #[test]
+    fn ones_in_visits_the_bits_set_in_both() {
+        let mut seed = 0x2545f4914f6cdd1du64;
+        let mut rnd = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..50 {
+            let words = 1 + (rnd() % 5) as usize;
+            let pick = |r: u64| match r % 4 {
+                0 => 0,
+                1 => u64::MAX,
+                _ => r,
+            };
+            let bits: Vec<u64> = (0..words).map(|_| pick(rnd())).collect();
+            let mask: Vec<u64> = (0..words).map(|_| pick(rnd())).collect();
+            let want: Vec<u32> = (0..words as u32 * 64)
+                .filter(|&n| (bits[n as usize / 64] & mask[n as usize / 64]) >> (n % 64) & 1 == 1)
+                .collect();
+            assert_eq!(ones_in(&bits, &mask).collect::<Vec<_>>(), want, "round {round}");
+            let plain: Vec<u32> = (0..words as u32 * 64).filter(|&n| bits[n as usize / 64] >> (n % 64) & 1 == 1).collect();
+            assert_eq!(ones(&bits).collect::<Vec<_>>(), plain, "round {round}");
+        }
+        assert_eq!(ones_in(&[], &[]).count(), 0);
+    }
+}
