@@ -348,6 +348,9 @@ pub(crate) struct Board {
     /// per node): worked out once for each.
     #[serde(skip)]
     room: std::cell::RefCell<std::collections::BTreeMap<(u32, u64, u32), u64>>,
+    /// Cores of every node, worked out once (conservative asks it every pass).
+    #[serde(skip)]
+    total: std::cell::OnceCell<u64>,
 }
 
 impl Board {
@@ -402,6 +405,7 @@ impl Board {
         Board {
             empty,
             room: Default::default(),
+            total: Default::default(),
             nodes,
             parts,
             default_part: c.default_partition_index(),
@@ -429,7 +433,7 @@ impl Board {
     }
 
     pub fn total_cores(&self) -> u64 {
-        self.nodes.iter().map(|n| n.cores as u64).sum()
+        *self.total.get_or_init(|| self.nodes.iter().map(|n| n.cores as u64).sum())
     }
 
     /// The demand of a job, or why it can never run here (an unknown partition;
