@@ -39,6 +39,16 @@ fn main() -> ExitCode {
     // controller, a client that hung up), and that must be an error, not the
     // end of the process. A closed standard output (`tessera acct | head`)
     // still ends the command quietly, as Unix tools do: see `out.rs`.
+    // Large buffers (the job table, the queue's tree, per-job lists) grow by
+    // doubling. Taken from glibc's heap, each growth copies and leaves a hole,
+    // so peak memory depended on the order of allocations (RICC: 89 to 106 MB
+    // for the same run after an unrelated change). From 1 MiB they are mapped
+    // on their own: they grow in place and go back to the system when freed,
+    // while a pass's smaller buffers stay on the heap (BENCHMARKS.md).
+    // SAFETY: a tunable of the allocator, set before anything is allocated.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
     let args = cli::Cli::parse();
     // daemons log what they do; commands only warn
     let daemon = matches!(args.command, cli::Command::Controller(_) | cli::Command::Agent(_));
