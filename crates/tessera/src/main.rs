@@ -46,6 +46,7 @@ fn main() -> ExitCode {
     // on their own: they grow in place and go back to the system when freed,
     // while a pass's smaller buffers stay on the heap (BENCHMARKS.md).
     // SAFETY: a tunable of the allocator, set before anything is allocated.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
