@@ -632,14 +632,14 @@ impl Board {
     /// Cores a node can give this job on view `free` (exclusive: all or nothing).
     #[inline]
     pub(crate) fn usable(&self, d: &Demand, free: &Free, n: u32) -> u32 {
-        let i = n as usize;
-        if !self.parts[d.part as usize].exclusive {
+        let (i, ps) = (n as usize, &self.parts[d.part as usize]);
+        if !ps.exclusive {
             return self.shared_units(d, free, i);
         }
         // what the node has, from the compact arrays of the empty machine
         let (cores, mem, gpus) = (self.empty.cores[i], self.empty.mem[i], self.empty.gpus[i]);
         let (fc, fm) = (free.cores[i], free.mem[i]);
-        let tasks = self.parts[d.part as usize].cpn.min(d.procs);
+        let tasks = ps.cpn.min(d.procs);
         // a whole node: every core, all its memory (a suspended job may hold
         // memory on a node whose cores are free) and every GPU
         let mem_ok = fm == mem && (d.mem_per_proc == 0 || mem == 0 || mem >= tasks as u64 * d.mem_per_proc);

@@ -139,7 +139,7 @@ impl FreeIndex {
     }
 
     /// Nodes that may have a free core, ascending.
-    pub fn ones(&self) -> Ones<'_> {
+    pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
         ones(&self.bits)
     }
 
@@ -159,54 +159,41 @@ impl FreeIndex {
 }
 
 /// The set bits of a bitset, ascending.
-pub(crate) fn ones(bits: &[u64]) -> Ones<'_> {
-    Ones { bits, w: 0, cur: bits.first().copied().unwrap_or(0) }
+pub(crate) fn ones(bits: &[u64]) -> Ones<impl Iterator<Item = u64> + '_> {
+    Ones::new(bits.iter().copied())
 }
 
 /// The bits set in both `bits` and `mask` (as long as `bits`), ascending.
-pub(crate) fn ones_in<'a>(bits: &'a [u64], mask: &'a [u64]) -> OnesIn<'a> {
+pub(crate) fn ones_in<'a>(bits: &'a [u64], mask: &'a [u64]) -> Ones<impl Iterator<Item = u64> + 'a> {
     debug_assert_eq!(bits.len(), mask.len());
-    OnesIn { bits, mask, w: 0, cur: bits.first().zip(mask.first()).map_or(0, |(b, m)| b & m) }
+    Ones::new(bits.iter().zip(mask).map(|(b, m)| b & m))
 }
 
-pub(crate) struct OnesIn<'a> {
-    bits: &'a [u64],
-    mask: &'a [u64],
-    w: usize,
+/// The set bits of a sequence of 64-bit words, ascending.
+pub(crate) struct Ones<W> {
+    words: W,
+    w: u32,
     cur: u64,
 }
 
-impl Iterator for OnesIn<'_> {
-    type Item = u32;
-    #[inline]
-    fn next(&mut self) -> Option<u32> {
-        while self.cur == 0 {
-            self.w += 1;
-            self.cur = *self.bits.get(self.w)? & self.mask[self.w];
-        }
-        let b = self.cur.trailing_zeros();
-        self.cur &= self.cur - 1;
-        Some(self.w as u32 * 64 + b)
+impl<W: Iterator<Item = u64>> Ones<W> {
+    fn new(mut words: W) -> Self {
+        let cur = words.next().unwrap_or(0);
+        Ones { words, w: 0, cur }
     }
 }
 
-pub(crate) struct Ones<'a> {
-    bits: &'a [u64],
-    w: usize,
-    cur: u64,
-}
-
-impl Iterator for Ones<'_> {
+impl<W: Iterator<Item = u64>> Iterator for Ones<W> {
     type Item = u32;
     #[inline]
     fn next(&mut self) -> Option<u32> {
         while self.cur == 0 {
             self.w += 1;
-            self.cur = *self.bits.get(self.w)?;
+            self.cur = self.words.next()?;
         }
         let b = self.cur.trailing_zeros();
         self.cur &= self.cur - 1;
-        Some(self.w as u32 * 64 + b)
+        Some(self.w * 64 + b)
     }
 }
 
