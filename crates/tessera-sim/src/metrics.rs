@@ -73,8 +73,11 @@ pub struct Summary {
     pub fairness: Option<Vec<crate::share::ShareRow>>,
     /// Seconds to read and parse the trace.
     pub parse_wall_time_s: f64,
-    /// Seconds the simulation itself took.
+    /// Seconds the simulation itself took (not counting its waits for the
+    /// reader, when the two overlapped).
     pub sim_wall_time_s: f64,
+    /// The trace was read and simulated at once, in two threads.
+    pub overlapped: bool,
     /// Seconds for the whole run (parse + simulation + metrics).
     pub wall_time_s: f64,
 }
@@ -476,6 +479,7 @@ impl Summary {
             fairness: crate::share::fairness(w, o),
             parse_wall_time_s: 0.0,
             sim_wall_time_s: 0.0,
+            overlapped: false,
             wall_time_s: 0.0,
         }
     }
@@ -555,7 +559,7 @@ impl Summary {
             rows.push(("priority", p.clone()));
         }
         rows.extend([
-            ("wall time (s)", format!("{:.3} (parse {:.3}, simulate {:.3})", self.wall_time_s, self.parse_wall_time_s, self.sim_wall_time_s)),
+            ("wall time (s)", format!("{:.3} (parse {:.3}, simulate {:.3}{})", self.wall_time_s, self.parse_wall_time_s, self.sim_wall_time_s, if self.overlapped { ", overlapped" } else { "" })),
         ]);
         let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
         let mut text: String = rows.iter().map(|(k, v)| format!("{k:<width$}  {v}\n")).collect();

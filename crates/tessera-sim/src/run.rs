@@ -1,11 +1,13 @@
 //! The event loop.
 
 use crate::power::{PowerMode, PowerSetup};
-use crate::workload::{Machine, Workload};
+use crate::workload::{queue_key, Machine, TimeRange, Workload};
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tessera_core::power::ParmStats;
 use tessera_core::{scaled, step, After, AfterKind, AllocPart, Driver, Effect, Engine, Input, JobId, Outcome, PolicyKind, Time};
+use tessera_workload::jobs::TraceJob;
 
 /// Start and end of every job of a [`Workload`], by index, plus loop statistics.
 #[derive(Clone, Debug, PartialEq)]
@@ -236,7 +238,147 @@ pub struct PowerOutcome {
 /// [`PolicyKind::Parm`] exactly when the machine's mode is PARM; elsewhere it must
 /// not be PARM (callers check: the CLI refuses the combination with a message).
 pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&Engine, Time)) -> SimOutcome {
-    let n = w.jobs.len();
+    let (outcome, _) = replay(w, Jobs { list: Cow::Borrowed(&w.jobs), feed: None }, policy, observe);
+    outcome.expect("a workload held whole is never halted")
+}
+
+/// What a reader hands [`simulate_fed`] as it reads a trace: jobs in queue
+/// order with their records' indices ([`crate::workload::queue_key`]), or
+/// that reading failed (the reader reports why).
+#[derive(Debug)]
+pub enum Fed {
+    Jobs(Vec<(TraceJob, u32)>),
+    Failed,
+}
+
+/// Why [`simulate_fed`] stopped before the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Halt {
+    /// A job came out of queue order: the jobs must be sorted first.
+    Unsorted,
+    /// The jobs read could take the clock past 2^42 s
+    /// ([`Workload::check_time_range`] says by how much).
+    BeyondTimeRange,
+    /// The reader failed.
+    Failed,
+}
+
+/// A replay of jobs fed as they are read, and every job fed.
+#[derive(Debug)]
+pub struct Fedout {
+    /// The replay, unless it halted.
+    pub outcome: Result<SimOutcome, Halt>,
+    /// Every job fed, in the order fed, and its record's index (all of them,
+    /// halted or not, unless the reader failed).
+    pub jobs: Vec<TraceJob>,
+    pub record_index: Vec<u32>,
+    /// Seconds the replay waited for the reader.
+    pub waited_s: f64,
+}
+
+/// Replay jobs on `machine` (a pool or a cluster; no accounts or
+/// reservations) as `feed` hands them over, so that reading and simulating
+/// overlap. The schedule is the one [`simulate`] gives for the same jobs in a
+/// [`Workload`]: jobs in queue order are replayed as they come, and a job out
+/// of order halts the replay ([`Halt::Unsorted`]: sort and simulate them
+/// whole). A halted replay still takes every job fed.
+pub fn simulate_fed(machine: &Machine, policy: PolicyKind, feed: &std::sync::mpsc::Receiver<Fed>) -> Fedout {
+    assert!(!matches!(machine, Machine::Power(_)), "a fed replay is of a pool or a cluster");
+    // the machine alone: the jobs come with the feed
+    let w = Workload { jobs: Vec::new(), record_index: Vec::new(), skipped: Default::default(), capacity: 0, machine: machine.clone(), power_jobs: Vec::new(), sharing: None, reservations: Vec::new() };
+    let w = &w;
+    let feed = Feed { rx: feed, index: Vec::new(), range: TimeRange::new(&w.machine), last: None, halt: None, open: true, waited: std::time::Duration::ZERO };
+    let (outcome, jobs) = replay(w, Jobs { list: Cow::Owned(Vec::new()), feed: Some(feed) }, policy, |_, _| {});
+    let Jobs { list, feed } = jobs;
+    let mut feed = feed.expect("fed");
+    let mut list = list.into_owned();
+    if feed.halt != Some(Halt::Failed) {
+        // a halted replay leaves jobs unread
+        while feed.open {
+            feed.receive(&mut list);
+        }
+    }
+    let outcome = match feed.halt {
+        Some(h) => Err(h),
+        None => Ok(outcome.expect("not halted")),
+    };
+    Fedout { outcome, jobs: list, record_index: feed.index, waited_s: feed.waited.as_secs_f64() }
+}
+
+/// The jobs of a replay: held whole, or fed as they are read.
+struct Jobs<'w> {
+    list: Cow<'w, [TraceJob]>,
+    feed: Option<Feed<'w>>,
+}
+
+/// The reader's side of a fed replay.
+struct Feed<'r> {
+    rx: &'r std::sync::mpsc::Receiver<Fed>,
+    index: Vec<u32>,
+    range: TimeRange,
+    /// The queue key of the last job fed.
+    last: Option<(i64, i64, u32)>,
+    halt: Option<Halt>,
+    /// The reader may feed more.
+    open: bool,
+    waited: std::time::Duration,
+}
+
+impl Feed<'_> {
+    /// Take the next jobs the reader hands over (waiting for them) into `list`.
+    fn receive(&mut self, list: &mut Vec<TraceJob>) {
+        let t0 = std::time::Instant::now();
+        let got = self.rx.recv();
+        self.waited += t0.elapsed();
+        match got {
+            Ok(Fed::Jobs(chunk)) => {
+                for (j, i) in chunk {
+                    let key = queue_key(&j, i);
+                    if self.halt.is_none() {
+                        self.range.add(&j, None);
+                        if self.last.is_some_and(|k| key < k) {
+                            self.halt = Some(Halt::Unsorted);
+                        } else if self.range.check("").is_err() {
+                            self.halt = Some(Halt::BeyondTimeRange);
+                        }
+                    }
+                    self.last = Some(key);
+                    list.push(j);
+                    self.index.push(i);
+                }
+            }
+            Ok(Fed::Failed) => {
+                self.halt = Some(Halt::Failed);
+                self.open = false;
+            }
+            Err(_) => self.open = false,
+        }
+    }
+}
+
+impl Jobs<'_> {
+    /// Whether job `i` is there, reading on to it if need be; never while halted.
+    fn load(&mut self, i: usize) -> bool {
+        if let Some(f) = self.feed.as_mut() {
+            while f.halt.is_none() && f.open && i >= self.list.len() {
+                f.receive(self.list.to_mut());
+            }
+            if f.halt.is_some() {
+                return false;
+            }
+        }
+        i < self.list.len()
+    }
+
+    fn halted(&self) -> bool {
+        self.feed.as_ref().is_some_and(|f| f.halt.is_some())
+    }
+}
+
+/// The replay of [`simulate_observed`] and [`simulate_fed`]: None if the feed
+/// halted it.
+fn replay<'w>(w: &'w Workload, jobs: Jobs<'w>, policy: PolicyKind, observe: impl FnMut(&Engine, Time)) -> (Option<SimOutcome>, Jobs<'w>) {
+    let n = jobs.list.len();
     let built = match &w.machine {
         Machine::Pool(c) => Engine::new(policy, *c),
         Machine::Cluster { cluster, .. } => Engine::with_cluster(policy, cluster),
@@ -260,7 +402,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         }
     }
     // reservations are made at the trace's start (the caller checked them)
-    let origin = w.jobs.first().map_or(0, |j| j.submit.min(0));
+    let origin = jobs.list.first().map_or(0, |j| j.submit.min(0));
     for r in &w.reservations {
         let mut fx = Vec::new();
         engine.handle(origin, Input::Reserve(Box::new(r.clone())), &mut fx);
@@ -278,7 +420,7 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         _ => None,
     };
     let mut book = Book {
-        w,
+        jobs,
         clustered,
         parm,
         start: vec![Time::MIN; n],
@@ -300,17 +442,16 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
         max_queue: 0,
         observe,
     };
-    // each job's index by its trace number (the first job of a number), for
-    // SWF's preceding-job field
-    let index_of: std::collections::BTreeMap<i64, usize> = match w.jobs.iter().any(|j| j.preceding > 0) {
-        true => w.jobs.iter().enumerate().rev().map(|(i, j)| (j.id, i)).collect(),
-        false => Default::default(),
-    };
+    // each submitted job's index by its trace number (the first job of a
+    // number), for SWF's preceding-job field: made at the first job that names
+    // one (None before)
+    let mut index_of: Option<std::collections::BTreeMap<i64, usize>> = None;
     let mut inputs: Vec<Input> = Vec::with_capacity(64);
     let mut next = 0usize;
     let mut passes = 0u64;
-    loop {
-        let t_arrival = w.jobs.get(next).map(|j| j.submit);
+    // (a feed that halts ends the loop)
+    while !book.jobs.halted() {
+        let t_arrival = book.load(next).then(|| book.jobs.list[next].submit);
         let t_completion = book.completions.peek().map(|r| r.0 .0);
         let Some(now) = [t_arrival, t_completion, book.wake].into_iter().flatten().min() else { break };
         book.deliver(now, &mut inputs);
@@ -321,7 +462,8 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
             // the simulator always has: its schedules stay comparable.)
             continue;
         }
-        while let Some(j) = w.jobs.get(next).filter(|j| j.submit == now) {
+        while book.load(next) && book.jobs.list[next].submit == now {
+            let j = &book.jobs.list[next];
             let mut spec = w.machine.spec(j);
             spec.id = JobId(next as u64);
             spec.ticket = w.sharing.as_ref().map(|s| s.tickets[next]);
@@ -332,7 +474,15 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
             // preceding job ends (a preceding job later in the trace, or not
             // replayed, is no dependency)
             let mut after = Vec::new();
-            if let Some(&k) = (j.preceding > 0).then(|| index_of.get(&j.preceding)).flatten().filter(|&&k| k < next) {
+            if j.preceding > 0 && index_of.is_none() {
+                index_of = Some(book.jobs.list[..next].iter().enumerate().rev().map(|(i, j)| (j.id, i)).collect());
+            }
+            let dep = index_of.as_mut().and_then(|m| {
+                let k = (j.preceding > 0).then(|| m.get(&j.preceding).copied()).flatten();
+                m.entry(j.id).or_insert(next);
+                k
+            });
+            if let Some(k) = dep {
                 let think = j.think.max(0);
                 match book.end[k] {
                     Time::MIN => after.push(After { kind: AfterKind::Any, job: JobId(k as u64), delay: think }),
@@ -347,18 +497,21 @@ pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&
             m.sample(now, &engine);
         }
     }
-    let Book { start, end, suspended, released, factor, alloc, rejected, meter, max_queue, .. } = book;
+    if book.jobs.halted() {
+        return (None, book.jobs);
+    }
+    let Book { jobs, start, end, suspended, released, factor, alloc, rejected, meter, max_queue, .. } = book;
     debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
     debug_assert_eq!(rejected, 0, "the engine rejected an input of the simulator");
     let dropped_nodesets = engine.dropped_nodesets();
     let power = meter.map(|m| m.finish(&engine, w, &end));
-    SimOutcome { start, end, suspended, released, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
+    (Some(SimOutcome { start, end, suspended, released, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }), jobs)
 }
 
 /// What the run loop keeps per job, and the events still to deliver: the
 /// simulator's side of [`step`].
 struct Book<'w, F> {
-    w: &'w Workload,
+    jobs: Jobs<'w>,
     clustered: bool,
     parm: bool,
     start: Vec<Time>,
@@ -399,7 +552,7 @@ impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
                 self.start[i] = now;
                 let f = a.factor;
                 set_sparse(&mut self.factor, self.start.len(), i, f, 1.0);
-                let j = &self.w.jobs[i];
+                let j = &self.jobs.list[i];
                 if let Some(m) = self.meter.as_mut() {
                     m.started(i, a.procs, scaled(j.effective_runtime(), f));
                 }
@@ -484,6 +637,30 @@ impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
 }
 
 impl<F> Book<'_, F> {
+    /// Whether job `i` is there (see [`Jobs::load`]), with room kept for every
+    /// job there.
+    fn load(&mut self, i: usize) -> bool {
+        let had = self.jobs.list.len();
+        let there = self.jobs.load(i);
+        let n = self.jobs.list.len();
+        if n > had {
+            self.start.resize(n, Time::MIN);
+            self.end.resize(n, Time::MIN);
+            self.due.resize(n, 0);
+            self.version.resize(n, 0);
+            if self.clustered {
+                self.alloc.at.resize(n, Slot::default());
+            }
+            if !self.factor.is_empty() {
+                self.factor.resize(n, 1.0);
+            }
+            if !self.suspended.is_empty() {
+                self.suspended.resize(n, 0);
+            }
+        }
+        there
+    }
+
     /// Every completion due at `now` (killed jobs first), as inputs.
     fn deliver(&mut self, now: Time, inputs: &mut Vec<Input>) {
         for j in self.killed.drain(..) {

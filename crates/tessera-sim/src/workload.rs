@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use crate::power::{stretch, PowerMode, PowerSetup};
 use tessera_core::power::PowerJob;
-use tessera_core::{scaled, Cluster, Engine, JobId, JobSpec, NodeSetSpec, PolicyKind, MAX_TIME};
+use tessera_core::{scaled, Cluster, Engine, JobId, JobSpec, NodeSetSpec, PolicyKind, Time, MAX_TIME};
 use tessera_workload::jobs::{job_from_record, SkipReason, TraceJob};
 use tessera_workload::swf::{SwfHeader, SwfRecord};
 
@@ -62,25 +62,54 @@ impl Workload {
     /// for such a delay. For PARM a job's run is its time on its fewest nodes at
     /// the lowest cap (the cost of resizing is not counted).
     pub fn check_time_range(&self, trace: &str) -> Result<(), WorkloadError> {
-        let Some(last_submit) = self.jobs.iter().map(|j| j.submit).max() else { return Ok(()) };
-        let (slowest, delay) = match &self.machine {
+        let mut range = TimeRange::new(&self.machine);
+        for (i, j) in self.jobs.iter().enumerate() {
+            range.add(j, self.power_jobs.get(i));
+        }
+        range.check(trace)
+    }
+}
+
+/// The bound of [`Workload::check_time_range`], summed job by job: the jobs of a
+/// workload read so far bound the clock of their replay.
+#[derive(Clone, Debug)]
+pub struct TimeRange {
+    slowest: f64,
+    delay: Time,
+    parm_cap: Option<f64>,
+    last_submit: Option<Time>,
+    work: i128,
+    limit: i128,
+}
+
+impl TimeRange {
+    pub fn new(machine: &Machine) -> TimeRange {
+        let (slowest, delay) = match machine {
             Machine::Pool(_) | Machine::Power(_) => (1.0, 0),
             Machine::Cluster { cluster, .. } => (cluster.node_types.iter().map(|t| t.factor).fold(f64::INFINITY, f64::min), cluster.nodeset_delay),
         };
-        let parm_cap = match &self.machine {
+        let parm_cap = match machine {
             Machine::Power(s) if matches!(s.mode, PowerMode::Parm(_)) => s.info.machine.cap_levels_w.first().copied(),
             _ => None,
         };
-        let (mut work, mut limit) = (0i128, 0i128);
-        for (i, j) in self.jobs.iter().enumerate() {
-            let run = match (parm_cap, self.power_jobs.get(i)) {
-                (Some(cap), Some(pj)) => pj.time(pj.n_min, cap).ceil().min(i64::MAX as f64) as i64,
-                _ => scaled(j.effective_runtime(), slowest),
-            };
-            work += run as i128 + delay as i128;
-            limit = limit.max(scaled(j.estimate, slowest) as i128);
-        }
-        let work = work + if parm_cap.is_some() { 0 } else { limit };
+        TimeRange { slowest, delay, parm_cap, last_submit: None, work: 0, limit: 0 }
+    }
+
+    /// Count job `j` (with its PASS model on a PARM machine).
+    pub fn add(&mut self, j: &TraceJob, power: Option<&PowerJob>) {
+        self.last_submit = Some(self.last_submit.map_or(j.submit, |s| s.max(j.submit)));
+        let run = match (self.parm_cap, power) {
+            (Some(cap), Some(pj)) => pj.time(pj.n_min, cap).ceil().min(i64::MAX as f64) as i64,
+            _ => scaled(j.effective_runtime(), self.slowest),
+        };
+        self.work += run as i128 + self.delay as i128;
+        self.limit = self.limit.max(scaled(j.estimate, self.slowest) as i128);
+    }
+
+    /// An error if the jobs counted could take the clock past 2^42 s.
+    pub fn check(&self, trace: &str) -> Result<(), WorkloadError> {
+        let Some(last_submit) = self.last_submit else { return Ok(()) };
+        let work = self.work + if self.parm_cap.is_some() { 0 } else { self.limit };
         if last_submit as i128 + work > MAX_TIME as i128 {
             return Err(WorkloadError::BeyondTimeRange { trace: trace.to_string(), last_submit, work });
         }
@@ -142,58 +171,89 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
 /// or a cluster (a power machine's preparation reads them all first). The
 /// record index of a job is its record's position in the stream.
 pub fn prepare_stream(records: impl Iterator<Item = SwfRecord>, machine: Machine) -> Workload {
-    let mut skipped = BTreeMap::new();
+    let Some(mut prep) = Preparer::new(&machine) else {
+        let Machine::Power(setup) = &machine else { unreachable!("only a power machine has no preparer") };
+        return prepare_power(&records.collect::<Vec<_>>(), setup.clone());
+    };
     let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.size_hint().0);
-    let (capacity, probe, partition_cores) = match &machine {
-        Machine::Pool(c) => (*c, None, vec![*c as u64]),
-        Machine::Power(setup) => return prepare_power(&records.collect::<Vec<_>>(), setup.clone()),
-        Machine::Cluster { cluster, .. } => {
-            // processors a job may ask for in each partition: whole nodes x cores
-            // per node, or all cores
-            let cores = cluster
-                .partitions
-                .iter()
-                .map(|p| if p.exclusive { p.nodes.len() as u64 * p.cores_per_node as u64 } else { p.nodes.iter().map(|&n| cluster.nodes[n].cores as u64).sum() })
-                .collect();
-            (cluster.total_cores().min(u32::MAX as u64) as u32, Engine::with_cluster(PolicyKind::Fcfs, cluster).ok(), cores)
-        }
-    };
-    let default_part = match &machine {
-        Machine::Cluster { cluster, .. } => cluster.default_partition_index(),
-        _ => 0,
-    };
-    for (i, r) in records.enumerate() {
-        let reason = match job_from_record(&r) {
-            Err(reason) => Some(reason),
-            Ok(j) => {
-                let partition = machine.partition_of(&j);
-                let part = partition.map_or(default_part, |p| p as usize);
-                let max_time = match &machine {
-                    Machine::Cluster { cluster, .. } => cluster.partitions.get(part).and_then(|p| p.max_time_s),
-                    _ => None,
-                };
-                if j.procs as u64 > partition_cores[part] {
-                    Some(SkipReason::LargerThanMachine)
-                } else if max_time.is_some_and(|m| machine.spec(&j).estimate > m) {
-                    Some(SkipReason::OverPartitionTimeLimit)
-                } else if probe.as_ref().is_none_or(|e| e.can_run(&machine.spec(&j), None).is_ok()) {
-                    keyed.push((j, i as u32));
-                    None
-                } else {
-                    Some(SkipReason::MemoryExceedsNodes)
-                }
-            }
-        };
-        if let Some(reason) = reason {
-            *skipped.entry(reason).or_insert(0) += 1;
-        }
-    }
-    keyed.sort_by_key(|(j, i)| (j.submit, j.id, *i));
+    keyed.extend(records.enumerate().filter_map(|(i, r)| prep.take(&r).map(|j| (j, i as u32))));
+    keyed.sort_by_key(|(j, i)| queue_key(j, *i));
     // the jobs take the keyed list's place (collected in place), not a copy beside it
     let record_index = keyed.iter().map(|k| k.1).collect();
     let mut jobs: Vec<TraceJob> = keyed.into_iter().map(|k| k.0).collect();
     jobs.shrink_to_fit();
-    Workload { jobs, record_index, skipped, capacity, machine, power_jobs: Vec::new(), sharing: None, reservations: Vec::new() }
+    prep.workload(jobs, record_index, machine)
+}
+
+/// A job's place in the queue order of a [`Workload`]: submit time, job id,
+/// then its record's place in the file.
+pub fn queue_key(j: &TraceJob, record: u32) -> (i64, i64, u32) {
+    (j.submit, j.id, record)
+}
+
+/// The job semantics of a pool or a cluster (not a power machine), one record
+/// at a time: the job a record becomes, or the reason it is skipped, counted.
+pub struct Preparer {
+    capacity: u32,
+    /// An engine of the cluster, asked whether a job could ever run there.
+    probe: Option<Engine>,
+    /// Processors a job may ask for in each partition.
+    partition_cores: Vec<u64>,
+    /// Each partition's longest time limit.
+    max_time: Vec<Option<Time>>,
+    default_part: usize,
+    machine: Machine,
+    skipped: BTreeMap<SkipReason, u64>,
+}
+
+impl Preparer {
+    /// The preparation for `machine`; None for a power machine, whose jobs
+    /// are drawn from all the records ([`prepare_power`]).
+    pub fn new(machine: &Machine) -> Option<Preparer> {
+        let (capacity, probe, partition_cores, max_time, default_part) = match machine {
+            Machine::Pool(c) => (*c, None, vec![*c as u64], vec![None], 0),
+            Machine::Power(_) => return None,
+            Machine::Cluster { cluster, .. } => {
+                // processors a job may ask for in each partition: whole nodes x cores
+                // per node, or all cores
+                let cores = cluster
+                    .partitions
+                    .iter()
+                    .map(|p| if p.exclusive { p.nodes.len() as u64 * p.cores_per_node as u64 } else { p.nodes.iter().map(|&n| cluster.nodes[n].cores as u64).sum() })
+                    .collect();
+                let max_time = cluster.partitions.iter().map(|p| p.max_time_s).collect();
+                (cluster.total_cores().min(u32::MAX as u64) as u32, Engine::with_cluster(PolicyKind::Fcfs, cluster).ok(), cores, max_time, cluster.default_partition_index())
+            }
+        };
+        Some(Preparer { capacity, probe, partition_cores, max_time, default_part, machine: machine.clone(), skipped: BTreeMap::new() })
+    }
+
+    /// The job record `r` becomes, or None (its skip reason counted).
+    pub fn take(&mut self, r: &SwfRecord) -> Option<TraceJob> {
+        let reason = match job_from_record(r) {
+            Err(reason) => reason,
+            Ok(j) => {
+                let m = &self.machine;
+                let part = m.partition_of(&j).map_or(self.default_part, |p| p as usize);
+                if j.procs as u64 > self.partition_cores[part] {
+                    SkipReason::LargerThanMachine
+                } else if self.max_time.get(part).copied().flatten().is_some_and(|t| m.spec(&j).estimate > t) {
+                    SkipReason::OverPartitionTimeLimit
+                } else if self.probe.as_ref().is_none_or(|e| e.can_run(&m.spec(&j), None).is_ok()) {
+                    return Some(j);
+                } else {
+                    SkipReason::MemoryExceedsNodes
+                }
+            }
+        };
+        *self.skipped.entry(reason).or_insert(0) += 1;
+        None
+    }
+
+    /// The workload of the jobs taken (in queue order, with their records' indices).
+    pub fn workload(self, jobs: Vec<TraceJob>, record_index: Vec<u32>, machine: Machine) -> Workload {
+        Workload { jobs, record_index, skipped: self.skipped, capacity: self.capacity, machine, power_jobs: Vec::new(), sharing: None, reservations: Vec::new() }
+    }
 }
 
 #[cfg(test)]

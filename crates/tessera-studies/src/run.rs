@@ -124,7 +124,7 @@ fn nodeset_of(a: &RunSpec, cluster: &Cluster) -> Result<Option<NodeSetSpec>> {
 /// The accounts and priority of a run: `--accounts`, else the cluster
 /// file's; `--priority` overrides their queue order. Without either (or
 /// with `--priority fifo` alone) the run has none and orders by submission.
-fn sharing_of(a: &RunSpec, w: &tessera_sim::Workload, header: &SwfHeader) -> Result<Option<tessera_sim::share::SimSharing>> {
+fn sharing_asked(a: &RunSpec) -> Result<Option<Asked>> {
     let kind: Option<PriorityKind> = a.priority.as_deref().map(|p| p.parse().map_err(|e: String| anyhow::anyhow!("--priority {p}: {e}"))).transpose()?;
     let config = load_sharing(a.accounts.as_deref(), a.cluster.as_deref())?;
     if config.is_none() && kind != Some(PriorityKind::Multifactor) {
@@ -136,6 +136,17 @@ fn sharing_of(a: &RunSpec, w: &tessera_sim::Workload, header: &SwfHeader) -> Res
     if a.policy == PolicyKind::Parm {
         bail!("accounts and multifactor priority order a queue; policy parm decides its own order (use fcfs, easy or conservative)");
     }
+    Ok(Some(Asked { config, kind }))
+}
+
+/// The accounts (or none) and the queue order a run asks for.
+struct Asked {
+    config: Option<SharingConfig>,
+    kind: Option<PriorityKind>,
+}
+
+/// The sharing of a run that asked for it ([`sharing_asked`]), on its workload.
+fn sharing_of(a: &RunSpec, Asked { config, kind }: Asked, w: &tessera_sim::Workload, header: &SwfHeader) -> Result<tessera_sim::share::SimSharing> {
     let names = tessera_sim::share::TraceNames::of(header);
     let mut s = match config {
         Some(c) => {
@@ -150,7 +161,7 @@ fn sharing_of(a: &RunSpec, w: &tessera_sim::Workload, header: &SwfHeader) -> Res
         (s.history, s.history_at, run, left_out) = history_of(p, a.usage_run, &s.accounts, w)?;
         s.source = format!("{}; usage from {}: {} jobs of run {run}, {left_out} of users without an association left out", s.source, p.display(), s.history.len());
     }
-    Ok(Some(s))
+    Ok(s)
 }
 
 /// The jobs of an accounting store's run as a past before the trace's first
@@ -222,6 +233,10 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
         Some(path) if a.arrival_scale.is_none() && (cluster.is_some() || a.capacity.is_some()) => Some(tessera_workload::traces::resolve(path)?),
         _ => None,
     };
+    // such a trace is also simulated as it is read, where the jobs need
+    // nothing of the whole trace first (accounts, reservations)
+    let asked = sharing_asked(a)?;
+    let overlap = streamed.is_some() && asked.is_none() && a.reservations.is_none();
     let (label, mut header, mut records) = match (&a.trace, &streamed) {
         (_, Some(path)) => (path.display().to_string(), SwfHeader::default(), Vec::new()),
         (Some(path), None) => {
@@ -256,9 +271,9 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
                     if partition.is_some() || nodeset.is_some() {
                         bail!("--partition and --nodeset do not apply to a power-budgeted cluster (its default partition is one machine)");
                     }
-                    load(Machine::Power(Arc::new(setup)), streamed.as_deref(), a, &mut header, &records)?
+                    load(Machine::Power(Arc::new(setup)), streamed.as_deref(), a, &mut header, &records, false)?
                 }
-                None => load(Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset }, streamed.as_deref(), a, &mut header, &records)?,
+                None => load(Machine::Cluster { cluster: Arc::new(cluster), partition, nodeset }, streamed.as_deref(), a, &mut header, &records, overlap)?,
             }
         }
         None if policy == PolicyKind::Parm => bail!("policy parm needs --cluster with a power budget (e.g. examples/clusters/theta-overprovisioned.toml)"),
@@ -270,13 +285,15 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
                 Some(c) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
                 None => default_capacity(&header, &label)?,
             };
-            load(Machine::Pool(capacity), streamed.as_deref(), a, &mut header, &records)?
+            load(Machine::Pool(capacity), streamed.as_deref(), a, &mut header, &records, overlap)?
         }
     };
-    // reading (and, for a trace read as it streams, preparing its jobs)
-    let parse_time = t0.elapsed().as_secs_f64();
-    let mut w = w;
-    if let Some(mut s) = sharing_of(a, &w, &header)? {
+    let (mut w, fed) = w;
+    // reading (and, for a trace read as it streams, preparing its jobs; where
+    // it was simulated as it was read, the reader's own time)
+    let parse_time = fed.as_ref().map_or_else(|| t0.elapsed().as_secs_f64(), |f| f.read_s);
+    if let Some(asked) = asked {
+        let mut s = sharing_of(a, asked, &w, &header)?;
         s.drop_never_met(&mut w);
         w.sharing = Some(Arc::new(s));
     }
@@ -284,32 +301,64 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
         w.reservations = reservations_of(p, &w, policy)?;
     }
     w.check_time_range(&label)?;
-    let t1 = Instant::now();
-    let outcome = {
-        let _span = tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();
-        simulate(&w, policy)
+    let overlapped = fed.is_some();
+    let (outcome, sim_time) = match fed {
+        Some(f) => (f.outcome, f.sim_s),
+        None => {
+            let t1 = Instant::now();
+            let _span = tracing::info_span!("simulate", policy = policy.name(), jobs = w.jobs.len()).entered();
+            let outcome = simulate(&w, policy);
+            (outcome, t1.elapsed().as_secs_f64())
+        }
     };
     anyhow::ensure!(outcome.rejected == 0, "{label}: the engine rejected {} of the simulator's inputs (a simulator defect; please report it with this trace)", outcome.rejected);
-    let sim_time = t1.elapsed().as_secs_f64();
     let mut summary = Summary::compute(&label, &w, &outcome);
     summary.policy = policy.name().to_string();
     summary.parse_wall_time_s = parse_time;
     summary.sim_wall_time_s = sim_time;
+    summary.overlapped = overlapped;
     summary.wall_time_s = t0.elapsed().as_secs_f64();
     Ok(Executed { label, policy, header, records, streamed, w, outcome, summary })
 }
 
 /// The workload of `machine`: from the records read, or from the trace
 /// `streamed` as it is read.
-fn load(machine: Machine, streamed: Option<&Path>, a: &RunSpec, header: &mut SwfHeader, records: &[SwfRecord]) -> Result<tessera_sim::Workload> {
+fn load(machine: Machine, streamed: Option<&Path>, a: &RunSpec, header: &mut SwfHeader, records: &[SwfRecord], overlap: bool) -> Result<(tessera_sim::Workload, Option<Fedrun>)> {
     match streamed {
+        Some(path) if overlap && !matches!(machine, Machine::Power(_)) => {
+            let (h, w, fed) = stream_simulated(path, a, machine)?;
+            *header = h;
+            Ok((w, fed))
+        }
         Some(path) => {
             let (h, w) = stream_trace(path, a, machine)?;
             *header = h;
-            Ok(w)
+            Ok((w, None))
         }
-        None => Ok(prepare_on(records, machine)),
+        None => Ok((prepare_on(records, machine), None)),
     }
+}
+
+/// The first `--max-jobs` records of a trace, the rest read and checked all
+/// the same: each record kept, or the error that ends the reading.
+fn kept_records<R: std::io::BufRead>(reader: &mut SwfReader<R>, most: Option<usize>) -> impl Iterator<Item = Result<SwfRecord, tessera_workload::swf::SwfError>> + '_ {
+    let (mut kept, most, mut failed) = (0usize, most.unwrap_or(usize::MAX), false);
+    std::iter::from_fn(move || loop {
+        if failed {
+            return None;
+        }
+        match reader.next()? {
+            Ok(r) if kept < most => {
+                kept += 1;
+                return Some(Ok(r));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                failed = true;
+                return Some(Err(e));
+            }
+        }
+    })
 }
 
 /// The workload of `machine` from the trace at `path`, its jobs prepared as
@@ -318,29 +367,107 @@ fn load(machine: Machine, streamed: Option<&Path>, a: &RunSpec, header: &mut Swf
 fn stream_trace(path: &Path, a: &RunSpec, machine: Machine) -> Result<(SwfHeader, tessera_sim::Workload)> {
     let mut reader = SwfReader::open(path)?.lenient(a.lenient);
     reader.header()?;
-    let (mut failed, mut kept, most) = (None, 0usize, a.max_jobs.unwrap_or(usize::MAX));
-    let records = std::iter::from_fn(|| loop {
-        match reader.next()? {
-            Ok(r) if kept < most => {
-                kept += 1;
-                return Some(r);
-            }
-            Ok(_) => {}
-            Err(e) => {
-                failed = Some(e);
-                return None;
-            }
-        }
-    });
+    let mut failed = None;
+    let records = kept_records(&mut reader, a.max_jobs).map_while(|r| r.map_err(|e| failed = Some(e)).ok());
     let w = tessera_sim::workload::prepare_stream(records, machine);
     if let Some(e) = failed {
         return Err(e.into());
     }
+    report_lenient(path, &reader);
+    Ok((reader.into_header(), w))
+}
+
+fn report_lenient<R: std::io::BufRead>(path: &Path, reader: &SwfReader<R>) {
     let report = reader.lenient_report();
     if report.skipped > 0 {
         eprintln!("{}: {report}", path.display());
     }
-    Ok((reader.into_header(), w))
+}
+
+/// Jobs a reader prepares before handing them to the simulation, and how many
+/// such handfuls may wait for it: the reader keeps at most this far ahead.
+const FED_CHUNK: usize = 4096;
+const FED_AHEAD: usize = 4;
+
+/// A simulation made as its trace was read ([`stream_simulated`]).
+struct Fedrun {
+    outcome: tessera_sim::SimOutcome,
+    /// Seconds the reader read and prepared (not counting its waits for the
+    /// simulation to take what it had), and the simulation simulated (not
+    /// counting its waits for the reader).
+    read_s: f64,
+    sim_s: f64,
+}
+
+/// [`stream_trace`] with the jobs simulated as they are read: a reader thread
+/// prepares them and hands them over in queue order, and the simulation
+/// replays them meanwhile ([`tessera_sim::simulate_fed`]). The schedule is the
+/// one the workload whole gives: a trace out of queue order (a job submitted
+/// before the one before it) is sorted once read and simulated whole (None),
+/// as is one that could take the clock past 2^42 s (the caller's check then
+/// says so).
+fn stream_simulated(path: &Path, a: &RunSpec, machine: Machine) -> Result<(SwfHeader, tessera_sim::Workload, Option<Fedrun>)> {
+    let mut reader = SwfReader::open(path)?.lenient(a.lenient);
+    reader.header()?;
+    let mut prep = tessera_sim::Preparer::new(&machine).context("a pool or a cluster")?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(FED_AHEAD);
+    let most = a.max_jobs;
+    let read = std::thread::Builder::new().name("trace reader".into()).spawn(move || {
+        let t0 = Instant::now();
+        let mut blocked = std::time::Duration::ZERO;
+        let mut chunk = Vec::with_capacity(FED_CHUNK);
+        let mut failed = None;
+        let mut send = |fed| {
+            let t = Instant::now();
+            // a simulation that ended takes nothing more: read on and check
+            let _ = tx.send(fed);
+            blocked += t.elapsed();
+        };
+        for (i, r) in kept_records(&mut reader, most).enumerate() {
+            match r {
+                Ok(r) => {
+                    if let Some(j) = prep.take(&r) {
+                        chunk.push((j, i as u32));
+                        if chunk.len() == FED_CHUNK {
+                            send(tessera_sim::Fed::Jobs(std::mem::replace(&mut chunk, Vec::with_capacity(FED_CHUNK))));
+                        }
+                    }
+                }
+                Err(e) => failed = Some(e),
+            }
+        }
+        send(match failed {
+            Some(_) => tessera_sim::Fed::Failed,
+            None => tessera_sim::Fed::Jobs(chunk),
+        });
+        drop(send);
+        ((t0.elapsed() - blocked).as_secs_f64(), reader, prep, failed)
+    })?;
+    let t1 = Instant::now();
+    let fed = {
+        let _span = tracing::info_span!("simulate", policy = a.policy.name(), fed = true).entered();
+        tessera_sim::simulate_fed(&machine, a.policy, &rx)
+    };
+    let sim_s = (t1.elapsed().as_secs_f64() - fed.waited_s).max(0.0);
+    drop(rx);
+    let (read_s, reader, prep, failed) = read.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    report_lenient(path, &reader);
+    let (mut jobs, mut record_index) = (fed.jobs, fed.record_index);
+    let outcome = match fed.outcome {
+        Ok(outcome) => Some(Fedrun { outcome, read_s, sim_s }),
+        Err(_) => {
+            // out of order, or past the clock's end: the jobs as a whole workload
+            let mut keyed: Vec<(tessera_workload::jobs::TraceJob, u32)> = jobs.into_iter().zip(record_index).collect();
+            keyed.sort_by_key(|(j, i)| tessera_sim::queue_key(j, *i));
+            (jobs, record_index) = keyed.into_iter().unzip();
+            None
+        }
+    };
+    jobs.shrink_to_fit();
+    Ok((reader.into_header(), prep.workload(jobs, record_index, machine), outcome))
 }
 
 /// The trace's records as [`execute`] read them: kept, or read again.

@@ -2,6 +2,7 @@
 //! traces, determinism, and the shared real traces.
 mod common;
 mod determinism;
+mod fed;
 mod properties;
 mod properties_nodes;
 mod schedules;

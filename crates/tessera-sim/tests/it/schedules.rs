@@ -163,7 +163,9 @@ fn a_preceding_job_and_think_time_hold_a_job_until_then() {
             // a preceding job later in the trace, or not in it: no dependency
             after(rec(4, 0, 10, 2, 10), 5, 0),
             after(rec(5, 1, 10, 2, 10), 99, 0),
+            // a preceding job that came after the first job to name one
+            after(rec(6, 195, 10, 2, 10), 3, 5),
         ];
-        assert_eq!(schedule(&r, 8, p), vec![(1, 0, 100), (2, 120, 130), (4, 0, 10), (5, 1, 11), (3, 190, 200)], "{p}");
+        assert_eq!(schedule(&r, 8, p), vec![(1, 0, 100), (2, 120, 130), (4, 0, 10), (5, 1, 11), (3, 190, 200), (6, 205, 215)], "{p}");
     }
 }

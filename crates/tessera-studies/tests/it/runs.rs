@@ -52,3 +52,56 @@ fn a_comparison_runs_every_variant_as_its_own_spec() {
     assert_eq!(orders.iter().map(|x| (x.0.as_str(), x.1.priority.as_deref())).collect::<Vec<_>>(), [("easy fifo", Some("fifo")), ("easy multifactor", Some("multifactor"))]);
     assert!(compare::variants_with(&base, &["easy"], &["lottery"], &[]).is_err());
 }
+
+/// A trace read as it streams, on a pool or a cluster, is simulated as it is
+/// read (the summary says overlapped) and schedules as the same records read
+/// whole; one out of queue order is sorted once read, and schedules as its
+/// sorted copy; a malformed line past `--max-jobs` still fails the run,
+/// naming its line.
+#[test]
+fn a_trace_simulated_as_it_is_read_schedules_as_one_read_whole() {
+    use tessera_sim::{prepare_on, simulate, Machine};
+    use tessera_workload::swf::SwfReader;
+    let dir = tempfile::tempdir().unwrap();
+    // 3,000 jobs (the reader hands them over in several handfuls)
+    let lines: Vec<String> = (0..3000)
+        .map(|i| {
+            let (submit, run, procs) = (i * 7 + (i % 5), 10 + (i * 37) % 300, 1 + (i * 13) % 16);
+            format!("{} {submit} -1 {run} {procs} -1 -1 {procs} {} -1 1 1 1 1 1 1 -1 -1", i + 1, run + (i % 3) * 50)
+        })
+        .collect();
+    let write = |name: &str, lines: &[String]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!("; MaxProcs: 32\n{}\n", lines.join("\n"))).unwrap();
+        p
+    };
+    let sorted = write("sorted.swf", &lines);
+    let mut shuffled = lines.clone();
+    shuffled.swap(100, 2500);
+    let unsorted = write("unsorted.swf", &shuffled);
+    let nodes = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/clusters/default.toml");
+    for (policy, cluster) in [(PolicyKind::Easy, None), (PolicyKind::Conservative, None), (PolicyKind::Easy, Some(nodes))] {
+        let spec = |trace: &std::path::Path| RunSpec { trace: Some(trace.into()), capacity: cluster.is_none().then_some(32), cluster: cluster.map(Into::into), ..RunSpec::new(policy) };
+        let fed = execute(&spec(&sorted)).unwrap();
+        assert!(fed.summary.overlapped, "{policy}");
+        let (_, records, _) = SwfReader::read_file(&sorted, false).unwrap();
+        let machine = match cluster {
+            None => Machine::Pool(32),
+            Some(_) => fed.w.machine.clone(),
+        };
+        let whole = prepare_on(&records, machine);
+        assert_eq!((&fed.w.jobs, &fed.w.record_index), (&whole.jobs, &whole.record_index), "{policy}");
+        assert_eq!(fed.outcome, simulate(&whole, policy), "{policy}");
+        let late = execute(&spec(&unsorted)).unwrap();
+        assert!(!late.summary.overlapped, "{policy}: out of order, simulated whole");
+        assert_eq!(late.w.jobs, fed.w.jobs);
+        assert_eq!((&late.outcome.start, &late.outcome.end), (&fed.outcome.start, &fed.outcome.end));
+        assert_eq!(late.w.record_index[..3], [0, 1, 2]);
+        assert_eq!((late.w.record_index[100], late.w.record_index[2500]), (2500, 100));
+    }
+    let mut bad = lines;
+    bad[2900] = "2901 20300 -1 x 1 -1 -1 1 10 -1 1 1 1 1 1 1 -1 -1".into();
+    let bad = write("bad.swf", &bad);
+    let e = execute(&RunSpec { trace: Some(bad.clone()), capacity: Some(32), max_jobs: Some(100), ..RunSpec::new(PolicyKind::Easy) }).err().expect("a malformed line fails the run");
+    assert!(format!("{e:#}").contains("bad.swf:2902: field 4 (run time)"), "{e:#}");
+}
