@@ -208,6 +208,11 @@ pub struct Executed {
 
 /// Read (or generate) the jobs, build the machine and simulate.
 pub fn execute(a: &RunSpec) -> Result<Executed> {
+    execute_as(a, true)
+}
+
+/// [`execute`], the trace read as it streams where it may be (`stream`).
+fn execute_as(a: &RunSpec, stream: bool) -> Result<Executed> {
     let t0 = Instant::now();
     a.check()?;
     let policy = a.policy;
@@ -229,8 +234,14 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
     // a trace replayed as it is read (on a cluster, or a pool of a given
     // size, its arrivals as they are) is not kept whole: the outputs that
     // write its records read it again
+    // a pool sized by the trace's header, by its comments before the first
+    // job (the header is whole only once the file has been read: see below)
+    let early_size = match (&a.trace, &cluster, a.capacity) {
+        (Some(path), None, None) if stream && a.arrival_scale.is_none() => early_capacity(path, a.lenient),
+        _ => None,
+    };
     let streamed = match &a.trace {
-        Some(path) if a.arrival_scale.is_none() && (cluster.is_some() || a.capacity.is_some()) => Some(tessera_workload::traces::resolve(path)?),
+        Some(path) if stream && a.arrival_scale.is_none() && (cluster.is_some() || a.capacity.is_some() || early_size.is_some()) => Some(tessera_workload::traces::resolve(path)?),
         _ => None,
     };
     // such a trace is also simulated as it is read, where the jobs need
@@ -283,12 +294,20 @@ pub fn execute(a: &RunSpec) -> Result<Executed> {
         None => {
             let capacity = match a.capacity {
                 Some(c) => u32::try_from(c).ok().filter(|&c| c > 0).with_context(|| format!("--capacity {c}: expected 1..=4294967295"))?,
-                None => default_capacity(&header, &label)?,
+                None => match early_size {
+                    Some(c) => c,
+                    None => default_capacity(&header, &label)?,
+                },
             };
             load(Machine::Pool(capacity), streamed.as_deref(), a, &mut header, &records, overlap)?
         }
     };
     let (mut w, fed) = w;
+    // a comment after the first job that sizes the machine otherwise: the
+    // trace is read whole, as a header-sized pool always was
+    if early_size.is_some_and(|c| default_capacity(&header, &label).ok() != Some(c)) {
+        return execute_as(a, false);
+    }
     // reading (and, for a trace read as it streams, preparing its jobs; where
     // it was simulated as it was read, the reader's own time)
     let parse_time = fed.as_ref().map_or_else(|| t0.elapsed().as_secs_f64(), |f| f.read_s);
@@ -468,6 +487,15 @@ fn stream_simulated(path: &Path, a: &RunSpec, machine: Machine) -> Result<(SwfHe
     };
     jobs.shrink_to_fit();
     Ok((reader.into_header(), prep.workload(jobs, record_index, machine), outcome))
+}
+
+/// The machine size the header of the trace at `path` gives before its first
+/// job, if it gives one (None too if the file cannot be read: reading it
+/// whole says why).
+fn early_capacity(path: &Path, lenient: bool) -> Option<u32> {
+    let path = tessera_workload::traces::resolve(path).ok()?;
+    let mut reader = SwfReader::open(&path).ok()?.lenient(lenient);
+    default_capacity(reader.header().ok()?, &path.display().to_string()).ok()
 }
 
 /// The trace's records as [`execute`] read them: kept, or read again.

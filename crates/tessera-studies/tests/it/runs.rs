@@ -56,8 +56,9 @@ fn a_comparison_runs_every_variant_as_its_own_spec() {
 /// A trace read as it streams, on a pool or a cluster, is simulated as it is
 /// read (the summary says overlapped) and schedules as the same records read
 /// whole; one out of queue order is sorted once read, and schedules as its
-/// sorted copy; a malformed line past `--max-jobs` still fails the run,
-/// naming its line.
+/// sorted copy; a pool sized by the header's comments before the first job
+/// is too, unless a later comment sizes it otherwise; a malformed line past
+/// `--max-jobs` still fails the run, naming its line.
 #[test]
 fn a_trace_simulated_as_it_is_read_schedules_as_one_read_whole() {
     use tessera_sim::{prepare_on, simulate, Machine};
@@ -99,6 +100,18 @@ fn a_trace_simulated_as_it_is_read_schedules_as_one_read_whole() {
         assert_eq!(late.w.record_index[..3], [0, 1, 2]);
         assert_eq!((late.w.record_index[100], late.w.record_index[2500]), (2500, 100));
     }
+    // a pool sized by the header streams too; a size that a comment after the
+    // first job changes reads the trace whole, with the size of the whole header
+    let sized = execute(&RunSpec { trace: Some(sorted.clone()), ..RunSpec::new(PolicyKind::Easy) }).unwrap();
+    let given = execute(&RunSpec { trace: Some(sorted.clone()), capacity: Some(32), ..RunSpec::new(PolicyKind::Easy) }).unwrap();
+    assert!(sized.summary.overlapped);
+    assert_eq!((sized.w.capacity, &sized.outcome), (32, &given.outcome));
+    let late = dir.path().join("late.swf");
+    std::fs::write(&late, format!("; MaxNodes: 32\n{}\n; MaxProcs: 24\n", lines.join("\n"))).unwrap();
+    let resized = execute(&RunSpec { trace: Some(late.clone()), ..RunSpec::new(PolicyKind::Easy) }).unwrap();
+    let at24 = execute(&RunSpec { trace: Some(late), capacity: Some(24), ..RunSpec::new(PolicyKind::Easy) }).unwrap();
+    assert!(!resized.summary.overlapped);
+    assert_eq!((resized.w.capacity, &resized.outcome), (24, &at24.outcome));
     let mut bad = lines;
     bad[2900] = "2901 20300 -1 x 1 -1 -1 1 10 -1 1 1 1 1 1 1 -1 -1".into();
     let bad = write("bad.swf", &bad);
