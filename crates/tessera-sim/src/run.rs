@@ -332,19 +332,24 @@ impl Feed<'_> {
         self.waited += t0.elapsed();
         match got {
             Ok(Fed::Jobs(chunk)) => {
+                list.reserve(chunk.len());
+                self.index.reserve(chunk.len());
                 for (j, i) in chunk {
                     let key = queue_key(&j, i);
                     if self.halt.is_none() {
                         self.range.add(&j, None);
                         if self.last.is_some_and(|k| key < k) {
                             self.halt = Some(Halt::Unsorted);
-                        } else if self.range.check("").is_err() {
-                            self.halt = Some(Halt::BeyondTimeRange);
                         }
                     }
                     self.last = Some(key);
                     list.push(j);
                     self.index.push(i);
+                }
+                // the bound only grows: checked once the handful is in, before
+                // any of its jobs is replayed
+                if self.halt.is_none() && self.range.check("").is_err() {
+                    self.halt = Some(Halt::BeyondTimeRange);
                 }
             }
             Ok(Fed::Failed) => {
