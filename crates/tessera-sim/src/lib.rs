@@ -20,7 +20,7 @@ pub mod workload;
 pub use metrics::Summary;
 pub use power::{stretch, PowerMode, PowerNodes, PowerRule, PowerSetup};
 pub use run::{simulate, simulate_fed, simulate_observed, Fed, Fedout, Halt, Parts, Placements, PowerOutcome, PowerSample, SimOutcome};
-pub use workload::{prepare, prepare_on, prepare_power, queue_key, spec_of, Machine, Preparer, TimeRange, Workload, WorkloadError};
+pub use workload::{in_queue_order, prepare, prepare_on, prepare_power, queue_key, spec_of, Machine, Preparer, TimeRange, Workload, WorkloadError};
 
 // The workload crate bounds times without depending on the engine: the two bounds
 // must be one.

@@ -238,8 +238,7 @@ pub struct PowerOutcome {
 /// [`PolicyKind::Parm`] exactly when the machine's mode is PARM; elsewhere it must
 /// not be PARM (callers check: the CLI refuses the combination with a message).
 pub fn simulate_observed(w: &Workload, policy: PolicyKind, observe: impl FnMut(&Engine, Time)) -> SimOutcome {
-    let (outcome, _) = replay(w, Jobs { list: Cow::Borrowed(&w.jobs), feed: None }, policy, observe);
-    outcome.expect("a workload held whole is never halted")
+    replay(w, Jobs { list: &mut Cow::Borrowed(&w.jobs), feed: None }, policy, observe)
 }
 
 /// What a reader hands [`simulate_fed`] as it reads a trace: jobs in queue
@@ -287,10 +286,9 @@ pub fn simulate_fed(machine: &Machine, policy: PolicyKind, feed: &std::sync::mps
     // the machine alone: the jobs come with the feed
     let w = Workload { jobs: Vec::new(), record_index: Vec::new(), skipped: Default::default(), capacity: 0, machine: machine.clone(), power_jobs: Vec::new(), sharing: None, reservations: Vec::new() };
     let w = &w;
-    let feed = Feed { rx: feed, index: Vec::new(), range: TimeRange::new(&w.machine), last: None, halt: None, open: true, waited: std::time::Duration::ZERO };
-    let (outcome, jobs) = replay(w, Jobs { list: Cow::Owned(Vec::new()), feed: Some(feed) }, policy, |_, _| {});
-    let Jobs { list, feed } = jobs;
-    let mut feed = feed.expect("fed");
+    let mut feed = Feed { rx: feed, index: Vec::new(), range: TimeRange::new(&w.machine), last: None, halt: None, open: true, waited: std::time::Duration::ZERO };
+    let mut list = Cow::Owned(Vec::new());
+    let outcome = replay(w, Jobs { list: &mut list, feed: Some(&mut feed) }, policy, |_, _| {});
     let mut list = list.into_owned();
     if feed.halt != Some(Halt::Failed) {
         // a halted replay leaves jobs unread
@@ -300,15 +298,15 @@ pub fn simulate_fed(machine: &Machine, policy: PolicyKind, feed: &std::sync::mps
     }
     let outcome = match feed.halt {
         Some(h) => Err(h),
-        None => Ok(outcome.expect("not halted")),
+        None => Ok(outcome),
     };
     Fedout { outcome, jobs: list, record_index: feed.index, waited_s: feed.waited.as_secs_f64() }
 }
 
 /// The jobs of a replay: held whole, or fed as they are read.
-struct Jobs<'w> {
-    list: Cow<'w, [TraceJob]>,
-    feed: Option<Feed<'w>>,
+struct Jobs<'a, 'w> {
+    list: &'a mut Cow<'w, [TraceJob]>,
+    feed: Option<&'a mut Feed<'w>>,
 }
 
 /// The reader's side of a fed replay.
@@ -361,7 +359,7 @@ impl Feed<'_> {
     }
 }
 
-impl Jobs<'_> {
+impl Jobs<'_, '_> {
     /// Whether job `i` is there, reading on to it if need be; never while halted.
     fn load(&mut self, i: usize) -> bool {
         if let Some(f) = self.feed.as_mut() {
@@ -380,9 +378,9 @@ impl Jobs<'_> {
     }
 }
 
-/// The replay of [`simulate_observed`] and [`simulate_fed`]: None if the feed
-/// halted it.
-fn replay<'w>(w: &'w Workload, jobs: Jobs<'w>, policy: PolicyKind, observe: impl FnMut(&Engine, Time)) -> (Option<SimOutcome>, Jobs<'w>) {
+/// The replay of [`simulate_observed`] and [`simulate_fed`] (only as far as
+/// the jobs came if the feed halted it).
+fn replay(w: &Workload, jobs: Jobs<'_, '_>, policy: PolicyKind, observe: impl FnMut(&Engine, Time)) -> SimOutcome {
     let n = jobs.list.len();
     let built = match &w.machine {
         Machine::Pool(c) => Engine::new(policy, *c),
@@ -502,21 +500,19 @@ fn replay<'w>(w: &'w Workload, jobs: Jobs<'w>, policy: PolicyKind, observe: impl
             m.sample(now, &engine);
         }
     }
-    if book.jobs.halted() {
-        return (None, book.jobs);
-    }
-    let Book { jobs, start, end, suspended, released, factor, alloc, rejected, meter, max_queue, .. } = book;
-    debug_assert!(start.iter().all(|&s| s != Time::MIN), "a job never started");
+    let halted = book.jobs.halted();
+    let Book { start, end, suspended, released, factor, alloc, rejected, meter, max_queue, .. } = book;
+    debug_assert!(halted || start.iter().all(|&s| s != Time::MIN), "a job never started");
     debug_assert_eq!(rejected, 0, "the engine rejected an input of the simulator");
     let dropped_nodesets = engine.dropped_nodesets();
     let power = meter.map(|m| m.finish(&engine, w, &end));
-    (Some(SimOutcome { start, end, suspended, released, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }), jobs)
+    SimOutcome { start, end, suspended, released, factor, alloc, dropped_nodesets, passes, max_queue, power, rejected }
 }
 
 /// What the run loop keeps per job, and the events still to deliver: the
 /// simulator's side of [`step`].
-struct Book<'w, F> {
-    jobs: Jobs<'w>,
+struct Book<'a, 'w, F> {
+    jobs: Jobs<'a, 'w>,
     clustered: bool,
     parm: bool,
     start: Vec<Time>,
@@ -548,7 +544,7 @@ struct Book<'w, F> {
     observe: F,
 }
 
-impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
+impl<F: FnMut(&Engine, Time)> Driver for Book<'_, '_, F> {
     /// Carry out one effect of the engine at `now`.
     fn effect(&mut self, _engine: &Engine, now: Time, e: Effect) {
         match e {
@@ -641,7 +637,7 @@ impl<F: FnMut(&Engine, Time)> Driver for Book<'_, F> {
     }
 }
 
-impl<F> Book<'_, F> {
+impl<F> Book<'_, '_, F> {
     /// Whether job `i` is there (see [`Jobs::load`]), with room kept for every
     /// job there.
     fn load(&mut self, i: usize) -> bool {

@@ -171,18 +171,25 @@ pub fn prepare_on(records: &[SwfRecord], machine: Machine) -> Workload {
 /// or a cluster (a power machine's preparation reads them all first). The
 /// record index of a job is its record's position in the stream.
 pub fn prepare_stream(records: impl Iterator<Item = SwfRecord>, machine: Machine) -> Workload {
-    let Some(mut prep) = Preparer::new(&machine) else {
-        let Machine::Power(setup) = &machine else { unreachable!("only a power machine has no preparer") };
-        return prepare_power(&records.collect::<Vec<_>>(), setup.clone());
+    let mut prep = match Preparer::new(&machine) {
+        Ok(prep) => prep,
+        Err(setup) => return prepare_power(&records.collect::<Vec<_>>(), setup),
     };
     let mut keyed: Vec<(TraceJob, u32)> = Vec::with_capacity(records.size_hint().0);
     keyed.extend(records.enumerate().filter_map(|(i, r)| prep.take(&r).map(|j| (j, i as u32))));
+    let (jobs, record_index) = in_queue_order(keyed);
+    prep.workload(jobs, record_index, machine)
+}
+
+/// Jobs with their records' indices, sorted by [`queue_key`], as a
+/// [`Workload`] keeps them: the jobs, and each one's record index.
+pub fn in_queue_order(mut keyed: Vec<(TraceJob, u32)>) -> (Vec<TraceJob>, Vec<u32>) {
     keyed.sort_by_key(|(j, i)| queue_key(j, *i));
-    // the jobs take the keyed list's place (collected in place), not a copy beside it
     let record_index = keyed.iter().map(|k| k.1).collect();
+    // the jobs take the keyed list's place (collected in place), not a copy beside it
     let mut jobs: Vec<TraceJob> = keyed.into_iter().map(|k| k.0).collect();
     jobs.shrink_to_fit();
-    prep.workload(jobs, record_index, machine)
+    (jobs, record_index)
 }
 
 /// A job's place in the queue order of a [`Workload`]: submit time, job id,
@@ -207,12 +214,12 @@ pub struct Preparer {
 }
 
 impl Preparer {
-    /// The preparation for `machine`; None for a power machine, whose jobs
-    /// are drawn from all the records ([`prepare_power`]).
-    pub fn new(machine: &Machine) -> Option<Preparer> {
+    /// The preparation for `machine`; a power machine's setup back, whose
+    /// jobs are drawn from all the records ([`prepare_power`]).
+    pub fn new(machine: &Machine) -> Result<Preparer, Arc<PowerSetup>> {
         let (capacity, probe, partition_cores, max_time, default_part) = match machine {
             Machine::Pool(c) => (*c, None, vec![*c as u64], vec![None], 0),
-            Machine::Power(_) => return None,
+            Machine::Power(setup) => return Err(setup.clone()),
             Machine::Cluster { cluster, .. } => {
                 // processors a job may ask for in each partition: whole nodes x cores
                 // per node, or all cores
@@ -225,7 +232,7 @@ impl Preparer {
                 (cluster.total_cores().min(u32::MAX as u64) as u32, Engine::with_cluster(PolicyKind::Fcfs, cluster).ok(), cores, max_time, cluster.default_partition_index())
             }
         };
-        Some(Preparer { capacity, probe, partition_cores, max_time, default_part, machine: machine.clone(), skipped: BTreeMap::new() })
+        Ok(Preparer { capacity, probe, partition_cores, max_time, default_part, machine: machine.clone(), skipped: BTreeMap::new() })
     }
 
     /// The job record `r` becomes, or None (its skip reason counted).

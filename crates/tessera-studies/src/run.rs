@@ -231,15 +231,15 @@ fn execute_as(a: &RunSpec, stream: bool) -> Result<Executed> {
         Some(c) => Some(u32::try_from(c.total_cores()).context("the cluster has more than 2^32 cores")?),
         None => None,
     };
-    // a trace replayed as it is read (on a cluster, or a pool of a given
-    // size, its arrivals as they are) is not kept whole: the outputs that
-    // write its records read it again
     // a pool sized by the trace's header, by its comments before the first
     // job (the header is whole only once the file has been read: see below)
     let early_size = match (&a.trace, &cluster, a.capacity) {
         (Some(path), None, None) if stream && a.arrival_scale.is_none() => early_capacity(path, a.lenient),
         _ => None,
     };
+    // a trace replayed as it is read (on a cluster, or a pool of a given
+    // or header size, its arrivals as they are) is not kept whole: the
+    // outputs that write its records read it again
     let streamed = match &a.trace {
         Some(path) if stream && a.arrival_scale.is_none() && (cluster.is_some() || a.capacity.is_some() || early_size.is_some()) => Some(tessera_workload::traces::resolve(path)?),
         _ => None,
@@ -428,7 +428,7 @@ struct Fedrun {
 fn stream_simulated(path: &Path, a: &RunSpec, machine: Machine) -> Result<(SwfHeader, tessera_sim::Workload, Option<Fedrun>)> {
     let mut reader = SwfReader::open(path)?.lenient(a.lenient);
     reader.header()?;
-    let mut prep = tessera_sim::Preparer::new(&machine).context("a pool or a cluster")?;
+    let mut prep = tessera_sim::Preparer::new(&machine).ok().context("a trace simulated as it is read is replayed on a pool or a cluster")?;
     let (tx, rx) = std::sync::mpsc::sync_channel(FED_AHEAD);
     let most = a.max_jobs;
     let read = std::thread::Builder::new().name("trace reader".into()).spawn(move || {
@@ -474,16 +474,10 @@ fn stream_simulated(path: &Path, a: &RunSpec, machine: Machine) -> Result<(SwfHe
         return Err(e.into());
     }
     report_lenient(path, &reader);
-    let (mut jobs, mut record_index) = (fed.jobs, fed.record_index);
-    let outcome = match fed.outcome {
-        Ok(outcome) => Some(Fedrun { outcome, read_s, sim_s }),
-        Err(_) => {
-            // out of order, or past the clock's end: the jobs as a whole workload
-            let mut keyed: Vec<(tessera_workload::jobs::TraceJob, u32)> = jobs.into_iter().zip(record_index).collect();
-            keyed.sort_by_key(|(j, i)| tessera_sim::queue_key(j, *i));
-            (jobs, record_index) = keyed.into_iter().unzip();
-            None
-        }
+    let ((mut jobs, record_index), outcome) = match fed.outcome {
+        Ok(outcome) => ((fed.jobs, fed.record_index), Some(Fedrun { outcome, read_s, sim_s })),
+        // out of order, or past the clock's end: the jobs as a whole workload
+        Err(_) => (tessera_sim::in_queue_order(fed.jobs.into_iter().zip(fed.record_index).collect()), None),
     };
     jobs.shrink_to_fit();
     Ok((reader.into_header(), prep.workload(jobs, record_index, machine), outcome))
