@@ -415,6 +415,116 @@ impl Profile {
         }
     }
 
+    /// Add every running job's end now: the calls that follow then pass no
+    /// running jobs, and the profile can be kept from one pass to the next.
+    pub fn grow_all(&mut self, running: &[RunningJob]) {
+        while self.grow(running) {}
+    }
+
+    /// Start the profile at `now` (at or after its start): what lay before goes.
+    /// Block minima and maxima stay bounds (lower and upper), as a search needs.
+    pub fn advance(&mut self, now: Time) {
+        let k = self.blocks.partition_point(|b| b.times[0] <= now).max(1);
+        if k > 1 {
+            let gone: Vec<Block> = self.blocks.drain(..k - 1).collect();
+            for b in gone {
+                self.recycle(b);
+            }
+        }
+        let blk = &mut self.blocks[0];
+        let i = blk.times.partition_point(|&t| t <= now).max(1) - 1;
+        blk.times.drain(..i);
+        blk.free.drain(..i);
+        blk.times[0] = now;
+        self.now = now;
+    }
+
+    /// Give `procs` processors back over `[from, to)`, `from` at or after the
+    /// profile's start, on a profile that needs no running jobs: a reservation
+    /// undone, or a running job that ended before its expected end. A boundary
+    /// this leaves with the free count of the segment before it goes, so that
+    /// a kept profile does not gather boundaries that change nothing.
+    pub fn give(&mut self, from: Time, to: Time, procs: i64) {
+        if from >= to || procs == 0 {
+            return;
+        }
+        // the block that holds `from`, by binary search: an undone reservation
+        // can lie far from now
+        let hint = self.blocks.partition_point(|blk| blk.times[0] <= from).max(1) - 1;
+        self.split_at(from, (hint, 0), &[]);
+        let pos = self.locate(from, hint).expect("a segment was split at from");
+        let (b0, i0) = self.split_at(to, pos, &[]);
+        let mut b = b0;
+        while b < self.blocks.len() {
+            let blk = &mut self.blocks[b];
+            if blk.times[0] >= to {
+                break;
+            }
+            let from_i = if b == b0 { i0 } else { 0 };
+            if from_i == 0 && *blk.times.last().unwrap() < to {
+                blk.lazy += procs;
+            } else {
+                let mut i = from_i;
+                while i < blk.times.len() && blk.times[i] < to {
+                    blk.free[i] += procs;
+                    i += 1;
+                }
+                blk.refresh();
+            }
+            b += 1;
+        }
+        self.merge_at(to, b0);
+        self.merge_at(from, b0);
+    }
+
+    /// Remove the boundary at `t` (looked for from block `from`) if the
+    /// segment it starts has the free count of the one before it (never the
+    /// profile's first).
+    fn merge_at(&mut self, t: Time, from: usize) {
+        let Some((b, i)) = self.locate(t, from.min(self.blocks.len().saturating_sub(1))) else { return };
+        if self.time((b, i)) != t || (b == 0 && i == 0) {
+            return;
+        }
+        let prev = if i > 0 { self.blocks[b].get(i - 1) } else { self.blocks[b - 1].get(self.blocks[b - 1].times.len() - 1) };
+        if self.blocks[b].get(i) != prev {
+            return;
+        }
+        let blk = &mut self.blocks[b];
+        blk.times.remove(i);
+        blk.free.remove(i);
+        if blk.times.is_empty() {
+            let blk = self.blocks.remove(b);
+            self.recycle(blk);
+        }
+    }
+
+    /// The first instant with fewer than `threshold` processors free, and how
+    /// many are free then, on a profile that needs no running jobs.
+    pub fn first_below(&self, threshold: i64) -> Option<(Time, i64)> {
+        for blk in &self.blocks {
+            if blk.min + blk.lazy >= threshold {
+                continue;
+            }
+            if let Some(i) = (0..blk.times.len()).find(|&i| blk.get(i) < threshold) {
+                return Some((blk.times[i], blk.get(i)));
+            }
+        }
+        None
+    }
+
+    /// Processors free at `t` (at or after the start), among the segments built.
+    pub fn free_at(&self, t: Time) -> i64 {
+        let b = self.blocks.partition_point(|blk| blk.times[0] <= t).max(1) - 1;
+        let blk = &self.blocks[b];
+        let i = blk.times.partition_point(|&x| x <= t).max(1) - 1;
+        blk.get(i)
+    }
+
+    /// Segments as (start, free), as built so far.
+    pub fn values(&self) -> Vec<(Time, i64)> {
+        self.blocks.iter().flat_map(|b| (0..b.times.len()).map(move |i| (b.times[i], b.get(i)))).collect()
+    }
+
     /// Segments as (start, free), for tests: every running job's end added.
     #[cfg(test)]
     pub fn segments(&mut self, running: &[RunningJob]) -> Vec<(Time, i64)> {
@@ -575,6 +685,88 @@ mod tests {
                 if (t as usize) < horizon && t <= limit {
                     assert_eq!(flat[t as usize], f, "round {round}: segment at {t}");
                 }
+            }
+        }
+    }
+
+    /// A profile kept from pass to pass against a flat vector: built whole
+    /// over hundreds of running jobs (many blocks), then reservations taken,
+    /// given back, processors given back by jobs that end early, and the start
+    /// moved on, round after round.
+    #[test]
+    fn a_kept_profile_matches_a_flat_one() {
+        let mut seed = 0x2545f4914f6cdd1du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let horizon = 20_000usize;
+        for round in 0..10 {
+            let mut now: Time = 100;
+            let mut run: Vec<RunningJob> = (0..(200 + rnd(300))).map(|_| rj(now + 1 + rnd(8000) as Time, 1 + rnd(4) as u32)).collect();
+            run.sort();
+            let free_now = 7 + rnd(20);
+            let mut flat = vec![0i64; horizon];
+            let mut free = free_now as i64;
+            let mut released = vec![0i64; horizon];
+            for r in &run {
+                released[r.expected_end as usize] += r.procs as i64;
+            }
+            for t in now as usize..horizon {
+                free += released[t];
+                flat[t] = free;
+            }
+            let mut p = Profile::default();
+            p.rebuild(now, free_now);
+            p.grow_all(&run);
+            let mut taken: Vec<(Time, Time, i64)> = Vec::new();
+            for _ in 0..400 {
+                match rnd(4) {
+                    0 | 1 => {
+                        let procs = 1 + rnd(40);
+                        let dur = 1 + rnd(900) as Time;
+                        if let Some((s0, pos)) = p.earliest_fit_before(procs, dur, Time::MAX, &[]) {
+                            p.reserve(pos, dur, procs, 0, &[]);
+                            for f in &mut flat[s0 as usize..(s0 + dur) as usize] {
+                                *f -= procs as i64;
+                            }
+                            taken.push((s0, s0 + dur, procs as i64));
+                        }
+                    }
+                    2 if !taken.is_empty() => {
+                        let (a, b, procs) = taken.swap_remove(rnd(taken.len() as u64) as usize);
+                        let a = a.max(now);
+                        p.give(a, b, procs);
+                        for t in a.max(now)..b {
+                            flat[t as usize] += procs;
+                        }
+                    }
+                    _ => {
+                        // a running job ends early, and time moves on
+                        now += rnd(40) as Time;
+                        p.advance(now);
+                        if let Some(r) = run.pop().filter(|r| r.expected_end > now) {
+                            p.give(now, r.expected_end, r.procs as i64);
+                            for t in now..r.expected_end {
+                                flat[t as usize] += r.procs as i64;
+                            }
+                        }
+                    }
+                }
+                let segs = p.values();
+                assert_eq!(segs[0].0, now, "round {round}: the profile starts now");
+                for w in segs.windows(2) {
+                    assert!(w[0].0 < w[1].0, "round {round}: boundaries increase: {w:?}");
+                }
+                for (i, &(t, f)) in segs.iter().enumerate() {
+                    let to = segs.get(i + 1).map_or(horizon as Time, |s| s.0);
+                    assert!((t..to).all(|x| flat[x as usize] == f), "round {round}: segment at {t}");
+                    assert_eq!(p.free_at(t), f);
+                }
+                let below = (now as usize..horizon).find(|&t| flat[t] < 5).map(|t| (t as Time, flat[t]));
+                assert_eq!(p.first_below(5), below, "round {round}: first instant below 5");
             }
         }
     }

@@ -6,6 +6,7 @@ impl NodeEngine {
     /// Resources are conserved node by node, the running list is ordered, and
     /// every job holding resources is running, suspended or ending.
     pub fn sanity_check(&self, t: &JobTable) {
+        self.check_kept();
         // set lists and own node-set requests belong to live jobs only
         let mut users = vec![0u32; self.board.sets.len()];
         let (mut own, mut binding) = (0, 0);

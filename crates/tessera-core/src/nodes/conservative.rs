@@ -116,13 +116,31 @@ impl NodeEngine {
             true => self.kept.take().filter(|_| keeping).and_then(|k| k.usable(now, self.version, self.max_factor, self.running.as_slice())),
             false => None,
         };
-        let mut kept = keeping.then(|| Kept::new(now, self.max_factor));
+        let p_min = if bounded {
+            t.queue.min_need().min(i64::MAX as u64) as i64
+        } else {
+            0
+        };
+        let mut kept = keeping.then(|| Kept::new(now, self.max_factor, p_min));
         let windows = reserving.then(|| std::mem::take(&mut self.blocks));
         let spare_tl = if timeline { std::mem::take(&mut self.timeline) } else { Timeline::default() };
         let running = self.running.as_slice();
         let mut profile = std::mem::take(&mut self.profile);
         let mut doomed = std::mem::take(&mut self.doomed);
-        profile.rebuild(now, self.free_cores);
+        // a kept plan keeps its profile too: whole (every running job's end in
+        // it, nothing cut), with its reservations; so the calls pass no running
+        // jobs, and the last plan's walk changes nothing in it (`Kept`)
+        let run: &[RunningJob] = if keeping { &[] } else { running };
+        match last.as_mut() {
+            Some(l) => l.warm(&mut profile, now, p_min),
+            None => {
+                profile.rebuild(now, self.free_cores);
+                if keeping {
+                    profile.grow_all(running);
+                }
+            }
+        }
+        debug_assert!(last.as_ref().is_none_or(|l| profile.free_now() + l.rest_now == self.free_cores.min(i64::MAX as u64 / 2) as i64), "a kept profile has what is free now");
         doomed.clear();
         let usable = &self.usable;
         let is_usable = |n: u32| usable[n as usize];
@@ -144,11 +162,6 @@ impl NodeEngine {
             }
             tl
         });
-        let p_min = if bounded {
-            t.queue.min_need().min(i64::MAX as u64) as i64
-        } else {
-            0
-        };
         let fmax = self.max_factor;
         let mut full_at = Time::MAX;
         // on the timeline a long pass also bounds `full_at` by what the most
@@ -159,17 +172,27 @@ impl NodeEngine {
             true => (t.queue.len() / FRUGAL_SHARE).max(FRUGAL_AFTER),
             false => usize::MAX,
         };
-        let mut most = self.capacity().min(i64::MAX as u64) as i64;
+        let capacity = self.capacity().min(i64::MAX as u64) as i64;
+        let mut most = capacity;
+        // p_min less what is free at `full_at` once it moved (a lower bound, as
+        // reservations only take more): what the next pass's walk bounds by
+        let mut deficit = 0i64;
         let mut could_start: Option<u32> = None;
         let mut pos = t.queue.head().map_or(0, |h| h.0);
         let mut answer = None;
         let mut tl_miss = Misses::new(self.shortcuts);
         loop {
+            // walking the last plan, its steps bound `full_at` and what is free
+            // before it from above (`Kept`)
+            if let Some(l) = last.as_ref().filter(|l| l.walking) {
+                (full_at, most) = l.bounds(capacity);
+            }
             let lim = full_at.saturating_sub(now);
             let p = if bounded {
                 let dur_of = |e: Time| footprint(scaled(e, fmax));
                 if could_start.is_none_or(|c| c < pos) {
-                    let free_now = profile.free_now().min(frugal.as_ref().map_or(i64::MAX, |f| f.profile.free_now()));
+                    let rest = last.as_ref().map_or(0, |l| l.rest_now);
+                    let free_now = (profile.free_now() + rest).min(frugal.as_ref().map_or(i64::MAX, |f| f.profile.free_now()));
                     could_start = t
                         .queue
                         .find_first(pos, |n, e| (n as i64) <= free_now && dur_of(e) <= lim);
@@ -203,7 +226,7 @@ impl NodeEngine {
                     frugal = Some(f);
                     if let Some(b) = below.filter(|&b| b < full_at) {
                         full_at = b;
-                        most = bound_by(full_at, &mut profile, &mut frugal, running);
+                        most = bound_by(full_at, &mut profile, &mut frugal, run, keeping);
                     }
                 }
             }
@@ -218,7 +241,54 @@ impl NodeEngine {
             if bounded && tl.is_some() && tl_miss.known(&self.board, d, est) {
                 continue;
             }
-            // the last plan's step for this job, if the repair has not ended
+            // the last plan's step for this job, while its walk has not ended:
+            // a step that holds is taken as it is (its reservation is in the
+            // profile); anything else ends the walk, and the plan goes on from
+            // this job as from scratch (`Kept`)
+            if let Some(l) = last.as_mut().filter(|l| l.walking) {
+                match l.take(p, job, need, dur_min, now) {
+                    Some(s) => {
+                        if let Some(k) = &mut kept {
+                            k.steps.push(s);
+                        }
+                        match s.at {
+                            Some(t0) if t0 == now => {
+                                starts.push((job, None));
+                                could_start = None;
+                            }
+                            Some(_) => could_start = None,
+                            None => doomed.insert(need, dur_min),
+                        }
+                        continue;
+                    }
+                    None => {
+                        // give the steps not taken back, or, where that is more
+                        // work, build the profile again with the steps taken
+                        let undo = l.steps[l.next..].iter().filter(|s| s.at.is_some()).count();
+                        let taken = kept.as_ref().map_or(&[][..], |k| &k.steps[..]);
+                        if undo > taken.iter().filter(|s| s.at.is_some()).count() + running.len() / REBUILD_PER {
+                            profile.rebuild(now, self.free_cores);
+                            profile.grow_all(running);
+                            reserve_steps(&mut profile, taken, now);
+                        } else {
+                            l.undo(&mut profile, now);
+                        }
+                        // the repair goes on while reservations are as they were
+                        l.walking = false;
+                        (full_at, deficit) = match profile.first_below(p_min) {
+                            Some((at, free)) => (at, p_min - free),
+                            None => (Time::MAX, 0),
+                        };
+                        most = if full_at < Time::MAX { profile.max_free_before(full_at) } else { capacity };
+                        could_start = None;
+                        // from scratch: this job again, with the bounds exact
+                        pos = p;
+                        continue;
+                    }
+                }
+            }
+            // past the walk, the last plan's step for this job, while the repair
+            // has not ended: a step that holds is reserved again without a search
             let step = match last.as_mut().map(|l| l.at(p)) {
                 Some(Err(())) => {
                     last = None;
@@ -232,18 +302,18 @@ impl NodeEngine {
             let fit = match hint {
                 Some((at, short)) => {
                     profile.shortfall = short;
-                    at.map(|t0| (t0, profile.segment_at(t0, running)))
+                    at.map(|t0| (t0, profile.segment_at(t0, run)))
                 }
-                None if bounded => profile.earliest_fit_before(need, dur_min, full_at, running),
-                None => Some(profile.earliest_fit(need, dur_min, running)),
+                None if bounded => profile.earliest_fit_before(need, dur_min, full_at, run),
+                None => Some(profile.earliest_fit(need, dur_min, run)),
             };
-            // a reservation other than the last plan's for this job ends the repair
             let at = fit.map(|f| f.0);
+            // a reservation other than the last plan's for this job ends the repair
             if at.map(|t| (t, need, dur_min)) != old {
                 last = None;
             }
             if let Some(k) = &mut kept {
-                k.steps.push(Step { pos: p, job, need, dur: dur_min, at, short: profile.shortfall, full_at, started: false });
+                k.steps.push(Step { pos: p, job, need, dur: dur_min, at, short: profile.shortfall, full_at, deficit, most, started: false });
             }
             let Some((t0, seg)) = fit else {
                 // free cores only go down during a pass, so no job at least as
@@ -270,7 +340,7 @@ impl NodeEngine {
                     found.map(|(ts, a)| {
                         let dur = footprint(scaled(est, a.factor));
                         tl.occupy(&a, ts, ts + dur);
-                        (ts, profile.segment_at(ts, running), dur, Some(a))
+                        (ts, profile.segment_at(ts, run), dur, Some(a))
                     })
                 }
             };
@@ -278,13 +348,16 @@ impl NodeEngine {
                 continue;
             };
             let cores = a.as_ref().map_or(need, cores_of);
-            let mut below = profile.reserve(seg, dur, cores, p_min, running);
+            let mut below = profile.reserve(seg, dur, cores, p_min, run);
             if let (Some(tl), Some(a), Some(f)) = (tl.as_ref(), a.as_ref(), frugal.as_mut()) {
                 below = below.into_iter().chain(tl.frugal_take(f, a, ts, ts + dur, p_min)).min();
             }
             if let Some(below) = below.filter(|&b| bounded && b < full_at) {
                 full_at = below;
-                most = bound_by(full_at, &mut profile, &mut frugal, running);
+                most = bound_by(full_at, &mut profile, &mut frugal, run, keeping);
+                if keeping {
+                    deficit = p_min - profile.free_at(full_at);
+                }
             }
             if mode == Plan::Explain(job) {
                 answer = Some(ts);
@@ -294,6 +367,10 @@ impl NodeEngine {
                 starts.push((job, a));
             }
             could_start = None;
+        }
+        // a walk that did not end keeps the steps it did not reach (`Kept::carry`)
+        if let (Some(l), Some(k)) = (last.as_ref().filter(|l| l.walking), kept.as_mut()) {
+            l.carry(&mut k.steps);
         }
         self.profile = profile;
         self.doomed = doomed;
@@ -313,16 +390,38 @@ impl NodeEngine {
     }
 }
 
+/// The reservations of `steps` (what is left of them from `now` on) taken
+/// from a whole profile.
+fn reserve_steps(profile: &mut Profile, steps: &[Step], now: Time) {
+    for s in steps {
+        if let Some(t0) = s.at {
+            let (from, to) = (t0.max(now), t0.saturating_add(s.dur));
+            if from < to {
+                let pos = profile.segment_at(from, &[]);
+                profile.reserve(pos, to - from, s.need, 0, &[]);
+            }
+        }
+    }
+}
+
+/// A walk that ends gives back the reservations of the steps it did not
+/// take, unless there are more of them than of those it took and one in
+/// `REBUILD_PER` running jobs: the profile is then built again (every running
+/// job's end, the steps taken) at about that cost.
+const REBUILD_PER: usize = 8;
+
 /// A pass on the timeline builds [`Frugal`] once it has looked at one in
 /// `FRUGAL_SHARE` of the queued jobs, and at least `FRUGAL_AFTER`: most passes
 /// end sooner.
 const FRUGAL_SHARE: usize = 32;
 const FRUGAL_AFTER: usize = 8;
 
-/// `full_at` moved earlier: nothing after it matters to either profile. The
-/// most processors free before it.
-fn bound_by(full_at: Time, profile: &mut Profile, frugal: &mut Option<Frugal>, running: &[RunningJob]) -> i64 {
-    profile.truncate_after(full_at, running);
+/// `full_at` moved earlier: nothing after it matters to either profile (cut
+/// off, unless the profile is kept). The most processors free before it.
+fn bound_by(full_at: Time, profile: &mut Profile, frugal: &mut Option<Frugal>, running: &[RunningJob], keep: bool) -> i64 {
+    if !keep {
+        profile.truncate_after(full_at, running);
+    }
     let most = profile.max_free_before(full_at);
     match frugal {
         Some(f) => {
@@ -330,6 +429,30 @@ fn bound_by(full_at: Time, profile: &mut Profile, frugal: &mut Option<Frugal>, r
             most.min(f.profile.max_free_before(full_at))
         }
         None => most,
+    }
+}
+
+impl NodeEngine {
+    /// A kept plan's profile is the one a plan would build at its instant from
+    /// the running jobs, the ones that ended since and its steps' reservations
+    /// (asserted by the engine's invariants).
+    pub(super) fn check_kept(&self) {
+        let Some(k) = &self.kept else { return };
+        if self.version != k.version + k.freed.len() as u64 {
+            return; // the next pass discards it
+        }
+        let mut kept = self.profile.clone();
+        for &(end, procs) in &k.freed {
+            kept.give(k.now, end.max(k.now + 1), procs as i64);
+        }
+        let mut fresh = Profile::default();
+        fresh.rebuild(k.now, self.free_cores);
+        fresh.grow_all(self.running.as_slice());
+        reserve_steps(&mut fresh, &k.steps, k.now);
+        let (a, b) = (kept.values(), fresh.values());
+        for &(t0, _) in a.iter().chain(&b) {
+            assert_eq!(kept.free_at(t0), fresh.free_at(t0), "the kept profile at {t0} (planned at {}): {a:?}, from scratch {b:?}", k.now);
+        }
     }
 }
 
@@ -349,8 +472,11 @@ impl NodeEngine {
 }
 
 /// One job the plan looked at: where it reserved (`at`), or that it found no
-/// window ending by `full_at`; and `short`, the fewest processors any earlier
-/// start lacked (from [`Profile::earliest_fit_before`]).
+/// window ending by `full_at`; `short`, the fewest processors any earlier
+/// start lacked (from [`Profile::earliest_fit_before`]); and the bounds in
+/// force when it was looked at: `full_at`, `deficit` (the plan's `p_min` less
+/// what was free at `full_at`, at least) and `most` (at least what was free
+/// at any instant before `full_at`).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Step {
     pos: u32,
@@ -360,34 +486,55 @@ pub(super) struct Step {
     at: Option<Time>,
     short: i64,
     full_at: Time,
+    deficit: i64,
+    most: i64,
     /// The pass started it: it no longer waits (dropped by [`Kept::close`]).
     started: bool,
 }
 
-/// Conservative's plan kept from one pass to the next, which repairs it from
-/// the first job a change affects instead of searching every window again.
+/// Conservative's plan kept from one pass to the next, with its profile, so
+/// that a pass walks the jobs whose reservations still hold without searching
+/// or reserving again, and plans from scratch from the first job a change
+/// affects (`docs/semantics.md`, conservative's fact 4).
 ///
-/// Between the passes, running jobs end: those that end early give their
-/// cores back before the plan expected (`freed`, at most `C` cores more free at
-/// any instant), and those it started hold what it reserved for them. So at any
-/// job of the new pass, as long as it has reserved what the last pass did
-/// before that job, the profile has at most `C` more processors free than the
-/// last pass's had there (the started jobs after it only take some away). A
-/// job whose every earlier start lacked more than `C` then finds no earlier
-/// window; its own window still fits (the jobs after it were placed around
-/// it); so it keeps its reservation if that still ends by `full_at`. A job
-/// that found none keeps finding none if it lacked more than `C` and
-/// `full_at` is no later. Anything else the last plan reserved for and this
-/// one does not (a job that left, was held, or now starts earlier), or a
-/// reservation this one makes that the last did not, ends the repair: from
-/// there on the plan is built as from scratch. Any other change (a job that
-/// started elsewhere, a node that changed, a running job past its expected
-/// end) discards the kept plan. The property test
+/// The profile is kept whole: every running job's end in it, nothing cut off,
+/// and every step's reservation. Between the passes, running jobs end: those
+/// that end early give their cores back to it ([`Kept::warm`]), at most `C`
+/// (`more`) more free at any instant; those the plan started hold what it
+/// reserved for them. So at any step of the walk, with every earlier step
+/// taken as it was, the profile of the new plan so far has at most `C` more
+/// processors free than the last plan's had there:
+///
+/// * A job whose every earlier start lacked more than `C` still finds no
+///   earlier window, and its own still fits (the jobs after it were placed
+///   around it): its reservation holds.
+/// * A job that found no window ending by the last plan's `full_at` finds
+///   none still if it lacked more than `C`, and if that `full_at` still has
+///   fewer than `p_min` free (`deficit` more than `C`, less any fall in
+///   `p_min`), so that the new `full_at` is no later.
+/// * The same instant and the last plan's `most` plus `C` bound the new plan's
+///   `full_at` and what is free before it from above, so the walk looks at
+///   every job the plan from scratch would (and may look at more).
+///
+/// Any job the walk looks at that has no step, or whose step does not hold, or
+/// a step with a reservation that the walk goes by, ends the walk: the
+/// reservations of the steps not taken are given back to the profile, which is
+/// then the new plan's so far, exactly (or, where that is more work, the
+/// profile is built again with the steps taken); `full_at` and `most` are found
+/// in it. From that job the plan repairs the rest ([`Kept::at`], [`Step::holds`]):
+/// a step that still lacked more than `C` and still ends by the now exact
+/// `full_at` is reserved again without a search, until a reservation differs
+/// from the last plan's; from there it plans as from scratch. A walk that does not end
+/// keeps the steps it did not reach for the next pass. Any other change (a job
+/// that started elsewhere, a node that changed, a running job past its
+/// expected end) discards the plan. The property test
 /// `a_kept_conservative_plan_schedules_as_a_fresh_one` checks the schedules.
 #[derive(Debug, Clone)]
 pub(super) struct Kept {
     now: Time,
     fmax: f64,
+    /// The plan's `p_min`.
+    p_min: i64,
     /// The engine's version once the plan's jobs started.
     version: u64,
     steps: Vec<Step>,
@@ -396,14 +543,26 @@ pub(super) struct Kept {
     freed: Vec<(Time, u32)>,
     /// After [`Kept::usable`]: the most processors more free at any instant.
     more: i64,
-    /// The next step to look at: by the repair ([`Kept::at`]), or, on a plan
+    /// After [`Kept::warm`]: `more` plus how much `p_min` fell, which each
+    /// step's `deficit` must exceed.
+    slack: i64,
+    /// The processors that the steps not yet taken hold now in the profile.
+    pub(super) rest_now: i64,
+    /// The bounds of the last step taken, if any.
+    bound: Option<(Time, i64)>,
+    /// The instant of the pass that walks the plan.
+    walk_now: Time,
+    /// The pass walks the plan (its reservations in the profile); once not,
+    /// it repairs it (reserving again what holds).
+    walking: bool,
+    /// The next step to look at: by the walk ([`Kept::take`]), or, on a plan
     /// just made, by its starts ([`Kept::started`]).
     next: usize,
 }
 
 impl Kept {
-    fn new(now: Time, fmax: f64) -> Kept {
-        Kept { now, fmax, version: 0, steps: Vec::new(), freed: Vec::new(), more: 0, next: 0 }
+    fn new(now: Time, fmax: f64, p_min: i64) -> Kept {
+        Kept { now, fmax, p_min, version: 0, steps: Vec::new(), freed: Vec::new(), more: 0, slack: 0, rest_now: 0, bound: None, walk_now: now, walking: true, next: 0 }
     }
 
     /// A running job ended (or left) with `r`'s end and processors.
@@ -424,7 +583,7 @@ impl Kept {
     }
 
     /// The pass's jobs have started, and the engine is at `version`: the steps
-    /// of those that started go.
+    /// of those that started go (their reservations are now running jobs).
     fn close(&mut self, version: u64) {
         self.steps.retain(|s| !s.started);
         self.version = version;
@@ -451,9 +610,89 @@ impl Kept {
         Some(self)
     }
 
-    /// The kept plan's step at queue position `p`, which the pass reaches now,
-    /// with the most processors more free than then. The steps of jobs the
-    /// pass went by are dropped: an error if one had reserved (what it
+    /// Bring the kept profile to `now`: what lay before goes, and the jobs
+    /// that ended early give their processors back from now to their expected
+    /// end. `p_min` is the new plan's.
+    fn warm(&mut self, profile: &mut Profile, now: Time, p_min: i64) {
+        profile.advance(now);
+        let plan_now = self.now;
+        for &(end, procs) in &self.freed {
+            profile.give(now, end.max(plan_now + 1), procs as i64);
+        }
+        self.freed.clear();
+        self.slack = self.more + (self.p_min - p_min);
+        self.rest_now = self.steps.iter().filter(|s| s.at.is_some_and(|t0| t0 <= now && now < t0.saturating_add(s.dur))).map(|s| s.need.min(i64::MAX as u64) as i64).sum();
+        self.bound = None;
+        self.walk_now = now;
+    }
+
+    /// Whether a step's `full_at` still has fewer than `p_min` free: an
+    /// instant not past, whose deficit exceeds what ended early since.
+    fn bounded(&self, s: &Step) -> bool {
+        s.full_at < Time::MAX && s.full_at >= self.walk_now && s.deficit > self.slack
+    }
+
+    /// What a step bounds `full_at` and `most` by now.
+    fn step_bounds(&self, s: &Step, capacity: i64) -> (Time, i64) {
+        match self.bounded(s) {
+            true => (s.full_at, s.most.saturating_add(self.more).min(capacity)),
+            false => (Time::MAX, capacity),
+        }
+    }
+
+    /// The bounds on `full_at` and `most` up to the next step: that step's and
+    /// the last one taken's (`full_at` only moves earlier, and free processors
+    /// only go down, as the plan goes on), whichever are lower.
+    fn bounds(&self, capacity: i64) -> (Time, i64) {
+        let (f, m) = self.steps.get(self.next).map_or((Time::MAX, capacity), |s| self.step_bounds(s, capacity));
+        match self.bound {
+            Some((bf, bm)) => (f.min(bf), m.min(bm)),
+            None => (f, m),
+        }
+    }
+
+    /// The walk reaches queue position `p` (`job`, needing `need` for `dur`):
+    /// the last plan's step there, carried to this pass, if it holds. None
+    /// ends the walk: no step there, a step that does not hold, or a step with
+    /// a reservation that the walk went by (each left for [`Kept::undo`]).
+    fn take(&mut self, p: u32, job: JobIdx, need: u64, dur: Time, now: Time) -> Option<Step> {
+        while let Some(s) = self.steps.get(self.next).filter(|s| s.pos < p) {
+            if s.at.is_some() {
+                return None;
+            }
+            self.next += 1;
+        }
+        let s = *self.steps.get(self.next).filter(|s| s.pos == p)?;
+        let bounded = self.bounded(&s);
+        let holds = s.job == job
+            && s.need == need
+            && s.dur == dur
+            && s.short > self.more
+            && match s.at {
+                Some(t0) => t0 >= now,
+                None => bounded,
+            };
+        if !holds {
+            return None;
+        }
+        self.next += 1;
+        if s.at.is_some_and(|t0| t0 <= now && now < t0.saturating_add(s.dur)) {
+            self.rest_now -= s.need.min(i64::MAX as u64) as i64;
+        }
+        let (f, m) = self.step_bounds(&s, i64::MAX);
+        self.bound = Some(self.bound.map_or((f, m), |(bf, bm)| (bf.min(f), bm.min(m))));
+        Some(self.carried(s))
+    }
+
+    /// A step as this pass keeps it: what ended early since lowers what it
+    /// lacked and its deficit, and raises its `most`.
+    fn carried(&self, s: Step) -> Step {
+        Step { short: s.short - self.more, deficit: s.deficit - self.slack, most: s.most.saturating_add(self.more), started: false, ..s }
+    }
+
+    /// Past the walk, the step at queue position `p`, which the repair reaches
+    /// now, with the most processors more free than then. The steps of jobs
+    /// the repair went by are dropped: an error if one had reserved (what it
     /// reserved is no longer taken, so the repair ends).
     fn at(&mut self, p: u32) -> Result<Option<(Step, i64)>, ()> {
         while let Some(s) = self.steps.get(self.next).filter(|s| s.pos < p) {
@@ -466,12 +705,28 @@ impl Kept {
         self.next += 1;
         Ok(Some((s, self.more)))
     }
+
+    /// The walk ended: the steps not taken give their reservations back.
+    fn undo(&mut self, profile: &mut Profile, now: Time) {
+        for s in &self.steps[self.next..] {
+            if let Some(t0) = s.at {
+                profile.give(t0.max(now), t0.saturating_add(s.dur), s.need.min(i64::MAX as u64) as i64);
+            }
+        }
+    }
+
+    /// The walk did not end: the steps it did not reach go on to the next
+    /// plan as they are (their reservations stay in the profile).
+    fn carry(&self, into: &mut Vec<Step>) {
+        into.extend(self.steps[self.next..].iter().map(|&s| self.carried(s)));
+    }
 }
 
 impl Step {
-    /// If this step of the last plan still holds for `job` (needing `need`
-    /// for `dur`) with at most `more` processors more free: its window's
-    /// start (or none) and a bound on what any earlier start lacks now.
+    /// If this step of the last plan still holds, past the walk, for `job`
+    /// (needing `need` for `dur`) with at most `more` processors more free:
+    /// its window's start (or none) and a bound on what any earlier start
+    /// lacks now.
     fn holds(&self, job: JobIdx, need: u64, dur: Time, now: Time, full_at: Time, more: i64) -> Option<(Option<Time>, i64)> {
         let holds = self.job == job
             && self.need == need
