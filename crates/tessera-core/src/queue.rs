@@ -683,6 +683,15 @@ impl Queue {
         self.first_leaf(from, |m| m.need < Self::HELD && ok(m.need, m.est)).map(|p| self.base + p as u32)
     }
 
+    /// Whether [`Queue::find_first`] from `pos` would answer `pos` itself: an
+    /// occupied position whose pending job passes `ok` (no tree walk).
+    #[inline]
+    pub fn passes_at(&self, pos: u32, ok: impl Fn(u64, Time) -> bool) -> bool {
+        let Some(p) = pos.checked_sub(self.base).map(|p| p as usize).filter(|&p| p < self.tail) else { return false };
+        let m = self.tree[self.size + p];
+        m.need < Self::HELD && ok(m.need, m.est)
+    }
+
     fn put(&mut self, p: usize, v: Mins) {
         let mut n = self.size + p;
         self.tree[n] = v;

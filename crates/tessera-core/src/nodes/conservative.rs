@@ -188,14 +188,19 @@ impl NodeEngine {
                 (full_at, most) = l.bounds(capacity);
             }
             let lim = full_at.saturating_sub(now);
+            // the walk's next step, where it is the next position: the queue
+            // index answers for it without a walk
+            let step_here = last.as_ref().filter(|l| l.walking).is_some_and(|l| l.next_pos() == Some(pos));
             let p = if bounded {
                 let dur_of = |e: Time| footprint(scaled(e, fmax));
                 if could_start.is_none_or(|c| c < pos) {
                     let rest = last.as_ref().map_or(0, |l| l.rest_now);
                     let free_now = (profile.free_now() + rest).min(frugal.as_ref().map_or(i64::MAX, |f| f.profile.free_now()));
-                    could_start = t
-                        .queue
-                        .find_first(pos, |n, e| (n as i64) <= free_now && dur_of(e) <= lim);
+                    let ok = |n: u64, e: Time| (n as i64) <= free_now && dur_of(e) <= lim;
+                    could_start = match step_here && t.queue.passes_at(pos, ok) {
+                        true => Some(pos),
+                        false => t.queue.find_first(pos, ok),
+                    };
                     if could_start.is_none() {
                         break;
                     }
@@ -205,7 +210,11 @@ impl NodeEngine {
                     let dur = dur_of(e);
                     (n as i64) <= most && dur <= lim && !d_ref.dominates(n, dur)
                 };
-                let Some(p) = t.queue.find_first(pos, can_fit_early) else {
+                let found = match step_here && t.queue.passes_at(pos, can_fit_early) {
+                    true => Some(pos),
+                    false => t.queue.find_first(pos, can_fit_early),
+                };
+                let Some(p) = found else {
                     break;
                 };
                 p
@@ -256,7 +265,8 @@ impl NodeEngine {
                                 starts.push((job, None));
                                 could_start = None;
                             }
-                            Some(_) => could_start = None,
+                            // already in the profile: what is free now is as it was
+                            Some(_) => {}
                             None => doomed.insert(need, dur_min),
                         }
                         continue;
@@ -630,6 +640,11 @@ impl Kept {
     /// instant not past, whose deficit exceeds what ended early since.
     fn bounded(&self, s: &Step) -> bool {
         s.full_at < Time::MAX && s.full_at >= self.walk_now && s.deficit > self.slack
+    }
+
+    /// The queue position of the next step the walk looks for.
+    fn next_pos(&self) -> Option<u32> {
+        self.steps.get(self.next).map(|s| s.pos)
     }
 
     /// What a step bounds `full_at` and `most` by now.
