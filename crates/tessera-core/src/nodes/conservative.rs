@@ -362,7 +362,8 @@ impl NodeEngine {
             if let (Some(tl), Some(a), Some(f)) = (tl.as_ref(), a.as_ref(), frugal.as_mut()) {
                 below = below.into_iter().chain(tl.frugal_take(f, a, ts, ts + dur, p_min)).min();
             }
-            if let Some(below) = below.filter(|&b| bounded && b < full_at) {
+            let moved = below.filter(|&b| bounded && b < full_at);
+            if let Some(below) = moved {
                 full_at = below;
                 most = bound_by(full_at, &mut profile, &mut frugal, run, keeping);
                 if keeping {
@@ -376,7 +377,11 @@ impl NodeEngine {
             if ts == now && bounded {
                 starts.push((job, a));
             }
-            could_start = None;
+            // which job could start now changes with what is free now and with
+            // `full_at` (and, on the timeline, with the frugal profile) only
+            if ts == now || moved.is_some() || tl.is_some() {
+                could_start = None;
+            }
         }
         // a walk that did not end keeps the steps it did not reach (`Kept::carry`)
         if let (Some(l), Some(k)) = (last.as_ref().filter(|l| l.walking), kept.as_mut()) {
