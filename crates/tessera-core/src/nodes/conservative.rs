@@ -286,7 +286,7 @@ impl NodeEngine {
                         // the repair goes on while reservations are as they were
                         l.walking = false;
                         (full_at, deficit) = match profile.first_below(p_min) {
-                            Some((at, free)) => (at, p_min - free),
+                            Some((at, free)) => (at, p_min.saturating_sub(free)),
                             None => (Time::MAX, 0),
                         };
                         most = if full_at < Time::MAX { profile.max_free_before(full_at) } else { capacity };
@@ -367,7 +367,7 @@ impl NodeEngine {
                 full_at = below;
                 most = bound_by(full_at, &mut profile, &mut frugal, run, keeping);
                 if keeping {
-                    deficit = p_min - profile.free_at(full_at);
+                    deficit = p_min.saturating_sub(profile.free_at(full_at));
                 }
             }
             if mode == Plan::Explain(job) {
@@ -609,7 +609,7 @@ impl Kept {
     /// and none still running is past its expected end.
     fn usable(mut self, now: Time, version: u64, fmax: f64, running: &[RunningJob]) -> Option<Kept> {
         let overdue = running.first().is_some_and(|r| r.expected_end <= now);
-        if overdue || version != self.version + self.freed.len() as u64 || fmax.to_bits() != self.fmax.to_bits() {
+        if overdue || now < self.now || version != self.version + self.freed.len() as u64 || fmax.to_bits() != self.fmax.to_bits() {
             return None;
         }
         // a job that ended had its processors until its expected end (at least
@@ -635,7 +635,7 @@ impl Kept {
             profile.give(now, end.max(plan_now + 1), procs as i64);
         }
         self.freed.clear();
-        self.slack = self.more + (self.p_min - p_min);
+        self.slack = self.more.saturating_add(self.p_min.saturating_sub(p_min));
         self.rest_now = self.steps.iter().filter(|s| s.at.is_some_and(|t0| t0 <= now && now < t0.saturating_add(s.dur))).map(|s| s.need.min(i64::MAX as u64) as i64).sum();
         self.bound = None;
         self.walk_now = now;
@@ -707,7 +707,7 @@ impl Kept {
     /// A step as this pass keeps it: what ended early since lowers what it
     /// lacked and its deficit, and raises its `most`.
     fn carried(&self, s: Step) -> Step {
-        Step { short: s.short - self.more, deficit: s.deficit - self.slack, most: s.most.saturating_add(self.more), started: false, ..s }
+        Step { short: s.short.saturating_sub(self.more), deficit: s.deficit.saturating_sub(self.slack), most: s.most.saturating_add(self.more), started: false, ..s }
     }
 
     /// Past the walk, the step at queue position `p`, which the repair reaches
