@@ -163,8 +163,8 @@ pub struct NodeEngine {
     /// edits and the position of the next arrival then.
     #[serde(skip)]
     quiet_cache: Option<(u64, u64, u32)>,
-    /// Conservative's plan from its last pass, which the next pass repairs
-    /// rather than builds again (`nodes/conservative.rs`).
+    /// Conservative's plan from its last pass, which the next pass walks and
+    /// repairs rather than builds again (`nodes/conservative.rs`).
     #[serde(skip)]
     kept: Option<conservative::Kept>,
     /// EASY's views, each equal to the free view but on a few nodes: the free
@@ -185,6 +185,8 @@ pub struct NodeEngine {
     extra_epoch: u64,
     #[serde(skip)]
     view_epoch: Option<u64>,
+    /// Conservative's profile: while `kept` holds a plan, that plan's, whole
+    /// and with its reservations (`Kept`).
     #[serde(skip)]
     profile: Profile,
     #[serde(skip)]
