@@ -349,8 +349,16 @@ impl Profile {
     /// pass); minima stay exact.
     pub fn reserve(&mut self, pos: Pos, dur: Time, procs: u64, threshold: i64, running: &[RunningJob]) -> Option<Time> {
         let end = self.time(pos).saturating_add(dur);
-        let (b0, i0) = self.split_at(end, pos, running);
-        let p = procs.min(i64::MAX as u64) as i64;
+        let from = self.split_at(end, pos, running);
+        self.shift(from, end, -(procs.min(i64::MAX as u64) as i64), threshold)
+    }
+
+    /// Add `delta` to every segment from `from` up to the one starting at
+    /// `end` (a boundary), whole blocks lazily. A block only partly covered
+    /// keeps its minimum exact when processors are taken (its maximum an upper
+    /// bound) and both exact when they are given back. Returns the start of
+    /// the first segment covered with fewer than `threshold` free, if any.
+    fn shift(&mut self, (b0, i0): Pos, end: Time, delta: i64, threshold: i64) -> Option<Time> {
         let mut below: Option<Time> = None;
         let mut b = b0;
         while b < self.blocks.len() {
@@ -361,24 +369,26 @@ impl Profile {
             let from = if b == b0 { i0 } else { 0 };
             let last = *blk.times.last().unwrap();
             if from == 0 && last < end {
-                blk.lazy -= p;
+                blk.lazy += delta;
+                if below.is_none() && blk.min + blk.lazy < threshold {
+                    below = blk.times.iter().zip(&blk.free).find(|(_, f)| **f + blk.lazy < threshold).map(|(t, _)| *t);
+                }
             } else {
                 let mut to = from;
                 let mut min = blk.min;
                 while to < blk.times.len() && blk.times[to] < end {
-                    blk.free[to] -= p;
+                    blk.free[to] += delta;
                     min = min.min(blk.free[to]);
                     to += 1;
                 }
-                blk.min = min;
+                if delta < 0 {
+                    blk.min = min;
+                } else {
+                    blk.refresh();
+                }
                 if below.is_none() && blk.min + blk.lazy < threshold {
                     below = (from..to).find(|&i| blk.get(i) < threshold).map(|i| blk.times[i]);
                 }
-                b += 1;
-                continue;
-            }
-            if below.is_none() && blk.min + blk.lazy < threshold {
-                below = blk.times.iter().zip(&blk.free).find(|(_, f)| **f + blk.lazy < threshold).map(|(t, _)| *t);
             }
             b += 1;
         }
@@ -387,14 +397,20 @@ impl Profile {
 
     /// The segment that starts at `t` (split one off if `t` is inside a segment).
     pub fn segment_at(&mut self, t: Time, running: &[RunningJob]) -> Pos {
+        self.segment_from(t, 0, running)
+    }
+
+    /// [`Profile::segment_at`], looking from block `from` on (at or before the
+    /// block that holds `t`).
+    fn segment_from(&mut self, t: Time, from: usize, running: &[RunningJob]) -> Pos {
         self.grow_until(t, running);
-        if let Some(pos) = self.locate(t, 0) {
+        if let Some(pos) = self.locate(t, from) {
             if self.time(pos) == t {
                 return pos;
             }
         }
-        self.split_at(t, (0, 0), running);
-        self.locate(t, 0).expect("a segment was split at t")
+        self.split_at(t, (from, 0), running);
+        self.locate(t, from).expect("a segment was split at t")
     }
 
     /// Forget every segment that starts after `t`: a pass that never looks past
@@ -451,30 +467,11 @@ impl Profile {
         // the block that holds `from`, by binary search: an undone reservation
         // can lie far from now
         let hint = self.blocks.partition_point(|blk| blk.times[0] <= from).max(1) - 1;
-        self.split_at(from, (hint, 0), &[]);
-        let pos = self.locate(from, hint).expect("a segment was split at from");
-        let (b0, i0) = self.split_at(to, pos, &[]);
-        let mut b = b0;
-        while b < self.blocks.len() {
-            let blk = &mut self.blocks[b];
-            if blk.times[0] >= to {
-                break;
-            }
-            let from_i = if b == b0 { i0 } else { 0 };
-            if from_i == 0 && *blk.times.last().unwrap() < to {
-                blk.lazy += procs;
-            } else {
-                let mut i = from_i;
-                while i < blk.times.len() && blk.times[i] < to {
-                    blk.free[i] += procs;
-                    i += 1;
-                }
-                blk.refresh();
-            }
-            b += 1;
-        }
-        self.merge_at(to, b0);
-        self.merge_at(from, b0);
+        let pos = self.segment_from(from, hint, &[]);
+        let pos = self.split_at(to, pos, &[]);
+        self.shift(pos, to, procs, i64::MIN);
+        self.merge_at(to, pos.0);
+        self.merge_at(from, pos.0);
     }
 
     /// Remove the boundary at `t` (looked for from block `from`) if the
@@ -528,8 +525,8 @@ impl Profile {
     /// Segments as (start, free), for tests: every running job's end added.
     #[cfg(test)]
     pub fn segments(&mut self, running: &[RunningJob]) -> Vec<(Time, i64)> {
-        while self.grow(running) {}
-        self.blocks.iter().flat_map(|b| (0..b.times.len()).map(move |i| (b.times[i], b.get(i)))).collect()
+        self.grow_all(running);
+        self.values()
     }
 }
 
@@ -573,6 +570,16 @@ mod tests {
 
     fn rj(end: Time, procs: u32) -> RunningJob {
         RunningJob { expected_end: end, job: JobIdx(0), procs }
+    }
+
+    /// A xorshift generator from `seed`: `rnd(n)` is below `n`.
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        }
     }
 
     #[test]
@@ -620,13 +627,7 @@ mod tests {
     /// reservations on many running jobs (several blocks, splits, truncation).
     #[test]
     fn blocked_profile_matches_a_flat_one() {
-        let mut seed = 0x9e3779b97f4a7c15u64;
-        let mut rnd = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = xorshift(0x9e3779b97f4a7c15);
         for round in 0..20 {
             let now = 1000;
             let mut run: Vec<RunningJob> = (0..(20 + rnd(300)))
@@ -695,13 +696,7 @@ mod tests {
     /// moved on, round after round.
     #[test]
     fn a_kept_profile_matches_a_flat_one() {
-        let mut seed = 0x2545f4914f6cdd1du64;
-        let mut rnd = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = xorshift(0x2545f4914f6cdd1d);
         let horizon = 20_000usize;
         for round in 0..10 {
             let mut now: Time = 100;

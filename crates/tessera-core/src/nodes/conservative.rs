@@ -185,7 +185,7 @@ impl NodeEngine {
             // walking the last plan, its steps bound `full_at` and what is free
             // before it from above (`Kept`)
             if let Some(l) = last.as_ref().filter(|l| l.walking) {
-                (full_at, most) = l.bounds(capacity);
+                (full_at, most) = l.bounds(capacity, now);
             }
             let lim = full_at.saturating_sub(now);
             // the walk's next step, where it is the next position: the queue
@@ -565,8 +565,6 @@ pub(super) struct Kept {
     pub(super) rest_now: i64,
     /// The bounds of the last step taken, if any.
     bound: Option<(Time, i64)>,
-    /// The instant of the pass that walks the plan.
-    walk_now: Time,
     /// The pass walks the plan (its reservations in the profile); once not,
     /// it repairs it (reserving again what holds).
     walking: bool,
@@ -577,7 +575,7 @@ pub(super) struct Kept {
 
 impl Kept {
     fn new(now: Time, fmax: f64, p_min: i64) -> Kept {
-        Kept { now, fmax, p_min, version: 0, steps: Vec::new(), freed: Vec::new(), more: 0, slack: 0, rest_now: 0, bound: None, walk_now: now, walking: true, next: 0 }
+        Kept { now, fmax, p_min, version: 0, steps: Vec::new(), freed: Vec::new(), more: 0, slack: 0, rest_now: 0, bound: None, walking: true, next: 0 }
     }
 
     /// A running job ended (or left) with `r`'s end and processors.
@@ -638,13 +636,12 @@ impl Kept {
         self.slack = self.more.saturating_add(self.p_min.saturating_sub(p_min));
         self.rest_now = self.steps.iter().filter(|s| s.at.is_some_and(|t0| t0 <= now && now < t0.saturating_add(s.dur))).map(|s| s.need.min(i64::MAX as u64) as i64).sum();
         self.bound = None;
-        self.walk_now = now;
     }
 
     /// Whether a step's `full_at` still has fewer than `p_min` free: an
     /// instant not past, whose deficit exceeds what ended early since.
-    fn bounded(&self, s: &Step) -> bool {
-        s.full_at < Time::MAX && s.full_at >= self.walk_now && s.deficit > self.slack
+    fn bounded(&self, s: &Step, now: Time) -> bool {
+        s.full_at < Time::MAX && s.full_at >= now && s.deficit > self.slack
     }
 
     /// The queue position of the next step the walk looks for.
@@ -653,8 +650,8 @@ impl Kept {
     }
 
     /// What a step bounds `full_at` and `most` by now.
-    fn step_bounds(&self, s: &Step, capacity: i64) -> (Time, i64) {
-        match self.bounded(s) {
+    fn step_bounds(&self, s: &Step, capacity: i64, now: Time) -> (Time, i64) {
+        match self.bounded(s, now) {
             true => (s.full_at, s.most.saturating_add(self.more).min(capacity)),
             false => (Time::MAX, capacity),
         }
@@ -663,8 +660,8 @@ impl Kept {
     /// The bounds on `full_at` and `most` up to the next step: that step's and
     /// the last one taken's (`full_at` only moves earlier, and free processors
     /// only go down, as the plan goes on), whichever are lower.
-    fn bounds(&self, capacity: i64) -> (Time, i64) {
-        let (f, m) = self.steps.get(self.next).map_or((Time::MAX, capacity), |s| self.step_bounds(s, capacity));
+    fn bounds(&self, capacity: i64, now: Time) -> (Time, i64) {
+        let (f, m) = self.steps.get(self.next).map_or((Time::MAX, capacity), |s| self.step_bounds(s, capacity, now));
         match self.bound {
             Some((bf, bm)) => (f.min(bf), m.min(bm)),
             None => (f, m),
@@ -676,14 +673,8 @@ impl Kept {
     /// ends the walk: no step there, a step that does not hold, or a step with
     /// a reservation that the walk went by (each left for [`Kept::undo`]).
     fn take(&mut self, p: u32, job: JobIdx, need: u64, dur: Time, now: Time) -> Option<Step> {
-        while let Some(s) = self.steps.get(self.next).filter(|s| s.pos < p) {
-            if s.at.is_some() {
-                return None;
-            }
-            self.next += 1;
-        }
-        let s = *self.steps.get(self.next).filter(|s| s.pos == p)?;
-        let bounded = self.bounded(&s);
+        let s = self.reach(p).ok()??;
+        let bounded = self.bounded(&s, now);
         let holds = s.job == job
             && s.need == need
             && s.dur == dur
@@ -699,7 +690,7 @@ impl Kept {
         if s.at.is_some_and(|t0| t0 <= now && now < t0.saturating_add(s.dur)) {
             self.rest_now -= s.need.min(i64::MAX as u64) as i64;
         }
-        let (f, m) = self.step_bounds(&s, i64::MAX);
+        let (f, m) = self.step_bounds(&s, i64::MAX, now);
         self.bound = Some(self.bound.map_or((f, m), |(bf, bm)| (bf.min(f), bm.min(m))));
         Some(self.carried(s))
     }
@@ -715,15 +706,23 @@ impl Kept {
     /// the repair went by are dropped: an error if one had reserved (what it
     /// reserved is no longer taken, so the repair ends).
     fn at(&mut self, p: u32) -> Result<Option<(Step, i64)>, ()> {
+        let Some(s) = self.reach(p)? else { return Ok(None) };
+        self.next += 1;
+        Ok(Some((s, self.more)))
+    }
+
+    /// Go on to queue position `p`: the steps of jobs before it are dropped
+    /// (an error, left as the next step, if one had reserved: what it reserved
+    /// is no longer taken); the step at `p`, if any, is the next, not yet
+    /// taken.
+    fn reach(&mut self, p: u32) -> Result<Option<Step>, ()> {
         while let Some(s) = self.steps.get(self.next).filter(|s| s.pos < p) {
             if s.at.is_some() {
                 return Err(());
             }
             self.next += 1;
         }
-        let Some(&s) = self.steps.get(self.next).filter(|s| s.pos == p) else { return Ok(None) };
-        self.next += 1;
-        Ok(Some((s, self.more)))
+        Ok(self.steps.get(self.next).filter(|s| s.pos == p).copied())
     }
 
     /// The walk ended: the steps not taken give their reservations back.
