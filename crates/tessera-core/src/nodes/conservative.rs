@@ -134,9 +134,9 @@ impl NodeEngine {
         match last.as_mut() {
             Some(l) => l.warm(&mut profile, now, p_min),
             None => {
-                profile.rebuild(now, self.free_cores);
-                if keeping {
-                    profile.grow_all(running);
+                match keeping {
+                    true => whole_profile(&mut profile, now, self.free_cores, running, &[]),
+                    false => profile.rebuild(now, self.free_cores),
                 }
             }
         }
@@ -277,9 +277,7 @@ impl NodeEngine {
                         let undo = l.steps[l.next..].iter().filter(|s| s.at.is_some()).count();
                         let taken = kept.as_ref().map_or(&[][..], |k| &k.steps[..]);
                         if undo > taken.iter().filter(|s| s.at.is_some()).count() + running.len() / REBUILD_PER {
-                            profile.rebuild(now, self.free_cores);
-                            profile.grow_all(running);
-                            reserve_steps(&mut profile, taken, now);
+                            whole_profile(&mut profile, now, self.free_cores, running, taken);
                         } else {
                             l.undo(&mut profile, now);
                         }
@@ -405,9 +403,12 @@ impl NodeEngine {
     }
 }
 
-/// The reservations of `steps` (what is left of them from `now` on) taken
-/// from a whole profile.
-fn reserve_steps(profile: &mut Profile, steps: &[Step], now: Time) {
+/// A kept plan's profile built from scratch at `now`: `free` processors free,
+/// every running job's end, and the reservations of `steps` (what is left of
+/// them from `now` on).
+fn whole_profile(profile: &mut Profile, now: Time, free: u64, running: &[RunningJob], steps: &[Step]) {
+    profile.rebuild(now, free);
+    profile.grow_all(running);
     for s in steps {
         if let Some(t0) = s.at {
             let (from, to) = (t0.max(now), t0.saturating_add(s.dur));
@@ -461,9 +462,7 @@ impl NodeEngine {
             kept.give(k.now, end.max(k.now + 1), procs as i64);
         }
         let mut fresh = Profile::default();
-        fresh.rebuild(k.now, self.free_cores);
-        fresh.grow_all(self.running.as_slice());
-        reserve_steps(&mut fresh, &k.steps, k.now);
+        whole_profile(&mut fresh, k.now, self.free_cores, self.running.as_slice(), &k.steps);
         let (a, b) = (kept.values(), fresh.values());
         for &(t0, _) in a.iter().chain(&b) {
             assert_eq!(kept.free_at(t0), fresh.free_at(t0), "the kept profile at {t0} (planned at {}): {a:?}, from scratch {b:?}", k.now);
@@ -675,10 +674,7 @@ impl Kept {
     fn take(&mut self, p: u32, job: JobIdx, need: u64, dur: Time, now: Time) -> Option<Step> {
         let s = self.reach(p).ok()??;
         let bounded = self.bounded(&s, now);
-        let holds = s.job == job
-            && s.need == need
-            && s.dur == dur
-            && s.short > self.more
+        let holds = s.lacks_more(job, need, dur, self.more)
             && match s.at {
                 Some(t0) => t0 >= now,
                 None => bounded,
@@ -742,15 +738,18 @@ impl Kept {
 }
 
 impl Step {
+    /// The step is `job`'s (needing `need` for `dur`), and every earlier start
+    /// lacked more than the `more` processors more free now.
+    fn lacks_more(&self, job: JobIdx, need: u64, dur: Time, more: i64) -> bool {
+        self.job == job && self.need == need && self.dur == dur && self.short > more
+    }
+
     /// If this step of the last plan still holds, past the walk, for `job`
     /// (needing `need` for `dur`) with at most `more` processors more free:
     /// its window's start (or none) and a bound on what any earlier start
     /// lacks now.
     fn holds(&self, job: JobIdx, need: u64, dur: Time, now: Time, full_at: Time, more: i64) -> Option<(Option<Time>, i64)> {
-        let holds = self.job == job
-            && self.need == need
-            && self.dur == dur
-            && self.short > more
+        let holds = self.lacks_more(job, need, dur, more)
             && match self.at {
                 Some(t0) => t0 >= now && t0.saturating_add(dur) <= full_at,
                 None => full_at <= self.full_at,
