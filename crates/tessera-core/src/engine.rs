@@ -543,7 +543,7 @@ impl Engine {
                 let (d, need, dropped) = m
                     .admit(&spec, nodeset.as_ref(), &choice, now)
                     .map_err(|e| never(e.why()))?;
-                let j = self.t.insert(now, spec, need);
+                let j = self.t.insert_keyed(now, spec, need, m.filed_key(&d));
                 m.attach(j, d, nodeset, dropped);
                 self.note_delay(j);
                 j

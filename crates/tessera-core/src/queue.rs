@@ -4,7 +4,10 @@
 //! from anywhere. Each queue position is a leaf of a min segment tree over
 //! (processors, estimate), so "the first job after position p that fits in f free
 //! processors and ..." costs O(log n) per job visited instead of a scan of the whole
-//! queue: deep queues (hundreds of thousands of jobs) stay cheap.
+//! queue: deep queues (hundreds of thousands of jobs) stay cheap. A third key,
+//! which the engine files a job under ([`Queue::set_key`]; 0 for none), lets a
+//! pass skip whole runs of jobs it already knows cannot be placed
+//! ([`Queue::find_first_keyed`]).
 
 use crate::job::JobIdx;
 use crate::Time;
@@ -13,14 +16,18 @@ use serde::{Deserialize, Serialize};
 const EMPTY_NEED: u64 = u64::MAX;
 const EMPTY_EST: Time = Time::MAX;
 
-/// Per tree node: the smallest need and the shortest estimate below it.
+/// Per tree node: the smallest need, the shortest estimate and the smallest
+/// key below it. The key is not saved: a queue read back files every job
+/// under 0 until the engine files it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct Mins {
     need: u64,
     est: Time,
+    #[serde(skip)]
+    key: u64,
 }
 
-const EMPTY: Mins = Mins { need: EMPTY_NEED, est: EMPTY_EST };
+const EMPTY: Mins = Mins { need: EMPTY_NEED, est: EMPTY_EST, key: u64::MAX };
 
 /// What an empty position of a spread queue holds.
 const NO_JOB: JobIdx = JobIdx(u32::MAX);
@@ -36,7 +43,7 @@ const SHORT: usize = if cfg!(test) { 16 } else { 256 };
 impl Mins {
     #[inline]
     fn min(self, o: Mins) -> Mins {
-        Mins { need: self.need.min(o.need), est: self.est.min(o.est) }
+        Mins { need: self.need.min(o.need), est: self.est.min(o.est), key: self.key.min(o.key) }
     }
 }
 
@@ -70,6 +77,9 @@ pub(crate) struct Queue {
     /// when read back.
     #[serde(skip)]
     at: Vec<u32>,
+    /// By job: the key it is filed under ([`Queue::set_key`]; 0 if never set).
+    #[serde(skip)]
+    keys: Vec<u64>,
 }
 
 /// What a queue's saved state holds (the rest is worked out from it).
@@ -86,7 +96,17 @@ struct QueueState {
 
 impl From<QueueState> for Queue {
     fn from(s: QueueState) -> Queue {
-        let mut q = Queue { size: s.size, tree: s.tree, jobs: s.jobs, base: s.base, head: s.head, tail: s.tail, len: s.len, edits: 0, marks: Marks::default(), at: Vec::new() };
+        let mut q = Queue { size: s.size, tree: s.tree, jobs: s.jobs, base: s.base, head: s.head, tail: s.tail, len: s.len, edits: 0, marks: Marks::default(), at: Vec::new(), keys: Vec::new() };
+        // keys are not saved: empty leaves are empty again, the others filed
+        // under 0
+        for m in &mut q.tree[q.size..] {
+            if m.need == EMPTY_NEED {
+                *m = EMPTY;
+            }
+        }
+        for n in (1..q.size).rev() {
+            q.tree[n] = q.tree[2 * n].min(q.tree[2 * n + 1]);
+        }
         let queued: Vec<(u32, JobIdx)> = q.iter().collect();
         for (pos, j) in queued {
             q.place(j, pos);
@@ -171,7 +191,33 @@ impl Queue {
 
     pub fn new() -> Self {
         let size = 64;
-        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0, edits: 0, marks: Marks::sized(size), at: Vec::new() }
+        Queue { size, tree: vec![EMPTY; 2 * size], jobs: Vec::with_capacity(size), base: 0, head: 0, tail: 0, len: 0, edits: 0, marks: Marks::sized(size), at: Vec::new(), keys: Vec::new() }
+    }
+
+    /// The key `job` is filed under.
+    #[inline]
+    fn key_of(&self, job: JobIdx) -> u64 {
+        self.keys.get(job.index()).copied().unwrap_or(0)
+    }
+
+    /// File `job` under `key` from now on (where it is queued, at once):
+    /// what [`Queue::find_first_keyed`] tests beside its need and estimate.
+    /// Not an edit: it changes no job's place or need.
+    pub fn set_key(&mut self, job: JobIdx, key: u64) {
+        let i = job.index();
+        if self.keys.len() <= i {
+            if key == 0 {
+                return;
+            }
+            self.keys.resize(i + 1, 0);
+        }
+        self.keys[i] = key;
+        let pos = self.pos_of(job);
+        if pos != NOT_QUEUED {
+            let p = self.phys(pos);
+            let m = self.tree[self.size + p];
+            self.put(p, Mins { key, ..m });
+        }
     }
 
     /// A queued job's position ([`NOT_QUEUED`] if it is not queued).
@@ -209,7 +255,7 @@ impl Queue {
         self.tail += 1;
         self.jobs.push(job);
         self.len += 1;
-        self.put(p, Mins { need, est });
+        self.put(p, Mins { need, est, key: self.key_of(job) });
         self.marks.set(p);
         self.place(job, self.base + p as u32);
         self.base + p as u32
@@ -220,7 +266,8 @@ impl Queue {
         let p = self.phys(pos);
         debug_assert!(self.tree[self.size + p] != EMPTY, "updating an empty position");
         self.edits += 1;
-        self.put(p, Mins { need, est });
+        let key = self.key_of(self.jobs[p]);
+        self.put(p, Mins { need, est, key });
     }
 
     /// Remove the job at `pos`.
@@ -393,7 +440,7 @@ impl Queue {
         }
         self.jobs[p] = job;
         self.len += 1;
-        self.put(p, Mins { need, est });
+        self.put(p, Mins { need, est, key: self.key_of(job) });
         self.head = self.head.min(p);
         self.place(job, self.base + p as u32);
         self.base + p as u32
@@ -681,6 +728,13 @@ impl Queue {
     pub fn find_first(&self, from: u32, ok: impl Fn(u64, Time) -> bool) -> Option<u32> {
         let from = (from.max(self.base) - self.base) as usize;
         self.first_leaf(from, |m| m.need < Self::HELD && ok(m.need, m.est)).map(|p| self.base + p as u32)
+    }
+
+    /// [`Queue::find_first`] with the key too: `ok` takes (need, estimate,
+    /// key) and must be monotone in all three.
+    pub fn find_first_keyed(&self, from: u32, ok: impl Fn(u64, Time, u64) -> bool) -> Option<u32> {
+        let from = (from.max(self.base) - self.base) as usize;
+        self.first_leaf(from, |m| m.need < Self::HELD && ok(m.need, m.est, m.key)).map(|p| self.base + p as u32)
     }
 
     /// Whether [`Queue::find_first`] from `pos` would answer `pos` itself: an
@@ -973,5 +1027,52 @@ mod tests {
         q.set(pos[1], 3, 10);
         assert_eq!(q.head(), Some((pos[1], JobIdx(1))), "released, it is first again");
     }
-}
 
+    /// The key a job is filed under follows it through holds, moves and
+    /// compaction, is the slot's own (set before the job is queued or while
+    /// it is), and is 0 (never skipped) for every job of a queue read back.
+    #[test]
+    fn find_first_keyed_skips_by_the_key_where_it_follows_the_job() {
+        let mut q = Queue::new();
+        // job i needs 1 + i % 3, filed under key 10 * (i % 4)
+        let key = |i: u32| 10 * (i % 4) as u64;
+        let mut pos = Vec::new();
+        for i in 0..200u32 {
+            q.set_key(JobIdx(i), key(i));
+            pos.push(q.push(JobIdx(i), 1 + i as u64 % 3, i as Time));
+        }
+        let low = |k: u64| move |_: u64, _: Time, key: u64| key < k;
+        assert_eq!(q.find_first_keyed(pos[0], low(10)).map(|p| q.job_at(p)), Some(JobIdx(0)));
+        assert_eq!(q.find_first_keyed(pos[1], low(10)).map(|p| q.job_at(p)), Some(JobIdx(4)));
+        assert_eq!(q.find_first_keyed(pos[1], low(20)).map(|p| q.job_at(p)), Some(JobIdx(1)));
+        // a key set while queued takes effect at once; a hold keeps it
+        q.set_key(JobIdx(1), 0);
+        q.set_key(JobIdx(4), 30);
+        q.set(pos[2], Queue::HELD, 2);
+        q.set(pos[2], 3, 2);
+        assert_eq!(q.find_first_keyed(pos[2], low(30)).map(|p| q.job_at(p)), Some(JobIdx(2)));
+        assert_eq!(q.find_first_keyed(pos[2], low(10)).map(|p| q.job_at(p)), Some(JobIdx(8)));
+        // need and key at once, on the minimums of different jobs: jobs 3
+        // and 6 need 1 but are filed higher
+        let pick = |p: u64, _: Time, k: u64| p <= 1 && k <= 10;
+        assert_eq!(q.find_first_keyed(pos[2], pick).map(|p| q.job_at(p)), Some(JobIdx(9)));
+        // moved, the jobs keep their keys
+        let mut order: Vec<u32> = q.iter().map(|(p, _)| p).collect();
+        order.reverse();
+        q.permute(&order, true);
+        assert_eq!(q.find_first_keyed(0, low(10)).map(|p| q.job_at(p)), Some(JobIdx(196)), "the new order starts from job 199");
+        // a slot given back files its next job under that job's key
+        q.remove(q.pos_of(JobIdx(196)));
+        q.set_key(JobIdx(196), 30);
+        q.push(JobIdx(196), 1, 0);
+        assert_eq!(q.find_first_keyed(0, low(10)).map(|p| q.job_at(p)), Some(JobIdx(192)));
+        positions_agree(&q).unwrap();
+        // read back, no job is skipped by its key until filed again
+        let back: Queue = serde_json::from_str(&serde_json::to_string(&q).unwrap()).unwrap();
+        assert_eq!(back.find_first_keyed(0, low(1)).map(|p| back.job_at(p)), back.head().map(|h| h.1));
+        assert_eq!(back.find_first_keyed(0, |n, _, k| n <= 1 && k <= 0), back.find_first(0, |n, _| n <= 1));
+        let every: Vec<u32> = std::iter::successors(back.find_first_keyed(0, low(1)), |&p| back.find_first_keyed(p + 1, low(1))).collect();
+        assert_eq!(every, back.iter().map(|(p, _)| p).collect::<Vec<_>>());
+        positions_agree(&back).unwrap();
+    }
+}

@@ -112,6 +112,12 @@ impl JobTable {
     /// Add a job, queued now (held if it asks to be). The caller checked that its
     /// id is new.
     pub fn insert(&mut self, now: Time, spec: JobSpec, need: u64) -> JobIdx {
+        self.insert_keyed(now, spec, need, 0)
+    }
+
+    /// [`JobTable::insert`], the job filed in the queue under `key`
+    /// ([`Queue::set_key`]).
+    pub fn insert_keyed(&mut self, now: Time, spec: JobSpec, need: u64, key: u64) -> JobIdx {
         let idx = match self.free_slots.pop() {
             Some(s) => JobIdx(s),
             None => {
@@ -120,6 +126,7 @@ impl JobTable {
             }
         };
         let state = if spec.hold { JobState::Held } else { JobState::Pending };
+        self.queue.set_key(idx, key);
         self.queue.push(idx, if spec.hold { Queue::HELD } else { need }, spec.estimate);
         self.slots[idx.index()] = Some(JobEntry {
             spec,

@@ -301,6 +301,27 @@ impl Misses {
             .is_some_and(|k| self.frontier.iter().any(|m| Self::covers(m, &k)))
     }
 
+    /// The key the queue files `d` under ([`crate::queue::Queue::set_key`]),
+    /// so that a search of the queue skips the jobs [`Misses::covers_filed`]
+    /// says are known not to fit: its memory per processor plus one where
+    /// it is plain (first partition, no node sets, nodes or GPUs asked, not
+    /// shaped, in no reservation), 0 otherwise (never covered).
+    pub fn filed_key(board: &Board, d: &Demand) -> u64 {
+        match Self::key(board, d, 0) {
+            Some([0, 0, _, 0, mem, 0, _]) => mem.saturating_add(1),
+            _ => 0,
+        }
+    }
+
+    /// Whether every job filed at least `need` and `key` (with `est` 0) is
+    /// known not to fit: a plain demand at most as large in both did not. A
+    /// valid test on a subtree's minimums, as [`Misses::known`] is a
+    /// necessary consequence of it for any job below.
+    #[inline]
+    pub fn covers_filed(&self, need: u64, key: u64) -> bool {
+        key > 0 && self.frontier.iter().any(|m| m[0] == 0 && m[1] == 0 && m[3] == 0 && m[5] == 0 && m[6] == 0 && m[2] <= need && m[4] < key)
+    }
+
     /// `d` (for `est` seconds) did not fit.
     pub fn record(&mut self, board: &Board, d: &Demand, est: Time) {
         if let Some(k) = Self::key(board, d, est).filter(|_| self.on) {

@@ -180,12 +180,19 @@ impl NodeEngine {
         let (mut miss_free, mut miss_extra) =
             (Misses::new(self.shortcuts && !self.reserving()), Misses::new(self.shortcuts && !self.reserving()));
         let mut view_built = false;
+        // the queue's search skips the jobs known not to fit where they would
+        // go (`Misses::covers_filed`), unless limits are to hold them as they
+        // are looked at
+        let keyed = t.limits.is_none();
         loop {
             let ft = self.free_cores;
             let xc = extra_now;
-            let found = t
-                .queue
-                .find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc));
+            let found = match keyed {
+                true => t.queue.find_first_keyed(pos, |n, e, k| {
+                    n <= ft && ((e <= est_lim && !miss_free.covers_filed(n, k)) || (n <= xc && !miss_extra.covers_filed(n, k)))
+                }),
+                false => t.queue.find_first(pos, |n, e| n <= ft && (e <= est_lim || n <= xc)),
+            };
             let Some(p) = found else { break };
             pos = p + 1;
             let job = t.queue.job_at(p);

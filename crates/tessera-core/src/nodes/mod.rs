@@ -490,6 +490,11 @@ impl NodeEngine {
         Ok((d, need, dropped))
     }
 
+    /// The key the queue files a job of demand `d` under ([`Misses::filed_key`]).
+    pub(crate) fn filed_key(&self, d: &Demand) -> u64 {
+        Misses::filed_key(&self.board, d)
+    }
+
     /// A job was added to the table in slot `job`, with its demand (from
     /// [`NodeEngine::admit`]) and its own node-set request.
     pub(crate) fn attach(

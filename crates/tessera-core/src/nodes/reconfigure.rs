@@ -77,6 +77,7 @@ impl NodeEngine {
             }
             let d_shaped = d.shaped();
             m.mem_binding += m.binds(&d) as usize;
+            t.queue.set_key(j, m.filed_key(&d));
             m.demand[i] = d;
             m.own[i] = own.cloned();
             m.own_sets += own.is_some() as usize;
