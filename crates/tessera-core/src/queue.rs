@@ -266,7 +266,7 @@ impl Queue {
         let p = self.phys(pos);
         debug_assert!(self.tree[self.size + p] != EMPTY, "updating an empty position");
         self.edits += 1;
-        let key = self.key_of(self.jobs[p]);
+        let key = self.tree[self.size + p].key;
         self.put(p, Mins { need, est, key });
     }
 
@@ -726,8 +726,7 @@ impl Queue {
     /// it are skipped whole. The walk goes right from `from`, so a nearby answer
     /// costs O(log distance).
     pub fn find_first(&self, from: u32, ok: impl Fn(u64, Time) -> bool) -> Option<u32> {
-        let from = (from.max(self.base) - self.base) as usize;
-        self.first_leaf(from, |m| m.need < Self::HELD && ok(m.need, m.est)).map(|p| self.base + p as u32)
+        self.find_first_keyed(from, |n, e, _| ok(n, e))
     }
 
     /// [`Queue::find_first`] with the key too: `ok` takes (need, estimate,

@@ -319,7 +319,8 @@ impl Misses {
     /// necessary consequence of it for any job below.
     #[inline]
     pub fn covers_filed(&self, need: u64, key: u64) -> bool {
-        key > 0 && self.frontier.iter().any(|m| m[0] == 0 && m[1] == 0 && m[3] == 0 && m[5] == 0 && m[6] == 0 && m[2] <= need && m[4] < key)
+        // the plain demand of `need` processors and `key - 1` MiB each
+        key > 0 && self.frontier.iter().any(|m| Self::covers(m, &[0, 0, need, 0, key - 1, 0, 0]))
     }
 
     /// `d` (for `est` seconds) did not fit.
