@@ -121,7 +121,7 @@ impl NodeEngine {
         } else {
             0
         };
-        let mut kept = keeping.then(|| Kept::new(now, self.max_factor, p_min));
+        let mut kept = keeping.then(|| Kept::new(now, self.max_factor, p_min, std::mem::take(&mut self.spare_steps)));
         let windows = reserving.then(|| std::mem::take(&mut self.blocks));
         let spare_tl = if timeline { std::mem::take(&mut self.timeline) } else { Timeline::default() };
         let running = self.running.as_slice();
@@ -299,7 +299,7 @@ impl NodeEngine {
             // has not ended: a step that holds is reserved again without a search
             let step = match last.as_mut().map(|l| l.at(p)) {
                 Some(Err(())) => {
-                    last = None;
+                    recycle(&mut self.spare_steps, last.take());
                     None
                 }
                 Some(Ok(s)) => s,
@@ -318,7 +318,7 @@ impl NodeEngine {
             let at = fit.map(|f| f.0);
             // a reservation other than the last plan's for this job ends the repair
             if at.map(|t| (t, need, dur_min)) != old {
-                last = None;
+                recycle(&mut self.spare_steps, last.take());
             }
             if let Some(k) = &mut kept {
                 k.steps.push(Step { pos: p, job, need, dur: dur_min, at, short: profile.shortfall, full_at, deficit, most, started: false });
@@ -385,6 +385,7 @@ impl NodeEngine {
         if let (Some(l), Some(k)) = (last.as_ref().filter(|l| l.walking), kept.as_mut()) {
             l.carry(&mut k.steps);
         }
+        recycle(&mut self.spare_steps, last);
         self.profile = profile;
         self.doomed = doomed;
         if let Some(f) = frugal {
@@ -416,6 +417,15 @@ fn whole_profile(profile: &mut Profile, now: Time, free: u64, running: &[Running
                 let pos = profile.segment_at(from, &[]);
                 profile.reserve(pos, to - from, s.need, 0, &[]);
             }
+        }
+    }
+}
+
+/// A plan the pass is done with leaves its steps' buffer to the next.
+fn recycle(spare: &mut Vec<Step>, done: Option<Kept>) {
+    if let Some(k) = done {
+        if k.steps.capacity() > spare.capacity() {
+            *spare = k.steps;
         }
     }
 }
@@ -573,8 +583,10 @@ pub(super) struct Kept {
 }
 
 impl Kept {
-    fn new(now: Time, fmax: f64, p_min: i64) -> Kept {
-        Kept { now, fmax, p_min, version: 0, steps: Vec::new(), freed: Vec::new(), more: 0, slack: 0, rest_now: 0, bound: None, walking: true, next: 0 }
+    /// A plan made at `now`, its steps to go in `steps` (emptied).
+    fn new(now: Time, fmax: f64, p_min: i64, mut steps: Vec<Step>) -> Kept {
+        steps.clear();
+        Kept { now, fmax, p_min, version: 0, steps, freed: Vec::new(), more: 0, slack: 0, rest_now: 0, bound: None, walking: true, next: 0 }
     }
 
     /// A running job ended (or left) with `r`'s end and processors.

@@ -167,6 +167,10 @@ pub struct NodeEngine {
     /// repairs rather than builds again (`nodes/conservative.rs`).
     #[serde(skip)]
     kept: Option<conservative::Kept>,
+    /// The steps' buffer of a plan the last pass was done with, which the
+    /// next plan fills.
+    #[serde(skip)]
+    spare_steps: Vec<conservative::Step>,
     /// EASY's views, each equal to the free view but on a few nodes: the free
     /// view at the shadow time (and the nodes it may have a free core on), the
     /// extra resources, and what is both free now and extra.
@@ -343,6 +347,7 @@ impl NodeEngine {
             shadow_cache: None,
             quiet_cache: None,
             kept: None,
+            spare_steps: Vec::new(),
             scratch: Mirror::default(),
             scratch_bits: Vec::new(),
             extra: Mirror::default(),
