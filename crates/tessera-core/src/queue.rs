@@ -98,7 +98,7 @@ impl From<QueueState> for Queue {
     fn from(s: QueueState) -> Queue {
         let mut q = Queue { size: s.size, tree: s.tree, jobs: s.jobs, base: s.base, head: s.head, tail: s.tail, len: s.len, edits: 0, marks: Marks::default(), at: Vec::new(), keys: Vec::new() };
         // keys are not saved: empty leaves are empty again, the others filed
-        // under 0
+        // under 0 until the node engine's first pass files them again
         for m in &mut q.tree[q.size..] {
             if m.need == EMPTY_NEED {
                 *m = EMPTY;
@@ -196,7 +196,7 @@ impl Queue {
 
     /// The key `job` is filed under.
     #[inline]
-    fn key_of(&self, job: JobIdx) -> u64 {
+    pub(crate) fn key_of(&self, job: JobIdx) -> u64 {
         self.keys.get(job.index()).copied().unwrap_or(0)
     }
 

@@ -60,6 +60,12 @@ impl NodeEngine {
                 }
             }
         }
+        // every queued job is filed under its memory key, but in a state read
+        // back before its first pass (keys are not saved)
+        for (_, j) in t.queue.iter() {
+            let (key, want) = (t.queue.key_of(j), self.filed_key(&self.demand[j.index()]));
+            assert!(key == want || (key == 0 && !self.index.built()), "job {j:?} is filed under {key}, its demand under {want}");
+        }
         let rs = self.running.as_slice();
         assert_eq!(
             rs.len(),

@@ -814,7 +814,13 @@ impl NodeEngine {
 
     pub fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
         if !self.index.built() {
+            // a state read back: what is not saved is worked out again, the
+            // index of free nodes and the keys queued jobs are filed under
             self.index = FreeIndex::build(&self.board, &self.free, &self.usable, &self.index);
+            let queued: Vec<JobIdx> = t.queue.iter().map(|(_, j)| j).collect();
+            for j in queued {
+                t.queue.set_key(j, self.filed_key(&self.demand[j.index()]));
+            }
         }
         if self.kill_expired(now, t, out) {
             // their resources come back when their completions are reported; the

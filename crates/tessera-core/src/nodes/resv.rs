@@ -172,9 +172,11 @@ impl NodeEngine {
 }
 
 impl NodeEngine {
-    /// A queued job no longer runs in a reservation.
-    pub(crate) fn leave_reservation(&mut self, job: JobIdx) {
+    /// A queued job no longer runs in a reservation: its demand is plain
+    /// now, and so may be the key it is filed under.
+    pub(crate) fn leave_reservation(&mut self, t: &mut JobTable, job: JobIdx) {
         self.demand[job.index()].resv = None;
+        t.queue.set_key(job, self.filed_key(&self.demand[job.index()]));
     }
 }
 

@@ -304,7 +304,7 @@ mod engine {
             for j in jobs {
                 self.t.get_mut(j).spec.reservation = None;
                 if let Machine::Nodes(m) = &mut self.m {
-                    m.leave_reservation(j);
+                    m.leave_reservation(&mut self.t, j);
                 }
                 if self.t.state(j) == JobState::Pending {
                     self.gates.set_user(j, true);
