@@ -40,6 +40,11 @@ impl EndOrder {
         &mut self.buf[self.head..]
     }
 
+    /// Where a job ending at `expected_end` goes (or is) in the live part.
+    fn position(&self, expected_end: Time, job: JobIdx) -> usize {
+        self.live().partition_point(|x| (x.expected_end, x.job) < (expected_end, job))
+    }
+
     /// Put `r` at position `at` of the live part, moving the shorter side.
     fn insert(&mut self, at: usize, r: RunningJob) {
         let h = self.head;
@@ -97,10 +102,7 @@ pub(crate) struct Running {
 
 impl Running {
     pub fn insert(&mut self, r: RunningJob) {
-        let at = self
-            .by_end
-            .live()
-            .partition_point(|x| (x.expected_end, x.job) < (r.expected_end, r.job));
+        let at = self.by_end.position(r.expected_end, r.job);
         self.by_end.insert(at, r);
         if self.logging {
             self.log.push(r.job);
@@ -127,10 +129,7 @@ impl Running {
     }
 
     pub fn remove(&mut self, expected_end: Time, job: JobIdx) -> RunningJob {
-        let at = self
-            .by_end
-            .live()
-            .partition_point(|x| (x.expected_end, x.job) < (expected_end, job));
+        let at = self.by_end.position(expected_end, job);
         debug_assert!(
             self.by_end.live().get(at).is_some_and(|x| x.job == job),
             "job {job:?} is not running"
@@ -165,7 +164,7 @@ mod tests {
     /// and removals anywhere (front, back, middle), the room at the front
     /// reused and given back, and the saved form the plain vector's.
     #[test]
-    fn end_order_matches_a_sorted_vector() {
+    fn end_order_matches_a_sorted_vector() -> Result<(), serde_json::Error> {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut rnd = move |n: u64| {
             seed ^= seed << 13;
@@ -199,10 +198,11 @@ mod tests {
             assert_eq!(list.as_slice(), &want[..], "step {i}");
             assert!(list.by_end.head <= 64 || list.by_end.head <= list.len(), "step {i}: front room {}", list.by_end.head);
         }
-        let saved = serde_json::to_string(&list).unwrap();
-        let plain = serde_json::to_string(&want).unwrap();
+        let saved = serde_json::to_string(&list)?;
+        let plain = serde_json::to_string(&want)?;
         assert!(saved.contains(&plain), "saved as the plain vector: {saved}");
-        let back: Running = serde_json::from_str(&saved).unwrap();
+        let back: Running = serde_json::from_str(&saved)?;
         assert_eq!(back.as_slice(), &want[..]);
+        Ok(())
     }
 }
