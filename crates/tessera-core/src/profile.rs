@@ -15,9 +15,9 @@ const BLOCK_CAP: usize = 32;
 /// counts, and a pending amount added to all of them (a lazy range update).
 #[derive(Debug, Clone, Default)]
 struct Block {
-    times: Vec<Time>,
-    /// Free processors, not counting `lazy`.
-    free: Vec<i64>,
+    /// Each segment's start and free processors (not counting `lazy`), side
+    /// by side: a scan reads both.
+    seg: Vec<(Time, i64)>,
     lazy: i64,
     min: i64,
     max: i64,
@@ -25,12 +25,12 @@ struct Block {
 
 impl Block {
     fn refresh(&mut self) {
-        self.min = self.free.iter().copied().min().unwrap_or(i64::MAX);
-        self.max = self.free.iter().copied().max().unwrap_or(i64::MIN);
+        self.min = self.seg.iter().map(|s| s.1).min().unwrap_or(i64::MAX);
+        self.max = self.seg.iter().map(|s| s.1).max().unwrap_or(i64::MIN);
     }
     #[inline]
     fn get(&self, i: usize) -> i64 {
-        self.free[i] + self.lazy
+        self.seg[i].1 + self.lazy
     }
 }
 
@@ -68,22 +68,20 @@ pub(crate) fn footprint(estimate: Time) -> Time {
 
 impl Profile {
     fn recycle(&mut self, mut b: Block) {
-        b.times.clear();
-        b.free.clear();
+        b.seg.clear();
         b.lazy = 0;
         self.spare.push(b);
     }
 
     fn new_block(&mut self) -> Block {
         self.spare.pop().unwrap_or_else(|| Block {
-            times: Vec::with_capacity(BLOCK_CAP + 1),
-            free: Vec::with_capacity(BLOCK_CAP + 1),
+            seg: Vec::with_capacity(BLOCK_CAP + 1),
             ..Block::default()
         })
     }
 
     fn push_back(&mut self, t: Time, f: i64) {
-        if self.blocks.last().is_none_or(|b| b.times.len() >= BLOCK_FILL) {
+        if self.blocks.last().is_none_or(|b| b.seg.len() >= BLOCK_FILL) {
             let mut b = self.new_block();
             b.min = i64::MAX;
             b.max = i64::MIN;
@@ -91,8 +89,7 @@ impl Profile {
         }
         let b = self.blocks.last_mut().unwrap();
         let v = f - b.lazy;
-        b.times.push(t);
-        b.free.push(v);
+        b.seg.push((t, v));
         b.min = b.min.min(v);
         b.max = b.max.max(v);
     }
@@ -141,12 +138,12 @@ impl Profile {
         }
         // ends at or before `now + 1` merge into the segment at `now + 1`
         let last = self.blocks.last().unwrap();
-        if *last.times.last().unwrap() == end {
+        if last.seg.last().unwrap().0 == end {
             let b = self.blocks.last_mut().unwrap();
-            let i = b.times.len() - 1;
-            b.free[i] = self.base_free - b.lazy;
-            b.min = b.min.min(b.free[i]);
-            b.max = b.max.max(b.free[i]);
+            let i = b.seg.len() - 1;
+            b.seg[i].1 = self.base_free - b.lazy;
+            b.min = b.min.min(b.seg[i].1);
+            b.max = b.max.max(b.seg[i].1);
         } else {
             self.push_back(end, self.base_free);
         }
@@ -155,7 +152,7 @@ impl Profile {
 
     /// Add segments until one starts at or after `t` (or none are left).
     fn grow_until(&mut self, t: Time, running: &[RunningJob]) {
-        while *self.blocks.last().unwrap().times.last().unwrap() < t && self.grow(running) {}
+        while self.blocks.last().unwrap().seg.last().unwrap().0 < t && self.grow(running) {}
     }
 
     /// Stop adding running-job ends: nothing past the current segments matters.
@@ -164,7 +161,7 @@ impl Profile {
     }
 
     fn time(&self, (b, i): Pos) -> Time {
-        self.blocks[b].times[i]
+        self.blocks[b].seg[i].0
     }
 
     /// Free processors at the profile's first instant (now).
@@ -177,13 +174,13 @@ impl Profile {
     pub fn max_free_before(&self, limit: Time) -> i64 {
         let mut most = 0;
         for blk in &self.blocks {
-            if blk.times[0] >= limit {
+            if blk.seg[0].0 >= limit {
                 break;
             }
-            if *blk.times.last().unwrap() < limit {
+            if blk.seg.last().unwrap().0 < limit {
                 most = most.max(blk.max + blk.lazy);
             } else {
-                let n = blk.times.partition_point(|&t| t < limit);
+                let n = blk.seg.partition_point(|&(t, _)| t < limit);
                 most = most.max((0..n).map(|i| blk.get(i)).max().unwrap_or(0));
             }
         }
@@ -200,6 +197,11 @@ impl Profile {
         running: &[RunningJob],
     ) -> Option<(Time, Pos)> {
         let p = procs.min(i64::MAX as u64) as i64;
+        // the latest start whose window ends by `limit`
+        let last_start = match limit {
+            Time::MAX => Time::MAX,
+            _ => limit.saturating_sub(dur),
+        };
         let (mut b, mut i) = (0usize, 0usize);
         // every start passed over lies in a segment with fewer than p free, in a
         // block whose (upper bound on the) maximum is below p, or before a
@@ -215,29 +217,45 @@ impl Profile {
                 if b == self.blocks.len() {
                     // the new segment was merged into the last one: look at it again
                     b -= 1;
-                    i = i.min(self.blocks[b].times.len() - 1);
+                    i = i.min(self.blocks[b].seg.len() - 1);
                 }
-                let blk = &self.blocks[b];
-                if blk.max + blk.lazy >= p {
-                    while i < blk.times.len() && blk.get(i) < p {
-                        if blk.times[i].saturating_add(dur) > limit {
-                            break 'search None;
-                        }
-                        short = short.min(p - blk.get(i));
+                let blk = &mut self.blocks[b];
+                let lazy = blk.lazy;
+                if blk.max + lazy >= p {
+                    let segs = &blk.seg[..];
+                    // the segments that start by `last_start`
+                    let n = match segs[segs.len() - 1].0 <= last_start {
+                        true => segs.len(),
+                        false => segs.partition_point(|s| s.0 <= last_start),
+                    };
+                    let (q, from) = (p - lazy, i);
+                    let mut most = i64::MIN;
+                    while i < n && segs[i].1 < q {
+                        most = most.max(segs[i].1);
                         i += 1;
                     }
-                    if i < blk.times.len() {
+                    if most > i64::MIN {
+                        short = short.min(q - most);
+                    }
+                    if i < n {
                         break;
                     }
-                } else if blk.times[0].saturating_add(dur) > limit {
+                    if n < segs.len() {
+                        break 'search None;
+                    }
+                    if from == 0 {
+                        // every segment looked at: the maximum is exact again
+                        blk.max = most;
+                    }
+                } else if blk.seg[0].0 > last_start {
                     break 'search None;
                 } else {
-                    short = short.min(p - (blk.max + blk.lazy));
+                    short = short.min(p - (blk.max + lazy));
                 }
                 b += 1;
                 i = 0;
             }
-            let start = self.blocks[b].times[i];
+            let start = self.blocks[b].seg[i].0;
             if start.saturating_add(dur) > limit {
                 break 'search None;
             }
@@ -246,7 +264,7 @@ impl Profile {
             // the window holds unless a segment starting before `end` has < p free
             let (mut cb, mut ci) = (b, i + 1);
             loop {
-                if ci >= self.blocks[cb].times.len() {
+                if ci >= self.blocks[cb].seg.len() {
                     cb += 1;
                     ci = 0;
                     if cb == self.blocks.len() {
@@ -254,14 +272,14 @@ impl Profile {
                     }
                 }
                 let blk = &self.blocks[cb];
-                if blk.times[ci] >= end {
+                if blk.seg[ci].0 >= end {
                     break 'search Some((start, (b, i)));
                 }
                 if ci == 0 && blk.min + blk.lazy >= p {
-                    ci = blk.times.len(); // the whole block is wide enough
+                    ci = blk.seg.len(); // the whole block is wide enough
                     continue;
                 }
-                while ci < blk.times.len() && blk.times[ci] < end {
+                while ci < blk.seg.len() && blk.seg[ci].0 < end {
                     if blk.get(ci) < p {
                         // blocked: look for a start after the blocking segment
                         short = short.min(p - blk.get(ci));
@@ -271,7 +289,7 @@ impl Profile {
                     }
                     ci += 1;
                 }
-                if ci < blk.times.len() {
+                if ci < blk.seg.len() {
                     break 'search Some((start, (b, i)));
                 }
             }
@@ -291,13 +309,13 @@ impl Profile {
     /// binary search), or None if all start before it.
     fn locate(&self, t: Time, from: usize) -> Option<Pos> {
         let mut b = from;
-        while b < self.blocks.len() && *self.blocks[b].times.last().unwrap() < t {
+        while b < self.blocks.len() && self.blocks[b].seg.last().unwrap().0 < t {
             b += 1;
         }
         if b == self.blocks.len() {
             return None;
         }
-        let i = self.blocks[b].times.partition_point(|&x| x < t);
+        let i = self.blocks[b].seg.partition_point(|&(x, _)| x < t);
         Some((b, i))
     }
 
@@ -308,26 +326,24 @@ impl Profile {
         let (b, i) = match self.locate(t, keep.0) {
             Some(pos) if self.time(pos) == t => return keep,
             Some(pos) => pos,
-            None => (self.blocks.len() - 1, self.blocks.last().unwrap().times.len()),
+            None => (self.blocks.len() - 1, self.blocks.last().unwrap().seg.len()),
         };
         // the free count of the segment that contained `t`
-        let prev = if i > 0 { self.blocks[b].get(i - 1) } else { self.blocks[b - 1].get(self.blocks[b - 1].times.len() - 1) };
+        let prev = if i > 0 { self.blocks[b].get(i - 1) } else { self.blocks[b - 1].get(self.blocks[b - 1].seg.len() - 1) };
         let blk = &mut self.blocks[b];
         let v = prev - blk.lazy;
-        blk.times.insert(i, t);
-        blk.free.insert(i, v);
+        blk.seg.insert(i, (t, v));
         blk.min = blk.min.min(v);
         blk.max = blk.max.max(v);
         let mut keep = keep;
         if keep.0 == b && keep.1 >= i {
             keep.1 += 1;
         }
-        if blk.times.len() > BLOCK_CAP {
+        if blk.seg.len() > BLOCK_CAP {
             let mut right = self.new_block();
             let blk = &mut self.blocks[b];
-            let half = blk.times.len() / 2;
-            right.times.extend(blk.times.drain(half..));
-            right.free.extend(blk.free.drain(half..));
+            let half = blk.seg.len() / 2;
+            right.seg.extend(blk.seg.drain(half..));
             right.lazy = blk.lazy;
             blk.refresh();
             right.refresh();
@@ -363,22 +379,22 @@ impl Profile {
         let mut b = b0;
         while b < self.blocks.len() {
             let blk = &mut self.blocks[b];
-            if blk.times[0] >= end {
+            if blk.seg[0].0 >= end {
                 break;
             }
             let from = if b == b0 { i0 } else { 0 };
-            let last = *blk.times.last().unwrap();
+            let last = blk.seg.last().unwrap().0;
             if from == 0 && last < end {
                 blk.lazy += delta;
                 if below.is_none() && blk.min + blk.lazy < threshold {
-                    below = blk.times.iter().zip(&blk.free).find(|(_, f)| **f + blk.lazy < threshold).map(|(t, _)| *t);
+                    below = blk.seg.iter().find(|s| s.1 + blk.lazy < threshold).map(|s| s.0);
                 }
             } else {
                 let mut to = from;
                 let mut min = blk.min;
-                while to < blk.times.len() && blk.times[to] < end {
-                    blk.free[to] += delta;
-                    min = min.min(blk.free[to]);
+                while to < blk.seg.len() && blk.seg[to].0 < end {
+                    blk.seg[to].1 += delta;
+                    min = min.min(blk.seg[to].1);
                     to += 1;
                 }
                 if delta < 0 {
@@ -387,7 +403,7 @@ impl Profile {
                     blk.refresh();
                 }
                 if below.is_none() && blk.min + blk.lazy < threshold {
-                    below = (from..to).find(|&i| blk.get(i) < threshold).map(|i| blk.times[i]);
+                    below = (from..to).find(|&i| blk.get(i) < threshold).map(|i| blk.seg[i].0);
                 }
             }
             b += 1;
@@ -417,16 +433,15 @@ impl Profile {
     /// `t` then keeps a short profile.
     pub fn truncate_after(&mut self, t: Time, running: &[RunningJob]) {
         self.seal(running);
-        let b = self.blocks.partition_point(|blk| blk.times[0] <= t).max(1);
+        let b = self.blocks.partition_point(|blk| blk.seg[0].0 <= t).max(1);
         while self.blocks.len() > b {
             let blk = self.blocks.pop().unwrap();
             self.recycle(blk);
         }
         let blk = self.blocks.last_mut().unwrap();
-        let keep = blk.times.partition_point(|&x| x <= t).max(1);
-        if keep < blk.times.len() {
-            blk.times.truncate(keep);
-            blk.free.truncate(keep);
+        let keep = blk.seg.partition_point(|&(x, _)| x <= t).max(1);
+        if keep < blk.seg.len() {
+            blk.seg.truncate(keep);
             blk.refresh();
         }
     }
@@ -440,7 +455,7 @@ impl Profile {
     /// Start the profile at `now` (at or after its start): what lay before goes.
     /// Block minima and maxima stay bounds (lower and upper), as a search needs.
     pub fn advance(&mut self, now: Time) {
-        let k = self.blocks.partition_point(|b| b.times[0] <= now).max(1);
+        let k = self.blocks.partition_point(|b| b.seg[0].0 <= now).max(1);
         if k > 1 {
             let gone: Vec<Block> = self.blocks.drain(..k - 1).collect();
             for b in gone {
@@ -448,10 +463,9 @@ impl Profile {
             }
         }
         let blk = &mut self.blocks[0];
-        let i = blk.times.partition_point(|&t| t <= now).max(1) - 1;
-        blk.times.drain(..i);
-        blk.free.drain(..i);
-        blk.times[0] = now;
+        let i = blk.seg.partition_point(|&(t, _)| t <= now).max(1) - 1;
+        blk.seg.drain(..i);
+        blk.seg[0].0 = now;
         self.now = now;
     }
 
@@ -466,7 +480,7 @@ impl Profile {
         }
         // the block that holds `from`, by binary search: an undone reservation
         // can lie far from now
-        let hint = self.blocks.partition_point(|blk| blk.times[0] <= from).max(1) - 1;
+        let hint = self.blocks.partition_point(|blk| blk.seg[0].0 <= from).max(1) - 1;
         let pos = self.segment_from(from, hint, &[]);
         let pos = self.split_at(to, pos, &[]);
         self.shift(pos, to, procs, i64::MIN);
@@ -482,14 +496,13 @@ impl Profile {
         if self.time((b, i)) != t || (b == 0 && i == 0) {
             return;
         }
-        let prev = if i > 0 { self.blocks[b].get(i - 1) } else { self.blocks[b - 1].get(self.blocks[b - 1].times.len() - 1) };
+        let prev = if i > 0 { self.blocks[b].get(i - 1) } else { self.blocks[b - 1].get(self.blocks[b - 1].seg.len() - 1) };
         if self.blocks[b].get(i) != prev {
             return;
         }
         let blk = &mut self.blocks[b];
-        blk.times.remove(i);
-        blk.free.remove(i);
-        if blk.times.is_empty() {
+        blk.seg.remove(i);
+        if blk.seg.is_empty() {
             let blk = self.blocks.remove(b);
             self.recycle(blk);
         }
@@ -502,8 +515,8 @@ impl Profile {
             if blk.min + blk.lazy >= threshold {
                 continue;
             }
-            if let Some(i) = (0..blk.times.len()).find(|&i| blk.get(i) < threshold) {
-                return Some((blk.times[i], blk.get(i)));
+            if let Some(i) = (0..blk.seg.len()).find(|&i| blk.get(i) < threshold) {
+                return Some((blk.seg[i].0, blk.get(i)));
             }
         }
         None
@@ -511,15 +524,15 @@ impl Profile {
 
     /// Processors free at `t` (at or after the start), among the segments built.
     pub fn free_at(&self, t: Time) -> i64 {
-        let b = self.blocks.partition_point(|blk| blk.times[0] <= t).max(1) - 1;
+        let b = self.blocks.partition_point(|blk| blk.seg[0].0 <= t).max(1) - 1;
         let blk = &self.blocks[b];
-        let i = blk.times.partition_point(|&x| x <= t).max(1) - 1;
+        let i = blk.seg.partition_point(|&(x, _)| x <= t).max(1) - 1;
         blk.get(i)
     }
 
     /// Segments as (start, free), as built so far.
     pub fn values(&self) -> Vec<(Time, i64)> {
-        self.blocks.iter().flat_map(|b| (0..b.times.len()).map(move |i| (b.times[i], b.get(i)))).collect()
+        self.blocks.iter().flat_map(|b| (0..b.seg.len()).map(move |i| (b.seg[i].0, b.get(i)))).collect()
     }
 
     /// Segments as (start, free), for tests: every running job's end added.
