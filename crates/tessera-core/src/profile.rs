@@ -230,8 +230,8 @@ impl Profile {
                     };
                     let (q, from) = (p - lazy, i);
                     let mut most = i64::MIN;
-                    while i < n && segs[i].1 < q {
-                        most = most.max(segs[i].1);
+                    for s in segs[i.min(n)..n].iter().take_while(|s| s.1 < q) {
+                        most = most.max(s.1);
                         i += 1;
                     }
                     if most > i64::MIN {
@@ -279,18 +279,18 @@ impl Profile {
                     ci = blk.seg.len(); // the whole block is wide enough
                     continue;
                 }
-                while ci < blk.seg.len() && blk.seg[ci].0 < end {
-                    if blk.get(ci) < p {
+                // the first segment past the window, or short of p inside it
+                let q = p - blk.lazy;
+                match blk.seg[ci..].iter().position(|s| s.0 >= end || s.1 < q) {
+                    Some(k) if blk.seg[ci + k].0 >= end => break 'search Some((start, (b, i))),
+                    Some(k) => {
                         // blocked: look for a start after the blocking segment
-                        short = short.min(p - blk.get(ci));
+                        short = short.min(q - blk.seg[ci + k].1);
                         b = cb;
-                        i = ci + 1;
+                        i = ci + k + 1;
                         continue 'search;
                     }
-                    ci += 1;
-                }
-                if ci < blk.seg.len() {
-                    break 'search Some((start, (b, i)));
+                    None => ci = blk.seg.len(),
                 }
             }
         };
@@ -392,9 +392,9 @@ impl Profile {
             } else {
                 let mut to = from;
                 let mut min = blk.min;
-                while to < blk.seg.len() && blk.seg[to].0 < end {
-                    blk.seg[to].1 += delta;
-                    min = min.min(blk.seg[to].1);
+                for s in blk.seg[from..].iter_mut().take_while(|s| s.0 < end) {
+                    s.1 += delta;
+                    min = min.min(s.1);
                     to += 1;
                 }
                 if delta < 0 {
