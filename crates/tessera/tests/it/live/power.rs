@@ -152,6 +152,13 @@ fn a_controller_killed_mid_run_finds_the_jobs_sizes_and_caps_as_they_were() {
         .collect();
     l.wait_for("every job running", 20, |l| jobs.iter().all(|&j| l.job(j).is_some_and(|x| x.state == JobStateCode::Running)));
     let before: Vec<(u64, String)> = jobs.iter().map(|&j| (j, l.job(j).unwrap().nodelist)).collect();
+    // a job runs once the controller hears so; its agent may write the cap
+    // of its last node a moment later
+    let used: Vec<String> = before.iter().flat_map(|(_, nodes)| tessera_core::hostlist::expand(nodes).unwrap()).collect();
+    l.wait_for("the agents keep every running node's cap", 10, |l| {
+        let (a, b) = (kept_caps(l, 0), kept_caps(l, 1));
+        used.iter().all(|n| a.contains_key(n) || b.contains_key(n))
+    });
     let caps = (kept_caps(&l, 0), kept_caps(&l, 1));
     assert!(!caps.0.is_empty() || !caps.1.is_empty(), "the agents keep the caps they set");
     l.kill9_controller();
