@@ -32,6 +32,18 @@ impl Block {
     fn get(&self, i: usize) -> i64 {
         self.seg[i].1 + self.lazy
     }
+    /// The start of the block's first segment. A block is never empty: one
+    /// that a merge empties is dropped (`Profile::merge_at`), and cuts keep
+    /// a segment (`truncate_after`, `advance`).
+    #[inline]
+    fn first(&self) -> Time {
+        self.seg[0].0
+    }
+    /// The start of the block's last segment (a block is never empty).
+    #[inline]
+    fn last(&self) -> Time {
+        self.seg[self.seg.len() - 1].0
+    }
 }
 
 /// A segment: block index and index inside the block.
@@ -137,8 +149,7 @@ impl Profile {
             self.cursor += 1;
         }
         // ends at or before `now + 1` merge into the segment at `now + 1`
-        let last = self.blocks.last().unwrap();
-        if last.seg.last().unwrap().0 == end {
+        if self.last_boundary() == end {
             let b = self.blocks.last_mut().unwrap();
             let i = b.seg.len() - 1;
             b.seg[i].1 = self.base_free - b.lazy;
@@ -152,7 +163,13 @@ impl Profile {
 
     /// Add segments until one starts at or after `t` (or none are left).
     fn grow_until(&mut self, t: Time, running: &[RunningJob]) {
-        while self.blocks.last().unwrap().seg.last().unwrap().0 < t && self.grow(running) {}
+        while self.last_boundary() < t && self.grow(running) {}
+    }
+
+    /// The start of the last segment built (a profile is built with one,
+    /// [`Profile::rebuild`], and keeps at least one).
+    fn last_boundary(&self) -> Time {
+        self.blocks[self.blocks.len() - 1].last()
     }
 
     /// Stop adding running-job ends: nothing past the current segments matters.
@@ -174,10 +191,10 @@ impl Profile {
     pub fn max_free_before(&self, limit: Time) -> i64 {
         let mut most = 0;
         for blk in &self.blocks {
-            if blk.seg[0].0 >= limit {
+            if blk.first() >= limit {
                 break;
             }
-            if blk.seg.last().unwrap().0 < limit {
+            if blk.last() < limit {
                 most = most.max(blk.max + blk.lazy);
             } else {
                 let n = blk.seg.partition_point(|&(t, _)| t < limit);
@@ -224,7 +241,7 @@ impl Profile {
                 if blk.max + lazy >= p {
                     let segs = &blk.seg[..];
                     // the segments that start by `last_start`
-                    let n = match segs[segs.len() - 1].0 <= last_start {
+                    let n = match blk.last() <= last_start {
                         true => segs.len(),
                         false => segs.partition_point(|s| s.0 <= last_start),
                     };
@@ -247,7 +264,7 @@ impl Profile {
                         // every segment looked at: the maximum is exact again
                         blk.max = most;
                     }
-                } else if blk.seg[0].0 > last_start {
+                } else if blk.first() > last_start {
                     break 'search None;
                 } else {
                     short = short.min(p - (blk.max + lazy));
@@ -255,10 +272,9 @@ impl Profile {
                 b += 1;
                 i = 0;
             }
+            // the scan stops only at a segment that starts by `last_start`
             let start = self.blocks[b].seg[i].0;
-            if start.saturating_add(dur) > limit {
-                break 'search None;
-            }
+            debug_assert!(start <= last_start);
             let end = start + dur;
             self.grow_until(end, running);
             // the window holds unless a segment starting before `end` has < p free
@@ -309,7 +325,7 @@ impl Profile {
     /// binary search), or None if all start before it.
     fn locate(&self, t: Time, from: usize) -> Option<Pos> {
         let mut b = from;
-        while b < self.blocks.len() && self.blocks[b].seg.last().unwrap().0 < t {
+        while b < self.blocks.len() && self.blocks[b].last() < t {
             b += 1;
         }
         if b == self.blocks.len() {
@@ -326,7 +342,7 @@ impl Profile {
         let (b, i) = match self.locate(t, keep.0) {
             Some(pos) if self.time(pos) == t => return keep,
             Some(pos) => pos,
-            None => (self.blocks.len() - 1, self.blocks.last().unwrap().seg.len()),
+            None => (self.blocks.len() - 1, self.blocks[self.blocks.len() - 1].seg.len()),
         };
         // the free count of the segment that contained `t`
         let prev = if i > 0 { self.blocks[b].get(i - 1) } else { self.blocks[b - 1].get(self.blocks[b - 1].seg.len() - 1) };
@@ -379,11 +395,11 @@ impl Profile {
         let mut b = b0;
         while b < self.blocks.len() {
             let blk = &mut self.blocks[b];
-            if blk.seg[0].0 >= end {
+            if blk.first() >= end {
                 break;
             }
             let from = if b == b0 { i0 } else { 0 };
-            let last = blk.seg.last().unwrap().0;
+            let last = blk.last();
             if from == 0 && last < end {
                 blk.lazy += delta;
                 if below.is_none() && blk.min + blk.lazy < threshold {
@@ -433,7 +449,7 @@ impl Profile {
     /// `t` then keeps a short profile.
     pub fn truncate_after(&mut self, t: Time, running: &[RunningJob]) {
         self.seal(running);
-        let b = self.blocks.partition_point(|blk| blk.seg[0].0 <= t).max(1);
+        let b = self.blocks.partition_point(|blk| blk.first() <= t).max(1);
         while self.blocks.len() > b {
             let blk = self.blocks.pop().unwrap();
             self.recycle(blk);
@@ -455,7 +471,7 @@ impl Profile {
     /// Start the profile at `now` (at or after its start): what lay before goes.
     /// Block minima and maxima stay bounds (lower and upper), as a search needs.
     pub fn advance(&mut self, now: Time) {
-        let k = self.blocks.partition_point(|b| b.seg[0].0 <= now).max(1);
+        let k = self.blocks.partition_point(|b| b.first() <= now).max(1);
         if k > 1 {
             let gone: Vec<Block> = self.blocks.drain(..k - 1).collect();
             for b in gone {
@@ -480,7 +496,7 @@ impl Profile {
         }
         // the block that holds `from`, by binary search: an undone reservation
         // can lie far from now
-        let hint = self.blocks.partition_point(|blk| blk.seg[0].0 <= from).max(1) - 1;
+        let hint = self.blocks.partition_point(|blk| blk.first() <= from).max(1) - 1;
         let pos = self.segment_from(from, hint, &[]);
         let pos = self.split_at(to, pos, &[]);
         self.shift(pos, to, procs, i64::MIN);
@@ -524,7 +540,7 @@ impl Profile {
 
     /// Processors free at `t` (at or after the start), among the segments built.
     pub fn free_at(&self, t: Time) -> i64 {
-        let b = self.blocks.partition_point(|blk| blk.seg[0].0 <= t).max(1) - 1;
+        let b = self.blocks.partition_point(|blk| blk.first() <= t).max(1) - 1;
         let blk = &self.blocks[b];
         let i = blk.seg.partition_point(|&(x, _)| x <= t).max(1) - 1;
         blk.get(i)
