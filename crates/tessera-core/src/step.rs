@@ -122,10 +122,14 @@ fn handle_due(
             return any;
         }
         any = true;
-        for input in std::mem::take(due) {
+        // (the list is handed back empty, its room kept, before the driver
+        // is asked again)
+        let mut list = std::mem::take(due);
+        for input in list.drain(..) {
             engine.handle(now, input, fx);
             carry_out(engine, now, driver, fx, wake_now);
         }
+        *due = list;
     }
 }
 

@@ -2,14 +2,15 @@
 //! ending), in reused slots, with the pending queue in queue order.
 //!
 //! A job leaves the table when it ends; its slot is reused, so memory follows the
-//! live jobs, not the history. Job ids map to slots through an ordered map (no
-//! hash map: iteration order must never depend on a hash seed).
+//! live jobs, not the history. Job ids map to slots through a table with a
+//! fixed hash (no seed) that is read only by id: whatever visits every job goes
+//! in id order ([`JobTable::live`]), and a saved table lists the map in id
+//! order.
 
 use crate::job::{JobId, JobIdx, JobSpec, JobState, SuspendedBy};
 use crate::queue::Queue;
 use crate::Time;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct JobEntry {
@@ -43,7 +44,8 @@ impl JobEntry {
 pub(crate) struct JobTable {
     slots: Vec<Option<JobEntry>>,
     free_slots: Vec<u32>,
-    ids: BTreeMap<JobId, JobIdx>,
+    #[serde(with = "in_id_order")]
+    ids: IdMap,
     pub queue: Queue,
     /// Association and QOS limits, where the accounts set any: the jobs'
     /// starts and ends count against them as the table sees them.
@@ -53,7 +55,7 @@ pub(crate) struct JobTable {
 
 impl JobTable {
     pub fn new() -> Self {
-        JobTable { slots: Vec::new(), free_slots: Vec::new(), ids: BTreeMap::new(), queue: Queue::new(), limits: None }
+        JobTable { slots: Vec::new(), free_slots: Vec::new(), ids: IdMap::default(), queue: Queue::new(), limits: None }
     }
 
     /// Jobs held (queued, running, suspended, ending).
@@ -66,13 +68,15 @@ impl JobTable {
         self.slots.len()
     }
 
-    /// Every job the table holds, by id.
-    pub fn live(&self) -> impl Iterator<Item = JobIdx> + '_ {
-        self.ids.values().copied()
+    /// Every job the table holds, in id order.
+    pub fn live(&self) -> impl Iterator<Item = JobIdx> {
+        let mut v: Vec<(JobId, JobIdx)> = self.ids.iter().collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, j)| j)
     }
 
     pub fn lookup(&self, id: JobId) -> Option<JobIdx> {
-        self.ids.get(&id).copied()
+        self.ids.get(id)
     }
 
     #[inline]
@@ -163,7 +167,12 @@ impl JobTable {
     pub fn set_held(&mut self, job: JobIdx, held: bool) {
         let held = held || self.limits.as_ref().is_some_and(|l| l.held(job).is_some());
         let e = self.slots[job.index()].as_mut().unwrap();
-        e.state = if held { JobState::Held } else { JobState::Pending };
+        let state = if held { JobState::Held } else { JobState::Pending };
+        if e.state == state {
+            // filed as it is already: no edit of the queue
+            return;
+        }
+        e.state = state;
         self.queue.set(self.queue.pos_of(job), if held { Queue::HELD } else { e.need }, e.spec.estimate);
     }
 
@@ -221,7 +230,7 @@ impl JobTable {
         if let Some(l) = &mut self.limits {
             l.left(job);
         }
-        self.ids.remove(&e.spec.id);
+        self.ids.remove(e.spec.id);
         self.free_slots.push(job.0);
         e
     }
@@ -318,11 +327,131 @@ impl JobTable {
         let live = self.slots.iter().filter(|s| s.is_some()).count();
         assert_eq!(live, self.ids.len(), "slots and ids disagree");
         assert_eq!(live + self.free_slots.len(), self.slots.len());
-        for (&id, &j) in &self.ids {
+        for (id, j) in self.ids.iter() {
             assert_eq!(self.get(j).spec.id, id);
         }
         let states_queued = self.slots.iter().flatten().filter(|e| e.state.queued()).count();
         assert_eq!(states_queued, queued, "a queued job is missing from the queue");
+    }
+}
+
+/// Job ids to slots: an open-addressing table (linear probing, Fibonacci
+/// hashing, deletion by shifting back), read only by id. Nothing visits it
+/// in its own order: [`JobTable::live`] sorts, and a saved table lists it in
+/// id order. It replaced an ordered map, whose lookups, insertions and
+/// removals (one each per job) cost a replay more than its queue did.
+#[derive(Debug, Clone, Default)]
+struct IdMap {
+    /// One (id, slot) per bucket, [`EMPTY_BUCKET`] where none; a power of two
+    /// buckets, at most half of them full (none until the first insertion).
+    buckets: Vec<(JobId, JobIdx)>,
+    len: usize,
+}
+
+/// The slot of an empty bucket of an [`IdMap`].
+const EMPTY_BUCKET: JobIdx = JobIdx(u32::MAX);
+
+impl IdMap {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bucket `id` probes from: the top bits of its product with 2^64
+    /// over the golden ratio.
+    fn home(&self, id: JobId) -> usize {
+        let bits = self.buckets.len().trailing_zeros();
+        (id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+    }
+
+    /// Where `id` is, or the empty bucket where it would go.
+    fn bucket(&self, id: JobId) -> usize {
+        let mask = self.buckets.len() - 1;
+        let mut b = self.home(id);
+        while self.buckets[b].1 != EMPTY_BUCKET && self.buckets[b].0 != id {
+            b = (b + 1) & mask;
+        }
+        b
+    }
+
+    fn get(&self, id: JobId) -> Option<JobIdx> {
+        if self.len == 0 {
+            return None;
+        }
+        let (_, j) = self.buckets[self.bucket(id)];
+        (j != EMPTY_BUCKET).then_some(j)
+    }
+
+    /// Map `id` to `j` (in place of what it mapped to).
+    fn insert(&mut self, id: JobId, j: JobIdx) {
+        debug_assert!(j != EMPTY_BUCKET);
+        if (self.len + 1) * 2 > self.buckets.len() {
+            let size = (self.buckets.len() * 2).max(16);
+            let old = std::mem::replace(&mut self.buckets, vec![(JobId(0), EMPTY_BUCKET); size]);
+            for (k, v) in old.into_iter().filter(|e| e.1 != EMPTY_BUCKET) {
+                let b = self.bucket(k);
+                self.buckets[b] = (k, v);
+            }
+        }
+        let b = self.bucket(id);
+        self.len += (self.buckets[b].1 == EMPTY_BUCKET) as usize;
+        self.buckets[b] = (id, j);
+    }
+
+    fn remove(&mut self, id: JobId) -> Option<JobIdx> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.buckets.len() - 1;
+        let mut hole = self.bucket(id);
+        let j = self.buckets[hole].1;
+        if j == EMPTY_BUCKET {
+            return None;
+        }
+        self.len -= 1;
+        // shift back the entries after the hole that probed past it
+        let mut b = hole;
+        loop {
+            b = (b + 1) & mask;
+            let (k, v) = self.buckets[b];
+            if v == EMPTY_BUCKET {
+                break;
+            }
+            let home = self.home(k);
+            // the entry may fill the hole unless its home lies after the hole
+            // and up to it (cyclically)
+            if (b.wrapping_sub(home) & mask) >= (b.wrapping_sub(hole) & mask) {
+                self.buckets[hole] = (k, v);
+                hole = b;
+            }
+        }
+        self.buckets[hole].1 = EMPTY_BUCKET;
+        Some(j)
+    }
+
+    /// Every (id, slot), in no particular order.
+    fn iter(&self) -> impl Iterator<Item = (JobId, JobIdx)> + '_ {
+        self.buckets.iter().copied().filter(|e| e.1 != EMPTY_BUCKET)
+    }
+}
+
+/// The id map saved as a map in id order, as it always was (an ordered map
+/// before), and read back from one.
+mod in_id_order {
+    use super::{IdMap, JobId, JobIdx};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(ids: &IdMap, s: S) -> Result<S::Ok, S::Error> {
+        let sorted: BTreeMap<JobId, JobIdx> = ids.iter().collect();
+        sorted.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<IdMap, D::Error> {
+        let mut ids = IdMap::default();
+        for (id, j) in BTreeMap::<JobId, JobIdx>::deserialize(d)? {
+            ids.insert(id, j);
+        }
+        Ok(ids)
     }
 }
 
@@ -356,8 +485,41 @@ pub(crate) fn out_of_place<K: Ord + Copy>(items: &[(K, u32)]) -> (Vec<(K, u32)>,
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     proptest! {
+        /// The id map holds what an ordered map holds through insertions
+        /// and removals: ids in runs (as drivers number jobs), spread out,
+        /// and colliding (multiples of a power of two), with growth and the
+        /// probe sequences wrapping around the end of the table.
+        #[test]
+        fn the_id_map_agrees_with_an_ordered_map(
+            ops in proptest::collection::vec((0u8..3, 0u64..200), 1..2000),
+            stride in prop_oneof![Just(1u64), Just(1u64 << 20), Just(0x9e37_79b9u64), Just(1u64 << 63)],
+        ) {
+            let mut m = IdMap::default();
+            let mut want = BTreeMap::new();
+            for (i, (op, k)) in ops.into_iter().enumerate() {
+                let id = JobId(k.wrapping_mul(stride));
+                match op {
+                    0 | 1 => {
+                        m.insert(id, JobIdx(i as u32));
+                        want.insert(id, JobIdx(i as u32));
+                    }
+                    _ => prop_assert_eq!(m.remove(id), want.remove(&id)),
+                }
+                prop_assert_eq!(m.len(), want.len());
+                prop_assert_eq!(m.get(id), want.get(&id).copied());
+            }
+            for k in 0..200u64 {
+                let id = JobId(k.wrapping_mul(stride));
+                prop_assert_eq!(m.get(id), want.get(&id).copied());
+            }
+            let mut all: Vec<_> = m.iter().collect();
+            all.sort();
+            prop_assert_eq!(all, want.into_iter().collect::<Vec<_>>());
+        }
+
         /// Moving only the jobs out of place gives the order a whole new
         /// layout gives, whatever the keys, after any earlier moves.
         #[test]
