@@ -664,8 +664,7 @@ impl Engine {
             m.detach(j);
         }
         let (mut open, mut never) = (Vec::new(), Vec::new());
-        let spec = *self.t.spec(j);
-        self.gates.leave(&self.t, now, j, &spec, state, &mut open, &mut never);
+        self.gates.leave(&self.t, now, j, &self.t.get(j).spec, state, &mut open, &mut never);
         let mut e = self.t.remove(j);
         if let JobState::Suspended { since, .. } = e.state {
             e.suspended_s += now - since;
@@ -699,11 +698,7 @@ impl Engine {
             Machine::Nodes(m) => m.next_deadline(&self.t, self.now),
             Machine::Parm(m) => m.next_deadline(),
         };
-        let delay = [self.delays.first().map(|d| d.0), self.gates.next_timer(), self.share_wake()].into_iter().flatten().min();
-        let next = match (deadline, delay) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let next = crate::earliest([deadline, self.delays.first().map(|d| d.0), self.gates.next_timer(), self.share_wake()])
         // the engine's clock ends at MAX_TIME: nothing is due after it
         .filter(|&t| t <= MAX_TIME);
         if let Some(t) = next {

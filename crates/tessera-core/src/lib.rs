@@ -46,3 +46,19 @@ pub use resv::{Repeat, Reservation, ReservationSpec, ResvError, ResvNodes, ResvR
 
 /// Time in whole seconds. Traces, estimates and every engine call use it.
 pub type Time = i64;
+
+/// The earliest of some instants, None if there is none: what a driver or
+/// the engine waits for next. (A loop: an iterator flattening the options
+/// cost the engine's every input a measurable share of a replay.)
+#[inline]
+pub fn earliest<const N: usize>(instants: [Option<Time>; N]) -> Option<Time> {
+    let mut first: Option<Time> = None;
+    for t in instants {
+        let Some(t) = t else { continue };
+        first = Some(match first {
+            Some(f) if f <= t => f,
+            _ => t,
+        });
+    }
+    first
+}

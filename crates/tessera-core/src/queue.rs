@@ -255,7 +255,7 @@ impl Queue {
         self.tail += 1;
         self.jobs.push(job);
         self.len += 1;
-        self.put(p, Mins { need, est, key: self.key_of(job) });
+        self.lower(p, Mins { need, est, key: self.key_of(job) });
         self.marks.set(p);
         self.place(job, self.base + p as u32);
         self.base + p as u32
@@ -758,13 +758,32 @@ impl Queue {
         }
     }
 
-    /// The tail reached the last leaf: drop the empty prefix, and double the tree
-    /// if that does not free at least half of it.
+    /// [`Queue::put`] into an empty leaf (or any `v` no larger in any field
+    /// than what the leaf held): each ancestor's minimum only takes `v` in,
+    /// without reading its other child.
+    fn lower(&mut self, p: usize, v: Mins) {
+        let mut n = self.size + p;
+        debug_assert!(self.tree[n].min(v) == v, "lowering a leaf raises it");
+        self.tree[n] = v;
+        while n > 1 {
+            n /= 2;
+            let m = self.tree[n].min(v);
+            if self.tree[n] == m {
+                break;
+            }
+            self.tree[n] = m;
+        }
+    }
+
+    /// The tail reached the last leaf: drop the empty prefix, into a tree of
+    /// at least twice the positions left (so that half of it is room), and
+    /// no more than that: a queue that emptied again walks a shallow tree
+    /// (every arrival and start updates a path from leaf to root).
     fn make_room(&mut self) {
         self.ensure_marks();
         let shift = self.head;
         let live = self.tail - shift;
-        let size = if live * 2 <= self.size { self.size } else { self.size * 2 };
+        let size = (live * 2).next_power_of_two().max(64);
         let old_size = self.size;
         let old = std::mem::take(&mut self.tree);
         self.size = size;

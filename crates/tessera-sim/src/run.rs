@@ -456,7 +456,7 @@ fn replay(w: &Workload, jobs: Jobs<'_, '_>, policy: PolicyKind, observe: impl Fn
     while !book.jobs.halted() {
         let t_arrival = book.load(next).then(|| book.jobs.list[next].submit);
         let t_completion = book.completions.peek().map(|r| r.0 .0);
-        let Some(now) = [t_arrival, t_completion, book.wake].into_iter().flatten().min() else { break };
+        let Some(now) = tessera_core::earliest([t_arrival, t_completion, book.wake]) else { break };
         book.deliver(now, &mut inputs);
         let delivered = !inputs.is_empty();
         if !delivered && t_arrival != Some(now) && book.wake != Some(now) && !parm {

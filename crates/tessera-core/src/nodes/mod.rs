@@ -806,10 +806,11 @@ impl NodeEngine {
         // a window's start or end can let a job start (a job in it, or one
         // it kept out); one that ends for good must leave
         // (only while jobs wait: a recurring window alone asks for nothing)
-        let resv = t.queue.head().and_then(|_| self.blocks.next_after(now));
+        let waiting = t.queue.head().is_some();
+        let resv = waiting.then(|| self.blocks.next_after(now)).flatten();
         // the next backfill, while jobs wait
-        let backfill = t.queue.head().and(self.backfill_every.zip(self.last_backfill)).map(|(every, last)| last + every).filter(|&b| b > now);
-        [limit, self.gang_next, resv, backfill].into_iter().flatten().min()
+        let backfill = waiting.then_some(self.backfill_every.zip(self.last_backfill)).flatten().map(|(every, last)| last + every).filter(|&b| b > now);
+        crate::earliest([limit, self.gang_next, resv, backfill])
     }
 
     pub fn pass(&mut self, now: Time, t: &mut JobTable, out: &mut Vec<Effect>) {
