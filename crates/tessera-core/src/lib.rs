@@ -39,7 +39,7 @@ pub use contract::{Effect, Input, NodeChoice, Submission, JobRecord, NeedsPowerM
 pub use engine::{Engine, Snapshot};
 pub use step::{step, Driver};
 pub use job::{scaled, After, AfterKind, FinalState, JobId, JobIdx, JobSpec, JobState, Shape, KillReason, Outcome, SuspendedBy, Throttle};
-pub use nodes::{AllocPart, Allocation, NodeStatus};
+pub use nodes::{AllocPart, Allocation, NodeStatus, Parts};
 pub use pending::PendingReason;
 pub use policy::{PolicyKind, UnknownPolicy};
 pub use resv::{Repeat, Reservation, ReservationSpec, ResvError, ResvNodes, ResvReqError, ResvRequest};

@@ -101,10 +101,15 @@ pub struct AllocPart {
     pub gpus: u32,
 }
 
+/// An allocation's parts, one per node: held inline for a job on one node
+/// (every job of a pool), so a start allocates nothing for them. Saved and
+/// read back as a list, as a vector is.
+pub type Parts = smallvec::SmallVec<[AllocPart; 1]>;
+
 /// Where a job runs, and the pace it runs at: the scaling factor of its slowest node.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Allocation {
-    pub parts: Vec<AllocPart>,
+    pub parts: Parts,
     pub factor: f64,
     /// Processors (tasks) placed.
     pub procs: u32,
@@ -723,7 +728,7 @@ impl Board {
         // room for the parts on full nodes, so that a large job's list grows
         // once at most
         let mut a = Allocation {
-            parts: Vec::with_capacity((if ps.exclusive { left } else { left.div_ceil(ps.cpn.max(1)) } as usize).min(ps.nodes.len())),
+            parts: Parts::with_capacity((if ps.exclusive { left } else { left.div_ceil(ps.cpn.max(1)) } as usize).min(ps.nodes.len())),
             factor: f64::INFINITY,
             procs: 0,
         };
@@ -796,7 +801,7 @@ impl Board {
         let cpt = d.cpt.max(1);
         let tasks = d.procs / cpt;
         let whole = d.whole || ps.exclusive;
-        let mut a = Allocation { parts: Vec::new(), factor: f64::INFINITY, procs: 0 };
+        let mut a = Allocation { parts: Parts::new(), factor: f64::INFINITY, procs: 0 };
         let mut left = tasks;
         let order = d.include().iter().copied().chain(nodes.filter(|n| !d.include().contains(n)));
         for n in order {
@@ -996,7 +1001,7 @@ impl Board {
             let rem = total % k as u32;
             taken.iter_mut().for_each(|t| *t = false);
             let mut a = Allocation {
-                parts: Vec::new(),
+                parts: Parts::new(),
                 factor: f64::INFINITY,
                 procs: 0,
             };

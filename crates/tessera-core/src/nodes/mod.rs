@@ -27,7 +27,7 @@ mod reconfigure;
 mod resv;
 mod timeline;
 
-pub use board::{AllocPart, Allocation};
+pub use board::{AllocPart, Allocation, Parts};
 pub(crate) use board::{Blocked, Board, Demand, Free, Misses, NeverFits, Sets};
 
 use crate::cluster::Cluster;
