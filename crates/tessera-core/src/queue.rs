@@ -345,10 +345,9 @@ impl Queue {
                 i *= 2;
                 continue;
             }
-            // next subtree to the right: climb while a right child, then step over
-            while i & 1 == 1 {
-                i >>= 1;
-            }
+            // next subtree to the right: climb while a right child (past the
+            // root: none), then step over
+            i >>= i.trailing_ones();
             if i == 0 {
                 return None;
             }
