@@ -69,6 +69,9 @@ pub(super) struct Timeline {
     base: Vec<Edge>,
     base_applied: usize,
     edges: BTreeMap<Time, Vec<Edge>>,
+    /// The lists of `edges` of earlier passes, emptied, for its new instants
+    /// (a pass then allocates none for them once the lists are grown).
+    spare_edges: Vec<Vec<Edge>>,
     cursor: Time,
     /// Starts of occupations after now, in time order.
     starts: Vec<(Time, u32)>,
@@ -156,7 +159,10 @@ impl Timeline {
         self.windows = windows;
         self.base.clear();
         self.base_applied = 0;
-        self.edges.clear();
+        for (_, mut list) in std::mem::take(&mut self.edges) {
+            list.clear();
+            self.spare_edges.push(list);
+        }
         self.cursor = now;
         self.starts.clear();
         self.seen.clear();
@@ -258,7 +264,8 @@ impl Timeline {
             return;
         }
         // a reservation's nodes share its two boundaries: one entry each
-        self.edges.entry(e.t).or_default().push(e);
+        let spare = &mut self.spare_edges;
+        self.edges.entry(e.t).or_insert_with(|| spare.pop().unwrap_or_default()).push(e);
         if e.t <= self.cursor {
             self.apply(&e);
         }
