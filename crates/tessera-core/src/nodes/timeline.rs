@@ -397,11 +397,12 @@ impl Timeline {
         let mut most = (0u32, 0u64, 0u32);
         let points =
             std::iter::once(from).chain(occ.iter().map(|o| o.from).filter(|&t| t > from && t < to));
-        for (k, t) in points.enumerate() {
+        for t in points {
             let (c, m, g) = held_at(occ, t);
             most = (most.0.max(c), most.1.max(m), most.2.max(g));
-            if k == 0 && most.0 >= self.cap.cores[n] {
-                // every core is taken at the start: the node gives nothing
+            if most.0 >= self.cap.cores[n] {
+                // every core is taken at some instant: the node gives nothing
+                // (no task runs without a core, whatever memory is left)
                 return (0, 0, 0);
             }
         }
