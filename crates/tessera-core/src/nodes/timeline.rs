@@ -31,6 +31,11 @@ struct Occ {
     gpus: u32,
 }
 
+/// The most emptied lists of boundaries a timeline keeps for later passes,
+/// and the most room a list kept may have (together at most 2 MB).
+const SPARE_EDGE_LISTS: usize = 4096;
+const SPARE_EDGES_ROOM: usize = 16;
+
 /// One boundary of an occupation: at `t` it starts (`add`) or ends on `node`.
 #[derive(Debug, Clone, Copy)]
 struct Edge {
@@ -70,7 +75,8 @@ pub(super) struct Timeline {
     base_applied: usize,
     edges: BTreeMap<Time, Vec<Edge>>,
     /// The lists of `edges` of earlier passes, emptied, for its new instants
-    /// (a pass then allocates none for them once the lists are grown).
+    /// (a pass then allocates few for them): at most [`SPARE_EDGE_LISTS`]
+    /// lists of at most [`SPARE_EDGES_ROOM`] boundaries each.
     spare_edges: Vec<Vec<Edge>>,
     cursor: Time,
     /// Starts of occupations after now, in time order.
@@ -160,8 +166,12 @@ impl Timeline {
         self.base.clear();
         self.base_applied = 0;
         for (_, mut list) in std::mem::take(&mut self.edges) {
-            list.clear();
-            self.spare_edges.push(list);
+            // (bounded: small lists, and not too many, so that the room kept
+            // cannot grow with the longest pass seen)
+            if list.capacity() <= SPARE_EDGES_ROOM && self.spare_edges.len() < SPARE_EDGE_LISTS {
+                list.clear();
+                self.spare_edges.push(list);
+            }
         }
         self.cursor = now;
         self.starts.clear();
