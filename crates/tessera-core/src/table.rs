@@ -70,9 +70,7 @@ impl JobTable {
 
     /// Every job the table holds, in id order.
     pub fn live(&self) -> impl Iterator<Item = JobIdx> {
-        let mut v: Vec<(JobId, JobIdx)> = self.ids.iter().collect();
-        v.sort_unstable();
-        v.into_iter().map(|(_, j)| j)
+        self.ids.sorted().into_iter().map(|(_, j)| j)
     }
 
     pub fn lookup(&self, id: JobId) -> Option<JobIdx> {
@@ -432,18 +430,25 @@ impl IdMap {
     fn iter(&self) -> impl Iterator<Item = (JobId, JobIdx)> + '_ {
         self.buckets.iter().copied().filter(|e| e.1 != EMPTY_BUCKET)
     }
+
+    /// Every (id, slot), in id order: how anything that visits every job
+    /// sees them.
+    fn sorted(&self) -> Vec<(JobId, JobIdx)> {
+        let mut v: Vec<(JobId, JobIdx)> = self.iter().collect();
+        v.sort_unstable();
+        v
+    }
 }
 
 /// The id map saved as a map in id order, as it always was (an ordered map
 /// before), and read back from one.
 mod in_id_order {
     use super::{IdMap, JobId, JobIdx};
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde::{Deserialize, Deserializer, Serializer};
     use std::collections::BTreeMap;
 
     pub fn serialize<S: Serializer>(ids: &IdMap, s: S) -> Result<S::Ok, S::Error> {
-        let sorted: BTreeMap<JobId, JobIdx> = ids.iter().collect();
-        sorted.serialize(s)
+        s.collect_map(ids.sorted())
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<IdMap, D::Error> {

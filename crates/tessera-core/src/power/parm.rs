@@ -452,7 +452,7 @@ impl ParmEngine {
         // an end a reconfiguration moved (a job's current end comes as its completion)
         let current: std::collections::BTreeSet<Time> = self.running.iter().filter_map(|j| Some(self.runs[j.index()].as_ref()?.expected_end)).collect();
         let moved = self.announced.iter().copied().find(|t| !current.contains(t));
-        [ack, moved].into_iter().flatten().min()
+        crate::earliest([ack, moved])
     }
 
     /// Running jobs whose acknowledgement is overdue at `now`.
