@@ -709,6 +709,15 @@ impl Queue {
         (m.need, m.est)
     }
 
+    /// The job at position `pos` and what it is filed under, if the position
+    /// is occupied.
+    #[inline]
+    pub fn entry_at(&self, pos: u32) -> Option<(JobIdx, u64, Time)> {
+        let p = pos.checked_sub(self.base).map(|p| p as usize).filter(|&p| p < self.tail)?;
+        let m = self.tree[self.size + p];
+        (m != EMPTY).then(|| (self.jobs[p], m.need, m.est))
+    }
+
     /// Occupied positions in queue order, starting at the head.
     pub fn iter(&self) -> impl Iterator<Item = (u32, JobIdx)> + '_ {
         (self.head..self.tail)

@@ -3,6 +3,7 @@
 //! starts now start.
 
 use super::*;
+use crate::queue::Queue;
 
 impl NodeEngine {
     /// Conservative backfilling: give every pending job, in queue order, the
@@ -90,7 +91,7 @@ impl NodeEngine {
             }
         }
         if let Some(k) = &mut self.kept {
-            k.close(self.version);
+            k.close(self.version, t.queue.edits());
         }
     }
 
@@ -181,6 +182,16 @@ impl NodeEngine {
         let mut pos = t.queue.head().map_or(0, |h| h.0);
         let mut answer = None;
         let mut tl_miss = Misses::new(self.shortcuts);
+        // the last `lim` and the longest estimate it allows (`est_within`)
+        let mut est_for: (Time, Time) = (Time::MIN, 0);
+        // after arrivals and jobs that ended on time only, the walk takes the
+        // last plan's steps that hold as they were at once (`Kept::run`)
+        if let (Some(l), Some(k)) = (last.as_mut(), kept.as_mut()) {
+            if let Some(after) = l.run(&t.queue, now, &mut k.steps, starts, &mut doomed) {
+                pos = after;
+            }
+        }
+        let tl_keyed = bounded && tl.is_some() && self.shortcuts;
         loop {
             // walking the last plan, its steps bound `full_at` and what is free
             // before it from above (`Kept`)
@@ -188,6 +199,11 @@ impl NodeEngine {
                 (full_at, most) = l.bounds(capacity, now);
             }
             let lim = full_at.saturating_sub(now);
+            // the queue's searches compare estimates, not scaled windows
+            if lim != est_for.0 {
+                est_for = (lim, est_within(lim, fmax));
+            }
+            let est_lim = est_for.1;
             // the walk's next step, where it is the next position: the queue
             // index answers for it without a walk
             let step_here = last.as_ref().filter(|l| l.walking).is_some_and(|l| l.next_pos() == Some(pos));
@@ -196,7 +212,7 @@ impl NodeEngine {
                 if could_start.is_none_or(|c| c < pos) {
                     let rest = last.as_ref().map_or(0, |l| l.rest_now);
                     let free_now = (profile.free_now() + rest).min(frugal.as_ref().map_or(i64::MAX, |f| f.profile.free_now()));
-                    let ok = |n: u64, e: Time| (n as i64) <= free_now && dur_of(e) <= lim;
+                    let ok = |n: u64, e: Time| (n as i64) <= free_now && e <= est_lim;
                     could_start = match step_here && t.queue.passes_at(pos, ok) {
                         true => Some(pos),
                         false => t.queue.find_first(pos, ok),
@@ -206,12 +222,15 @@ impl NodeEngine {
                     }
                 }
                 let d_ref = &doomed;
-                let can_fit_early = |n: u64, e: Time| {
-                    let dur = dur_of(e);
-                    (n as i64) <= most && dur <= lim && !d_ref.dominates(n, dur)
-                };
+                let can_fit_early = |n: u64, e: Time| (n as i64) <= most && e <= est_lim && !d_ref.dominates(n, dur_of(e));
                 let found = match step_here && t.queue.passes_at(pos, can_fit_early) {
                     true => Some(pos),
+                    // on the timeline the search skips the jobs known to find
+                    // no window there (`Misses::covers_filed_for`)
+                    false if tl_keyed => {
+                        let miss = &tl_miss;
+                        t.queue.find_first_keyed(pos, |n, e, k| can_fit_early(n, e) && !miss.covers_filed_for(n, k, e))
+                    }
                     false => t.queue.find_first(pos, can_fit_early),
                 };
                 let Some(p) = found else {
@@ -421,6 +440,33 @@ fn whole_profile(profile: &mut Profile, now: Time, free: u64, running: &[Running
     }
 }
 
+/// The longest estimate whose window on the fastest nodes (factor `fmax`)
+/// lasts at most `lim` seconds, its footprint counted, or -1 if none does:
+/// `e <= est_within(lim, fmax)` exactly when `footprint(scaled(e, fmax)) <= lim`.
+fn est_within(lim: Time, fmax: f64) -> Time {
+    let fits = |e: Time| footprint(scaled(e, fmax)) <= lim;
+    if !fits(0) {
+        return -1;
+    }
+    let guess = est_limit(lim, fmax).clamp(0, Time::MAX - 1);
+    if fits(guess) && !fits(guess + 1) {
+        return guess;
+    }
+    if fits(Time::MAX) {
+        return Time::MAX;
+    }
+    // rounding or saturation missed the boundary: find it by halves
+    let (mut lo, mut hi) = (0, Time::MAX);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match fits(mid) {
+            true => lo = mid,
+            false => hi = mid,
+        }
+    }
+    lo
+}
+
 /// A plan the pass is done with leaves its steps' buffer to the next.
 fn recycle(spare: &mut Vec<Step>, done: Option<Kept>) {
     if let Some(k) = done {
@@ -561,6 +607,8 @@ pub(super) struct Kept {
     p_min: i64,
     /// The engine's version once the plan's jobs started.
     version: u64,
+    /// The queue's count of edits then ([`Queue::edits`]).
+    edits: u64,
     steps: Vec<Step>,
     /// Running jobs that ended since (each bumped the version): their expected
     /// end and processors.
@@ -586,7 +634,7 @@ impl Kept {
     /// A plan made at `now`, its steps to go in `steps` (emptied).
     fn new(now: Time, fmax: f64, p_min: i64, mut steps: Vec<Step>) -> Kept {
         steps.clear();
-        Kept { now, fmax, p_min, version: 0, steps, freed: Vec::new(), more: 0, slack: 0, rest_now: 0, bound: None, walking: true, next: 0 }
+        Kept { now, fmax, p_min, version: 0, edits: 0, steps, freed: Vec::new(), more: 0, slack: 0, rest_now: 0, bound: None, walking: true, next: 0 }
     }
 
     /// A running job ended (or left) with `r`'s end and processors.
@@ -608,9 +656,10 @@ impl Kept {
 
     /// The pass's jobs have started, and the engine is at `version`: the steps
     /// of those that started go (their reservations are now running jobs).
-    fn close(&mut self, version: u64) {
+    fn close(&mut self, version: u64, edits: u64) {
         self.steps.retain(|s| !s.started);
         self.version = version;
+        self.edits = edits;
         self.next = 0;
     }
 
@@ -703,6 +752,52 @@ impl Kept {
         Some(self.carried(s))
     }
 
+    /// After arrivals and jobs that ended at their expected end only (nothing
+    /// more free at any instant, `p_min` as it was, and no job queued but at
+    /// the tail, none gone), take at once the steps,
+    /// from the walk's next, that [`Kept::take`] would take one by one: each
+    /// job still at its position, filed as it was, and the bounds in force
+    /// there those of the last plan (its `full_at` not past). A reservation
+    /// that starts now starts; a job that found no window is doomed. The
+    /// pass's `lim` is only shorter than the last plan's, so the jobs between
+    /// the steps, which it went by, are gone by again, and each step's job
+    /// still passes: a reservation ends by its `full_at`, and a step without
+    /// one is taken only where its job is no longer than `full_at` allows.
+    /// The queue position after the last step taken, if any.
+    fn run(&mut self, q: &Queue, now: Time, into: &mut Vec<Step>, starts: &mut Vec<(JobIdx, Option<Allocation>)>, doomed: &mut Doomed) -> Option<u32> {
+        if self.more != 0 || self.slack != 0 || q.edits() != self.edits {
+            return None;
+        }
+        let mut after = None;
+        while let Some(&s) = self.steps.get(self.next) {
+            let Some((job, need, est)) = q.entry_at(s.pos) else { break };
+            let same = job == s.job && need.min(i64::MAX as u64) == s.need && footprint(scaled(est, self.fmax)) == s.dur && s.short > 0;
+            // the bounds there are the last plan's: its `full_at` not past
+            let bounds_kept = s.full_at == Time::MAX || self.bounded(&s, now);
+            let holds = match s.at {
+                Some(t0) => t0 >= now,
+                None => s.full_at < Time::MAX && s.dur <= s.full_at - now,
+            };
+            if !(same && bounds_kept && holds) {
+                break;
+            }
+            self.next += 1;
+            if s.at.is_some_and(|t0| t0 <= now && now < t0.saturating_add(s.dur)) {
+                self.rest_now -= s.need.min(i64::MAX as u64) as i64;
+            }
+            let (f, m) = self.step_bounds(&s, i64::MAX, now);
+            self.bound = Some(self.bound.map_or((f, m), |(bf, bm)| (bf.min(f), bm.min(m))));
+            into.push(self.carried(s));
+            match s.at {
+                Some(t0) if t0 == now => starts.push((s.job, None)),
+                Some(_) => {}
+                None => doomed.insert(s.need, s.dur),
+            }
+            after = Some(s.pos + 1);
+        }
+        after
+    }
+
     /// A step as this pass keeps it: what ended early since lowers what it
     /// lacked and its deficit, and raises its `most`.
     fn carried(&self, s: Step) -> Step {
@@ -774,4 +869,27 @@ impl Step {
 pub(super) enum Plan {
     Pass,
     Explain(JobIdx),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The queue's searches compare estimates with `est_within(lim, fmax)`
+    /// where the plan compares windows: the two agree on every estimate,
+    /// factors that divide evenly or not, and limits too short for any window.
+    #[test]
+    fn an_estimate_bound_agrees_with_the_window_it_stands_for() {
+        for fmax in [1.0, 1.25, 1.5, 2.0, 3.0, 0.7, 1.0 / 3.0, 1.1] {
+            for lim in (-3..=300).chain([86_400, 1 << 40]) {
+                let e_max = est_within(lim, fmax);
+                for e in (0..=400).chain([e_max - 1, e_max, e_max + 1].into_iter().filter(|&e| e >= 0)) {
+                    let fits = footprint(scaled(e, fmax)) <= lim;
+                    assert_eq!(e <= e_max, fits, "estimate {e}, lim {lim}, factor {fmax}: bound {e_max}");
+                }
+            }
+        }
+        assert_eq!(est_within(Time::MAX, 1.0), Time::MAX);
+        assert_eq!(est_within(0, 1.0), -1);
+    }
 }
