@@ -479,8 +479,10 @@ fn recycle(spare: &mut Vec<Step>, done: Option<Kept>) {
 /// A walk that ends gives back the reservations of the steps it did not
 /// take, unless there are more of them than of those it took and one in
 /// `REBUILD_PER` running jobs: the profile is then built again (every running
-/// job's end, the steps taken) at about that cost.
-const REBUILD_PER: usize = 8;
+/// job's end, the steps taken) at about that cost. Measured on Curie and RICC
+/// with `--capacity` (BENCHMARKS.md): 32 against 4, 8 (the first choice), 16
+/// and never.
+const REBUILD_PER: usize = 32;
 
 /// A pass on the timeline builds [`Frugal`] once it has looked at one in
 /// `FRUGAL_SHARE` of the queued jobs, and at least `FRUGAL_AFTER`: most passes
