@@ -324,14 +324,8 @@ impl Misses {
     /// necessary consequence of it for any job below.
     #[inline]
     pub fn covers_filed(&self, need: u64, key: u64) -> bool {
-        self.covers_filed_for(need, key, 0)
-    }
-
-    /// [`Misses::covers_filed`] for jobs of at least `est` seconds.
-    #[inline]
-    pub fn covers_filed_for(&self, need: u64, key: u64, est: Time) -> bool {
         // the plain demand of `need` processors and `key - 1` MiB each
-        key > 0 && self.frontier.iter().any(|m| Self::covers(m, &[0, 0, need, 0, key - 1, 0, est.max(0) as u64]))
+        key > 0 && self.frontier.iter().any(|m| Self::covers(m, &[0, 0, need, 0, key - 1, 0, 0]))
     }
 
     /// `d` (for `est` seconds) did not fit.

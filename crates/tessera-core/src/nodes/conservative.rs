@@ -191,7 +191,6 @@ impl NodeEngine {
                 pos = after;
             }
         }
-        let tl_keyed = bounded && tl.is_some() && self.shortcuts;
         loop {
             // walking the last plan, its steps bound `full_at` and what is free
             // before it from above (`Kept`)
@@ -225,12 +224,6 @@ impl NodeEngine {
                 let can_fit_early = |n: u64, e: Time| (n as i64) <= most && e <= est_lim && !d_ref.dominates(n, dur_of(e));
                 let found = match step_here && t.queue.passes_at(pos, can_fit_early) {
                     true => Some(pos),
-                    // on the timeline the search skips the jobs known to find
-                    // no window there (`Misses::covers_filed_for`)
-                    false if tl_keyed => {
-                        let miss = &tl_miss;
-                        t.queue.find_first_keyed(pos, |n, e, k| can_fit_early(n, e) && !miss.covers_filed_for(n, k, e))
-                    }
                     false => t.queue.find_first(pos, can_fit_early),
                 };
                 let Some(p) = found else {
@@ -755,11 +748,11 @@ impl Kept {
     }
 
     /// After arrivals and jobs that ended at their expected end only (nothing
-    /// more free at any instant, `p_min` as it was, and no job queued but at
-    /// the tail, none gone), take at once the steps,
-    /// from the walk's next, that [`Kept::take`] would take one by one: each
-    /// job still at its position, filed as it was, and the bounds in force
-    /// there those of the last plan (its `full_at` not past). A reservation
+    /// more free at any instant, and no job queued but at the tail, none
+    /// gone), take at once the steps, from the walk's next, that
+    /// [`Kept::take`] would take one by one: each job still at its position,
+    /// filed as it was, and the bounds in force there those of the last plan
+    /// (its `full_at` not past). A reservation
     /// that starts now starts; a job that found no window is doomed. The
     /// pass's `lim` is only shorter than the last plan's, so the jobs between
     /// the steps, which it went by, are gone by again, and each step's job
@@ -767,7 +760,7 @@ impl Kept {
     /// one is taken only where its job is no longer than `full_at` allows.
     /// The queue position after the last step taken, if any.
     fn run(&mut self, q: &Queue, now: Time, into: &mut Vec<Step>, starts: &mut Vec<(JobIdx, Option<Allocation>)>, doomed: &mut Doomed) -> Option<u32> {
-        if self.more != 0 || self.slack != 0 || q.edits() != self.edits {
+        if self.more != 0 || q.edits() != self.edits {
             return None;
         }
         let mut after = None;
