@@ -713,9 +713,16 @@ impl Queue {
     /// is occupied.
     #[inline]
     pub fn entry_at(&self, pos: u32) -> Option<(JobIdx, u64, Time)> {
-        let p = pos.checked_sub(self.base).map(|p| p as usize).filter(|&p| p < self.tail)?;
-        let m = self.tree[self.size + p];
+        let (p, m) = self.leaf(pos)?;
         (m != EMPTY).then(|| (self.jobs[p], m.need, m.est))
+    }
+
+    /// The physical index and leaf of position `pos`, if it lies in the
+    /// queue's span (occupied or not).
+    #[inline]
+    fn leaf(&self, pos: u32) -> Option<(usize, Mins)> {
+        let p = pos.checked_sub(self.base).map(|p| p as usize).filter(|&p| p < self.tail)?;
+        Some((p, self.tree[self.size + p]))
     }
 
     /// Occupied positions in queue order, starting at the head.
@@ -748,9 +755,7 @@ impl Queue {
     /// occupied position whose pending job passes `ok` (no tree walk).
     #[inline]
     pub fn passes_at(&self, pos: u32, ok: impl Fn(u64, Time) -> bool) -> bool {
-        let Some(p) = pos.checked_sub(self.base).map(|p| p as usize).filter(|&p| p < self.tail) else { return false };
-        let m = self.tree[self.size + p];
-        m.need < Self::HELD && ok(m.need, m.est)
+        self.leaf(pos).is_some_and(|(_, m)| m.need < Self::HELD && ok(m.need, m.est))
     }
 
     fn put(&mut self, p: usize, v: Mins) {

@@ -272,14 +272,8 @@ impl NodeEngine {
                         if let Some(k) = &mut kept {
                             k.steps.push(s);
                         }
-                        match s.at {
-                            Some(t0) if t0 == now => {
-                                starts.push((job, None));
-                                could_start = None;
-                            }
-                            // already in the profile: what is free now is as it was
-                            Some(_) => {}
-                            None => doomed.insert(need, dur_min),
+                        if s.settle(now, starts, &mut doomed) {
+                            could_start = None;
                         }
                         continue;
                     }
@@ -735,16 +729,20 @@ impl Kept {
                 Some(t0) => t0 >= now,
                 None => bounded,
             };
-        if !holds {
-            return None;
-        }
+        holds.then(|| self.taken(s, now))
+    }
+
+    /// The walk takes `s`, its next step: what it holds now leaves the rest's
+    /// count, its bounds join those of the steps taken. The step as this pass
+    /// keeps it.
+    fn taken(&mut self, s: Step, now: Time) -> Step {
         self.next += 1;
         if s.at.is_some_and(|t0| t0 <= now && now < t0.saturating_add(s.dur)) {
             self.rest_now -= s.need.min(i64::MAX as u64) as i64;
         }
         let (f, m) = self.step_bounds(&s, i64::MAX, now);
         self.bound = Some(self.bound.map_or((f, m), |(bf, bm)| (bf.min(f), bm.min(m))));
-        Some(self.carried(s))
+        self.carried(s)
     }
 
     /// After arrivals and jobs that ended at their expected end only (nothing
@@ -766,7 +764,7 @@ impl Kept {
         let mut after = None;
         while let Some(&s) = self.steps.get(self.next) {
             let Some((job, need, est)) = q.entry_at(s.pos) else { break };
-            let same = job == s.job && need.min(i64::MAX as u64) == s.need && footprint(scaled(est, self.fmax)) == s.dur && s.short > 0;
+            let same = s.lacks_more(job, need.min(i64::MAX as u64), footprint(scaled(est, self.fmax)), 0);
             // the bounds there are the last plan's: its `full_at` not past
             let bounds_kept = s.full_at == Time::MAX || self.bounded(&s, now);
             let holds = match s.at {
@@ -776,18 +774,9 @@ impl Kept {
             if !(same && bounds_kept && holds) {
                 break;
             }
-            self.next += 1;
-            if s.at.is_some_and(|t0| t0 <= now && now < t0.saturating_add(s.dur)) {
-                self.rest_now -= s.need.min(i64::MAX as u64) as i64;
-            }
-            let (f, m) = self.step_bounds(&s, i64::MAX, now);
-            self.bound = Some(self.bound.map_or((f, m), |(bf, bm)| (bf.min(f), bm.min(m))));
-            into.push(self.carried(s));
-            match s.at {
-                Some(t0) if t0 == now => starts.push((s.job, None)),
-                Some(_) => {}
-                None => doomed.insert(s.need, s.dur),
-            }
+            let taken = self.taken(s, now);
+            into.push(taken);
+            taken.settle(now, starts, doomed);
             after = Some(s.pos + 1);
         }
         after
@@ -840,6 +829,23 @@ impl Kept {
 }
 
 impl Step {
+    /// A step the walk took: its job starts if its reservation starts now
+    /// (true; one later is already in the profile, so what is free now is as
+    /// it was), and a job that found no window leaves its shape doomed.
+    fn settle(&self, now: Time, starts: &mut Vec<(JobIdx, Option<Allocation>)>, doomed: &mut Doomed) -> bool {
+        match self.at {
+            Some(t0) if t0 == now => {
+                starts.push((self.job, None));
+                true
+            }
+            Some(_) => false,
+            None => {
+                doomed.insert(self.need, self.dur);
+                false
+            }
+        }
+    }
+
     /// The step is `job`'s (needing `need` for `dur`), and every earlier start
     /// lacked more than the `more` processors more free now.
     fn lacks_more(&self, job: JobIdx, need: u64, dur: Time, more: i64) -> bool {
