@@ -120,6 +120,40 @@ impl Profile {
         self.push_back(now, self.base_free);
     }
 
+    /// [`Profile::rebuild`] with every running job's end added at once (as
+    /// [`Profile::grow_all`] would, in one loop over the jobs rather than a
+    /// call per end): the profile of a kept plan, built again.
+    pub fn rebuild_whole(&mut self, now: Time, free_now: u64, running: &[RunningJob]) {
+        self.rebuild(now, free_now);
+        // ends at or before `now + 1` merge into the segment at `now + 1`; the
+        // jobs come sorted by expected end, so each later end starts a segment
+        // (free counts only rise along it: a block's least is its first, its
+        // most its last)
+        let floor = now + 1;
+        let mut free = self.base_free;
+        let mut k = 0;
+        let mut blk = self.blocks.pop().expect("a profile keeps a segment");
+        while let Some(r) = running.get(k) {
+            let end = r.expected_end.max(floor);
+            free += r.procs as i64;
+            k += 1;
+            while let Some(r) = running.get(k).filter(|r| r.expected_end.max(floor) == end) {
+                free += r.procs as i64;
+                k += 1;
+            }
+            if blk.seg.len() >= BLOCK_FILL {
+                (blk.min, blk.max) = (blk.seg[0].1, blk.seg[blk.seg.len() - 1].1);
+                let next = self.new_block();
+                self.blocks.push(std::mem::replace(&mut blk, next));
+            }
+            blk.seg.push((end, free));
+        }
+        (blk.min, blk.max) = (blk.seg[0].1, blk.seg[blk.seg.len() - 1].1);
+        self.blocks.push(blk);
+        self.base_free = free;
+        self.cursor = running.len();
+    }
+
     /// Start a profile at `now` with `free_now` free, changing by each of `steps`
     /// (instants strictly increasing after now, and the change there) and by
     /// nothing else: the calls that follow pass no running jobs. Returns the
@@ -641,6 +675,39 @@ mod tests {
         assert_eq!(p.earliest_fit_before(1, 50, 49, &run), None);
         assert_eq!(p.earliest_fit_before(5, 10, 200, &run), Some((100, (0, 1))));
         assert_eq!(p.earliest_fit_before(5, 10, 109, &run), None);
+    }
+
+    /// A profile built whole at once is the one grown end by end: ends
+    /// before now, shared ends, jobs of no processor, several blocks.
+    #[test]
+    fn a_profile_built_whole_is_the_one_grown() {
+        let mut rnd = xorshift(0x51afd7ed558ccd);
+        for round in 0..200 {
+            let now = 1000 + rnd(50) as Time;
+            let mut run: Vec<RunningJob> = (0..rnd(120)).map(|_| rj(now - 10 + rnd(400) as Time, rnd(5) as u32)).collect();
+            run.sort();
+            let free = rnd(30);
+            let mut grown = Profile::default();
+            grown.rebuild(now, free);
+            grown.grow_all(&run);
+            let mut whole = Profile::default();
+            whole.rebuild_whole(now, free, &run);
+            assert_eq!(whole.values(), grown.values(), "round {round}");
+            assert_eq!((whole.base_free, whole.cursor), (grown.base_free, grown.cursor), "round {round}");
+            for b in &whole.blocks {
+                let vals = b.seg.iter().map(|s| s.1);
+                assert_eq!((b.min, b.max), (vals.clone().min().unwrap(), vals.max().unwrap()), "round {round}: block bounds");
+            }
+            // the searches see the same profile (asking at most the machine)
+            let capacity = free + run.iter().map(|r| r.procs as u64).sum::<u64>();
+            for _ in 0..10 {
+                let (p, d) = (1 + rnd(capacity.max(1)), 1 + rnd(300) as Time);
+                if p > capacity {
+                    continue;
+                }
+                assert_eq!(whole.earliest_fit(p, d, &run), grown.earliest_fit(p, d, &run), "round {round}: fit {p} x {d}");
+            }
+        }
     }
 
     #[test]

@@ -414,8 +414,7 @@ impl NodeEngine {
 /// every running job's end, and the reservations of `steps` (what is left of
 /// them from `now` on).
 fn whole_profile(profile: &mut Profile, now: Time, free: u64, running: &[RunningJob], steps: &[Step]) {
-    profile.rebuild(now, free);
-    profile.grow_all(running);
+    profile.rebuild_whole(now, free, running);
     for s in steps {
         if let Some(t0) = s.at {
             let (from, to) = (t0.max(now), t0.saturating_add(s.dur));
