@@ -120,9 +120,10 @@ impl Profile {
         self.push_back(now, self.base_free);
     }
 
-    /// [`Profile::rebuild`] with every running job's end added at once (as
-    /// [`Profile::grow_all`] would, in one loop over the jobs rather than a
-    /// call per end): the profile of a kept plan, built again.
+    /// [`Profile::rebuild`] with every running job's end added at once, in one
+    /// loop over the jobs rather than a growth step per end: the calls that
+    /// follow then pass no running jobs, and the profile can be kept from one
+    /// pass to the next (a kept plan's, built again).
     pub fn rebuild_whole(&mut self, now: Time, free_now: u64, running: &[RunningJob]) {
         self.rebuild(now, free_now);
         // ends at or before `now + 1` merge into the segment at `now + 1`; the
@@ -496,8 +497,9 @@ impl Profile {
         }
     }
 
-    /// Add every running job's end now: the calls that follow then pass no
-    /// running jobs, and the profile can be kept from one pass to the next.
+    /// Add every running job's end now, one by one (the tests' reference for
+    /// [`Profile::rebuild_whole`]).
+    #[cfg(test)]
     pub fn grow_all(&mut self, running: &[RunningJob]) {
         while self.grow(running) {}
     }
