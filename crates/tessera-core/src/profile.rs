@@ -442,16 +442,27 @@ impl Profile {
                 }
             } else {
                 let mut to = from;
-                let mut min = blk.min;
-                for s in blk.seg[from..].iter_mut().take_while(|s| s.0 < end) {
-                    s.1 += delta;
-                    min = min.min(s.1);
-                    to += 1;
-                }
                 if delta < 0 {
+                    let mut min = blk.min;
+                    for s in blk.seg[from..].iter_mut().take_while(|s| s.0 < end) {
+                        s.1 += delta;
+                        min = min.min(s.1);
+                        to += 1;
+                    }
                     blk.min = min;
                 } else {
-                    blk.refresh();
+                    // both found again: the segments changed as they are
+                    // changed, the others in one more pass
+                    let (mut min, mut max) = (i64::MAX, i64::MIN);
+                    for s in blk.seg[from..].iter_mut().take_while(|s| s.0 < end) {
+                        s.1 += delta;
+                        (min, max) = (min.min(s.1), max.max(s.1));
+                        to += 1;
+                    }
+                    for s in blk.seg[..from].iter().chain(&blk.seg[to..]) {
+                        (min, max) = (min.min(s.1), max.max(s.1));
+                    }
+                    (blk.min, blk.max) = (min, max);
                 }
                 if below.is_none() && blk.min + blk.lazy < threshold {
                     below = (from..to).find(|&i| blk.get(i) < threshold).map(|i| blk.seg[i].0);
