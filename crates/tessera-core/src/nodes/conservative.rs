@@ -645,7 +645,10 @@ impl Kept {
     /// The pass's jobs have started, and the engine is at `version`: the steps
     /// of those that started go (their reservations are now running jobs).
     fn close(&mut self, version: u64, edits: u64) {
-        self.steps.retain(|s| !s.started);
+        // (no step is marked unless one started: `next` moved)
+        if self.next > 0 {
+            self.steps.retain(|s| !s.started);
+        }
         self.version = version;
         self.edits = edits;
         self.next = 0;
