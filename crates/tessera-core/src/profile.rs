@@ -111,13 +111,20 @@ impl Profile {
     /// lazily, as far as calls look: a pass that stops early never pays for the
     /// thousands of running jobs ending later.
     pub fn rebuild(&mut self, now: Time, free_now: u64) {
+        self.clear(now, free_now);
+        self.push_back(now, self.base_free);
+    }
+
+    /// No segment, the profile at `now` with `free_now` free and no running
+    /// job's end added (the start of [`Profile::rebuild`] and
+    /// [`Profile::rebuild_whole`]).
+    fn clear(&mut self, now: Time, free_now: u64) {
         while let Some(b) = self.blocks.pop() {
             self.recycle(b);
         }
         self.now = now;
         self.cursor = 0;
         self.base_free = free_now.min(i64::MAX as u64 / 2) as i64;
-        self.push_back(now, self.base_free);
     }
 
     /// [`Profile::rebuild`] with every running job's end added at once, in one
@@ -125,7 +132,7 @@ impl Profile {
     /// follow then pass no running jobs, and the profile can be kept from one
     /// pass to the next (a kept plan's, built again).
     pub fn rebuild_whole(&mut self, now: Time, free_now: u64, running: &[RunningJob]) {
-        self.rebuild(now, free_now);
+        self.clear(now, free_now);
         // ends at or before `now + 1` merge into the segment at `now + 1`; the
         // jobs come sorted by expected end, so each later end starts a segment
         // (free counts only rise along it: a block's least is its first, its
@@ -133,7 +140,8 @@ impl Profile {
         let floor = now + 1;
         let mut free = self.base_free;
         let mut k = 0;
-        let mut blk = self.blocks.pop().expect("a profile keeps a segment");
+        let mut blk = self.new_block();
+        blk.seg.push((now, free));
         while let Some(r) = running.get(k) {
             let end = r.expected_end.max(floor);
             free += r.procs as i64;
