@@ -642,8 +642,16 @@ impl Timeline {
     /// in time order.
     pub fn frugal(&mut self, per_core: u64, p_min: i64, mut profile: Profile) -> (Frugal, Option<Time>) {
         self.settle();
-        self.seek(self.now);
-        let mut held = self.held.clone();
+        // what every node holds at now, from the copy kept there: the cursor
+        // stays where the searches left it (moving it back to now and out
+        // again cost one pass over every boundary before it)
+        let mut held = match &self.at_now {
+            Some(s) => s.held.clone(),
+            None => {
+                self.seek(self.now);
+                self.held.clone()
+            }
+        };
         let free_now = (0..held.len()).map(|n| self.frugal_of(n, (held[n].0, held[n].1), per_core)).sum();
         let mut steps: Vec<(Time, i64)> = Vec::new();
         let mut later = self.edges.values().flatten().peekable();
